@@ -1,0 +1,276 @@
+//! API keys and accounts in redb. A key is `wm_` followed by 64 hex digits of randomness;
+//! only its SHA-256 is stored, indexed for the constant-cost lookup every request makes.
+
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use rand::RngExt;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Plan;
+use crate::clock::now_ms;
+
+/// account name → account record (JSON).
+const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
+/// SHA-256 of the key (hex) → key record (JSON).
+const API_KEYS: TableDefinition<&str, &str> = TableDefinition::new("api_keys");
+
+#[derive(Serialize, Deserialize)]
+struct AccountRecord {
+    plan: Plan,
+    created_at: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyRecord {
+    id: String,
+    account: String,
+    created_at: u64,
+    revoked_at: Option<u64>,
+}
+
+/// Who a request acts for, as established by its API key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    /// The account every query of the request is scoped to.
+    pub account: Arc<str>,
+    /// The account's plan tier.
+    pub plan: Plan,
+    /// The key's public id (`key_…`), for per-key rate limits and logs.
+    pub key_id: Arc<str>,
+}
+
+/// What `keys list` shows of a key: never the secret.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub account: String,
+    pub plan: Plan,
+    pub created_at: u64,
+    pub revoked_at: Option<u64>,
+}
+
+/// Accounts and keys over the shared database.
+#[derive(Clone)]
+pub struct KeyStore {
+    db: Arc<Database>,
+}
+
+fn hash_key(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn validate_account(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    if !ok {
+        bail!(
+            "account name {name:?} is invalid: use 1-64 characters from letters, digits, '-', '_', '.', '@'"
+        );
+    }
+    Ok(())
+}
+
+impl KeyStore {
+    /// Opens the tables, creating them on first use.
+    pub fn new(db: Arc<Database>) -> anyhow::Result<Self> {
+        let txn = db.begin_write()?;
+        txn.open_table(ACCOUNTS)?;
+        txn.open_table(API_KEYS)?;
+        txn.commit()?;
+        Ok(Self { db })
+    }
+
+    /// Creates a key for `account`, creating the account (plan default free) if new.
+    /// An explicit `plan` also changes an existing account's plan. Returns the secret,
+    /// which is shown once and never stored.
+    pub fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
+        validate_account(account)?;
+        let secret = format!("wm_{}", hex::encode(rand::rng().random::<[u8; 32]>()));
+        let now = now_ms();
+        let record = KeyRecord {
+            id: format!("key_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            account: account.to_string(),
+            created_at: now,
+            revoked_at: None,
+        };
+        let txn = self.db.begin_write()?;
+        let plan = {
+            let mut accounts = txn.open_table(ACCOUNTS)?;
+            let existing: Option<AccountRecord> = accounts
+                .get(account)?
+                .map(|v| serde_json::from_str(v.value()))
+                .transpose()?;
+            let record = match existing {
+                Some(mut a) => {
+                    a.plan = plan.unwrap_or(a.plan);
+                    a
+                }
+                None => AccountRecord {
+                    plan: plan.unwrap_or_default(),
+                    created_at: now,
+                },
+            };
+            accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
+            record.plan
+        };
+        txn.open_table(API_KEYS)?
+            .insert(hash_key(&secret).as_str(), serde_json::to_string(&record)?.as_str())?;
+        txn.commit()?;
+        let info = KeyInfo {
+            id: record.id,
+            account: record.account,
+            plan,
+            created_at: now,
+            revoked_at: None,
+        };
+        Ok((secret, info))
+    }
+
+    /// Revokes a key given either the secret itself or its `key_…` id.
+    pub fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+        let txn = self.db.begin_write()?;
+        let info = {
+            let mut keys = txn.open_table(API_KEYS)?;
+            let hash = match keys.get(hash_key(key).as_str())? {
+                Some(_) => hash_key(key),
+                None => find_hash_by_id(&keys, key)?
+                    .with_context(|| format!("no key {key:?} (give the key or its key_… id)"))?,
+            };
+            let mut record: KeyRecord = {
+                let guard = keys.get(hash.as_str())?.context("key vanished")?;
+                serde_json::from_str(guard.value())?
+            };
+            record.revoked_at.get_or_insert_with(now_ms);
+            keys.insert(hash.as_str(), serde_json::to_string(&record)?.as_str())?;
+            let plan = account_plan(&txn.open_table(ACCOUNTS)?, &record.account)?;
+            KeyInfo {
+                id: record.id,
+                account: record.account,
+                plan,
+                created_at: record.created_at,
+                revoked_at: record.revoked_at,
+            }
+        };
+        txn.commit()?;
+        Ok(info)
+    }
+
+    /// Every key, oldest first.
+    pub fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+        let txn = self.db.begin_read()?;
+        let keys = txn.open_table(API_KEYS)?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let mut out = Vec::new();
+        for entry in keys.iter()? {
+            let (_, value) = entry?;
+            let record: KeyRecord = serde_json::from_str(value.value())?;
+            out.push(KeyInfo {
+                plan: account_plan(&accounts, &record.account)?,
+                id: record.id,
+                account: record.account,
+                created_at: record.created_at,
+                revoked_at: record.revoked_at,
+            });
+        }
+        out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
+    }
+
+    /// The principal a presented key acts for; `None` for unknown or revoked keys.
+    pub fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+        let txn = self.db.begin_read()?;
+        let keys = txn.open_table(API_KEYS)?;
+        let Some(value) = keys.get(hash_key(secret).as_str())? else {
+            return Ok(None);
+        };
+        let record: KeyRecord = serde_json::from_str(value.value())?;
+        if record.revoked_at.is_some() {
+            return Ok(None);
+        }
+        let plan = account_plan(&txn.open_table(ACCOUNTS)?, &record.account)?;
+        Ok(Some(Principal {
+            account: record.account.into(),
+            plan,
+            key_id: record.id.into(),
+        }))
+    }
+}
+
+fn account_plan(accounts: &impl ReadableTable<&'static str, &'static str>, account: &str) -> anyhow::Result<Plan> {
+    let guard = accounts
+        .get(account)?
+        .with_context(|| format!("account {account:?} missing"))?;
+    Ok(serde_json::from_str::<AccountRecord>(guard.value())?.plan)
+}
+
+fn find_hash_by_id(
+    keys: &impl ReadableTable<&'static str, &'static str>,
+    id: &str,
+) -> anyhow::Result<Option<String>> {
+    for entry in keys.iter()? {
+        let (hash, value) = entry?;
+        if serde_json::from_str::<KeyRecord>(value.value())?.id == id {
+            return Ok(Some(hash.value().to_string()));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, KeyStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Database::create(dir.path().join("db")).unwrap());
+        (dir, KeyStore::new(db).unwrap())
+    }
+
+    #[test]
+    fn create_authenticate_revoke() {
+        let (_dir, s) = store();
+        let (secret, info) = s.create("acme", None).unwrap();
+        assert!(secret.starts_with("wm_") && secret.len() == 67);
+        assert_eq!(info.plan, Plan::Free);
+        let p = s.authenticate(&secret).unwrap().unwrap();
+        assert_eq!(&*p.account, "acme");
+        assert_eq!(&*p.key_id, info.id);
+        assert!(s.authenticate("wm_nope").unwrap().is_none());
+        s.revoke(&info.id).unwrap();
+        assert!(s.authenticate(&secret).unwrap().is_none());
+        let listed = s.list().unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].revoked_at.is_some());
+    }
+
+    #[test]
+    fn revoke_by_secret_and_plan_changes() {
+        let (_dir, s) = store();
+        let (k1, _) = s.create("acme", Some(Plan::Lightyear)).unwrap();
+        let (k2, _) = s.create("acme", None).unwrap();
+        assert_eq!(s.authenticate(&k2).unwrap().unwrap().plan, Plan::Lightyear);
+        s.revoke(&k1).unwrap();
+        assert!(s.authenticate(&k1).unwrap().is_none());
+        assert!(s.authenticate(&k2).unwrap().is_some());
+        assert!(s.revoke("key_unknown").is_err());
+        assert!(s.create("bad name", None).is_err());
+    }
+
+    #[test]
+    fn secrets_are_not_stored() {
+        let (_dir, s) = store();
+        let (secret, _) = s.create("acme", None).unwrap();
+        let txn = s.db.begin_read().unwrap();
+        let keys = txn.open_table(API_KEYS).unwrap();
+        for entry in keys.iter().unwrap() {
+            let (k, v) = entry.unwrap();
+            assert!(!k.value().contains(&secret[3..]) && !v.value().contains(&secret[3..]));
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Accounts, their plan tier, and the API keys that act for them.
+//!
+//! A key belongs to exactly one account; every request is scoped to the key's account, so
+//! nothing in the service ever takes an account id from a caller. Keys are stored hashed:
+//! a stolen database reveals no usable key.
+
+mod keys;
+mod plan;
+
+pub use keys::{KeyInfo, KeyStore, Principal};
+pub use plan::Plan;

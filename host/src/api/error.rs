@@ -1,0 +1,125 @@
+//! `ApiError`: the one error type of the HTTP API, rendered as the specification's envelope
+//! `{ "error": { "code", "message", "details"? } }` with `Content-Type: application/json`.
+//!
+//! Policy: 4xx messages say what to fix; 5xx messages say nothing internal — the cause goes
+//! to the log under a request id that the message quotes. Validation codes follow one
+//! rule: a bad request field or query parameter `f` is `invalid_f` (`invalid_key`,
+//! `invalid_tags`, …), with `details.field` naming it.
+
+use axum::{
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use serde_json::{Value, json};
+
+use crate::memory::{MemoryError, embed::EmbedError};
+
+/// An error response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: String,
+    pub message: String,
+    pub details: Option<Value>,
+    /// Seconds, sent as `Retry-After`.
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// Any error; prefer the named constructors.
+    pub fn new(status: StatusCode, code: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code: code.into(),
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// Adds structured context.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// 400 `invalid_<field>` for a bad body field.
+    pub fn invalid_field(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, format!("invalid_{field}"), message)
+            .with_details(json!({ "field": field }))
+    }
+
+    /// 400 `invalid_body`: not JSON, or not an object.
+    pub fn invalid_body(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_body", message)
+    }
+
+    /// 400 `invalid_query` for a bad query-string parameter.
+    pub fn invalid_query(parameter: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_query", message)
+            .with_details(json!({ "parameter": parameter }))
+    }
+
+    /// 401 `invalid_api_key`.
+    pub fn invalid_api_key(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_api_key", message)
+    }
+
+    /// 500 `internal_error`; `cause` is logged, never sent.
+    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+        let request_id = ulid::Ulid::new().to_string().to_lowercase();
+        tracing::error!(%request_id, %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            format!("internal error (request {request_id}); retry once, then report it"),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = json!({ "code": self.code, "message": self.message });
+        if let Some(details) = self.details {
+            error["details"] = details;
+        }
+        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+impl From<MemoryError> for ApiError {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Invalid { field, message } => ApiError::invalid_field(field, message),
+            MemoryError::NotFound { .. } => {
+                ApiError::new(StatusCode::NOT_FOUND, "not_found", e.to_string())
+            }
+            MemoryError::QuotaExceeded { limit, used } => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "memory_quota_exceeded",
+                e.to_string(),
+            )
+            .with_details(json!({ "limit": limit, "used": used })),
+            MemoryError::Embed(EmbedError::Remote(ref cause)) => {
+                tracing::warn!(%cause, "embedding provider failed");
+                let mut err = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    "the embedding provider failed; retry with backoff (1 s, 2 s, 4 s)",
+                );
+                err.retry_after = Some(1);
+                err
+            }
+            other => ApiError::internal(&other),
+        }
+    }
+}
+
+/// Handler result.
+pub type ApiResult<T> = Result<T, ApiError>;

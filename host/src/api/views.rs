@@ -1,0 +1,79 @@
+//! JSON renderings of domain values, in the field names of the specification.
+//!
+//! The full memory record carries both spellings of the access counter the spec uses
+//! (`access_count` and `accessCount`); `isLatestVersion` and `deletedAt` (epoch ms or null)
+//! are spelled as the spec spells them.
+
+use serde_json::{Value, json};
+
+use crate::memory::{Memory, SearchHit};
+
+/// Importance as a JSON number: whole numbers stay integers (`5`, not `5.0`).
+fn importance(value: f64) -> Value {
+    if value.fract() == 0.0 {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
+/// The full memory record (put, get, list, history).
+pub fn memory(m: &Memory) -> Value {
+    json!({
+        "memory_id": m.memory_id,
+        "key": m.key,
+        "value": m.value,
+        "namespace": m.namespace,
+        "tags": m.tags,
+        "importance": importance(m.importance),
+        "source": m.source.as_str(),
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+        "access_count": m.access_count,
+        "accessCount": m.access_count,
+        "expires_at": m.expires_at,
+        "isLatestVersion": m.is_latest,
+        "deletedAt": m.deleted_at,
+        "version": m.version,
+    })
+}
+
+/// A search result item (§2.2).
+pub fn search_hit(h: &SearchHit) -> Value {
+    let m = &h.memory;
+    json!({
+        "memory_id": m.memory_id,
+        "key": m.key,
+        "value": m.value,
+        "namespace": m.namespace,
+        "tags": m.tags,
+        "importance": importance(m.importance),
+        "source": m.source.as_str(),
+        "score": h.score,
+        "breakdown": {
+            "semantic": h.breakdown.semantic,
+            "keyword": h.breakdown.keyword,
+            "importance": h.breakdown.importance,
+            "timeDecay": h.breakdown.time_decay,
+        },
+        "created_at": m.created_at,
+    })
+}
+
+/// One memory of an export document: what import needs to recreate it, plus provenance.
+pub fn export_item(m: &Memory, now: u64) -> Value {
+    let mut item = json!({
+        "key": m.key,
+        "value": m.value,
+        "namespace": m.namespace,
+        "tags": m.tags,
+        "importance": importance(m.importance),
+        "source": m.source.as_str(),
+        "created_at": m.created_at,
+        "updated_at": m.updated_at,
+    });
+    if let Some(at) = m.expires_at {
+        item["expires_in_days"] = json!(at.saturating_sub(now) as f64 / 86_400_000.0);
+    }
+    item
+}

@@ -1,0 +1,72 @@
+//! The data directory: one redb database (the source of truth for accounts, keys and
+//! memories) plus derived index folders. An exclusive lock file makes a second process
+//! (a CLI command while the server runs, or a second server) fail at once instead of
+//! hanging or corrupting the indexes.
+
+use std::{
+    fs::File,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use anyhow::{Context, bail};
+use redb::Database;
+
+/// An opened, locked data directory. The lock is held until this value is dropped.
+#[derive(Debug)]
+pub struct DataDir {
+    path: PathBuf,
+    db: Arc<Database>,
+    _lock: File,
+}
+
+impl DataDir {
+    /// Creates the directory if needed, takes the lock and opens the database.
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(path)
+            .with_context(|| format!("creating data dir {}", path.display()))?;
+        let lock_path = path.join("wasmind.lock");
+        let lock = File::create(&lock_path)
+            .with_context(|| format!("creating lock file {}", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            bail!(
+                "data dir {} is in use by another wasmind process (a running server?); \
+                 stop it first, or use another --data-dir",
+                path.display()
+            );
+        }
+        let db_path = path.join("wasmind.redb");
+        let db = Database::create(&db_path)
+            .with_context(|| format!("opening database {}", db_path.display()))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            db: Arc::new(db),
+            _lock: lock,
+        })
+    }
+
+    /// The shared database handle.
+    pub fn db(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// Where a derived index named `name` keeps its files.
+    pub fn index_dir(&self, name: &str) -> PathBuf {
+        self.path.join("index").join(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_opener_fails_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DataDir::open(dir.path()).unwrap();
+        let err = DataDir::open(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("in use"), "{err}");
+        drop(first);
+        DataDir::open(dir.path()).unwrap();
+    }
+}

@@ -1,0 +1,21 @@
+//! wasmind hosts many tenants' AI agents and their long-term memory in one program.
+//!
+//! Users reach it over a JSON REST API (`api`), authenticated by API keys that belong to
+//! accounts (`accounts`). Each account's memories live in redb with derived keyword and
+//! vector indexes (`memory`). The operator runs it with the `wasmind` CLI (`cli`).
+//!
+//! ```no_run
+//! // What `wasmind serve` does:
+//! let env = std::collections::BTreeMap::new();
+//! wasmind::server::serve("./wasmind-data".as_ref(), "127.0.0.1:8080".parse()?, None, &env)?;
+//! # anyhow::Ok(())
+//! ```
+
+pub mod accounts;
+pub mod api;
+pub mod cli;
+mod clock;
+pub mod config;
+pub mod data_dir;
+pub mod memory;
+pub mod server;

@@ -1,0 +1,163 @@
+//! The `[embedder]` section of the config file.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+/// The `[embedder]` section of the TOML config file: which embedder to run and how.
+///
+/// Every field has a default, so an absent section means the local MiniLM model.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    /// Which embedder to build.
+    pub kind: EmbedderKind,
+    /// Directory holding the MiniLM `model.safetensors`, `tokenizer.json` and `config.json`.
+    pub model_dir: PathBuf,
+    /// Worker threads of the bulk lane, each running its own batch; values below 1 mean 1.
+    pub threads: usize,
+    /// Most texts one bulk inference takes; values below 1 mean 1.
+    pub batch_size: usize,
+    /// Query embeddings kept in the LRU cache; 0 turns the cache off.
+    pub query_cache: usize,
+    /// Settings of the remote OpenAI-compatible provider, used when `kind = "openai"`.
+    pub openai: OpenAiEmbedConfig,
+}
+
+impl Default for EmbedderConfig {
+    fn default() -> Self {
+        Self {
+            kind: EmbedderKind::Minilm,
+            model_dir: PathBuf::from("models/all-MiniLM-L6-v2"),
+            threads: 2,
+            batch_size: 32,
+            query_cache: 4096,
+            openai: OpenAiEmbedConfig::default(),
+        }
+    }
+}
+
+/// Which embedder produces the vectors; vectors of different kinds are not comparable.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 run locally with candle: semantic, 384 dims.
+    #[default]
+    Minilm,
+    /// Lexical feature hashing: instant and deterministic, for tests; not semantic.
+    Hash,
+    /// A remote OpenAI-compatible `/embeddings` endpoint.
+    Openai,
+}
+
+impl EmbedderKind {
+    /// The name used in the config file and in `WASMIND_EMBEDDER`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minilm => "minilm",
+            Self::Hash => "hash",
+            Self::Openai => "openai",
+        }
+    }
+}
+
+impl fmt::Display for EmbedderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A string that names no embedder kind (e.g. a bad `WASMIND_EMBEDDER`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown embedder kind {0:?}: expected minilm, hash or openai")]
+pub struct UnknownEmbedderKind(pub String);
+
+impl FromStr for EmbedderKind {
+    type Err = UnknownEmbedderKind;
+
+    /// Parses the config names, ignoring case and surrounding blanks.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "minilm" => Ok(Self::Minilm),
+            "hash" => Ok(Self::Hash),
+            "openai" => Ok(Self::Openai),
+            _ => Err(UnknownEmbedderKind(s.to_owned())),
+        }
+    }
+}
+
+/// The `[embedder.openai]` section: an OpenAI-compatible embeddings endpoint.
+///
+/// `Debug` redacts the API key so configs can be logged.
+#[derive(Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpenAiEmbedConfig {
+    /// API root; requests go to `{base_url}/embeddings`.
+    pub base_url: String,
+    /// Sent as a bearer token; `None` sends no `Authorization` header (local servers).
+    pub api_key: Option<String>,
+    /// Provider model name.
+    pub model: String,
+    /// Vector length asked for with the `dimensions` request field, and checked on replies.
+    pub dims: usize,
+}
+
+impl Default for OpenAiEmbedConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.openai.com/v1".to_owned(),
+            api_key: None,
+            model: "text-embedding-3-small".to_owned(),
+            dims: 384,
+        }
+    }
+}
+
+impl fmt::Debug for OpenAiEmbedConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiEmbedConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("dims", &self.dims)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_parses_case_insensitively_and_rejects_unknown() {
+        assert_eq!(" MiniLM ".parse::<EmbedderKind>(), Ok(EmbedderKind::Minilm));
+        assert_eq!("hash".parse::<EmbedderKind>(), Ok(EmbedderKind::Hash));
+        assert_eq!("openai".parse::<EmbedderKind>(), Ok(EmbedderKind::Openai));
+        let err = "bert".parse::<EmbedderKind>().unwrap_err();
+        assert!(err.to_string().contains("minilm, hash or openai"));
+    }
+
+    #[test]
+    fn debug_redacts_api_key() {
+        let cfg = OpenAiEmbedConfig {
+            api_key: Some("sk-secret".to_owned()),
+            ..OpenAiEmbedConfig::default()
+        };
+        let shown = format!("{cfg:?}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+        assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn toml_section_fills_defaults_and_rejects_unknown_fields() {
+        let cfg: EmbedderConfig = toml::from_str("kind = \"hash\"\n[openai]\ndims = 256\n").unwrap();
+        assert_eq!(cfg.kind, EmbedderKind::Hash);
+        assert_eq!(cfg.openai.dims, 256);
+        assert_eq!(cfg.openai.model, "text-embedding-3-small");
+        assert_eq!(cfg.batch_size, 32);
+        assert!(toml::from_str::<EmbedderConfig>("kinds = \"hash\"").is_err());
+        assert_eq!(toml::from_str::<EmbedderConfig>("").unwrap(), EmbedderConfig::default());
+    }
+}

@@ -1,0 +1,130 @@
+//! A lane: dedicated threads that coalesce queued embedding jobs into batches and run them.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, mpsc};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::{EmbedError, Embedder};
+
+/// What a job gets back: one vector per text, in order.
+pub(super) type Vectors = Result<Vec<Vec<f32>>, EmbedError>;
+
+/// Where a job's vectors go: an awaiting task, or a thread blocked outside any runtime.
+pub(super) enum Reply {
+    Async(oneshot::Sender<Vectors>),
+    Blocking(mpsc::SyncSender<Vectors>),
+}
+
+impl Reply {
+    /// Delivers the result; a caller that stopped waiting is not an error.
+    fn send(self, result: Vectors) {
+        let _ = match self {
+            Self::Async(tx) => tx.send(result).map_err(drop),
+            Self::Blocking(tx) => tx.send(result).map_err(drop),
+        };
+    }
+}
+
+/// Texts to embed (never more than the lane's batch size) and where to send their vectors.
+pub(super) struct Job {
+    pub(super) texts: Vec<String>,
+    pub(super) reply: Reply,
+}
+
+/// The sending end of a lane; its threads exit once this is dropped and the queue drains.
+pub(super) struct Lane {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Lane {
+    /// Starts `workers` threads named `name-N`, each batching up to `batch_size` texts.
+    pub(super) fn spawn(
+        name: &str,
+        embedder: &Arc<dyn Embedder>,
+        workers: usize,
+        batch_size: usize,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let rx = Arc::new(Mutex::new(rx));
+        for n in 0..workers {
+            let (embedder, rx) = (Arc::clone(embedder), Arc::clone(&rx));
+            std::thread::Builder::new()
+                .name(format!("{name}-{n}"))
+                .spawn(move || run(&*embedder, &rx, batch_size))
+                .expect("the OS refused to start an embedding thread");
+        }
+        Self { tx }
+    }
+
+    /// Queues a job; if the lane's threads are gone the reply is dropped, which the
+    /// waiting caller sees as [`EmbedError::ShutDown`].
+    pub(super) fn submit(&self, texts: Vec<String>, reply: Reply) {
+        let _ = self.tx.send(Job { texts, reply });
+    }
+}
+
+/// A worker: waits for a job, adds whatever else is queued while it fits, runs the batch.
+fn run(embedder: &dyn Embedder, rx: &Mutex<mpsc::Receiver<Job>>, batch_size: usize) {
+    let mut carry: Option<Job> = None;
+    loop {
+        let mut batch = Vec::new();
+        {
+            let rx = rx.lock();
+            let first = match carry.take() {
+                Some(job) => job,
+                None => match rx.recv() {
+                    Ok(job) => job,
+                    Err(mpsc::RecvError) => return,
+                },
+            };
+            let mut count = first.texts.len();
+            batch.push(first);
+            while count < batch_size {
+                let Ok(job) = rx.try_recv() else { break };
+                if count + job.texts.len() > batch_size {
+                    carry = Some(job);
+                    break;
+                }
+                count += job.texts.len();
+                batch.push(job);
+            }
+        }
+        run_batch(embedder, batch);
+    }
+}
+
+/// Embeds all jobs' texts in one call and hands each job its share.
+fn run_batch(embedder: &dyn Embedder, batch: Vec<Job>) {
+    let started = Instant::now();
+    let texts: Vec<&str> = batch.iter().flat_map(|j| &j.texts).map(String::as_str).collect();
+    let result = catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts)))
+        .unwrap_or_else(|_| Err(EmbedError::Inference("the embedder panicked".to_owned())))
+        .and_then(|vecs| match vecs.len() == texts.len() {
+            true => Ok(vecs),
+            false => Err(EmbedError::Inference(format!(
+                "{} returned {} vectors for {} texts",
+                embedder.name(),
+                vecs.len(),
+                texts.len()
+            ))),
+        });
+    tracing::debug!(
+        jobs = batch.len(),
+        texts = texts.len(),
+        ms = started.elapsed().as_millis(),
+        "embedded batch"
+    );
+    match result {
+        Ok(vecs) => {
+            let mut vecs = vecs.into_iter();
+            for job in batch {
+                let mine = vecs.by_ref().take(job.texts.len()).collect();
+                job.reply.send(Ok(mine));
+            }
+        }
+        Err(e) => batch.into_iter().for_each(|job| job.reply.send(Err(e.clone()))),
+    }
+}

@@ -1,0 +1,92 @@
+//! Sentence embeddings for memory search: text in, unit-length vector out.
+//!
+//! [`Embedder`] is the model (local MiniLM, a lexical hash for tests, or a remote
+//! OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
+//! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
+
+mod config;
+mod error;
+mod hash;
+mod lane;
+mod minilm;
+mod openai;
+mod service;
+
+use std::sync::Arc;
+
+pub use config::{EmbedderConfig, EmbedderKind, OpenAiEmbedConfig, UnknownEmbedderKind};
+pub use error::EmbedError;
+pub use hash::HashEmbedder;
+pub use minilm::MiniLm;
+pub use openai::OpenAiEmbedder;
+pub use service::EmbedService;
+
+/// Turns texts into vectors whose dot product measures how related the texts are.
+///
+/// Implementations block while they compute; call them from [`EmbedService`] (or other
+/// non-async threads), never directly on an async runtime's worker threads.
+pub trait Embedder: Send + Sync + 'static {
+    /// Short name for logs, e.g. "all-MiniLM-L6-v2".
+    fn name(&self) -> &str;
+    /// Output dimensions (384 for MiniLM).
+    fn dims(&self) -> usize;
+    /// Embeds a batch; each vector is L2-normalized (unit length), so dot product == cosine similarity.
+    ///
+    /// Returns exactly one vector of [`dims`](Embedder::dims) floats per text, in order.
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Dimensions of the hash embedder built by [`from_config`]: MiniLM's, so index layouts match.
+const HASH_DIMS: usize = 384;
+
+/// Builds the configured embedder (loads the model for Minilm).
+///
+/// Fails with [`EmbedError::ModelMissing`] when MiniLM's files are absent.
+pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(match cfg.kind {
+        EmbedderKind::Minilm => Arc::new(MiniLm::load(&cfg.model_dir)?),
+        EmbedderKind::Hash => Arc::new(HashEmbedder::new(HASH_DIMS)),
+        EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(&cfg.openai)?),
+    })
+}
+
+/// Scales `v` to unit length; an all-zero vector is left as it is.
+fn l2_normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_config_builds_hash_and_reports_missing_model() {
+        let hash = EmbedderConfig {
+            kind: EmbedderKind::Hash,
+            ..EmbedderConfig::default()
+        };
+        let embedder = from_config(&hash).unwrap();
+        assert_eq!(embedder.dims(), HASH_DIMS);
+        assert_eq!(embedder.name(), "lexical-hash");
+
+        let missing = EmbedderConfig {
+            model_dir: "/nonexistent/wasmind-model".into(),
+            ..EmbedderConfig::default()
+        };
+        let err = from_config(&missing).err().expect("model dir is missing");
+        assert!(matches!(err, EmbedError::ModelMissing { .. }), "{err}");
+    }
+
+    #[test]
+    fn l2_normalize_makes_unit_length_and_keeps_zero() {
+        let mut v = vec![3.0, 4.0];
+        l2_normalize(&mut v);
+        assert_eq!(v, vec![0.6, 0.8]);
+        let mut zero = vec![0.0; 3];
+        l2_normalize(&mut zero);
+        assert_eq!(zero, vec![0.0; 3]);
+    }
+}

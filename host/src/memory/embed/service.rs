@@ -1,0 +1,305 @@
+//! Runs an embedder on dedicated threads: a bulk lane for storage, a query lane for search.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, mpsc};
+
+use lru::LruCache;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use super::lane::{Lane, Reply, Vectors};
+use super::{EmbedError, Embedder, EmbedderConfig};
+
+/// Runs an Embedder on dedicated threads, off the async runtime. Clone-able handle (Arc inside).
+///
+/// The bulk lane (`threads` workers) coalesces concurrent callers' texts into batches of up
+/// to `batch_size`; the query lane has its own thread so searches never queue behind
+/// indexing, and an LRU cache of `query_cache` entries. The threads exit when the last
+/// handle is dropped.
+#[derive(Clone)]
+pub struct EmbedService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    embedder: Arc<dyn Embedder>,
+    batch_size: usize,
+    bulk: Lane,
+    query: Lane,
+    cache: Option<Mutex<LruCache<String, Arc<Vec<f32>>>>>,
+}
+
+impl EmbedService {
+    /// Starts the lanes' threads for `embedder`, sized by `cfg` (threads, batch_size, query_cache).
+    pub fn new(embedder: Arc<dyn Embedder>, cfg: &EmbedderConfig) -> Self {
+        let batch_size = cfg.batch_size.max(1);
+        let inner = Inner {
+            bulk: Lane::spawn("embed-bulk", &embedder, cfg.threads.max(1), batch_size),
+            query: Lane::spawn("embed-query", &embedder, 1, batch_size),
+            cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
+            embedder,
+            batch_size,
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// Length of every vector this service returns.
+    pub fn dims(&self) -> usize {
+        self.inner.embedder.dims()
+    }
+
+    /// The embedder's name, for logs.
+    pub fn name(&self) -> &str {
+        self.inner.embedder.name()
+    }
+
+    /// Bulk lane: texts for storage. Concurrent callers' texts are coalesced into one batch
+    /// (up to batch_size) — whatever has queued while the previous batch ran — so 16 concurrent
+    /// writers cost ~one batched inference, not 16 sequential ones.
+    ///
+    /// Returns one unit vector per text, in order.
+    pub async fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = texts.len();
+        let mut pending = Vec::new();
+        for chunk in self.chunks(texts) {
+            let (tx, rx) = oneshot::channel();
+            self.inner.bulk.submit(chunk, Reply::Async(tx));
+            pending.push(rx);
+        }
+        let mut out = Vec::with_capacity(n);
+        for rx in pending {
+            out.extend(rx.await.map_err(|_| EmbedError::ShutDown)??);
+        }
+        Ok(out)
+    }
+
+    /// Query lane: one text, its own thread (so a search never waits behind bulk indexing),
+    /// LRU-cached by exact text.
+    pub async fn embed_query(&self, text: &str) -> Result<Arc<Vec<f32>>, EmbedError> {
+        if let Some(hit) = self.cached(text) {
+            return Ok(hit);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.inner.query.submit(vec![text.to_owned()], Reply::Async(tx));
+        let vector = Arc::new(single(rx.await.map_err(|_| EmbedError::ShutDown)?)?);
+        if let Some(cache) = &self.inner.cache {
+            cache.lock().put(text.to_owned(), Arc::clone(&vector));
+        }
+        Ok(vector)
+    }
+
+    /// Synchronous bulk embedding for start-up/offline use (no async runtime needed).
+    ///
+    /// Blocks the calling thread until done, so do not call it on an async worker thread.
+    pub fn embed_documents_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let n = texts.len();
+        let mut pending = Vec::new();
+        for chunk in self.chunks(texts) {
+            let (tx, rx) = mpsc::sync_channel(1);
+            self.inner.bulk.submit(chunk, Reply::Blocking(tx));
+            pending.push(rx);
+        }
+        let mut out = Vec::with_capacity(n);
+        for rx in pending {
+            out.extend(rx.recv().map_err(|_| EmbedError::ShutDown)??);
+        }
+        Ok(out)
+    }
+
+    /// Splits `texts` into jobs no bigger than one batch.
+    fn chunks(&self, texts: Vec<String>) -> Vec<Vec<String>> {
+        let mut texts = texts.into_iter().peekable();
+        let mut chunks = Vec::new();
+        while texts.peek().is_some() {
+            chunks.push(texts.by_ref().take(self.inner.batch_size).collect());
+        }
+        chunks
+    }
+
+    fn cached(&self, text: &str) -> Option<Arc<Vec<f32>>> {
+        self.inner.cache.as_ref()?.lock().get(text).cloned()
+    }
+}
+
+/// The one vector of a one-text job.
+fn single(result: Vectors) -> Result<Vec<f32>, EmbedError> {
+    result?
+        .pop()
+        .ok_or_else(|| EmbedError::Inference("no vector for the query".to_owned()))
+}
+
+impl fmt::Debug for EmbedService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbedService")
+            .field("embedder", &self.name())
+            .field("dims", &self.dims())
+            .field("batch_size", &self.inner.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::memory::embed::{HashEmbedder, MiniLm};
+
+    fn cfg(threads: usize, batch_size: usize) -> EmbedderConfig {
+        EmbedderConfig {
+            threads,
+            batch_size,
+            ..EmbedderConfig::default()
+        }
+    }
+
+    /// A hash embedder that records each call, can be held, and fails or panics on cue.
+    struct Probe {
+        inner: HashEmbedder,
+        calls: AtomicUsize,
+        hold: Mutex<mpsc::Receiver<()>>,
+    }
+
+    impl Probe {
+        fn new() -> (Arc<Self>, mpsc::Sender<()>) {
+            let (tx, rx) = mpsc::channel();
+            let probe = Self {
+                inner: HashEmbedder::new(64),
+                calls: AtomicUsize::new(0),
+                hold: Mutex::new(rx),
+            };
+            (Arc::new(probe), tx)
+        }
+    }
+
+    impl Embedder for Probe {
+        fn name(&self) -> &str {
+            "probe"
+        }
+        fn dims(&self) -> usize {
+            self.inner.dims()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if texts.contains(&"hold") {
+                let _ = self.hold.lock().recv();
+            }
+            if texts.contains(&"fail") {
+                return Err(EmbedError::Inference("asked to fail".to_owned()));
+            }
+            assert!(!texts.contains(&"panic"), "asked to panic");
+            std::thread::sleep(Duration::from_millis(5));
+            self.inner.embed(texts)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_documents_are_correct_and_coalesced() {
+        let (probe, release) = Probe::new();
+        let service = EmbedService::new(probe.clone(), &cfg(1, 64));
+        // Hold the worker so the 16 writers below queue up behind it.
+        let held = tokio::spawn({
+            let service = service.clone();
+            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+        });
+        while probe.calls.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let writers: Vec<_> = (0..16)
+            .map(|i| {
+                let service = service.clone();
+                let texts = vec![format!("note {i} about cats"), format!("deploy {i}")];
+                tokio::spawn(async move { (service.embed_documents(texts.clone()).await, texts) })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
+        for writer in writers {
+            let (got, texts) = writer.await.unwrap();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            assert_eq!(got.unwrap(), probe.inner.embed(&refs).unwrap());
+        }
+        // One held call, then all 32 queued texts in one batch.
+        assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn query_is_cached_and_never_waits_behind_bulk() {
+        let (probe, release) = Probe::new();
+        let service = EmbedService::new(probe.clone(), &cfg(1, 32));
+        let held = tokio::spawn({
+            let service = service.clone();
+            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+        });
+        while probe.calls.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let wait = Duration::from_secs(10);
+        let first = tokio::time::timeout(wait, service.embed_query("where is the key"));
+        let first = first.await.expect("query waited behind bulk").unwrap();
+        let second = service.embed_query("where is the key").await.unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(*first, probe.inner.embed_one("where is the key"));
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn failures_reach_every_caller_and_the_lane_survives() {
+        let (probe, _release) = Probe::new();
+        let service = EmbedService::new(probe.clone(), &cfg(1, 32));
+        let err = service.embed_documents(vec!["fail".to_owned()]).await;
+        assert!(matches!(err, Err(EmbedError::Inference(_))));
+        let err = service.embed_documents(vec!["panic".to_owned()]).await;
+        assert!(matches!(err, Err(EmbedError::Inference(_))));
+        let ok = service.embed_documents(vec!["fine".to_owned(), "also".to_owned()]).await;
+        assert_eq!(ok.unwrap().len(), 2);
+        assert!(service.embed_documents(Vec::new()).await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn blocking_splits_large_inputs_and_threads_exit_on_drop() {
+        let (probe, _release) = Probe::new();
+        let service = EmbedService::new(probe.clone(), &cfg(2, 4));
+        let texts: Vec<String> = (0..10).map(|i| format!("text number {i}")).collect();
+        let got = service.embed_documents_blocking(texts.clone()).unwrap();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        assert_eq!(got, probe.inner.embed(&refs).unwrap());
+        assert!(probe.calls.load(Ordering::SeqCst) >= 3, "batches hold at most 4 texts");
+        drop(service);
+        let probe: Arc<dyn Embedder> = probe;
+        for _ in 0..500 {
+            if Arc::strong_count(&probe) == 1 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("embedding threads still hold the embedder after the service was dropped");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn minilm_service_matches_direct_embedding() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
+        let model = Arc::new(MiniLm::load(std::path::Path::new(dir)).unwrap());
+        let service = EmbedService::new(model.clone(), &EmbedderConfig::default());
+        assert_eq!((service.name(), service.dims()), ("all-MiniLM-L6-v2", 384));
+        let tasks: Vec<_> = (0..8)
+            .map(|i| {
+                let service = service.clone();
+                let text = format!("Memory number {i}: the build server restarts at {i} am");
+                tokio::spawn(async move { (service.embed_documents(vec![text.clone()]).await, text) })
+            })
+            .collect();
+        for task in tasks {
+            let (got, text) = task.await.unwrap();
+            let direct = model.embed(&[&text]).unwrap();
+            let diff = got.unwrap()[0].iter().zip(&direct[0]).map(|(a, b)| (a - b).abs());
+            assert!(diff.fold(0.0, f32::max) < 1e-4, "{text}");
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Errors of the memory domain. Validation failures name the field at fault (the API turns
+//! them into `invalid_<field>`); storage and index failures are internal and never shown
+//! to callers in detail.
+
+use super::{embed::EmbedError, index::IndexError};
+
+/// Everything a memory operation can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// Bad input; `field` is the request field to fix.
+    #[error("{message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+    /// No live memory at (namespace, key).
+    #[error("no memory with key {key:?} in namespace {namespace:?}")]
+    NotFound { key: String, namespace: String },
+    /// The account's live-memory pool is full.
+    #[error(
+        "memory quota exceeded: {used} of {limit} live memories in use; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan"
+    )]
+    QuotaExceeded { limit: u64, used: u64 },
+    #[error("embedding: {0}")]
+    Embed(#[from] EmbedError),
+    #[error("index: {0}")]
+    Index(#[from] IndexError),
+    #[error("storage: {0}")]
+    Storage(#[from] redb::Error),
+    #[error("stored record unreadable: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    /// A write group could not be committed; nothing of it was written.
+    #[error("write failed: {0}")]
+    WriteFailed(String),
+    /// The writer thread is gone (the service is shutting down).
+    #[error("memory writer stopped")]
+    Stopped,
+}
+
+impl MemoryError {
+    /// A validation failure of `field`.
+    pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
+        MemoryError::Invalid {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+macro_rules! storage_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for MemoryError {
+            fn from(e: $t) -> Self {
+                MemoryError::Storage(e.into())
+            }
+        }
+    )*};
+}
+storage_from!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// Shorthand for memory-domain results.
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;

@@ -1,0 +1,162 @@
+use super::KeywordIndex;
+use crate::memory::index::{IndexDoc, IndexOp, SearchFilter};
+
+const NOW: u64 = 1_000_000;
+
+fn doc(id: u64, account: &str, namespace: &str, value: &str, tags: &[&str]) -> IndexDoc {
+    IndexDoc {
+        id,
+        account: account.into(),
+        namespace: namespace.into(),
+        key: format!("key-{id}"),
+        value: value.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        expires_at: None,
+        embedding: Vec::new(),
+    }
+}
+
+fn upserts(docs: Vec<IndexDoc>) -> Vec<IndexOp> {
+    docs.into_iter().map(IndexOp::Upsert).collect()
+}
+
+fn in_account(account: &str) -> SearchFilter<'_> {
+    SearchFilter {
+        account,
+        namespace: None,
+        tags: &[],
+        now_ms: NOW,
+    }
+}
+
+fn ids(idx: &KeywordIndex, filter: &SearchFilter, query: &str) -> Vec<u64> {
+    let mut ids: Vec<u64> = idx
+        .search(filter, query, 100)
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn open() -> (tempfile::TempDir, KeywordIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let idx = KeywordIndex::open(dir.path()).unwrap();
+    (dir, idx)
+}
+
+#[test]
+fn accounts_are_isolated() {
+    let (_dir, idx) = open();
+    let ops = upserts(vec![
+        doc(1, "alice", "n", "the blue whale sings", &[]),
+        doc(2, "bob", "n", "the blue whale sings", &[]),
+        doc(3, "alice", "n", "a red fox", &[]),
+    ]);
+    idx.apply(&ops, 1).unwrap();
+    assert_eq!(ids(&idx, &in_account("alice"), "blue whale"), [1]);
+    assert_eq!(ids(&idx, &in_account("bob"), "blue whale"), [2]);
+    assert!(ids(&idx, &in_account("carol"), "blue whale").is_empty());
+}
+
+#[test]
+fn namespace_and_tags_must_all_match() {
+    let (_dir, idx) = open();
+    let ops = upserts(vec![
+        doc(1, "a", "work", "meeting notes", &["x", "y"]),
+        doc(2, "a", "work", "meeting notes", &["x"]),
+        doc(3, "a", "home", "meeting notes", &["x", "y"]),
+    ]);
+    idx.apply(&ops, 1).unwrap();
+    let tags = ["x".to_string(), "y".to_string()];
+    let mut f = in_account("a");
+    f.namespace = Some("work");
+    assert_eq!(ids(&idx, &f, "meeting"), [1, 2]);
+    f.tags = &tags;
+    assert_eq!(ids(&idx, &f, "meeting"), [1]);
+    f.namespace = None;
+    assert_eq!(ids(&idx, &f, "meeting"), [1, 3]);
+    f.tags = &tags[..1];
+    assert_eq!(ids(&idx, &f, "meeting"), [1, 2, 3]);
+}
+
+#[test]
+fn expired_docs_are_excluded() {
+    let (_dir, idx) = open();
+    let mut expired = doc(1, "a", "n", "old news", &[]);
+    expired.expires_at = Some(NOW);
+    let mut later = doc(2, "a", "n", "old news", &[]);
+    later.expires_at = Some(NOW + 1);
+    idx.apply(&upserts(vec![expired, later, doc(3, "a", "n", "old news", &[])]), 1)
+        .unwrap();
+    assert_eq!(ids(&idx, &in_account("a"), "news"), [2, 3]);
+}
+
+#[test]
+fn upsert_replaces_and_remove_removes() {
+    let (_dir, idx) = open();
+    idx.apply(&upserts(vec![doc(7, "a", "n", "apples", &[])]), 1)
+        .unwrap();
+    idx.apply(&upserts(vec![doc(7, "a", "n", "pears", &[])]), 2)
+        .unwrap();
+    assert!(ids(&idx, &in_account("a"), "apples").is_empty());
+    assert_eq!(ids(&idx, &in_account("a"), "pears"), [7]);
+    let remove = IndexOp::Remove {
+        id: 7,
+        account: "a".into(),
+    };
+    idx.apply(&[remove], 3).unwrap();
+    assert!(ids(&idx, &in_account("a"), "pears").is_empty());
+}
+
+#[test]
+fn watermark_survives_reopen_and_clear_resets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let idx = KeywordIndex::open(dir.path()).unwrap();
+        assert_eq!(idx.watermark(), 0);
+        idx.apply(&upserts(vec![doc(1, "a", "n", "kept", &[])]), 42)
+            .unwrap();
+        idx.apply(&[], 41).unwrap();
+        assert_eq!(idx.watermark(), 42, "watermark never moves backwards");
+    }
+    let idx = KeywordIndex::open(dir.path()).unwrap();
+    assert_eq!(idx.watermark(), 42);
+    assert_eq!(ids(&idx, &in_account("a"), "kept"), [1]);
+    idx.clear().unwrap();
+    assert_eq!(idx.watermark(), 0);
+    assert!(ids(&idx, &in_account("a"), "kept").is_empty());
+    drop(idx);
+    assert_eq!(KeywordIndex::open(dir.path()).unwrap().watermark(), 0);
+}
+
+#[test]
+fn query_syntax_is_never_parsed() {
+    let (_dir, idx) = open();
+    idx.apply(&upserts(vec![doc(1, "a", "n", "foo and bar", &[])]), 1)
+        .unwrap();
+    let f = in_account("a");
+    assert_eq!(ids(&idx, &f, "\"foo AND (bar:"), [1]);
+    for q in ["", "   ", "(((", "\"", "a:b:c", "*", "the and of", "-+!^~[]{}"] {
+        assert!(idx.search(&f, q, 5).unwrap().is_empty(), "{q:?}");
+    }
+    assert!(idx.search(&f, "foo", 0).unwrap().is_empty());
+}
+
+#[test]
+fn stemming_matches_inflections_and_ranks_by_bm25() {
+    let (_dir, idx) = open();
+    let ops = upserts(vec![
+        doc(1, "a", "n", "she runs every morning", &[]),
+        doc(2, "a", "n", "running running running shoes", &[]),
+        doc(3, "a", "n", "completely unrelated", &[]),
+    ]);
+    idx.apply(&ops, 1).unwrap();
+    let hits = idx.search(&in_account("a"), "Running", 10).unwrap();
+    let got: Vec<u64> = hits.iter().map(|h| h.0).collect();
+    assert_eq!(got, [2, 1], "more occurrences rank first");
+    assert!(hits[0].1 > hits[1].1 && hits[1].1 > 0.0);
+    // The key field is searched too: "key-3" is the terms "key" (every doc) and "3".
+    assert_eq!(idx.search(&in_account("a"), "key-3", 10).unwrap()[0].0, 3);
+}

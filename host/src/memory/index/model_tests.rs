@@ -1,0 +1,134 @@
+//! Property-style test: random op sequences against both indexes, checked after every batch
+//! against a reference model, with checkpoints, "crashes" (reopen without checkpoint) and
+//! oplog replay after the watermark, as the store does at start-up.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::test_support::{Rng, doc};
+use super::{IndexOp, KeywordIndex, SearchFilter, VectorIndex};
+
+const DIMS: usize = 8;
+const ACCOUNTS: [&str; 3] = ["a", "b", "c"];
+const IDS: u64 = 40;
+
+/// Which ids each account holds.
+type Model = BTreeMap<&'static str, BTreeSet<u64>>;
+
+struct Harness {
+    keyword_dir: tempfile::TempDir,
+    vector_dir: tempfile::TempDir,
+    keyword: KeywordIndex,
+    vector: VectorIndex,
+    /// Every batch applied, by seq, like the store's oplog.
+    oplog: Vec<(u64, Vec<IndexOp>)>,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let keyword_dir = tempfile::tempdir().unwrap();
+        let vector_dir = tempfile::tempdir().unwrap();
+        Harness {
+            keyword: KeywordIndex::open(keyword_dir.path()).unwrap(),
+            vector: VectorIndex::open(vector_dir.path(), DIMS).unwrap(),
+            keyword_dir,
+            vector_dir,
+            oplog: Vec::new(),
+        }
+    }
+
+    fn apply(&mut self, batch: Vec<IndexOp>) {
+        let seq = self.oplog.len() as u64 + 1;
+        self.keyword.apply(&batch, seq).unwrap();
+        self.vector.apply(&batch, seq).unwrap();
+        self.oplog.push((seq, batch));
+        assert_eq!(self.keyword.watermark(), seq);
+    }
+
+    /// Drops the in-memory vector index (losing everything after its last checkpoint),
+    /// reopens it and replays the oplog tail.
+    fn crash_vector(self) -> Harness {
+        let Harness { keyword_dir, vector_dir, keyword, vector, oplog } = self;
+        drop(vector);
+        let vector = VectorIndex::open(vector_dir.path(), DIMS).unwrap();
+        let watermark = vector.watermark();
+        for (seq, batch) in oplog.iter().filter(|(seq, _)| *seq > watermark) {
+            vector.apply(batch, *seq).unwrap();
+        }
+        Harness { keyword_dir, vector_dir, keyword, vector, oplog }
+    }
+
+    /// Closes and reopens the keyword index (which commits every batch, so loses nothing).
+    fn reopen_keyword(self) -> Harness {
+        let Harness { keyword_dir, vector_dir, keyword, vector, oplog } = self;
+        drop(keyword);
+        let keyword = KeywordIndex::open(keyword_dir.path()).unwrap();
+        assert_eq!(keyword.watermark(), oplog.len() as u64);
+        Harness { keyword_dir, vector_dir, keyword, vector, oplog }
+    }
+
+    fn check(&self, model: &Model, rng: &mut Rng) {
+        for account in ACCOUNTS {
+            let filter = SearchFilter {
+                account,
+                namespace: None,
+                tags: &[],
+                now_ms: 0,
+            };
+            let want = model.get(account).cloned().unwrap_or_default();
+            let keyword = self.keyword.search(&filter, "common", 1_000).unwrap();
+            let keyword: BTreeSet<u64> = keyword.into_iter().map(|h| h.0).collect();
+            assert_eq!(keyword, want, "keyword, account {account}");
+            let probe = rng.unit_vector(DIMS);
+            let vector = self.vector.search(&filter, &probe, 1_000).unwrap();
+            let vector: BTreeSet<u64> = vector.into_iter().map(|h| h.0).collect();
+            assert_eq!(vector, want, "vector, account {account}");
+            for &id in &want {
+                assert!(self.vector.vector(account, id).is_some());
+            }
+        }
+    }
+}
+
+fn account_of(id: u64) -> &'static str {
+    ACCOUNTS[(id % ACCOUNTS.len() as u64) as usize]
+}
+
+fn run(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let mut h = Harness::new();
+    let mut model = Model::new();
+    for _ in 0..120 {
+        let batch: Vec<IndexOp> = (0..=rng.below(8))
+            .map(|_| {
+                let id = rng.below(IDS);
+                let account = account_of(id);
+                if rng.below(10) < 6 {
+                    model.entry(account).or_default().insert(id);
+                    IndexOp::Upsert(doc(id, account, "n", rng.unit_vector(DIMS)))
+                } else {
+                    model.entry(account).or_default().remove(&id);
+                    IndexOp::Remove {
+                        id,
+                        account: account.into(),
+                    }
+                }
+            })
+            .collect();
+        h.apply(batch);
+        match rng.below(12) {
+            0 | 1 => h.vector.checkpoint().unwrap(),
+            2 => h = h.crash_vector(),
+            3 => h = h.reopen_keyword(),
+            _ => {}
+        }
+        assert!(h.vector.watermark() <= h.oplog.len() as u64);
+        h.check(&model, &mut rng);
+    }
+}
+
+#[test]
+fn random_op_sequences_match_the_model() {
+    for seed in 0..4 {
+        run(seed);
+    }
+}

@@ -1,0 +1,31 @@
+//! Long-term memory: the store (redb, the source of truth), the derived indexes (tantivy
+//! keywords, usearch vectors), the embedder, and the operations of the memory API.
+//!
+//! Everything here is scoped by an account name the caller has already authenticated;
+//! nothing here knows about HTTP. Writes go through one writer thread (group commit);
+//! reads are redb snapshots and index queries that run concurrently with it.
+
+mod dedupe;
+mod derived;
+pub mod embed;
+mod error;
+pub mod index;
+mod input;
+mod record;
+mod search;
+mod service;
+mod store;
+mod transfer;
+mod writer;
+
+pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};
+pub use error::{MemoryError, Result};
+pub use input::{
+    DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, PutInput, validate_key, validate_namespace,
+    validate_tags,
+};
+pub use record::{Memory, Source};
+pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
+pub use service::{DedupeReport, Deleted, ListQuery, MemoryService};
+pub use store::{ListPage, PutOutcome};
+pub use transfer::{ImportItem, ImportReport, ItemError, Rejected};

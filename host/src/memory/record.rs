@@ -1,0 +1,121 @@
+//! A stored memory version: what redb keeps, one row per version.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a memory came from (spec §2.1 `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Written through the HTTP API or an agent's memory tool.
+    Manual,
+    /// Written by automatic extraction after an agent run.
+    AutoExtracted,
+    /// A summary written by consolidation.
+    Consolidated,
+}
+
+impl Source {
+    /// The spelling the API uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Manual => "manual",
+            Source::AutoExtracted => "auto_extracted",
+            Source::Consolidated => "consolidated",
+        }
+    }
+}
+
+/// One version of a memory. Versions of the same (account, namespace, key) form a chain
+/// through `previous`, newest at the head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Internal, monotonically increasing id: the row key and the index document id.
+    pub id: u64,
+    /// Public id, `mem_` + ULID; every version has its own.
+    pub memory_id: String,
+    pub account: String,
+    pub namespace: String,
+    pub key: String,
+    pub value: String,
+    pub tags: Vec<String>,
+    pub importance: f64,
+    pub source: Source,
+    /// When this key was first written (kept across versions), epoch ms.
+    pub created_at: u64,
+    /// When this version was written, epoch ms.
+    pub updated_at: u64,
+    pub access_count: u64,
+    /// After this instant (epoch ms) the memory is no longer live.
+    pub expires_at: Option<u64>,
+    /// False once superseded by a newer version or soft-deleted.
+    pub is_latest: bool,
+    pub deleted_at: Option<u64>,
+    /// 1 for the first version of a key, then 2, 3, …
+    pub version: u32,
+    /// The version this one superseded, if any.
+    pub previous: Option<u64>,
+}
+
+impl Memory {
+    /// Live: the latest version, not soft-deleted, not expired at `now`.
+    pub fn is_live(&self, now: u64) -> bool {
+        self.is_latest && self.deleted_at.is_none() && !self.is_expired(now)
+    }
+
+    /// Whether the expiry instant has passed at `now`.
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// True when every one of `tags` is carried by this memory.
+    pub fn has_all_tags(&self, tags: &[String]) -> bool {
+        tags.iter().all(|t| self.tags.contains(t))
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn sample(id: u64) -> Memory {
+    Memory {
+        id,
+        memory_id: format!("mem_{id}"),
+        account: "acme".into(),
+        namespace: "default".into(),
+        key: format!("k{id}"),
+        value: "v".into(),
+        tags: vec!["a".into(), "b".into()],
+        importance: 5.0,
+        source: Source::Manual,
+        created_at: 1,
+        updated_at: 1,
+        access_count: 0,
+        expires_at: None,
+        is_latest: true,
+        deleted_at: None,
+        version: 1,
+        previous: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness() {
+        let mut m = sample(1);
+        assert!(m.is_live(10));
+        m.expires_at = Some(10);
+        assert!(m.is_live(9) && !m.is_live(10));
+        m.expires_at = None;
+        m.deleted_at = Some(5);
+        assert!(!m.is_live(10));
+    }
+
+    #[test]
+    fn tag_filter_is_and() {
+        let m = sample(1);
+        assert!(m.has_all_tags(&[]));
+        assert!(m.has_all_tags(&["a".into(), "b".into()]));
+        assert!(!m.has_all_tags(&["a".into(), "c".into()]));
+    }
+}

@@ -1,0 +1,221 @@
+//! Search: candidates from BOTH indexes (BM25 keywords and vector neighbours, each filtered
+//! by account, namespace, tags and expiry inside the index), then one scoring formula.
+//!
+//! Every part of the breakdown lies in [0, 1]:
+//! - `semantic`   = max(0, cosine(query, memory)) — computed for keyword-only candidates too;
+//! - `keyword`    = BM25 / the best BM25 among this query's keyword candidates;
+//! - `importance` = importance / 10;
+//! - `timeDecay`  = 0.5 ^ (days since the version was written / half-life).
+//!
+//! `score` = Σ weightᵢ · partᵢ with weights summing to 1 (so `score` ∈ [0, 1]):
+//!
+//! | mode     | semantic | keyword | importance | timeDecay |
+//! |----------|----------|---------|------------|-----------|
+//! | hybrid   | 0.60     | 0.20    | 0.10       | 0.10      |
+//! | semantic | 0.80     | 0       | 0.10       | 0.10      |
+//! | keyword  | 0        | 0.80    | 0.10       | 0.10      |
+
+use std::{collections::HashMap, str::FromStr};
+
+use super::{MemoryError, record::Memory};
+
+/// How candidates are found and weighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Hybrid,
+    Semantic,
+    Keyword,
+}
+
+impl FromStr for Mode {
+    type Err = MemoryError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "hybrid" => Ok(Mode::Hybrid),
+            "semantic" => Ok(Mode::Semantic),
+            "keyword" => Ok(Mode::Keyword),
+            other => Err(MemoryError::invalid(
+                "mode",
+                format!("mode {other:?} is unknown: use hybrid, semantic or keyword"),
+            )),
+        }
+    }
+}
+
+impl Mode {
+    /// Whether this mode embeds the query and asks the vector index.
+    pub fn uses_vectors(self) -> bool {
+        self != Mode::Keyword
+    }
+
+    /// Whether this mode asks the keyword index.
+    pub fn uses_keywords(self) -> bool {
+        self != Mode::Semantic
+    }
+
+    fn weights(self) -> [f64; 4] {
+        match self {
+            Mode::Hybrid => [0.6, 0.2, 0.1, 0.1],
+            Mode::Semantic => [0.8, 0.0, 0.1, 0.1],
+            Mode::Keyword => [0.0, 0.8, 0.1, 0.1],
+        }
+    }
+}
+
+/// Default and maximum results per search (§4.2).
+pub const DEFAULT_LIMIT: usize = 10;
+pub const MAX_LIMIT: usize = 50;
+
+/// A validated search request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchQuery {
+    pub query: String,
+    pub namespace: Option<String>,
+    pub tags: Vec<String>,
+    pub limit: usize,
+    pub mode: Mode,
+    pub min_score: f64,
+}
+
+/// The parts of a score, each in [0, 1].
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Breakdown {
+    pub semantic: f64,
+    pub keyword: f64,
+    pub importance: f64,
+    pub time_decay: f64,
+}
+
+/// One ranked result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub memory: Memory,
+    pub score: f64,
+    pub breakdown: Breakdown,
+}
+
+/// How many candidates to ask each index for.
+pub fn candidates_for(limit: usize) -> usize {
+    (limit * 4).clamp(40, 200)
+}
+
+/// A candidate as the indexes found it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Candidate {
+    /// Cosine similarity, when the vector index (or a lookup) gave one.
+    pub cosine: Option<f32>,
+    /// BM25, when the keyword index found it.
+    pub bm25: Option<f32>,
+}
+
+/// Merges both indexes' hits into one candidate set.
+pub fn merge(keyword: &[(u64, f32)], semantic: &[(u64, f32)]) -> HashMap<u64, Candidate> {
+    let mut out: HashMap<u64, Candidate> = HashMap::new();
+    for &(id, bm25) in keyword {
+        out.entry(id).or_default().bm25 = Some(bm25);
+    }
+    for &(id, cos) in semantic {
+        out.entry(id).or_default().cosine = Some(cos);
+    }
+    out
+}
+
+/// Scores one candidate.
+pub fn score(
+    mode: Mode,
+    memory: &Memory,
+    candidate: Candidate,
+    best_bm25: f32,
+    now: u64,
+    half_life_days: f64,
+) -> (f64, Breakdown) {
+    let age_days = now.saturating_sub(memory.updated_at) as f64 / 86_400_000.0;
+    let breakdown = Breakdown {
+        semantic: f64::from(candidate.cosine.unwrap_or(0.0)).clamp(0.0, 1.0),
+        keyword: match candidate.bm25 {
+            Some(s) if best_bm25 > 0.0 => f64::from(s / best_bm25).clamp(0.0, 1.0),
+            _ => 0.0,
+        },
+        importance: (memory.importance / 10.0).clamp(0.0, 1.0),
+        time_decay: 0.5f64.powf(age_days / half_life_days).clamp(0.0, 1.0),
+    };
+    let [ws, wk, wi, wt] = mode.weights();
+    let total = ws * breakdown.semantic
+        + wk * breakdown.keyword
+        + wi * breakdown.importance
+        + wt * breakdown.time_decay;
+    (total.clamp(0.0, 1.0), breakdown)
+}
+
+/// Sorts best first, drops those under `min_score`, keeps `limit`.
+pub fn finish(mut hits: Vec<SearchHit>, min_score: f64, limit: usize) -> Vec<SearchHit> {
+    hits.retain(|h| h.score >= min_score);
+    hits.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.memory.id.cmp(&a.memory.id))
+    });
+    hits.truncate(limit);
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::record::sample;
+
+    #[test]
+    fn parts_and_total_stay_in_range() {
+        let m = sample(1);
+        let c = Candidate { cosine: Some(-0.3), bm25: Some(9.0) };
+        let (s, b) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
+        assert_eq!(b.semantic, 0.0);
+        assert_eq!(b.keyword, 1.0);
+        assert_eq!(b.time_decay, 1.0);
+        assert!((s - (0.2 + 0.05 + 0.1)).abs() < 1e-9, "{s}");
+        let c = Candidate { cosine: Some(1.0), bm25: Some(3.0) };
+        let (s, _) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
+        assert!(s <= 1.0);
+    }
+
+    #[test]
+    fn decay_halves_per_half_life() {
+        let m = sample(1);
+        let later = m.updated_at + 30 * 86_400_000;
+        let (_, b) = score(Mode::Semantic, &m, Candidate::default(), 0.0, later, 30.0);
+        assert!((b.time_decay - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn keyword_mode_ignores_semantics_in_the_total() {
+        let m = sample(1);
+        let with = Candidate { cosine: Some(0.9), bm25: None };
+        let (s, b) = score(Mode::Keyword, &m, with, 0.0, m.updated_at, 30.0);
+        assert!(b.semantic > 0.8);
+        assert!((s - 0.15).abs() < 1e-9, "{s}");
+    }
+
+    #[test]
+    fn merge_keeps_both_sources() {
+        let c = merge(&[(1, 2.0), (2, 1.0)], &[(2, 0.5), (3, 0.4)]);
+        assert_eq!(c.len(), 3);
+        assert!(c[&1].cosine.is_none() && c[&3].bm25.is_none());
+        assert_eq!((c[&2].bm25, c[&2].cosine), (Some(1.0), Some(0.5)));
+    }
+
+    #[test]
+    fn finish_sorts_filters_truncates() {
+        let hit = |id, score| SearchHit { memory: sample(id), score, breakdown: Breakdown::default() };
+        let out = finish(vec![hit(1, 0.2), hit(2, 0.9), hit(3, 0.5), hit(4, 0.05)], 0.1, 2);
+        let ids: Vec<u64> = out.iter().map(|h| h.memory.id).collect();
+        assert_eq!(ids, [2, 3]);
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("keyword".parse::<Mode>().unwrap(), Mode::Keyword);
+        assert!(matches!("fuzzy".parse::<Mode>(), Err(MemoryError::Invalid { field: "mode", .. })));
+    }
+}

@@ -1,0 +1,328 @@
+//! `MemoryService`: the operations of the memory API over store, indexes and embedder.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use super::{
+    MemoryError, PutInput, Result,
+    dedupe::{self, Pair},
+    derived::Indexes,
+    embed::EmbedService,
+    index::SearchFilter,
+    record::Memory,
+    search::{self, SearchHit, SearchQuery},
+    store::{self, ListPage, PutOutcome, Reader},
+    transfer::{self, ImportItem, ImportReport},
+    writer::Writer,
+};
+use crate::{clock::now_ms, config::MemoryConfig};
+
+/// A list request: live memories newest first.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub namespace: Option<String>,
+    /// AND filter.
+    pub tags: Vec<String>,
+    pub limit: usize,
+    /// Continue below this internal id (from a previous page).
+    pub before: Option<u64>,
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Deleted {
+    /// The live version, now soft-deleted.
+    Soft(Memory),
+    /// How many versions were removed for good.
+    Hard(usize),
+}
+
+/// What a dedupe did (or, dry, would do).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DedupeReport {
+    pub scanned: usize,
+    pub pairs: Vec<(Pair, String, String)>,
+    pub removed: usize,
+}
+
+/// The memory domain's entry point; cheap to clone.
+#[derive(Clone)]
+pub struct MemoryService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Arc<redb::Database>,
+    embed: EmbedService,
+    indexes: Arc<Indexes>,
+    writer: Writer,
+    decay_half_life_days: f64,
+}
+
+impl MemoryService {
+    /// Opens the memory tables and indexes under `index_dir`, replaying what the indexes
+    /// miss, and starts the writer and the checkpoint thread.
+    pub fn open(
+        db: Arc<redb::Database>,
+        index_dir: &Path,
+        embed: EmbedService,
+        config: &MemoryConfig,
+    ) -> Result<Self> {
+        store::init(&db)?;
+        let indexes = Arc::new(Indexes::open(index_dir, embed.dims(), &db)?);
+        let writer = Writer::start(db.clone(), indexes.clone());
+        let service = Self {
+            inner: Arc::new(Inner {
+                db,
+                embed,
+                indexes,
+                writer,
+                decay_half_life_days: config.decay_half_life_days,
+            }),
+        };
+        service.start_checkpoints(Duration::from_secs(config.checkpoint_interval_secs.max(1)));
+        Ok(service)
+    }
+
+    /// Creates or version-updates a memory (idempotent on identical value).
+    pub async fn put(&self, input: PutInput, limit: u64) -> Result<PutOutcome> {
+        input.validate()?;
+        if let Some(live) = self.read(|r, now| r.live(&input.account, &input.namespace, &input.key, now))?
+            && live.value == input.value
+        {
+            return Ok(PutOutcome { memory: live, created: false });
+        }
+        let embedding = self.embed_one(&input.value).await?;
+        self.inner
+            .writer
+            .run(move |b| b.put(&input, &embedding, limit))
+            .await
+    }
+
+    /// The live memory at (namespace, key), counting the access.
+    pub async fn get(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let (a, n, k) = (account.to_string(), namespace.to_string(), key.to_string());
+        self.inner.writer.run(move |b| b.touch(&a, &n, &k)).await
+    }
+
+    /// Soft (default) or hard delete of (namespace, key).
+    pub async fn delete(&self, account: &str, namespace: &str, key: &str, hard: bool) -> Result<Deleted> {
+        let (a, n, k) = (account.to_string(), namespace.to_string(), key.to_string());
+        self.inner
+            .writer
+            .run(move |b| match hard {
+                true => b.hard_delete(&a, &n, &k).map(Deleted::Hard),
+                false => b.soft_delete(&a, &n, &k).map(Deleted::Soft),
+            })
+            .await
+    }
+
+    /// Every stored version of (namespace, key), newest first, including superseded and
+    /// soft-deleted ones.
+    pub fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+        self.read(|r, _| r.history(account, namespace, key))
+    }
+
+    /// One page of live memories, newest first.
+    pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
+        self.reap_if_due(account).await?;
+        self.read(|r, now| {
+            r.list(account, q.before, q.limit, now, |m| {
+                q.namespace.as_ref().is_none_or(|ns| &m.namespace == ns) && m.has_all_tags(&q.tags)
+            })
+        })
+    }
+
+    /// (namespace, live count) of the account.
+    pub async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {
+        self.reap_if_due(account).await?;
+        self.read(|r, _| r.namespaces(account))
+    }
+
+    /// Every live memory, oldest first (the order an import recreates them in).
+    pub async fn export(&self, account: &str) -> Result<Vec<Memory>> {
+        self.reap_if_due(account).await?;
+        self.read(|r, now| r.all_live(account, now, |_| true))
+    }
+
+    /// Writes items in order as puts, halting at the quota.
+    pub async fn import(&self, account: &str, mut items: Vec<ImportItem>, limit: u64) -> Result<ImportReport> {
+        for item in &mut items {
+            if let Ok(input) = &item.input
+                && let Err(e) = input.validate()
+            {
+                item.input = Err(e.into());
+            }
+        }
+        let valid: Vec<String> = items
+            .iter()
+            .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
+            .collect();
+        let mut embeddings = self.inner.embed.embed_documents(valid).await?.into_iter();
+        let prepared = items
+            .into_iter()
+            .map(|item| {
+                let input = item.input.and_then(|input| {
+                    debug_assert_eq!(input.account, account);
+                    let embedding = embeddings.next().ok_or(MemoryError::Stopped)?;
+                    Ok((input, embedding))
+                });
+                (item.index, input)
+            })
+            .collect();
+        self.inner
+            .writer
+            .run(move |b| transfer::apply(b, prepared, limit))
+            .await
+    }
+
+    /// Ranked search over live memories.
+    pub async fn search(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
+        let query_vector = match q.mode.uses_vectors() {
+            true => Some(self.inner.embed.embed_query(&q.query).await?),
+            false => None,
+        };
+        let this = self.clone();
+        let account = account.to_string();
+        tokio::task::spawn_blocking(move || this.rank(&account, &q, query_vector.as_deref().map(Vec::as_slice)))
+            .await
+            .map_err(|_| MemoryError::Stopped)?
+    }
+
+    /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
+    pub async fn dedupe(
+        &self,
+        account: &str,
+        namespace: Option<&str>,
+        threshold: f32,
+        dry_run: bool,
+    ) -> Result<DedupeReport> {
+        self.reap_if_due(account).await?;
+        let memories = self.read(|r, now| {
+            r.all_live(account, now, |m| namespace.is_none_or(|ns| m.namespace == ns))
+        })?;
+        let mut candidates = Vec::new();
+        for m in &memories {
+            for (other, similarity) in self.inner.indexes.vector.neighbours(account, m.id, 16, threshold)? {
+                candidates.push((m.id, other, similarity));
+            }
+        }
+        let pairs = dedupe::plan(&memories, candidates, threshold);
+        let public_id = |id: u64| {
+            memories
+                .iter()
+                .find(|m| m.id == id)
+                .map(|m| m.memory_id.clone())
+                .unwrap_or_default()
+        };
+        let removed = match dry_run {
+            true => pairs.len(),
+            false => {
+                let ids: Vec<u64> = pairs.iter().map(|p| p.removed).collect();
+                let account = account.to_string();
+                self.inner
+                    .writer
+                    .run(move |b| b.soft_delete_ids(&account, &ids))
+                    .await?
+                    .len()
+            }
+        };
+        Ok(DedupeReport {
+            scanned: memories.len(),
+            pairs: pairs
+                .into_iter()
+                .map(|p| (p, public_id(p.kept), public_id(p.removed)))
+                .collect(),
+            removed,
+        })
+    }
+
+    /// Saves the vector index and forgets the oplog entries both indexes now hold.
+    /// Blocking: call it from a blocking context (the checkpoint thread, shutdown).
+    pub fn checkpoint(&self) -> Result<()> {
+        let upto = self.inner.indexes.checkpoint()?;
+        self.inner.writer.run_blocking(move |b| b.truncate_oplog(upto))
+    }
+
+    fn rank(&self, account: &str, q: &SearchQuery, query_vector: Option<&[f32]>) -> Result<Vec<SearchHit>> {
+        let now = now_ms();
+        let filter = SearchFilter {
+            account,
+            namespace: q.namespace.as_deref(),
+            tags: &q.tags,
+            now_ms: now,
+        };
+        let k = search::candidates_for(q.limit);
+        let keyword = match q.mode.uses_keywords() {
+            true => self.inner.indexes.keyword.search(&filter, &q.query, k)?,
+            false => Vec::new(),
+        };
+        let semantic = match query_vector {
+            Some(v) => self.inner.indexes.vector.search(&filter, v, k)?,
+            None => Vec::new(),
+        };
+        let best_bm25 = keyword.iter().map(|h| h.1).fold(0.0, f32::max);
+        let reader = Reader::new(&self.inner.db)?;
+        let mut hits = Vec::new();
+        for (id, mut candidate) in search::merge(&keyword, &semantic) {
+            let Some(memory) = reader.memory(id)?.filter(|m| m.account == account && m.is_live(now)) else {
+                continue;
+            };
+            if let (None, Some(v)) = (candidate.cosine, query_vector) {
+                candidate.cosine = self
+                    .inner
+                    .indexes
+                    .vector
+                    .vector(account, id)
+                    .map(|stored| dot(&stored, v));
+            }
+            let (score, breakdown) = search::score(
+                q.mode,
+                &memory,
+                candidate,
+                best_bm25,
+                now,
+                self.inner.decay_half_life_days,
+            );
+            hits.push(SearchHit { memory, score, breakdown });
+        }
+        Ok(search::finish(hits, q.min_score, q.limit))
+    }
+
+    async fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
+        let mut v = self.inner.embed.embed_documents(vec![text.to_string()]).await?;
+        v.pop().ok_or(MemoryError::Stopped)
+    }
+
+    /// Reaps expired memories of `account` first, so counts and quotas are exact.
+    async fn reap_if_due(&self, account: &str) -> Result<()> {
+        if self.read(|r, now| r.has_due_expiries(account, now))? {
+            let account = account.to_string();
+            self.inner.writer.run(move |b| b.reap(&account)).await?;
+        }
+        Ok(())
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Reader, u64) -> Result<T>) -> Result<T> {
+        f(&Reader::new(&self.inner.db)?, now_ms())
+    }
+
+    fn start_checkpoints(&self, every: Duration) {
+        let weak = Arc::downgrade(&self.inner);
+        std::thread::Builder::new()
+            .name("memory-checkpoint".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    let Some(inner) = weak.upgrade() else { return };
+                    if let Err(e) = (MemoryService { inner }).checkpoint() {
+                        tracing::error!(error = %e, "memory checkpoint failed");
+                    }
+                }
+            })
+            .expect("spawning the checkpoint thread");
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,165 @@
+//! Consistent reads of the memory tables: each `Reader` is one redb read transaction, a
+//! snapshot that concurrent writes never disturb.
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
+
+use super::{
+    EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, NS_COUNTS, OPLOG, OPLOG_FLOOR, META, TIMELINE,
+    decode_embedding, load,
+};
+use crate::memory::{Result, record::Memory};
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    /// Newest first.
+    pub memories: Vec<Memory>,
+    /// The id to continue below, when more remain.
+    pub next_before: Option<u64>,
+}
+
+/// A snapshot of the memory tables.
+pub struct Reader {
+    txn: ReadTransaction,
+    memories: ReadOnlyTable<u64, &'static [u8]>,
+}
+
+impl Reader {
+    /// Starts a snapshot.
+    pub fn new(db: &redb::Database) -> Result<Self> {
+        use redb::ReadableDatabase;
+        let txn = db.begin_read()?;
+        let memories = txn.open_table(MEMORIES)?;
+        Ok(Self { txn, memories })
+    }
+
+    /// One row by internal id.
+    pub fn memory(&self, id: u64) -> Result<Option<Memory>> {
+        load(&self.memories, id)
+    }
+
+    /// The stored embedding of a version.
+    pub fn embedding(&self, id: u64) -> Result<Option<Vec<f32>>> {
+        let table = self.txn.open_table(EMBEDDINGS)?;
+        Ok(table.get(id)?.map(|b| decode_embedding(b.value())))
+    }
+
+    /// The live memory at (namespace, key), if any.
+    pub fn live(&self, account: &str, namespace: &str, key: &str, now: u64) -> Result<Option<Memory>> {
+        let heads = self.txn.open_table(HEADS)?;
+        let Some(id) = heads.get((account, namespace, key))?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        Ok(self.memory(id)?.filter(|m| m.is_live(now)))
+    }
+
+    /// Every stored version of (namespace, key), newest first.
+    pub fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+        let heads = self.txn.open_table(HEADS)?;
+        let mut next = heads.get((account, namespace, key))?.map(|v| v.value());
+        let mut out = Vec::new();
+        while let Some(id) = next {
+            let Some(m) = self.memory(id)? else { break };
+            next = m.previous;
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    /// Live memories of `account` newest first, filtered by `keep`, starting below
+    /// `before`; at most `limit`.
+    pub fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+        now: u64,
+        keep: impl Fn(&Memory) -> bool,
+    ) -> Result<ListPage> {
+        let timeline = self.txn.open_table(TIMELINE)?;
+        let upper = before.unwrap_or(u64::MAX);
+        let mut memories = Vec::new();
+        for entry in timeline.range((account, 0)..(account, upper))?.rev() {
+            let (k, _) = entry?;
+            let Some(m) = self.memory(k.value().1)? else { continue };
+            if !m.is_live(now) || !keep(&m) {
+                continue;
+            }
+            if memories.len() == limit {
+                let next_before = memories.last().map(|m: &Memory| m.id);
+                return Ok(ListPage { memories, next_before });
+            }
+            memories.push(m);
+        }
+        Ok(ListPage {
+            memories,
+            next_before: None,
+        })
+    }
+
+    /// Every live memory of `account` oldest first, filtered by `keep`.
+    pub fn all_live(&self, account: &str, now: u64, keep: impl Fn(&Memory) -> bool) -> Result<Vec<Memory>> {
+        let mut page = self.list(account, None, usize::MAX, now, keep)?;
+        page.memories.reverse();
+        Ok(page.memories)
+    }
+
+    /// (namespace, live count) of `account`, by namespace name.
+    pub fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {
+        let counts = self.txn.open_table(NS_COUNTS)?;
+        let mut out = Vec::new();
+        for entry in counts.range((account, "")..)? {
+            let (k, v) = entry?;
+            let (acct, ns) = k.value();
+            if acct != account {
+                break;
+            }
+            out.push((ns.to_string(), v.value()));
+        }
+        Ok(out)
+    }
+
+    /// Whether `account` has memories whose expiry has passed but are still counted.
+    pub fn has_due_expiries(&self, account: &str, now: u64) -> Result<bool> {
+        let expiries = self.txn.open_table(EXPIRIES)?;
+        Ok(expiries
+            .range((account, 0, 0)..=(account, now, u64::MAX))?
+            .next()
+            .is_some())
+    }
+
+    /// Distinct (id, account) changed after oplog seq `after`, with the last seq seen;
+    /// `None` when entries after `after` were already truncated (a full rebuild is needed).
+    pub fn oplog_after(&self, after: u64) -> Result<Option<(Vec<(u64, String)>, u64)>> {
+        let meta = self.txn.open_table(META)?;
+        let floor = meta.get(OPLOG_FLOOR)?.map_or(0, |v| v.value());
+        if after < floor {
+            return Ok(None);
+        }
+        let oplog = self.txn.open_table(OPLOG)?;
+        let mut seen = std::collections::BTreeMap::new();
+        let mut last = after;
+        for entry in oplog.range(after + 1..)? {
+            let (seq, v) = entry?;
+            let (id, account) = v.value();
+            seen.insert(id, account.to_string());
+            last = seq.value();
+        }
+        Ok(Some((seen.into_iter().collect(), last)))
+    }
+
+    /// The highest oplog seq ever written (0 when none).
+    pub fn last_seq(&self) -> Result<u64> {
+        let meta = self.txn.open_table(META)?;
+        Ok(meta.get(super::NEXT_SEQ)?.map_or(1, |v| v.value()) - 1)
+    }
+
+    /// Ids of every counted memory of every account (for a full index rebuild).
+    pub fn all_counted_ids(&self) -> Result<Vec<u64>> {
+        let timeline: ReadOnlyTable<(&str, u64), ()> = self.txn.open_table(TIMELINE)?;
+        timeline
+            .iter()?
+            .map(|e| e.map(|(k, _)| k.value().1).map_err(Into::into))
+            .collect()
+    }
+}

@@ -1,0 +1,216 @@
+use std::collections::BTreeMap;
+
+use redb::Database;
+
+use super::*;
+use crate::memory::{MemoryError, index::IndexOp, input::PutInput, record::Source};
+
+fn db() -> (tempfile::TempDir, Database) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("db")).unwrap();
+    init(&db).unwrap();
+    (dir, db)
+}
+
+fn input(account: &str, ns: &str, key: &str, value: &str) -> PutInput {
+    PutInput {
+        account: account.into(),
+        key: key.into(),
+        value: value.into(),
+        namespace: ns.into(),
+        tags: vec![],
+        importance: 5.0,
+        expires_in_days: None,
+        source: Source::Manual,
+    }
+}
+
+/// Runs `f` in one committed batch at `now`.
+fn batch<T>(db: &Database, now: u64, f: impl FnOnce(&mut Batch) -> T) -> (T, Vec<IndexOp>) {
+    let txn = db.begin_write().unwrap();
+    let mut b = Batch::open(&txn, now).unwrap();
+    let out = f(&mut b);
+    let (ops, _) = b.finish().unwrap();
+    txn.commit().unwrap();
+    (out, ops)
+}
+
+#[test]
+fn versioning_idempotency_and_history() {
+    let (_d, db) = db();
+    let (first, ops) = batch(&db, 10, |b| b.put(&input("a", "default", "k", "v1"), &[1.0], 10));
+    let first = first.unwrap();
+    assert!(first.created && first.memory.version == 1);
+    assert_eq!(ops.len(), 1);
+    let (same, ops) = batch(&db, 20, |b| b.put(&input("a", "default", "k", "v1"), &[1.0], 10));
+    let same = same.unwrap();
+    assert!(!same.created);
+    assert_eq!(same.memory.memory_id, first.memory.memory_id);
+    assert!(ops.is_empty());
+    let (second, ops) = batch(&db, 30, |b| b.put(&input("a", "default", "k", "v2"), &[1.0], 10));
+    let second = second.unwrap().memory;
+    assert_eq!((second.version, second.created_at, second.updated_at), (2, 10, 30));
+    assert_eq!(ops.len(), 2, "old version removed from indexes, new one added");
+    let r = Reader::new(&db).unwrap();
+    let history = r.history("a", "default", "k").unwrap();
+    assert_eq!(history.len(), 2);
+    assert!(history[0].is_latest && !history[1].is_latest);
+    assert_eq!(history[1].deleted_at, None);
+    assert_eq!(r.namespaces("a").unwrap(), vec![("default".to_string(), 1)]);
+}
+
+#[test]
+fn soft_and_hard_delete() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| b.put(&input("a", "n", "k", "v1"), &[1.0], 10).unwrap());
+    batch(&db, 2, |b| b.put(&input("a", "n", "k", "v2"), &[1.0], 10).unwrap());
+    let (gone, _) = batch(&db, 3, |b| b.soft_delete("a", "n", "k"));
+    assert_eq!(gone.unwrap().deleted_at, Some(3));
+    let r = Reader::new(&db).unwrap();
+    assert!(r.live("a", "n", "k", 4).unwrap().is_none());
+    assert!(r.namespaces("a").unwrap().is_empty());
+    let h = r.history("a", "n", "k").unwrap();
+    assert!(h.iter().all(|m| !m.is_latest));
+    drop(r);
+    let (again, _) = batch(&db, 4, |b| b.soft_delete("a", "n", "k"));
+    assert!(matches!(again, Err(MemoryError::NotFound { .. })));
+    let (removed, _) = batch(&db, 5, |b| b.hard_delete("a", "n", "k"));
+    assert_eq!(removed.unwrap(), 2);
+    let r = Reader::new(&db).unwrap();
+    assert!(r.history("a", "n", "k").unwrap().is_empty());
+    assert!(r.memory(1).unwrap().is_none() && r.embedding(1).unwrap().is_none());
+}
+
+#[test]
+fn quota_counts_live_memories_across_namespaces() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| {
+        b.put(&input("a", "x", "k1", "v"), &[1.0], 2).unwrap();
+        b.put(&input("a", "y", "k2", "v"), &[1.0], 2).unwrap();
+        // A new version of a live key doesn't need room.
+        b.put(&input("a", "y", "k2", "v2"), &[1.0], 2).unwrap();
+        let err = b.put(&input("a", "x", "k3", "v"), &[1.0], 2).unwrap_err();
+        assert!(matches!(err, MemoryError::QuotaExceeded { limit: 2, used: 2 }));
+        // Another account has its own pool.
+        b.put(&input("b", "x", "k3", "v"), &[1.0], 2).unwrap();
+        b.soft_delete("a", "x", "k1").unwrap();
+        b.put(&input("a", "x", "k3", "v"), &[1.0], 2).unwrap();
+    });
+}
+
+#[test]
+fn expiry_reaps_on_the_next_write() {
+    let (_d, db) = db();
+    let mut i = input("a", "n", "k", "v");
+    i.expires_in_days = Some(1.0 / 86_400.0); // one second
+    batch(&db, 1_000, |b| b.put(&i, &[1.0], 1).unwrap());
+    let r = Reader::new(&db).unwrap();
+    assert!(r.live("a", "n", "k", 1_999).unwrap().is_some());
+    assert!(r.live("a", "n", "k", 2_000).unwrap().is_none());
+    assert!(r.has_due_expiries("a", 2_000).unwrap());
+    drop(r);
+    // Quota 1 is free again once the expired memory is reaped by the write.
+    let (out, ops) = batch(&db, 2_000, |b| b.put(&input("a", "n", "other", "v"), &[1.0], 1));
+    out.unwrap();
+    assert!(matches!(ops[0], IndexOp::Remove { id: 1, .. }));
+    let r = Reader::new(&db).unwrap();
+    assert!(!r.has_due_expiries("a", 2_000).unwrap());
+    assert_eq!(r.namespaces("a").unwrap(), vec![("n".to_string(), 1)]);
+}
+
+#[test]
+fn list_pages_newest_first_with_filters() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| {
+        for n in 0..5 {
+            let ns = if n % 2 == 0 { "even" } else { "odd" };
+            b.put(&input("a", ns, &format!("k{n}"), "v"), &[1.0], 100).unwrap();
+        }
+        b.put(&input("b", "even", "k9", "v"), &[1.0], 100).unwrap();
+    });
+    let r = Reader::new(&db).unwrap();
+    let keys = |p: &ListPage| p.memories.iter().map(|m| m.key.clone()).collect::<Vec<_>>();
+    let p1 = r.list("a", None, 2, 5, |_| true).unwrap();
+    assert_eq!(keys(&p1), ["k4", "k3"]);
+    let p2 = r.list("a", p1.next_before, 2, 5, |_| true).unwrap();
+    assert_eq!(keys(&p2), ["k2", "k1"]);
+    let p3 = r.list("a", p2.next_before, 2, 5, |_| true).unwrap();
+    assert_eq!((keys(&p3), p3.next_before), (vec!["k0".to_string()], None));
+    let even = r.list("a", None, 10, 5, |m| m.namespace == "even").unwrap();
+    assert_eq!(keys(&even), ["k4", "k2", "k0"]);
+    assert_eq!(r.all_live("a", 5, |_| true).unwrap().len(), 5);
+}
+
+#[test]
+fn oplog_replay_and_truncation() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| {
+        b.put(&input("a", "n", "k", "v1"), &[1.0], 10).unwrap();
+        b.put(&input("a", "n", "k", "v2"), &[1.0], 10).unwrap();
+    });
+    let r = Reader::new(&db).unwrap();
+    let (ids, last) = r.oplog_after(0).unwrap().unwrap();
+    assert_eq!(last, 3);
+    assert_eq!(ids, vec![(1, "a".to_string()), (2, "a".to_string())]);
+    drop(r);
+    batch(&db, 2, |b| b.truncate_oplog(2).unwrap());
+    let r = Reader::new(&db).unwrap();
+    assert!(r.oplog_after(1).unwrap().is_none(), "truncated history needs a rebuild");
+    assert_eq!(r.oplog_after(2).unwrap().unwrap().0, vec![(2, "a".to_string())]);
+    assert_eq!(r.all_counted_ids().unwrap(), vec![2]);
+}
+
+/// Random operations against a reference model of the live set.
+#[test]
+fn matches_a_reference_model() {
+    let (_d, db) = db();
+    let mut model: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    const LIMIT: u64 = 12;
+    for step in 0..600u64 {
+        let ns = format!("ns{}", rand(3));
+        let key = format!("k{}", rand(8));
+        let value = format!("v{}", rand(3));
+        let now = 100 + step;
+        let op = rand(10);
+        let (result, _) = batch(&db, now, |b| match op {
+            0..=5 => b.put(&input("acct", &ns, &key, &value), &[1.0, 0.0], LIMIT).map(|_| ()),
+            6 | 7 => b.soft_delete("acct", &ns, &key).map(|_| ()),
+            8 => b.hard_delete("acct", &ns, &key).map(|_| ()),
+            _ => b.touch("acct", &ns, &key).map(|_| ()),
+        });
+        let k = (ns.clone(), key.clone());
+        match op {
+            0..=5 => {
+                let fits = model.contains_key(&k) || (model.len() as u64) < LIMIT;
+                assert_eq!(result.is_ok(), fits, "put at step {step}");
+                if fits {
+                    model.insert(k, value);
+                }
+            }
+            8 => {
+                model.remove(&k);
+            }
+            _ => assert_eq!(result.is_ok(), model.contains_key(&k), "step {step}"),
+        }
+        if op == 6 || op == 7 {
+            model.remove(&(ns, key));
+        }
+        let r = Reader::new(&db).unwrap();
+        let live: BTreeMap<_, _> = r
+            .all_live("acct", now, |_| true)
+            .unwrap()
+            .into_iter()
+            .map(|m| ((m.namespace, m.key), m.value))
+            .collect();
+        assert_eq!(live, model, "step {step}");
+        let counted: u64 = r.namespaces("acct").unwrap().iter().map(|(_, c)| c).sum();
+        assert_eq!(counted, model.len() as u64);
+    }
+}

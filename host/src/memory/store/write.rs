@@ -1,0 +1,308 @@
+//! All mutations of the memory tables, applied inside one redb write transaction (a
+//! "batch" of commands that the writer commits together). Each operation checks
+//! everything before it mutates anything, so a refused operation leaves no trace even
+//! though it shares the transaction with others.
+
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::{
+    ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NEXT_ID, NEXT_SEQ, NS_COUNTS,
+    OPLOG, OPLOG_FLOOR, TIMELINE, encode_embedding, load,
+};
+use crate::memory::{
+    MemoryError, Result,
+    derived::index_doc,
+    index::IndexOp,
+    input::PutInput,
+    record::Memory,
+};
+
+/// What a put did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutOutcome {
+    /// The latest version after the put.
+    pub memory: Memory,
+    /// False when the put was identical to the live version (nothing written).
+    pub created: bool,
+}
+
+/// Open tables of one write transaction plus the index changes it produced.
+pub struct Batch<'t> {
+    memories: Table<'t, u64, &'static [u8]>,
+    embeddings: Table<'t, u64, &'static [u8]>,
+    heads: Table<'t, (&'static str, &'static str, &'static str), u64>,
+    timeline: Table<'t, (&'static str, u64), ()>,
+    ns_counts: Table<'t, (&'static str, &'static str), u64>,
+    account_counts: Table<'t, &'static str, u64>,
+    expiries: Table<'t, (&'static str, u64, u64), ()>,
+    oplog: Table<'t, u64, (u64, &'static str)>,
+    meta: Table<'t, &'static str, u64>,
+    next_id: u64,
+    next_seq: u64,
+    now: u64,
+    index_ops: Vec<IndexOp>,
+}
+
+impl<'t> Batch<'t> {
+    /// Opens the tables in `txn`; `now` (epoch ms) stamps every write of the batch.
+    pub fn open(txn: &'t WriteTransaction, now: u64) -> Result<Self> {
+        let meta = txn.open_table(META)?;
+        let next_id = meta.get(NEXT_ID)?.map_or(1, |v| v.value());
+        let next_seq = meta.get(NEXT_SEQ)?.map_or(1, |v| v.value());
+        Ok(Self {
+            memories: txn.open_table(MEMORIES)?,
+            embeddings: txn.open_table(EMBEDDINGS)?,
+            heads: txn.open_table(HEADS)?,
+            timeline: txn.open_table(TIMELINE)?,
+            ns_counts: txn.open_table(NS_COUNTS)?,
+            account_counts: txn.open_table(ACCOUNT_COUNTS)?,
+            expiries: txn.open_table(EXPIRIES)?,
+            oplog: txn.open_table(OPLOG)?,
+            meta,
+            next_id,
+            next_seq,
+            now,
+            index_ops: Vec::new(),
+        })
+    }
+
+    /// Saves the counters; returns the index changes and the last oplog seq they reach.
+    pub fn finish(mut self) -> Result<(Vec<IndexOp>, u64)> {
+        self.meta.insert(NEXT_ID, self.next_id)?;
+        self.meta.insert(NEXT_SEQ, self.next_seq)?;
+        Ok((self.index_ops, self.next_seq - 1))
+    }
+
+    /// Creates, version-updates or (identical value) leaves a memory; refuses with
+    /// `QuotaExceeded` when it would take the account past `limit` live memories.
+    pub fn put(&mut self, input: &PutInput, embedding: &[f32], limit: u64) -> Result<PutOutcome> {
+        input.validate()?;
+        let account = input.account.as_str();
+        self.reap(account)?;
+        let head_key = (account, input.namespace.as_str(), input.key.as_str());
+        let previous = match self.heads.get(head_key)? {
+            Some(id) => load(&self.memories, id.value())?,
+            None => None,
+        };
+        let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
+        if let Some(live) = live_head
+            && live.value == input.value
+        {
+            return Ok(PutOutcome {
+                memory: live.clone(),
+                created: false,
+            });
+        }
+        if live_head.is_none() {
+            let used = self.account_counts.get(account)?.map_or(0, |v| v.value());
+            if used >= limit {
+                return Err(MemoryError::QuotaExceeded { limit, used });
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let memory = Memory {
+            id,
+            memory_id: format!("mem_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            account: account.to_string(),
+            namespace: input.namespace.clone(),
+            key: input.key.clone(),
+            value: input.value.clone(),
+            tags: input.tags.clone(),
+            importance: input.importance,
+            source: input.source,
+            created_at: live_head.map_or(self.now, |m| m.created_at),
+            updated_at: self.now,
+            access_count: live_head.map_or(0, |m| m.access_count),
+            expires_at: input.expires_at(self.now),
+            is_latest: true,
+            deleted_at: None,
+            version: previous.as_ref().map_or(1, |m| m.version + 1),
+            previous: previous.as_ref().map(|m| m.id),
+        };
+        if let Some(mut old) = previous {
+            if old.is_latest {
+                old.is_latest = false;
+                self.save(&old)?;
+            }
+            self.unlist(&old)?;
+        }
+        self.save(&memory)?;
+        self.embeddings.insert(id, encode_embedding(embedding).as_slice())?;
+        self.heads.insert(head_key, id)?;
+        self.list(&memory)?;
+        self.index_upsert(&memory, embedding.to_vec())?;
+        Ok(PutOutcome {
+            memory,
+            created: true,
+        })
+    }
+
+    /// Increments the access count of the live memory at (namespace, key) and returns it.
+    pub fn touch(&mut self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let mut memory = self.live_head(account, namespace, key)?;
+        memory.access_count += 1;
+        self.save(&memory)?;
+        Ok(memory)
+    }
+
+    /// Soft delete: the live version gets `deletedAt` and leaves every view but history.
+    pub fn soft_delete(&mut self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let memory = self.live_head(account, namespace, key)?;
+        self.retire(memory)
+    }
+
+    /// Soft-deletes the given live memories of `account` (dedupe); returns those removed.
+    pub fn soft_delete_ids(&mut self, account: &str, ids: &[u64]) -> Result<Vec<Memory>> {
+        let mut removed = Vec::new();
+        for &id in ids {
+            if let Some(m) = load(&self.memories, id)?
+                && m.account == account
+                && m.is_live(self.now)
+            {
+                removed.push(self.retire(m)?);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Hard delete: every version of (namespace, key), live or not, is removed for good.
+    /// Returns how many versions were removed.
+    pub fn hard_delete(&mut self, account: &str, namespace: &str, key: &str) -> Result<usize> {
+        let head_key = (account, namespace, key);
+        let Some(head) = self.heads.remove(head_key)?.map(|v| v.value()) else {
+            return Err(not_found(namespace, key));
+        };
+        let mut next = Some(head);
+        let mut removed = 0;
+        while let Some(id) = next {
+            let Some(memory) = load(&self.memories, id)? else {
+                break;
+            };
+            if id == head {
+                self.unlist(&memory)?;
+                self.index_remove(&memory)?;
+            }
+            self.memories.remove(id)?;
+            self.embeddings.remove(id)?;
+            removed += 1;
+            next = memory.previous;
+        }
+        Ok(removed)
+    }
+
+    /// Takes memories of `account` whose expiry has passed out of every live view.
+    pub fn reap(&mut self, account: &str) -> Result<()> {
+        let due: Vec<u64> = self
+            .expiries
+            .range((account, 0, 0)..=(account, self.now, u64::MAX))?
+            .map(|entry| entry.map(|(k, _)| k.value().2))
+            .collect::<Result<_, _>>()?;
+        for id in due {
+            if let Some(memory) = load(&self.memories, id)? {
+                self.unlist(&memory)?;
+                self.index_remove(&memory)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets oplog entries up to `upto`, which every index has durably absorbed.
+    pub fn truncate_oplog(&mut self, upto: u64) -> Result<()> {
+        self.oplog.retain_in(..=upto, |_, _| false)?;
+        let floor = self.meta.get(OPLOG_FLOOR)?.map_or(0, |v| v.value());
+        self.meta.insert(OPLOG_FLOOR, floor.max(upto))?;
+        Ok(())
+    }
+
+    fn live_head(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let head = match self.heads.get((account, namespace, key))? {
+            Some(id) => load(&self.memories, id.value())?,
+            None => None,
+        };
+        head.filter(|m| m.is_live(self.now))
+            .ok_or_else(|| not_found(namespace, key))
+    }
+
+    fn retire(&mut self, mut memory: Memory) -> Result<Memory> {
+        memory.is_latest = false;
+        memory.deleted_at = Some(self.now);
+        self.save(&memory)?;
+        self.unlist(&memory)?;
+        self.index_remove(&memory)?;
+        Ok(memory)
+    }
+
+    fn save(&mut self, memory: &Memory) -> Result<()> {
+        self.memories
+            .insert(memory.id, serde_json::to_vec(memory)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Enters a memory into the counted set.
+    fn list(&mut self, m: &Memory) -> Result<()> {
+        self.timeline.insert((m.account.as_str(), m.id), ())?;
+        if let Some(at) = m.expires_at {
+            self.expiries.insert((m.account.as_str(), at, m.id), ())?;
+        }
+        self.add_counts(m, 1)
+    }
+
+    /// Takes a memory out of the counted set, if it is in it.
+    fn unlist(&mut self, m: &Memory) -> Result<()> {
+        if let Some(at) = m.expires_at {
+            self.expiries.remove((m.account.as_str(), at, m.id))?;
+        }
+        if self.timeline.remove((m.account.as_str(), m.id))?.is_some() {
+            self.add_counts(m, -1)?;
+        }
+        Ok(())
+    }
+
+    fn add_counts(&mut self, m: &Memory, delta: i64) -> Result<()> {
+        let ns_key = (m.account.as_str(), m.namespace.as_str());
+        let ns = self.ns_counts.get(ns_key)?.map_or(0, |v| v.value());
+        match ns.saturating_add_signed(delta) {
+            0 => self.ns_counts.remove(ns_key)?,
+            n => self.ns_counts.insert(ns_key, n)?,
+        };
+        let total = self
+            .account_counts
+            .get(m.account.as_str())?
+            .map_or(0, |v| v.value());
+        match total.saturating_add_signed(delta) {
+            0 => self.account_counts.remove(m.account.as_str())?,
+            n => self.account_counts.insert(m.account.as_str(), n)?,
+        };
+        Ok(())
+    }
+
+    fn log(&mut self, m: &Memory) -> Result<()> {
+        self.oplog
+            .insert(self.next_seq, (m.id, m.account.as_str()))?;
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    fn index_upsert(&mut self, m: &Memory, embedding: Vec<f32>) -> Result<()> {
+        self.log(m)?;
+        self.index_ops.push(IndexOp::Upsert(index_doc(m, embedding)));
+        Ok(())
+    }
+
+    fn index_remove(&mut self, m: &Memory) -> Result<()> {
+        self.log(m)?;
+        self.index_ops.push(IndexOp::Remove {
+            id: m.id,
+            account: m.account.clone(),
+        });
+        Ok(())
+    }
+}
+
+fn not_found(namespace: &str, key: &str) -> MemoryError {
+    MemoryError::NotFound {
+        key: key.to_string(),
+        namespace: namespace.to_string(),
+    }
+}

@@ -1,0 +1,71 @@
+//! `wasmind serve`: open the data dir, load the embedder, replay the indexes, serve HTTP
+//! until SIGINT/SIGTERM, then checkpoint the indexes so the next start is quick.
+
+use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
+
+use anyhow::Context;
+
+use crate::{
+    accounts::KeyStore,
+    api::{AppState, app},
+    config::Config,
+    data_dir::DataDir,
+    memory::{MemoryService, embed},
+};
+
+/// Runs the server on a multi-threaded tokio runtime until a shutdown signal.
+pub fn serve(
+    data_dir: &Path,
+    listen: SocketAddr,
+    config_file: Option<&Path>,
+    env: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    init_logging();
+    let (config, _) = Config::load(config_file, env)?;
+    let dir = DataDir::open(data_dir)?;
+    let embedder = embed::from_config(&config.embedder)?;
+    tracing::info!(embedder = embedder.name(), dims = embedder.dims(), "embedder loaded");
+    let embed = embed::EmbedService::new(embedder, &config.embedder);
+    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
+        .context("opening the memory store")?;
+    let state = AppState {
+        keys: KeyStore::new(dir.db().clone())?,
+        memory: memory.clone(),
+        config: Arc::new(config),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding {listen}"))?;
+        let addr = listener.local_addr()?;
+        tracing::info!("wasmind listening on http://{addr}");
+        axum::serve(listener, app(state))
+            .with_graceful_shutdown(shutdown_signal())
+            .await?;
+        tracing::info!("shutting down: saving indexes");
+        tokio::task::spawn_blocking(move || memory.checkpoint()).await??;
+        anyhow::Ok(())
+    })?;
+    drop(dir);
+    Ok(())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WASMIND_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term.recv() => {},
+    }
+}

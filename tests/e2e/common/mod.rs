@@ -1,0 +1,258 @@
+//! Shared helpers: start the real `wasmind` binary on a loopback port with a temp data dir,
+//! create keys with its CLI, and talk HTTP to it.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex, mpsc},
+    time::Duration,
+};
+
+use serde_json::Value;
+
+/// The `wasmind` binary under test: `WASMIND_BIN`, or the one cargo built beside this test.
+pub fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("WASMIND_BIN") {
+        return path.into();
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let bin = profile_dir.join("wasmind");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (`cargo build -p wasmind`, which scripts/test does)",
+        bin.display()
+    );
+    bin
+}
+
+/// The embedding model fetched by scripts/setup.
+pub fn model_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/all-MiniLM-L6-v2")
+}
+
+/// Runs a `wasmind` CLI command; returns (success, stdout, stderr).
+pub fn cli(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(binary()).args(args).output().expect("running wasmind");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Creates a key for `account` on `plan` in `dir` (no server may be running on it).
+pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
+    let (ok, stdout, stderr) = cli(&[
+        "keys", "create", "--data-dir", dir.to_str().unwrap(), "--account", account, "--plan", plan,
+    ]);
+    assert!(ok, "keys create failed: {stderr}");
+    stdout.trim().to_string()
+}
+
+/// A running server.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub dir: PathBuf,
+    log: Arc<Mutex<String>>,
+}
+
+/// How a server is started.
+#[derive(Default, Clone)]
+pub struct Options {
+    /// TOML config file contents.
+    pub config: Option<String>,
+    /// Use the lexical hash embedder instead of the real model (tests where meaning
+    /// doesn't matter start faster).
+    pub hash_embedder: bool,
+}
+
+impl Server {
+    /// Starts `wasmind serve` on an ephemeral loopback port with the real embedder.
+    pub fn start(dir: &Path) -> Server {
+        Self::start_with(dir, &Options::default())
+    }
+
+    /// Starts with options; waits until it logs the address it listens on.
+    pub fn start_with(dir: &Path, options: &Options) -> Server {
+        Self::try_start(dir, options).unwrap_or_else(|log| panic!("server did not start:\n{log}"))
+    }
+
+    /// Starts, or returns everything it logged if it exits first.
+    pub fn try_start(dir: &Path, options: &Options) -> Result<Server, String> {
+        let mut cmd = Command::new(binary());
+        cmd.args(["serve", "--data-dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .env("WASMIND_MODEL_DIR", model_dir())
+            .env("WASMIND_LOG", "info")
+            .env_remove("WASMIND_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if options.hash_embedder {
+            cmd.env("WASMIND_EMBEDDER", "hash");
+        }
+        if let Some(config) = &options.config {
+            let path = dir.with_extension("toml");
+            std::fs::write(&path, config).unwrap();
+            cmd.arg("--config").arg(path);
+        }
+        let mut child = cmd.spawn().expect("spawning wasmind serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(addr.trim().to_string());
+                }
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(base) => Ok(Server { child, base, dir: dir.to_path_buf(), log }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(log.lock().unwrap().clone())
+            }
+        }
+    }
+
+    /// A client for this server with `key`.
+    pub fn client(&self, key: &str) -> Client {
+        Client::new(&self.base, Some(key))
+    }
+
+    /// Kills the process at once (SIGKILL): no shutdown work runs.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Asks for a graceful shutdown (SIGTERM) and waits for the exit.
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// An HTTP response, body parsed as JSON.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub content_type: String,
+    pub retry_after: Option<String>,
+    pub body: Value,
+}
+
+impl Resp {
+    /// The error code of an error envelope.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+
+    /// Asserts the status and the envelope's code, and that the envelope is well formed.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "{:#}", self.body);
+        assert_eq!(self.code(), code, "{:#}", self.body);
+        assert!(self.content_type.starts_with("application/json"), "{}", self.content_type);
+        let message = self.body["error"]["message"].as_str().unwrap_or("");
+        assert!(!message.is_empty(), "error without a message: {}", self.body);
+    }
+}
+
+/// A blocking JSON client.
+pub struct Client {
+    http: reqwest::blocking::Client,
+    base: String,
+    key: Option<String>,
+}
+
+impl Client {
+    pub fn new(base: &str, key: Option<&str>) -> Client {
+        Client {
+            http: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            base: base.to_string(),
+            key: key.map(str::to_string),
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Resp {
+        self.send(self.http.get(self.url(path)))
+    }
+
+    pub fn delete(&self, path: &str) -> Resp {
+        self.send(self.http.delete(self.url(path)))
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Resp {
+        self.send(self.http.post(self.url(path)).json(body))
+    }
+
+    /// POST with a raw body (for malformed-JSON tests).
+    pub fn post_raw(&self, path: &str, body: &str) -> Resp {
+        self.send(
+            self.http
+                .post(self.url(path))
+                .header("content-type", "application/json")
+                .body(body.to_string()),
+        )
+    }
+
+    /// Sends any request built on the underlying client (auth added).
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::blocking::RequestBuilder {
+        self.http.request(method, self.url(path))
+    }
+
+    pub fn send(&self, mut req: reqwest::blocking::RequestBuilder) -> Resp {
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key);
+        }
+        let res = req.send().expect("request failed");
+        let status = res.status().as_u16();
+        let header = |name: &str| res.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let content_type = header("content-type").unwrap_or_default();
+        let retry_after = header("retry-after");
+        let text = res.text().unwrap();
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text:?}"));
+        Resp { status, content_type, retry_after, body }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+}
+
+/// A fresh data dir with keys for the given (account, plan) pairs, and a server on it.
+pub fn server_with_keys(accounts: &[(&str, &str)], options: &Options) -> (tempfile::TempDir, Server, Vec<String>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let keys = accounts.iter().map(|(a, p)| create_key(&dir, a, p)).collect();
+    let server = Server::start_with(&dir, options);
+    (tmp, server, keys)
+}
+
+/// Puts a memory; asserts success; returns the record.
+#[track_caller]
+pub fn put(client: &Client, body: Value) -> Value {
+    let r = client.post("/api/v1/memory", &body);
+    assert!(r.status == 201 || r.status == 200, "{} {:#}", r.status, r.body);
+    r.body
+}

@@ -1,0 +1,14 @@
+//! End-to-end tests: the real `wasmind` binary on a loopback port with a temp data dir,
+//! driven over HTTP. One test binary (faster links), one module per area.
+
+mod common;
+
+mod cli;
+mod envelope;
+mod isolation;
+mod memory_crud;
+mod memory_search;
+mod openapi;
+mod persistence;
+mod quota;
+mod transfer;
