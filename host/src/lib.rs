@@ -15,6 +15,7 @@ pub mod accounts;
 pub mod api;
 pub mod cli;
 mod clock;
+mod id;
 pub mod config;
 pub mod data_dir;
 pub mod memory;

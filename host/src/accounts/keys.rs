@@ -94,7 +94,7 @@ impl KeyStore {
         let secret = format!("wm_{}", hex::encode(rand::rng().random::<[u8; 32]>()));
         let now = now_ms();
         let record = KeyRecord {
-            id: format!("key_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            id: crate::id::new_id("key_"),
             account: account.to_string(),
             created_at: now,
             revoked_at: None,

@@ -67,7 +67,7 @@ impl ApiError {
 
     /// 500 `internal_error`; `cause` is logged, never sent.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
-        let request_id = ulid::Ulid::new().to_string().to_lowercase();
+        let request_id = crate::id::new_id("");
         tracing::error!(%request_id, %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,

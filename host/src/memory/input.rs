@@ -123,7 +123,7 @@ pub fn validate_tags(tags: &[String]) -> Result<()> {
         if chars == 0 || chars > MAX_TAG_CHARS {
             return Err(MemoryError::invalid(
                 "tags",
-                format!("tag {tag:?} must be 1 to {MAX_TAG_CHARS} characters"),
+                format!("tags: each tag must be 1 to {MAX_TAG_CHARS} characters; {tag:?} is {chars}"),
             ));
         }
     }

@@ -55,7 +55,6 @@ pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
 pub struct Server {
     child: Child,
     pub base: String,
-    pub dir: PathBuf,
     log: Arc<Mutex<String>>,
 }
 
@@ -70,12 +69,8 @@ pub struct Options {
 }
 
 impl Server {
-    /// Starts `wasmind serve` on an ephemeral loopback port with the real embedder.
-    pub fn start(dir: &Path) -> Server {
-        Self::start_with(dir, &Options::default())
-    }
-
-    /// Starts with options; waits until it logs the address it listens on.
+    /// Starts `wasmind serve` on an ephemeral loopback port; waits until it logs the
+    /// address it listens on.
     pub fn start_with(dir: &Path, options: &Options) -> Server {
         Self::try_start(dir, options).unwrap_or_else(|log| panic!("server did not start:\n{log}"))
     }
@@ -111,7 +106,7 @@ impl Server {
             }
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(base) => Ok(Server { child, base, dir: dir.to_path_buf(), log }),
+            Ok(base) => Ok(Server { child, base, log }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();

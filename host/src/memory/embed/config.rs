@@ -152,12 +152,16 @@ mod tests {
 
     #[test]
     fn toml_section_fills_defaults_and_rejects_unknown_fields() {
-        let cfg: EmbedderConfig = toml::from_str("kind = \"hash\"\n[openai]\ndims = 256\n").unwrap();
+        let cfg: EmbedderConfig =
+            toml::from_str("kind = \"hash\"\n[openai]\ndims = 256\n").unwrap();
         assert_eq!(cfg.kind, EmbedderKind::Hash);
         assert_eq!(cfg.openai.dims, 256);
         assert_eq!(cfg.openai.model, "text-embedding-3-small");
         assert_eq!(cfg.batch_size, 32);
         assert!(toml::from_str::<EmbedderConfig>("kinds = \"hash\"").is_err());
-        assert_eq!(toml::from_str::<EmbedderConfig>("").unwrap(), EmbedderConfig::default());
+        assert_eq!(
+            toml::from_str::<EmbedderConfig>("").unwrap(),
+            EmbedderConfig::default()
+        );
     }
 }

@@ -30,7 +30,10 @@ impl HashEmbedder {
         let mut word = String::new();
         let mut bounds = Vec::new();
         let mut any = false;
-        for token in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        for token in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+        {
             any = true;
             word.clear();
             word.push('#');
@@ -41,7 +44,11 @@ impl HashEmbedder {
             bounds.extend(word.char_indices().map(|(i, _)| i));
             bounds.push(word.len());
             for w in bounds.windows(4) {
-                self.add(&mut v, fnv1a(b't', &word.as_bytes()[w[0]..w[3]]), TRIGRAM_WEIGHT);
+                self.add(
+                    &mut v,
+                    fnv1a(b't', &word.as_bytes()[w[0]..w[3]]),
+                    TRIGRAM_WEIGHT,
+                );
             }
         }
         if !any {
@@ -104,7 +111,10 @@ mod tests {
     fn identical_texts_give_identical_vectors() {
         let e = HashEmbedder::new(384);
         assert_eq!(e.embed_one("Deploy at noon"), e.embed_one("Deploy at noon"));
-        assert_eq!(e.embed_one("Deploy at noon"), e.embed_one("deploy, AT noon!"));
+        assert_eq!(
+            e.embed_one("Deploy at noon"),
+            e.embed_one("deploy, AT noon!")
+        );
         // Stable across runs and platforms: the published FNV-1a value of "a".
         assert_eq!(fnv1a(b'a', b""), 0xaf63_dc4c_8601_ec8c);
     }

@@ -99,7 +99,11 @@ fn run(embedder: &dyn Embedder, rx: &Mutex<mpsc::Receiver<Job>>, batch_size: usi
 /// Embeds all jobs' texts in one call and hands each job its share.
 fn run_batch(embedder: &dyn Embedder, batch: Vec<Job>) {
     let started = Instant::now();
-    let texts: Vec<&str> = batch.iter().flat_map(|j| &j.texts).map(String::as_str).collect();
+    let texts: Vec<&str> = batch
+        .iter()
+        .flat_map(|j| &j.texts)
+        .map(String::as_str)
+        .collect();
     let result = catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts)))
         .unwrap_or_else(|_| Err(EmbedError::Inference("the embedder panicked".to_owned())))
         .and_then(|vecs| match vecs.len() == texts.len() {
@@ -125,6 +129,8 @@ fn run_batch(embedder: &dyn Embedder, batch: Vec<Job>) {
                 job.reply.send(Ok(mine));
             }
         }
-        Err(e) => batch.into_iter().for_each(|job| job.reply.send(Err(e.clone()))),
+        Err(e) => batch
+            .into_iter()
+            .for_each(|job| job.reply.send(Err(e.clone()))),
     }
 }

@@ -158,7 +158,9 @@ mod tests {
     #[test]
     fn vectors_are_unit_length_with_384_dims() {
         let long = "memory ".repeat(1000);
-        let vecs = model().embed(&["A cat was sleeping on the carpet", "", &long]).unwrap();
+        let vecs = model()
+            .embed(&["A cat was sleeping on the carpet", "", &long])
+            .unwrap();
         assert_eq!(model().dims(), 384);
         for v in &vecs {
             assert_eq!(v.len(), 384);
@@ -176,17 +178,29 @@ mod tests {
             ])
             .unwrap();
         let (para, unrelated) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
-        assert!(para > unrelated + 0.2, "paraphrase {para}, unrelated {unrelated}");
+        assert!(
+            para > unrelated + 0.2,
+            "paraphrase {para}, unrelated {unrelated}"
+        );
     }
 
     #[test]
     fn batch_equals_single_so_padding_is_masked() {
         let long = "The deploy key for the staging cluster rotates on the first Monday. ".repeat(8);
-        let texts = ["short one", long.as_str(), "a medium length sentence about cats", ""];
+        let texts = [
+            "short one",
+            long.as_str(),
+            "a medium length sentence about cats",
+            "",
+        ];
         let batch = model().embed(&texts).unwrap();
         for (text, b) in texts.iter().zip(&batch) {
             let single = model().embed(&[text]).unwrap().remove(0);
-            let diff = single.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
+            let diff = single
+                .iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f32::max);
             assert!(diff < 1e-4, "{text:?} differs by {diff}");
         }
     }
@@ -207,7 +221,13 @@ mod tests {
         let err = MiniLm::load(Path::new("/nonexistent/wasmind-models/minilm"))
             .err()
             .expect("nothing to load");
-        assert!(matches!(err, EmbedError::ModelMissing { missing: "model.safetensors", .. }));
+        assert!(matches!(
+            err,
+            EmbedError::ModelMissing {
+                missing: "model.safetensors",
+                ..
+            }
+        ));
         let msg = err.to_string();
         for needle in [
             "scripts/setup",

@@ -83,7 +83,9 @@ impl EmbedService {
             return Ok(hit);
         }
         let (tx, rx) = oneshot::channel();
-        self.inner.query.submit(vec![text.to_owned()], Reply::Async(tx));
+        self.inner
+            .query
+            .submit(vec![text.to_owned()], Reply::Async(tx));
         let vector = Arc::new(single(rx.await.map_err(|_| EmbedError::ShutDown)?)?);
         if let Some(cache) = &self.inner.cache {
             cache.lock().put(text.to_owned(), Arc::clone(&vector));
@@ -94,7 +96,10 @@ impl EmbedService {
     /// Synchronous bulk embedding for start-up/offline use (no async runtime needed).
     ///
     /// Blocks the calling thread until done, so do not call it on an async worker thread.
-    pub fn embed_documents_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+    pub fn embed_documents_blocking(
+        &self,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let n = texts.len();
         let mut pending = Vec::new();
         for chunk in self.chunks(texts) {
@@ -257,9 +262,17 @@ mod tests {
         assert!(matches!(err, Err(EmbedError::Inference(_))));
         let err = service.embed_documents(vec!["panic".to_owned()]).await;
         assert!(matches!(err, Err(EmbedError::Inference(_))));
-        let ok = service.embed_documents(vec!["fine".to_owned(), "also".to_owned()]).await;
+        let ok = service
+            .embed_documents(vec!["fine".to_owned(), "also".to_owned()])
+            .await;
         assert_eq!(ok.unwrap().len(), 2);
-        assert!(service.embed_documents(Vec::new()).await.unwrap().is_empty());
+        assert!(
+            service
+                .embed_documents(Vec::new())
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -270,7 +283,10 @@ mod tests {
         let got = service.embed_documents_blocking(texts.clone()).unwrap();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         assert_eq!(got, probe.inner.embed(&refs).unwrap());
-        assert!(probe.calls.load(Ordering::SeqCst) >= 3, "batches hold at most 4 texts");
+        assert!(
+            probe.calls.load(Ordering::SeqCst) >= 3,
+            "batches hold at most 4 texts"
+        );
         drop(service);
         let probe: Arc<dyn Embedder> = probe;
         for _ in 0..500 {
@@ -292,13 +308,16 @@ mod tests {
             .map(|i| {
                 let service = service.clone();
                 let text = format!("Memory number {i}: the build server restarts at {i} am");
-                tokio::spawn(async move { (service.embed_documents(vec![text.clone()]).await, text) })
+                tokio::spawn(
+                    async move { (service.embed_documents(vec![text.clone()]).await, text) },
+                )
             })
             .collect();
         for task in tasks {
             let (got, text) = task.await.unwrap();
             let direct = model.embed(&[&text]).unwrap();
-            let diff = got.unwrap()[0].iter().zip(&direct[0]).map(|(a, b)| (a - b).abs());
+            let got = got.unwrap();
+            let diff = got[0].iter().zip(&direct[0]).map(|(a, b)| (a - b).abs());
             assert!(diff.fold(0.0, f32::max) < 1e-4, "{text}");
         }
     }

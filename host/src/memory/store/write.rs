@@ -103,7 +103,7 @@ impl<'t> Batch<'t> {
         self.next_id += 1;
         let memory = Memory {
             id,
-            memory_id: format!("mem_{}", ulid::Ulid::new().to_string().to_lowercase()),
+            memory_id: crate::id::new_id("mem_"),
             account: account.to_string(),
             namespace: input.namespace.clone(),
             key: input.key.clone(),

@@ -1,0 +1,1517 @@
+//! The OpenAPI document (`GET /api/v1/openapi.json`) kept true.
+//!
+//! The document is fetched from the real server (no key) and every documented operation is
+//! driven: successes and errors. Each response is checked against the document — the
+//! operation exists, its status is documented, the JSON body validates against the
+//! documented schema (a small checker below: `$ref`, `allOf`, `type`, `required`,
+//! `properties`, `additionalProperties`, `items`, `enum`, `const`, bounds, lengths and
+//! simple patterns), documented headers are sent — and each request is checked against the
+//! documented parameters and request body (what the server accepted must be valid per the
+//! document; what it refused with 400 must be invalid per the document). Conversely every
+//! documented operation, status and error code must have been seen, every documented path
+//! must refuse the methods it does not document with 405, and the routes of the
+//! specification that are not documented must be 404: so a route served but undocumented,
+//! or documented but not served, fails this test.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{Client, Options, Resp, Server, create_key, server_with_keys};
+
+/// The checked-in document; the server must serve exactly this.
+const DOCUMENT_FILE: &str = include_str!("../../host/src/api/openapi.json");
+
+/// The operation keys of an OpenAPI path item.
+const HTTP_METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// Methods probed on every documented path: those not documented there must be 405.
+const PROBED_METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// Paths of the specification (and near misses) that must answer 404 unless documented.
+const UNSERVED_PATHS: [&str; 9] = [
+    "/",
+    "/api/v1",
+    "/api/v1/nope",
+    "/api/v1/memory/",
+    "/api/v1/memory/consolidate",
+    "/api/v1/agents",
+    "/api/v1/agents/ag_0000",
+    "/api/v1/agents/ag_0000/logs",
+    "/api/v2/memory",
+];
+
+/// A free plan holding two memories, for the quota errors.
+const TINY_FREE_PLAN: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
+    concurrent_agents = 2\nmemories = 2\nagent_hours_per_month = 1.0\n";
+
+/// A remote embedder that cannot be reached, for the 503s.
+const UNREACHABLE_EMBEDDER: &str = "[embedder]\nkind = \"openai\"\n\n[embedder.openai]\n\
+    base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"none\"\ndims = 384\n";
+
+const MEMORY: &str = "/api/v1/memory";
+const SEARCH: &str = "/api/v1/memory/search";
+const DEDUPE: &str = "/api/v1/memory/dedupe";
+const NAMESPACES: &str = "/api/v1/memory/namespaces";
+const EXPORT: &str = "/api/v1/memory/export";
+const IMPORT: &str = "/api/v1/memory/import";
+const OPENAPI: &str = "/api/v1/openapi.json";
+
+/// How the request side of an exchange is held to the document.
+#[derive(Clone, Copy, PartialEq)]
+enum Conformance {
+    /// Accepted (2xx) ⇒ valid per the document; refused with 400 ⇒ invalid per the document.
+    Strict,
+    /// No request-side check: the request's validity is not a matter of shape (an opaque
+    /// cursor, an import whose invalid items are reported item by item).
+    Opaque,
+}
+
+/// The document, and what the test has seen of it.
+struct Spec {
+    doc: Value,
+    /// (METHOD, path) → statuses seen.
+    seen: BTreeMap<(String, String), BTreeSet<u16>>,
+    /// (METHOD, path, status, error code) seen.
+    codes: BTreeSet<(String, String, u16, String)>,
+}
+
+impl Spec {
+    fn new(doc: Value) -> Spec {
+        Spec {
+            doc,
+            seen: BTreeMap::new(),
+            codes: BTreeSet::new(),
+        }
+    }
+
+    /// The value a local `$ref` points at.
+    fn pointer(&self, reference: &str) -> &Value {
+        let pointer = reference
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("only local $refs are supported: {reference}"));
+        self.doc
+            .pointer(pointer)
+            .unwrap_or_else(|| panic!("$ref {reference} resolves to nothing"))
+    }
+
+    /// Follows a chain of pure `$ref` objects (responses, parameters, headers).
+    fn resolve<'a>(&'a self, mut value: &'a Value) -> &'a Value {
+        for _ in 0..16 {
+            match value.get("$ref").and_then(Value::as_str) {
+                Some(reference) => value = self.pointer(reference),
+                None => return value,
+            }
+        }
+        panic!("$ref chain too long (a cycle?)")
+    }
+
+    /// Every (METHOD, path) the document lists.
+    fn operations(&self) -> BTreeSet<(String, String)> {
+        let mut ops = BTreeSet::new();
+        for (path, item) in self.doc["paths"].as_object().expect("paths is an object") {
+            for method in item.as_object().expect("path item is an object").keys() {
+                if HTTP_METHODS.contains(&method.as_str()) {
+                    ops.insert((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        ops
+    }
+
+    fn operation(&self, method: &str, path: &str) -> Option<&Value> {
+        self.doc["paths"].get(path)?.get(method.to_lowercase())
+    }
+
+    /// The security requirements in force for an operation.
+    fn security<'a>(&'a self, op: &'a Value) -> &'a Value {
+        op.get("security").unwrap_or(&self.doc["security"])
+    }
+
+    /// The documented statuses of an operation, as numbers.
+    fn statuses(op: &Value) -> BTreeSet<u16> {
+        op["responses"]
+            .as_object()
+            .expect("responses is an object")
+            .keys()
+            .map(|s| {
+                s.parse().unwrap_or_else(|_| {
+                    panic!("status {s:?} is not a number (ranges and default are not used)")
+                })
+            })
+            .collect()
+    }
+
+    /// The error codes a response documents (the `enum` of `error.code`), if it lists them.
+    fn documented_codes(&self, schema: &Value) -> Option<BTreeSet<String>> {
+        let mut out: Option<BTreeSet<String>> = None;
+        if let Some(reference) = schema.get("$ref").and_then(Value::as_str)
+            && let Some(codes) = self.documented_codes(self.pointer(reference))
+        {
+            out.get_or_insert_with(BTreeSet::new).extend(codes);
+        }
+        for sub in schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(codes) = self.documented_codes(sub) {
+                out.get_or_insert_with(BTreeSet::new).extend(codes);
+            }
+        }
+        if let Some(list) = schema
+            .pointer("/properties/error/properties/code/enum")
+            .and_then(Value::as_array)
+        {
+            out.get_or_insert_with(BTreeSet::new).extend(
+                list.iter()
+                    .map(|c| c.as_str().expect("codes are strings").to_string()),
+            );
+        }
+        out
+    }
+
+    // ----- The document on its own -----
+
+    /// Structural checks that need no server.
+    fn check_document(&self) {
+        let doc = &self.doc;
+        let version = doc["openapi"].as_str().expect("openapi member");
+        assert!(version.starts_with("3.1."), "not OpenAPI 3.1: {version}");
+        assert!(doc["info"]["title"].is_string(), "info.title");
+        assert_eq!(doc["info"]["version"], "0.1.0", "info.version");
+        check_refs(self, doc, "#");
+
+        // Bearer security, applied globally.
+        let schemes = doc["components"]["securitySchemes"]
+            .as_object()
+            .expect("securitySchemes");
+        let bearer: Vec<&String> = schemes
+            .iter()
+            .filter(|(_, s)| {
+                s["type"] == "http"
+                    && s["scheme"]
+                        .as_str()
+                        .is_some_and(|x| x.eq_ignore_ascii_case("bearer"))
+            })
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(bearer.len(), 1, "one http bearer scheme: {schemes:?}");
+        assert_eq!(
+            doc["security"],
+            json!([{ bearer[0].clone(): [] }]),
+            "global bearer security"
+        );
+
+        let unmatched = &doc["x-unmatched-requests"];
+        for status in ["404", "405"] {
+            let response = self.resolve(&unmatched[status]);
+            assert!(
+                response["content"]["application/json"]["schema"].is_object(),
+                "x-unmatched-requests.{status}"
+            );
+        }
+
+        let mut ids = BTreeSet::new();
+        for (method, path) in self.operations() {
+            let what = format!("{method} {path}");
+            let op = self.operation(&method, &path).unwrap();
+            if let Some(id) = op["operationId"].as_str() {
+                assert!(
+                    ids.insert(id.to_string()),
+                    "{what}: operationId {id} used twice"
+                );
+            }
+            let statuses = Self::statuses(op);
+            assert!(
+                statuses.iter().any(|s| (200..300).contains(s)),
+                "{what}: no success response"
+            );
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let response = self.resolve(response);
+                assert!(
+                    response["description"].is_string(),
+                    "{what} {status}: description"
+                );
+                assert!(
+                    response["content"]["application/json"]["schema"].is_object(),
+                    "{what} {status}: every response is JSON with a schema"
+                );
+                let documents_retry_after = response["headers"]
+                    .as_object()
+                    .is_some_and(|h| h.keys().any(|k| k.eq_ignore_ascii_case("retry-after")));
+                if status == "503" {
+                    assert!(documents_retry_after, "{what} 503: Retry-After header");
+                }
+                if status.starts_with('4') || status.starts_with('5') {
+                    let schema = &response["content"]["application/json"]["schema"];
+                    assert!(
+                        self.documented_codes(schema).is_some(),
+                        "{what} {status}: list the error codes"
+                    );
+                }
+            }
+            let secured = !self
+                .security(op)
+                .as_array()
+                .expect("security is an array")
+                .is_empty();
+            if secured {
+                assert!(
+                    statuses.contains(&401),
+                    "{what}: a secured operation documents 401"
+                );
+                assert!(statuses.contains(&500), "{what}: 500");
+            }
+            if let Some(body) = op.get("requestBody") {
+                let body = self.resolve(body);
+                assert!(
+                    body["content"]["application/json"]["schema"].is_object(),
+                    "{what}: request schema"
+                );
+                assert!(
+                    statuses.contains(&400) && statuses.contains(&413),
+                    "{what}: a body route documents 400 and 413"
+                );
+            }
+        }
+        let openapi = self
+            .operation("GET", OPENAPI)
+            .expect("the document documents itself");
+        assert_eq!(openapi["security"], json!([]), "the document needs no key");
+    }
+
+    // ----- Exchanges -----
+
+    fn get(&mut self, c: &Client, url: &str) -> Resp {
+        self.exchange(c, &Method::GET, url, None, Conformance::Strict)
+    }
+
+    fn delete(&mut self, c: &Client, url: &str) -> Resp {
+        self.exchange(c, &Method::DELETE, url, None, Conformance::Strict)
+    }
+
+    fn post(&mut self, c: &Client, url: &str, body: &Value) -> Resp {
+        self.exchange(
+            c,
+            &Method::POST,
+            url,
+            Some(&body.to_string()),
+            Conformance::Strict,
+        )
+    }
+
+    fn post_raw(&mut self, c: &Client, url: &str, body: &str) -> Resp {
+        self.exchange(c, &Method::POST, url, Some(body), Conformance::Strict)
+    }
+
+    /// Sends a request, checks request and response against the document, records it.
+    fn exchange(
+        &mut self,
+        c: &Client,
+        method: &Method,
+        url: &str,
+        body: Option<&str>,
+        conformance: Conformance,
+    ) -> Resp {
+        let mut request = c.request(method.clone(), url);
+        if let Some(text) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(text.to_string());
+        }
+        let r = c.send(request);
+        let (path, query) = url.split_once('?').unwrap_or((url, ""));
+        let what = format!(
+            "{method} {}{} → {}",
+            path,
+            if query.is_empty() {
+                String::new()
+            } else {
+                format!("?{}", abbreviate(query))
+            },
+            r.status
+        );
+        let op = self
+            .operation(method.as_str(), path)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{what}: {method} {path} is not in the OpenAPI document\n{:#}",
+                    r.body
+                )
+            })
+            .clone();
+        let response = op["responses"]
+            .get(r.status.to_string())
+            .unwrap_or_else(|| {
+                panic!(
+                    "{what}: status {} is not documented for {method} {path}\n{:#}",
+                    r.status, r.body
+                )
+            });
+        let response = self.resolve(response).clone();
+        self.check_response(&response, &r, &what);
+
+        if conformance == Conformance::Strict {
+            let violations = self.request_violations(&op, query, body);
+            if (200..300).contains(&r.status) {
+                assert!(
+                    violations.is_empty(),
+                    "{what}: the server accepted a request the document calls invalid: {violations:#?}"
+                );
+            }
+            if r.status == 400 {
+                assert!(
+                    !violations.is_empty(),
+                    "{what}: the server refused ({}) a request the document calls valid — document the bound\n{:#}",
+                    r.code(),
+                    r.body
+                );
+            }
+        }
+
+        let key = (method.as_str().to_string(), path.to_string());
+        self.seen.entry(key).or_default().insert(r.status);
+        if r.status >= 400 {
+            self.codes.insert((
+                method.as_str().to_string(),
+                path.to_string(),
+                r.status,
+                r.code().to_string(),
+            ));
+        }
+        r
+    }
+
+    /// A request no operation matches: checks it against `x-unmatched-requests`.
+    fn unmatched(&self, c: &Client, method: &str, url: &str, status: u16) {
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = c.request(method.clone(), url);
+        if method == Method::POST || method == Method::PUT || method == Method::PATCH {
+            request = request
+                .header("content-type", "application/json")
+                .body("{}");
+        }
+        let r = c.send(request);
+        let what = format!("{method} {url} → {}", r.status);
+        assert_eq!(r.status, status, "{what}: expected {status}\n{:#}", r.body);
+        let response = self
+            .resolve(&self.doc["x-unmatched-requests"][status.to_string()])
+            .clone();
+        self.check_response(&response, &r, &what);
+    }
+
+    /// A response against its documented content and headers.
+    fn check_response(&self, response: &Value, r: &Resp, what: &str) {
+        assert!(
+            r.content_type.starts_with("application/json"),
+            "{what}: Content-Type {:?}",
+            r.content_type
+        );
+        let schema = response["content"]["application/json"]
+            .get("schema")
+            .unwrap_or_else(|| {
+                panic!("{what}: the documented response has no application/json schema")
+            });
+        let mut errors = Vec::new();
+        self.validate(schema, &r.body, "$", &mut errors);
+        assert!(
+            errors.is_empty(),
+            "{what}: the body does not match the documented schema:\n{}\n{:#}",
+            errors.join("\n"),
+            r.body
+        );
+
+        let headers = response["headers"].as_object().cloned().unwrap_or_default();
+        let mut documents_retry_after = false;
+        for (name, header) in &headers {
+            assert!(
+                name.eq_ignore_ascii_case("retry-after"),
+                "{what}: this test can only check Retry-After, not {name}"
+            );
+            documents_retry_after = true;
+            let header = self.resolve(header);
+            match &r.retry_after {
+                None => assert!(
+                    header["required"] != true,
+                    "{what}: documented header {name} is missing"
+                ),
+                Some(text) => {
+                    let value = coerce(text, header["schema"]["type"].as_str().unwrap_or("string"))
+                        .unwrap_or_else(|e| panic!("{what}: {name}: {e}"));
+                    let mut errors = Vec::new();
+                    self.validate(&header["schema"], &value, name, &mut errors);
+                    assert!(errors.is_empty(), "{what}: {errors:?}");
+                }
+            }
+        }
+        if r.retry_after.is_some() {
+            assert!(
+                documents_retry_after,
+                "{what}: Retry-After sent but not documented"
+            );
+        }
+    }
+
+    /// Where a request departs from the documented parameters and body (empty: valid).
+    fn request_violations(&self, op: &Value, query: &str, body: Option<&str>) -> Vec<String> {
+        let mut out = Vec::new();
+        let params: Vec<&Value> = op["parameters"]
+            .as_array()
+            .map(|ps| ps.iter().map(|p| self.resolve(p)).collect())
+            .unwrap_or_default();
+        let mut given: BTreeMap<String, String> = BTreeMap::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (name, value) = (percent_decode(name), percent_decode(value));
+            if given.insert(name.clone(), value).is_some() {
+                out.push(format!("query parameter {name} given twice"));
+            }
+        }
+        for (name, value) in &given {
+            match params
+                .iter()
+                .find(|p| p["in"] == "query" && p["name"] == name.as_str())
+            {
+                None => out.push(format!("query parameter {name} is not documented")),
+                Some(p) => match coerce(value, p["schema"]["type"].as_str().unwrap_or("string")) {
+                    Err(e) => out.push(format!("query parameter {name}: {e}")),
+                    Ok(v) => self.validate(&p["schema"], &v, &format!("?{name}"), &mut out),
+                },
+            }
+        }
+        for p in &params {
+            if p["required"] == true && !given.contains_key(p["name"].as_str().unwrap()) {
+                out.push(format!("required query parameter {} is missing", p["name"]));
+            }
+        }
+        match (op.get("requestBody").map(|b| self.resolve(b)), body) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                out.push("a body was sent to an operation that documents none".into())
+            }
+            (Some(doc), None) => {
+                if doc["required"] == true {
+                    out.push("the request body is required".into());
+                }
+            }
+            (Some(doc), Some(text)) => match serde_json::from_str::<Value>(text) {
+                Err(e) => out.push(format!("the request body is not JSON: {e}")),
+                Ok(v) => self.validate(
+                    &doc["content"]["application/json"]["schema"],
+                    &v,
+                    "body",
+                    &mut out,
+                ),
+            },
+        }
+        out
+    }
+
+    // ----- The schema checker -----
+
+    /// Validates `value` against `schema`, pushing one message per departure.
+    fn validate(&self, schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
+        let Some(keywords) = schema.as_object() else {
+            if schema != &Value::Bool(true) {
+                errors.push(format!("{at}: schema {schema} is not an object"));
+            }
+            return;
+        };
+        for (keyword, arg) in keywords {
+            match keyword.as_str() {
+                "$ref" => self.validate(self.pointer(arg.as_str().expect("$ref is a string")), value, at, errors),
+                "allOf" => {
+                    for sub in arg.as_array().expect("allOf is an array") {
+                        self.validate(sub, value, at, errors);
+                    }
+                }
+                "type" => {
+                    let types: Vec<&str> = match arg {
+                        Value::String(t) => vec![t.as_str()],
+                        Value::Array(ts) => ts.iter().map(|t| t.as_str().expect("type names are strings")).collect(),
+                        other => panic!("{at}: bad type {other}"),
+                    };
+                    if !types.iter().any(|t| has_type(value, t)) {
+                        errors.push(format!("{at}: {} is not of type {arg}", short(value)));
+                    }
+                }
+                "enum" => {
+                    if !arg.as_array().expect("enum is an array").contains(value) {
+                        errors.push(format!("{at}: {} is not one of {arg}", short(value)));
+                    }
+                }
+                "const" => {
+                    if arg != value {
+                        errors.push(format!("{at}: {} is not {arg}", short(value)));
+                    }
+                }
+                "required" => {
+                    if let Some(object) = value.as_object() {
+                        for name in arg.as_array().expect("required is an array") {
+                            let name = name.as_str().expect("required names are strings");
+                            if !object.contains_key(name) {
+                                errors.push(format!("{at}: required member {name:?} is missing"));
+                            }
+                        }
+                    }
+                }
+                "properties" => {
+                    if let Some(object) = value.as_object() {
+                        for (name, sub) in arg.as_object().expect("properties is an object") {
+                            if let Some(member) = object.get(name) {
+                                self.validate(sub, member, &format!("{at}.{name}"), errors);
+                            }
+                        }
+                    }
+                }
+                "additionalProperties" => {
+                    if let Some(object) = value.as_object() {
+                        let known = keywords.get("properties").and_then(Value::as_object);
+                        for (name, member) in object {
+                            if known.is_some_and(|k| k.contains_key(name)) {
+                                continue;
+                            }
+                            match arg {
+                                Value::Bool(true) => {}
+                                Value::Bool(false) => errors.push(format!("{at}: member {name:?} is not allowed")),
+                                sub => self.validate(sub, member, &format!("{at}.{name}"), errors),
+                            }
+                        }
+                    }
+                }
+                "items" => {
+                    if let Some(items) = value.as_array() {
+                        for (i, item) in items.iter().enumerate() {
+                            self.validate(arg, item, &format!("{at}[{i}]"), errors);
+                        }
+                    }
+                }
+                "minItems" | "maxItems" => {
+                    if let Some(items) = value.as_array() {
+                        let bound = arg.as_u64().expect("item bound") as usize;
+                        let ok = if keyword == "minItems" { items.len() >= bound } else { items.len() <= bound };
+                        if !ok {
+                            errors.push(format!("{at}: {} items breaks {keyword} {bound}", items.len()));
+                        }
+                    }
+                }
+                "minLength" | "maxLength" => {
+                    if let Some(text) = value.as_str() {
+                        let bound = arg.as_u64().expect("length bound") as usize;
+                        let n = text.chars().count();
+                        let ok = if keyword == "minLength" { n >= bound } else { n <= bound };
+                        if !ok {
+                            errors.push(format!("{at}: a string of {n} characters breaks {keyword} {bound}"));
+                        }
+                    }
+                }
+                "pattern" => {
+                    if let Some(text) = value.as_str()
+                        && !pattern_matches(arg.as_str().expect("pattern is a string"), text)
+                    {
+                        errors.push(format!("{at}: {} does not match {arg}", short(value)));
+                    }
+                }
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                    if let Some(n) = value.as_f64() {
+                        let bound = arg.as_f64().expect("numeric bound");
+                        let ok = match keyword.as_str() {
+                            "minimum" => n >= bound,
+                            "maximum" => n <= bound,
+                            "exclusiveMinimum" => n > bound,
+                            _ => n < bound,
+                        };
+                        if !ok {
+                            errors.push(format!("{at}: {n} breaks {keyword} {bound}"));
+                        }
+                    }
+                }
+                // Annotations: nothing to check.
+                "description" | "title" | "default" | "example" | "examples" | "format" | "deprecated"
+                | "readOnly" | "writeOnly" => {}
+                other => errors.push(format!(
+                    "{at}: schema keyword {other:?} is not supported by this test's checker: extend the checker or avoid it"
+                )),
+            }
+        }
+    }
+}
+
+/// Every `$ref` in the document resolves.
+fn check_refs(spec: &Spec, value: &Value, at: &str) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if k == "$ref" {
+                    let reference = v
+                        .as_str()
+                        .unwrap_or_else(|| panic!("{at}: $ref is not a string"));
+                    let _ = spec.pointer(reference);
+                } else {
+                    check_refs(spec, v, &format!("{at}/{k}"));
+                }
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                check_refs(spec, v, &format!("{at}/{i}"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// JSON Schema's type test (`integer` is any number with no fractional part).
+fn has_type(value: &Value, t: &str) -> bool {
+    match t {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        other => panic!("unknown JSON Schema type {other:?}"),
+    }
+}
+
+/// A query-string or header value as the JSON value its schema type means.
+fn coerce(text: &str, t: &str) -> Result<Value, String> {
+    match t {
+        "integer" => text
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("{text:?} is not an integer")),
+        "number" => text
+            .parse::<f64>()
+            .ok()
+            .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
+            .ok_or_else(|| format!("{text:?} is not a number")),
+        "boolean" => match text {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(format!("{text:?} is not a boolean")),
+        },
+        _ => Ok(Value::String(text.to_string())),
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => match text
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                Some(b) => {
+                    out.push(b);
+                    i += 2;
+                }
+                None => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A regex matcher for the simple patterns a schema may use: `^`, `$`, literal characters,
+/// `[…]` classes with ranges, and the quantifiers `*`, `+` and `?`. Anything else panics
+/// (so the document can't use a pattern this test would silently misread).
+fn pattern_matches(pattern: &str, text: &str) -> bool {
+    let (anchored_start, rest) = match pattern.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    let (anchored_end, rest) = match rest.strip_suffix('$') {
+        Some(rest) => (true, rest),
+        None => (false, rest),
+    };
+    let atoms = parse_pattern(rest, pattern);
+    let chars: Vec<char> = text.chars().collect();
+    let starts = if anchored_start {
+        0..=0
+    } else {
+        0..=chars.len()
+    };
+    starts
+        .into_iter()
+        .any(|i| match_atoms(&atoms, &chars[i..], anchored_end))
+}
+
+/// One pattern element: a set of character ranges and how often it repeats.
+struct Atom {
+    ranges: Vec<(char, char)>,
+    min: usize,
+    max: usize,
+}
+
+fn parse_pattern(body: &str, whole: &str) -> Vec<Atom> {
+    let mut atoms: Vec<Atom> = Vec::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => {
+                let mut ranges = Vec::new();
+                loop {
+                    let lo = chars
+                        .next()
+                        .unwrap_or_else(|| panic!("unclosed class in pattern {whole:?}"));
+                    if lo == ']' {
+                        break;
+                    }
+                    assert!(
+                        !matches!(lo, '\\' | '^' | '['),
+                        "unsupported class syntax in pattern {whole:?}"
+                    );
+                    if chars.peek() == Some(&'-') {
+                        chars.next();
+                        let hi = chars
+                            .next()
+                            .unwrap_or_else(|| panic!("bad range in pattern {whole:?}"));
+                        ranges.push((lo, hi));
+                    } else {
+                        ranges.push((lo, lo));
+                    }
+                }
+                atoms.push(Atom {
+                    ranges,
+                    min: 1,
+                    max: 1,
+                });
+            }
+            '*' | '+' | '?' => {
+                let atom = atoms
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("dangling quantifier in pattern {whole:?}"));
+                assert!(
+                    atom.min == 1 && atom.max == 1,
+                    "double quantifier in pattern {whole:?}"
+                );
+                (atom.min, atom.max) = match c {
+                    '*' => (0, usize::MAX),
+                    '+' => (1, usize::MAX),
+                    _ => (0, 1),
+                };
+            }
+            '\\' | '.' | '(' | ')' | '|' | '{' | '}' | '^' | '$' => {
+                panic!("pattern {whole:?} uses {c:?}, which this test's matcher does not support")
+            }
+            literal => atoms.push(Atom {
+                ranges: vec![(literal, literal)],
+                min: 1,
+                max: 1,
+            }),
+        }
+    }
+    atoms
+}
+
+fn match_atoms(atoms: &[Atom], text: &[char], anchored_end: bool) -> bool {
+    let Some((atom, rest)) = atoms.split_first() else {
+        return !anchored_end || text.is_empty();
+    };
+    let mut n = 0;
+    while n < text.len()
+        && n < atom.max
+        && atom
+            .ranges
+            .iter()
+            .any(|&(lo, hi)| (lo..=hi).contains(&text[n]))
+    {
+        n += 1;
+    }
+    (atom.min..=n)
+        .rev()
+        .any(|k| match_atoms(rest, &text[k..], anchored_end))
+}
+
+/// A value, shortened for messages.
+fn short(value: &Value) -> String {
+    abbreviate(&value.to_string())
+}
+
+fn abbreviate(text: &str) -> String {
+    if text.chars().count() > 80 {
+        format!("{}…", text.chars().take(80).collect::<String>())
+    } else {
+        text.to_string()
+    }
+}
+
+#[track_caller]
+fn expect(r: Resp, status: u16) -> Resp {
+    assert_eq!(r.status, status, "{:#}", r.body);
+    r
+}
+
+#[track_caller]
+fn expect_error(r: &Resp, status: u16, code: &str) {
+    r.assert_error(status, code);
+}
+
+#[test]
+fn schema_checker_sanity() {
+    let spec = Spec::new(json!({ "components": { "schemas": {
+        "Thing": { "type": "object", "required": ["id", "n"], "properties": {
+            "id": { "type": "string", "pattern": "^mem_" },
+            "n": { "type": ["integer", "null"], "minimum": 1, "maximum": 10 },
+            "tags": { "type": "array", "maxItems": 2, "items": { "type": "string", "maxLength": 3 } },
+            "mode": { "type": "string", "enum": ["a", "b"] },
+        } },
+    } } }));
+    let schema = json!({ "$ref": "#/components/schemas/Thing" });
+    let check = |v: Value| {
+        let mut errors = Vec::new();
+        spec.validate(&schema, &v, "$", &mut errors);
+        errors
+    };
+    assert!(
+        check(json!({ "id": "mem_1", "n": 3, "tags": ["a"], "mode": "a", "extra": true }))
+            .is_empty()
+    );
+    assert!(check(json!({ "id": "mem_1", "n": null })).is_empty());
+    assert!(
+        check(json!({ "id": "mem_1", "n": 3.0 })).is_empty(),
+        "3.0 is an integer"
+    );
+    for bad in [
+        json!({ "id": "mem_1" }),
+        json!({ "id": "xmem_1", "n": 1 }),
+        json!({ "id": "mem_1", "n": 1.5 }),
+        json!({ "id": "mem_1", "n": 0 }),
+        json!({ "id": "mem_1", "n": 11 }),
+        json!({ "id": "mem_1", "n": "1" }),
+        json!({ "id": "mem_1", "n": 1, "tags": ["a", "b", "c"] }),
+        json!({ "id": "mem_1", "n": 1, "tags": ["abcd"] }),
+        json!({ "id": "mem_1", "n": 1, "tags": [1] }),
+        json!({ "id": "mem_1", "n": 1, "mode": "c" }),
+        json!([]),
+    ] {
+        assert!(!check(bad.clone()).is_empty(), "{bad} passed");
+    }
+    let key = "^[a-z][a-z0-9_]*$";
+    for good in ["a", "user_name", "x9_"] {
+        assert!(pattern_matches(key, good), "{good}");
+    }
+    for bad in ["", "User", "9lives", "_x", "a-b", "a b", "é"] {
+        assert!(!pattern_matches(key, bad), "{bad}");
+    }
+    assert!(pattern_matches("mem_", "xmem_1"), "unanchored");
+    assert_eq!(percent_decode("a%2Cb+c"), "a,b c");
+}
+
+#[test]
+fn the_document_is_true() {
+    let options = Options {
+        config: Some(TINY_FREE_PLAN.into()),
+        hash_embedder: true,
+    };
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "liftoff"), ("bob", "liftoff"), ("small", "free")],
+        &options,
+    );
+    let anon = Client::new(&server.base, None);
+    let (c, bob, small) = (
+        server.client(&keys[0]),
+        server.client(&keys[1]),
+        server.client(&keys[2]),
+    );
+
+    // The document: served verbatim, without a key, as JSON; OpenAPI 3.1.
+    let raw = anon
+        .request(Method::GET, OPENAPI)
+        .send()
+        .expect("fetching the document");
+    assert_eq!(raw.status().as_u16(), 200);
+    let content_type = raw
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let text = raw.text().unwrap();
+    assert_eq!(
+        text, DOCUMENT_FILE,
+        "the server must serve host/src/api/openapi.json verbatim"
+    );
+    let mut spec = Spec::new(serde_json::from_str(&text).expect("the document is JSON"));
+    spec.check_document();
+    let r = expect(spec.get(&anon, OPENAPI), 200);
+    assert_eq!(r.body["openapi"], spec.doc["openapi"]);
+    expect(spec.get(&c, OPENAPI), 200); // a key does no harm
+
+    // Security as documented: secured operations refuse a missing or bad key with 401;
+    // open ones answer without one.
+    for (method, path) in spec.operations() {
+        let op = spec.operation(&method, &path).unwrap().clone();
+        let secured = !spec.security(&op).as_array().unwrap().is_empty();
+        let body = op.get("requestBody").map(|_| "{}");
+        let clients = [
+            &anon,
+            &server.client("wm_0000000000000000000000000000000000000000000000000000000000000000"),
+        ];
+        for client in clients {
+            let m = Method::from_bytes(method.as_bytes()).unwrap();
+            let r = spec.exchange(client, &m, &path, body, Conformance::Opaque);
+            if secured {
+                expect_error(&r, 401, "invalid_api_key");
+            } else {
+                assert!(
+                    (200..300).contains(&r.status),
+                    "{method} {path} without a key: {}",
+                    r.status
+                );
+            }
+        }
+    }
+    let r = spec.exchange(
+        &anon,
+        &Method::POST,
+        MEMORY,
+        Some("{not json"),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 401, "invalid_api_key"); // the key is checked before the body
+
+    // Every documented path refuses the methods it does not document with 405; the
+    // specification's other routes, not served, are 404 (with or without a key).
+    let paths: BTreeSet<String> = spec.operations().into_iter().map(|(_, p)| p).collect();
+    for path in &paths {
+        for method in PROBED_METHODS {
+            if spec.operation(method, path).is_none() {
+                spec.unmatched(&c, method, path, 405);
+            }
+        }
+    }
+    for path in UNSERVED_PATHS {
+        assert!(
+            !paths.contains(path),
+            "{path} is documented: drive it in this test and drop it from UNSERVED_PATHS"
+        );
+        for method in ["GET", "POST", "DELETE"] {
+            spec.unmatched(&c, method, path, 404);
+        }
+        spec.unmatched(&anon, "GET", path, 404);
+        let r = c.get(path);
+        r.assert_error(404, "route_not_found");
+    }
+
+    // ----- POST /api/v1/memory -----
+    let first = expect(spec.post(&c, MEMORY, &json!({ "key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food", "prefs"], "importance": 8 })), 201);
+    let same = expect(
+        spec.post(
+            &c,
+            MEMORY,
+            &json!({ "key": "favourite_food", "value": "pizza with mushrooms" }),
+        ),
+        200,
+    );
+    assert_eq!(same.body["memory_id"], first.body["memory_id"]);
+    let second = expect(spec.post(&c, MEMORY, &json!({ "key": "favourite_food", "value": "pizza with olives", "tags": ["food"], "importance": 7.5, "namespace": null })), 201);
+    assert_eq!(second.body["version"], 2);
+    let trip = expect(spec.post(&c, MEMORY, &json!({ "key": "trip", "value": "flight to Lisbon on Friday", "namespace": "travel", "expires_in_days": 2.5 })), 201);
+    assert!(trip.body["expires_at"].is_u64());
+    expect(spec.post(&c, MEMORY, &json!({ "key": "dup_a", "value": "the sky is blue today", "namespace": "notes", "importance": 3 })), 201);
+    expect(spec.post(&c, MEMORY, &json!({ "key": "dup_b", "value": "the sky is blue today", "namespace": "notes", "importance": 9 })), 201);
+    expect(
+        spec.post(
+            &c,
+            MEMORY,
+            &json!({ "key": "temp", "value": "to be deleted" }),
+        ),
+        201,
+    );
+    for (body, code) in [
+        (json!({ "value": "v" }), "invalid_key"),
+        (json!({ "key": "Not-Snake", "value": "v" }), "invalid_key"),
+        (
+            json!({ "key": "k".repeat(129), "value": "v" }),
+            "invalid_key",
+        ),
+        (json!({ "key": "k" }), "invalid_value"),
+        (json!({ "key": "k", "value": "" }), "invalid_value"),
+        (
+            json!({ "key": "k", "value": "x".repeat(5_001) }),
+            "invalid_value",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "namespace": "" }),
+            "invalid_namespace",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "tags": (0..21).map(|i| format!("t{i}")).collect::<Vec<_>>() }),
+            "invalid_tags",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "tags": ["t".repeat(51)] }),
+            "invalid_tags",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "importance": 11 }),
+            "invalid_importance",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "importance": 0.5 }),
+            "invalid_importance",
+        ),
+        (
+            json!({ "key": "k", "value": "v", "expires_in_days": 0 }),
+            "invalid_expires_in_days",
+        ),
+    ] {
+        let r = spec.post(&c, MEMORY, &body);
+        expect_error(&r, 400, code);
+        assert_eq!(
+            r.body["error"]["details"]["field"],
+            code.trim_start_matches("invalid_")
+        );
+    }
+    expect_error(&spec.post_raw(&c, MEMORY, "{not json"), 400, "invalid_body");
+    expect_error(&spec.post_raw(&c, MEMORY, "[1, 2]"), 400, "invalid_body");
+    let big = "x".repeat(1_100_000);
+    expect_error(
+        &spec.post(&c, MEMORY, &json!({ "key": "k", "value": big })),
+        413,
+        "payload_too_large",
+    );
+
+    // ----- GET /api/v1/memory -----
+    let got = expect(spec.get(&c, "/api/v1/memory?key=favourite_food"), 200);
+    assert_eq!(
+        (got.body["value"].clone(), got.body["accessCount"].clone()),
+        (json!("pizza with olives"), json!(1))
+    );
+    expect(
+        spec.get(&c, "/api/v1/memory?key=trip&namespace=travel"),
+        200,
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory?key=never_written"),
+        404,
+        "not_found",
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory?key=trip&namespace=default"),
+        404,
+        "not_found",
+    );
+    expect_error(&spec.get(&c, MEMORY), 400, "invalid_query");
+    expect_error(
+        &spec.get(&c, "/api/v1/memory?key=Bad-Key"),
+        400,
+        "invalid_query",
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory?key=trip&key=temp"),
+        400,
+        "invalid_query",
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory?key=trip&namespace="),
+        400,
+        "invalid_query",
+    );
+
+    // ----- GET /api/v1/memory/history -----
+    let history = expect(
+        spec.get(&c, "/api/v1/memory/history?key=favourite_food"),
+        200,
+    );
+    assert_eq!(history.body["data"].as_array().unwrap().len(), 2);
+    assert_eq!(history.body["data"][1]["isLatestVersion"], false);
+    expect_error(
+        &spec.get(&c, "/api/v1/memory/history?key=never_written"),
+        404,
+        "not_found",
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory/history?namespace=default"),
+        400,
+        "invalid_query",
+    );
+
+    // ----- POST /api/v1/memory/search -----
+    let found = expect(
+        spec.post(&c, SEARCH, &json!({ "query": "pizza with olives" })),
+        200,
+    );
+    assert_eq!(
+        found.body["results"][0]["key"], "favourite_food",
+        "{:#}",
+        found.body
+    );
+    expect(spec.post(&c, SEARCH, &json!({ "query": "pizza", "mode": "keyword", "limit": 5, "min_score": 0.1, "tags": ["food"], "namespace": "default" })), 200);
+    expect(
+        spec.post(
+            &c,
+            SEARCH,
+            &json!({ "query": "blue sky", "mode": "semantic", "limit": null, "tags": null }),
+        ),
+        200,
+    );
+    expect(
+        spec.post(
+            &c,
+            SEARCH,
+            &json!({ "query": "nothing like it", "mode": "hybrid", "min_score": 1 }),
+        ),
+        200,
+    );
+    for (body, code) in [
+        (json!({}), "invalid_query"),
+        (json!({ "query": "" }), "invalid_query"),
+        (json!({ "query": 5 }), "invalid_query"),
+        (
+            json!({ "query": "q", "namespace": "" }),
+            "invalid_namespace",
+        ),
+        (json!({ "query": "q", "tags": [1] }), "invalid_tags"),
+        (
+            json!({ "query": "q", "tags": (0..21).map(|i| format!("t{i}")).collect::<Vec<_>>() }),
+            "invalid_tags",
+        ),
+        (json!({ "query": "q", "limit": 0 }), "invalid_limit"),
+        (json!({ "query": "q", "limit": 2.5 }), "invalid_limit"),
+        (json!({ "query": "q", "mode": "fuzzy" }), "invalid_mode"),
+        (
+            json!({ "query": "q", "min_score": 1.5 }),
+            "invalid_min_score",
+        ),
+        (
+            json!({ "query": "q", "min_score": -0.1 }),
+            "invalid_min_score",
+        ),
+    ] {
+        expect_error(&spec.post(&c, SEARCH, &body), 400, code);
+    }
+    expect_error(&spec.post_raw(&c, SEARCH, "\"text\""), 400, "invalid_body");
+    expect_error(
+        &spec.post(&c, SEARCH, &json!({ "query": "x".repeat(1_100_000) })),
+        413,
+        "payload_too_large",
+    );
+
+    // ----- GET /api/v1/memory/list -----
+    let page = expect(spec.get(&c, "/api/v1/memory/list?limit=2"), 200);
+    assert_eq!(page.body["data"].as_array().unwrap().len(), 2);
+    let cursor = page.body["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_string();
+    let next = expect(
+        spec.get(&c, &format!("/api/v1/memory/list?limit=2&cursor={cursor}")),
+        200,
+    );
+    assert_ne!(
+        next.body["data"][0]["memory_id"],
+        page.body["data"][0]["memory_id"]
+    );
+    let last = expect(spec.get(&c, "/api/v1/memory/list"), 200);
+    assert_eq!(last.body["next_cursor"], Value::Null);
+    let tagged = expect(
+        spec.get(&c, "/api/v1/memory/list?namespace=default&tags=food"),
+        200,
+    );
+    assert_eq!(tagged.body["data"].as_array().unwrap().len(), 1);
+    expect_error(
+        &spec.get(&c, "/api/v1/memory/list?limit=0"),
+        400,
+        "invalid_query",
+    );
+    expect_error(
+        &spec.get(&c, "/api/v1/memory/list?limit=abc"),
+        400,
+        "invalid_query",
+    );
+    let r = spec.exchange(
+        &c,
+        &Method::GET,
+        "/api/v1/memory/list?cursor=garbage",
+        None,
+        Conformance::Opaque,
+    );
+    expect_error(&r, 400, "invalid_query");
+
+    // ----- POST /api/v1/memory/dedupe -----
+    let dry = expect(
+        spec.post(
+            &c,
+            DEDUPE,
+            &json!({ "namespace": "notes", "threshold": 0.9, "dry_run": true }),
+        ),
+        200,
+    );
+    assert_eq!(dry.body["removed"], 1, "{:#}", dry.body);
+    assert_eq!(dry.body["pairs"].as_array().unwrap().len(), 1);
+    let done = expect(spec.post(&c, DEDUPE, &json!({})), 200);
+    assert_eq!(
+        (done.body["removed"].clone(), done.body["dry_run"].clone()),
+        (json!(1), json!(false))
+    );
+    for (body, code) in [
+        (json!({ "threshold": 1.2 }), "invalid_threshold"),
+        (json!({ "threshold": "high" }), "invalid_threshold"),
+        (json!({ "dry_run": "yes" }), "invalid_dry_run"),
+        (json!({ "namespace": "" }), "invalid_namespace"),
+    ] {
+        expect_error(&spec.post(&c, DEDUPE, &body), 400, code);
+    }
+    expect_error(&spec.post_raw(&c, DEDUPE, ""), 400, "invalid_body");
+    expect_error(
+        &spec.post(&c, DEDUPE, &json!({ "namespace": "x".repeat(1_100_000) })),
+        413,
+        "payload_too_large",
+    );
+
+    // ----- GET /api/v1/memory/namespaces -----
+    let namespaces = expect(spec.get(&c, NAMESPACES), 200);
+    let names: BTreeSet<&str> = namespaces.body["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["namespace"].as_str())
+        .collect();
+    assert!(
+        names.is_superset(&BTreeSet::from(["default", "notes", "travel"])),
+        "{names:?}"
+    );
+
+    // ----- GET /api/v1/memory/export -----
+    let export = expect(spec.get(&c, EXPORT), 200);
+    let memories = export.body["memories"].as_array().unwrap();
+    assert_eq!(export.body["count"], memories.len());
+    assert!(
+        memories.iter().any(|m| m["expires_in_days"].is_number()),
+        "{:#}",
+        export.body
+    );
+
+    // ----- POST /api/v1/memory/import -----
+    let imported = expect(spec.post(&bob, IMPORT, &export.body), 200);
+    assert_eq!(
+        imported.body,
+        json!({ "imported": memories.len(), "failed": 0, "errors": [] })
+    );
+    let mixed = json!({ "memories": [{ "key": "fine", "value": "ok" }, { "key": "Bad Key", "value": "x" }, 42] });
+    let partial = expect(
+        spec.exchange(
+            &bob,
+            &Method::POST,
+            IMPORT,
+            Some(&mixed.to_string()),
+            Conformance::Opaque,
+        ),
+        200,
+    );
+    assert_eq!(
+        (
+            partial.body["imported"].clone(),
+            partial.body["failed"].clone()
+        ),
+        (json!(1), json!(2))
+    );
+    assert_eq!(partial.body["errors"][0]["code"], "invalid_key");
+    assert_eq!(partial.body["errors"][1]["code"], "invalid_memory");
+    for body in [
+        json!({ "memories": "no" }),
+        json!({}),
+        json!({ "memories": { "key": "k" } }),
+    ] {
+        let r = spec.post(&bob, IMPORT, &body);
+        expect_error(&r, 400, "invalid_memories");
+        assert_eq!(r.body["error"]["details"]["field"], "memories");
+    }
+    expect_error(&spec.post_raw(&bob, IMPORT, "[]"), 400, "invalid_body");
+
+    // ----- DELETE /api/v1/memory -----
+    let soft = expect(spec.delete(&c, "/api/v1/memory?key=temp"), 200);
+    assert_eq!(
+        (
+            soft.body["hard"].clone(),
+            soft.body["memory"]["isLatestVersion"].clone()
+        ),
+        (json!(false), json!(false))
+    );
+    let stamped = expect(spec.get(&c, "/api/v1/memory/history?key=temp"), 200);
+    assert!(stamped.body["data"][0]["deletedAt"].is_u64());
+    let hard = expect(
+        spec.delete(&c, "/api/v1/memory?key=favourite_food&hard=true"),
+        200,
+    );
+    assert_eq!(
+        (
+            hard.body["hard"].clone(),
+            hard.body["versions_removed"].clone()
+        ),
+        (json!(true), json!(2))
+    );
+    assert!(hard.body.get("memory").is_none());
+    expect(
+        spec.delete(&c, "/api/v1/memory?key=trip&namespace=travel&hard=1"),
+        200,
+    );
+    expect(
+        spec.delete(&c, "/api/v1/memory?key=dup_b&namespace=notes&hard=false"),
+        200,
+    );
+    expect_error(
+        &spec.delete(&c, "/api/v1/memory?key=temp"),
+        404,
+        "not_found",
+    );
+    expect_error(
+        &spec.delete(&c, "/api/v1/memory?key=favourite_food&hard=true"),
+        404,
+        "not_found",
+    );
+    expect_error(
+        &spec.delete(&c, "/api/v1/memory?key=temp&hard=maybe"),
+        400,
+        "invalid_query",
+    );
+    expect_error(
+        &spec.delete(&c, "/api/v1/memory?hard=true"),
+        400,
+        "invalid_query",
+    );
+
+    // ----- The quota (402) -----
+    expect(
+        spec.post(&small, MEMORY, &json!({ "key": "a", "value": "1" })),
+        201,
+    );
+    expect(
+        spec.post(&small, MEMORY, &json!({ "key": "b", "value": "2" })),
+        201,
+    );
+    let full = spec.post(&small, MEMORY, &json!({ "key": "c", "value": "3" }));
+    expect_error(&full, 402, "memory_quota_exceeded");
+    assert_eq!(
+        full.body["error"]["details"],
+        json!({ "limit": 2, "used": 2 })
+    );
+    let halted = spec.post(
+        &small,
+        IMPORT,
+        &json!({ "memories": [{ "key": "d", "value": "4" }] }),
+    );
+    expect_error(&halted, 402, "memory_quota_exceeded");
+    assert_eq!(halted.body["error"]["details"]["imported"], 0);
+
+    // ----- The embedding provider down (503 with Retry-After) -----
+    let unavailable_seen = drive_unavailable_embedder(&mut spec);
+
+    // ----- Everything documented was seen -----
+    let mut missing = Vec::new();
+    for (method, path) in spec.operations() {
+        let op = spec.operation(&method, &path).unwrap().clone();
+        let Some(seen) = spec.seen.get(&(method.clone(), path.clone())) else {
+            missing.push(format!("{method} {path}: never exercised"));
+            continue;
+        };
+        let documented = Spec::statuses(&op);
+        if !seen.iter().any(|s| (200..300).contains(s)) {
+            missing.push(format!("{method} {path}: no success seen"));
+        }
+        if documented.iter().any(|s| *s >= 400) && !seen.iter().any(|s| *s >= 400) {
+            missing.push(format!("{method} {path}: no error seen"));
+        }
+        for status in documented {
+            let exempt = status == 500 // can't be provoked from outside
+                || (status == 503 && !unavailable_seen)
+                || (status == 413 && path == IMPORT); // 64 MiB: too slow to send here
+            if exempt {
+                continue;
+            }
+            if !seen.contains(&status) {
+                missing.push(format!(
+                    "{method} {path}: documented status {status} never seen"
+                ));
+                continue;
+            }
+            let response = spec.resolve(&op["responses"][status.to_string()]);
+            let schema = &response["content"]["application/json"]["schema"];
+            for code in spec.documented_codes(schema).unwrap_or_default() {
+                if !spec
+                    .codes
+                    .contains(&(method.clone(), path.clone(), status, code.clone()))
+                {
+                    missing.push(format!(
+                        "{method} {path}: documented {status} code {code} never seen"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "documented but not exercised (drive it here, or fix the document):\n{}",
+        missing.join("\n")
+    );
+}
+
+/// Drives the routes that embed against a server whose remote embedder is unreachable;
+/// returns whether that server could be started (it needs no model on disk).
+fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "acme", "free");
+    let options = Options {
+        config: Some(UNREACHABLE_EMBEDDER.into()),
+        hash_embedder: false,
+    };
+    let server = match Server::try_start(&dir, &options) {
+        Ok(server) => server,
+        Err(log) => {
+            eprintln!(
+                "note: a server with an unreachable openai embedder did not start; 503s not driven:\n{log}"
+            );
+            return false;
+        }
+    };
+    let c = server.client(&key);
+    let responses = [
+        spec.post(
+            &c,
+            MEMORY,
+            &json!({ "key": "k", "value": "needs an embedding" }),
+        ),
+        spec.post(&c, SEARCH, &json!({ "query": "needs an embedding" })),
+        spec.post(
+            &c,
+            IMPORT,
+            &json!({ "memories": [{ "key": "k", "value": "needs an embedding" }] }),
+        ),
+    ];
+    for r in &responses {
+        expect_error(r, 503, "temporarily_unavailable");
+        assert!(r.retry_after.is_some(), "503 without Retry-After");
+    }
+    // Keyword search embeds nothing: it still works.
+    expect(
+        spec.post(
+            &c,
+            SEARCH,
+            &json!({ "query": "anything", "mode": "keyword" }),
+        ),
+        200,
+    );
+    true
+}
