@@ -24,6 +24,8 @@ pub struct Config {
     pub mind: MindConfig,
     /// Memory search and write tuning.
     pub memory: MemoryConfig,
+    /// The wasm agent runtime.
+    pub runtime: RuntimeConfig,
 }
 
 /// The three plan tiers of the specification.
@@ -131,6 +133,35 @@ impl Default for MemoryConfig {
         Self {
             decay_half_life_days: 30.0,
             checkpoint_interval_secs: 30,
+        }
+    }
+}
+
+/// The `[runtime]` section: limits of each agent's sandbox.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Most live agents the host admits; the default (and the ceiling) is derived from the
+    /// process's mapping limit (`vm.max_map_count`) and reported at start-up.
+    pub max_agents: Option<u32>,
+    /// Linear-memory limit of one agent, in MiB.
+    pub memory_limit_mib: u32,
+    /// Longest an agent may run, in seconds.
+    pub max_run_secs: u64,
+    /// Grace between a stop request and the agent's forced end, in seconds.
+    pub stop_grace_secs: f64,
+    /// The agent component every spawn runs; default: the built-in default agent.
+    pub component: Option<PathBuf>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_agents: None,
+            memory_limit_mib: 64,
+            max_run_secs: 3_600,
+            stop_grace_secs: 10.0,
+            component: None,
         }
     }
 }

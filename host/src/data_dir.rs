@@ -50,6 +50,11 @@ impl DataDir {
         &self.db
     }
 
+    /// Where compiled artifacts (precompiled agent components) are cached.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.path.join("cache")
+    }
+
     /// Where a derived index named `name` keeps its files.
     pub fn index_dir(&self, name: &str) -> PathBuf {
         self.path.join("index").join(name)

@@ -2,7 +2,9 @@
 //!
 //! Users reach it over a JSON REST API (`api`), authenticated by API keys that belong to
 //! accounts (`accounts`). Each account's memories live in redb with derived keyword and
-//! vector indexes (`memory`). The operator runs it with the `wasmind` CLI (`cli`).
+//! vector indexes (`memory`). Agents are WebAssembly components run in wasmtime sandboxes
+//! (`runtime`) that think with a reasoning model (`mind`). The operator runs it with the
+//! `wasmind` CLI (`cli`).
 //!
 //! ```no_run
 //! // What `wasmind serve` does:
@@ -19,4 +21,6 @@ mod id;
 pub mod config;
 pub mod data_dir;
 pub mod memory;
+pub mod mind;
+pub mod runtime;
 pub mod server;

@@ -1,4 +1,5 @@
-//! `wasmind serve`: open the data dir, load the embedder, replay the indexes, serve HTTP
+//! `wasmind serve`: open the data dir, load the embedder, replay the indexes, compile the
+//! agent component, fail agents a previous process left alive, serve HTTP
 //! until SIGINT/SIGTERM, then checkpoint the indexes so the next start is quick.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
@@ -6,11 +7,13 @@ use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
 use anyhow::Context;
 
 use crate::{
-    accounts::KeyStore,
+    accounts::{KeyStore, RateLimiter, UsageStore},
     api::{AppState, app},
     config::Config,
     data_dir::DataDir,
     memory::{MemoryService, embed},
+    mind,
+    runtime::{AgentStore, Runtime, Services},
 };
 
 /// Runs the server on a multi-threaded tokio runtime until a shutdown signal.
@@ -23,16 +26,8 @@ pub fn serve(
     init_logging();
     let (config, _) = Config::load(config_file, env)?;
     let dir = DataDir::open(data_dir)?;
-    let embedder = embed::from_config(&config.embedder)?;
-    tracing::info!(embedder = embedder.name(), dims = embedder.dims(), "embedder loaded");
-    let embed = embed::EmbedService::new(embedder, &config.embedder);
-    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
-        .context("opening the memory store")?;
-    let state = AppState {
-        keys: KeyStore::new(dir.db().clone())?,
-        memory: memory.clone(),
-        config: Arc::new(config),
-    };
+    let state = open_state(&dir, config)?;
+    let memory = state.memory.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
@@ -49,6 +44,33 @@ pub fn serve(
     })?;
     drop(dir);
     Ok(())
+}
+
+/// Everything the API serves, opened on `dir`: the embedder, the memory store and its
+/// indexes, the Mind, agent records and the agent runtime. `serve` and the benchmarks
+/// both start from here.
+pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
+    let embedder = embed::from_config(&config.embedder)?;
+    tracing::info!(embedder = embedder.name(), dims = embedder.dims(), "embedder loaded");
+    let embed = embed::EmbedService::new(embedder, &config.embedder);
+    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
+        .context("opening the memory store")?;
+    let mind = mind::from_config(&config.mind)?;
+    let model = mind.model().to_string();
+    let records = AgentStore::new(dir.db().clone())?;
+    let usage = UsageStore::new(dir.db().clone())?;
+    let services = Arc::new(Services { memory: memory.clone(), mind, records: records.clone(), usage: usage.clone() });
+    let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services).context("starting the agent runtime")?;
+    Ok(AppState {
+        keys: KeyStore::new(dir.db().clone())?,
+        memory,
+        config: Arc::new(config),
+        runtime,
+        records,
+        usage,
+        rate: Arc::new(RateLimiter::default()),
+        model,
+    })
 }
 
 fn init_logging() {

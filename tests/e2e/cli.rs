@@ -40,7 +40,7 @@ fn cli_fails_at_once_while_a_server_holds_the_dir() {
 fn bad_config_and_missing_model_stop_serve_with_a_clear_message() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let bad = Options { config: Some("[plans.free]\nspawns_per_minute = 5\nwarp_factor = 9\n".into()), hash_embedder: true };
+    let bad = Options { config: Some("[plans.free]\nspawns_per_minute = 5\nwarp_factor = 9\n".into()), hash_embedder: true, ..Default::default() };
     let log = Server::try_start(&dir, &bad).err().expect("serve must refuse the config");
     assert!(log.contains("warp_factor"), "{log}");
 

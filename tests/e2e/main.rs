@@ -3,8 +3,10 @@
 
 mod common;
 
+mod agents;
 mod cli;
 mod envelope;
+mod guests;
 mod isolation;
 mod memory_crud;
 mod memory_search;

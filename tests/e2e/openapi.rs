@@ -918,6 +918,7 @@ fn the_document_is_true() {
     let options = Options {
         config: Some(TINY_FREE_PLAN.into()),
         hash_embedder: true,
+        ..Default::default()
     };
     let (_tmp, server, keys) = server_with_keys(
         &[("acme", "liftoff"), ("bob", "liftoff"), ("small", "free")],
@@ -1476,6 +1477,7 @@ fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
     let options = Options {
         config: Some(UNREACHABLE_EMBEDDER.into()),
         hash_embedder: false,
+        ..Default::default()
     };
     let server = match Server::try_start(&dir, &options) {
         Ok(server) => server,

@@ -9,7 +9,7 @@ const TINY_FREE_PLAN: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_ho
 
 #[test]
 fn put_and_import_stop_at_the_quota() {
-    let options = Options { config: Some(TINY_FREE_PLAN.into()), hash_embedder: true };
+    let options = Options { config: Some(TINY_FREE_PLAN.into()), hash_embedder: true, ..Default::default() };
     let (_tmp, server, keys) = server_with_keys(&[("small", "free"), ("big", "liftoff")], &options);
     let c = server.client(&keys[0]);
     put(&c, json!({ "key": "a", "value": "1" }));

@@ -6,6 +6,10 @@
 
 mod keys;
 mod plan;
+mod rate;
+mod usage;
 
 pub use keys::{KeyInfo, KeyStore, Principal};
 pub use plan::Plan;
+pub use rate::{RateLimiter, RateRefusal, Window};
+pub use usage::{MonthUsage, UsageStore};

@@ -105,7 +105,7 @@ impl QueryParams {
                 Ok(n) if n >= 1 => Ok(n.min(max)),
                 _ => Err(ApiError::invalid_query(
                     "limit",
-                    format!("limit must be a whole number from 1 to {max}, got {text:?}"),
+                    format!("limit must be a whole number of at least 1 (above {max} counts as {max}), got {text:?}"),
                 )),
             },
         }

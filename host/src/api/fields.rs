@@ -65,9 +65,9 @@ impl Fields<'_> {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Number(n)) => match n.as_u64() {
                 Some(v) if v >= 1 => Ok((v as usize).min(max)),
-                _ => Err(ApiError::invalid_field(field, format!("{field} must be a whole number from 1 to {max}"))),
+                _ => Err(limit_error(field, max)),
             },
-            Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be a whole number from 1 to {max}"))),
+            Some(_) => Err(limit_error(field, max)),
         }
     }
 
@@ -79,4 +79,8 @@ impl Fields<'_> {
             Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be true or false"))),
         }
     }
+}
+
+fn limit_error(field: &str, max: usize) -> ApiError {
+    ApiError::invalid_field(field, format!("{field} must be a whole number of at least 1 (above {max} counts as {max})"))
 }

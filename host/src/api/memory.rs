@@ -136,10 +136,14 @@ pub async fn search(State(state): State<AppState>, auth: Auth, JsonObject(body):
 /// GET /api/v1/memory/list?namespace&tags&limit&cursor
 pub async fn list(State(state): State<AppState>, auth: Auth, q: QueryParams) -> ApiResult<Json<Value>> {
     let namespace = q.get("namespace").map(str::to_string);
+    if let Some(ns) = &namespace {
+        validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+    }
     let tags: Vec<String> = q
         .get("tags")
         .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string).collect())
         .unwrap_or_default();
+    validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
     let before = q.get("cursor").map(decode_cursor).transpose()?;
     let query = ListQuery { namespace, tags, limit: q.limit(LIST_DEFAULT, LIST_MAX)?, before };
     let page = state.memory.list(&auth.0.account, query).await?;
@@ -209,6 +213,7 @@ pub async fn import(State(state): State<AppState>, auth: Auth, JsonObject(body):
         .enumerate()
         .map(|(index, item)| ImportItem {
             index,
+            key: item.get("key").and_then(Value::as_str).map(str::to_string),
             input: match item {
                 Value::Object(obj) => put_input(&auth.0.account, obj).map_err(|e| Rejected {
                     code: e.code,

@@ -2,6 +2,7 @@
 //! extractor, the error envelope, and the OpenAPI document. Handlers translate between
 //! JSON and the domain types and nothing more; nothing below this module knows HTTP.
 
+mod agents;
 mod auth;
 mod error;
 mod extract;
@@ -21,7 +22,12 @@ use axum::{
 
 pub use error::{ApiError, ApiResult};
 
-use crate::{accounts::KeyStore, config::Config, memory::MemoryService};
+use crate::{
+    accounts::{KeyStore, RateLimiter, UsageStore},
+    config::Config,
+    memory::MemoryService,
+    runtime::{AgentStore, Runtime},
+};
 
 /// Largest request body accepted, except for import.
 const BODY_LIMIT: usize = 1 << 20;
@@ -34,6 +40,12 @@ pub struct AppState {
     pub keys: KeyStore,
     pub memory: MemoryService,
     pub config: Arc<Config>,
+    pub runtime: Runtime,
+    pub records: AgentStore,
+    pub usage: UsageStore,
+    pub rate: Arc<RateLimiter>,
+    /// The Mind's model name, reported on agent records.
+    pub model: String,
 }
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).
@@ -53,6 +65,9 @@ pub fn app(state: AppState) -> Router {
             "/api/v1/memory/import",
             post(memory::import).layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
         )
+        .route("/api/v1/agents", post(agents::spawn).get(agents::list))
+        .route("/api/v1/agents/{id}", get(agents::get).delete(agents::stop))
+        .route("/api/v1/agents/{id}/logs", get(agents::logs))
         .route("/api/v1/openapi.json", get(openapi::document))
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })

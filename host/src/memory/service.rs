@@ -166,7 +166,7 @@ impl MemoryService {
                     let embedding = embeddings.next().ok_or(MemoryError::Stopped)?;
                     Ok((input, embedding))
                 });
-                (item.index, input)
+                (item.index, item.key, input)
             })
             .collect();
         self.inner

@@ -7,6 +7,8 @@ use super::{MemoryError, PutInput, Result, store::Batch};
 pub struct ImportItem {
     /// Position in the request's `memories` array.
     pub index: usize,
+    /// The item's key as given, if it was a string (quoted back in errors).
+    pub key: Option<String>,
     pub input: std::result::Result<PutInput, Rejected>,
 }
 
@@ -47,14 +49,14 @@ pub struct ImportReport {
 }
 
 /// An import item ready to write: its position and its embedded input, or why it is invalid.
-pub(super) type Prepared = (usize, std::result::Result<(PutInput, Vec<f32>), Rejected>);
+pub(super) type Prepared = (usize, Option<String>, std::result::Result<(PutInput, Vec<f32>), Rejected>);
 
 /// Writes `items` in order, halting at the quota.
 pub(super) fn apply(batch: &mut Batch<'_>, items: Vec<Prepared>, limit: u64) -> Result<ImportReport> {
     let mut report = ImportReport::default();
-    for (index, item) in items {
+    for (index, given_key, item) in items {
         let (key, rejected) = match item {
-            Err(rejected) => (None, rejected),
+            Err(rejected) => (given_key, rejected),
             Ok((input, embedding)) => match batch.put(&input, &embedding, limit) {
                 Ok(_) => {
                     report.imported += 1;

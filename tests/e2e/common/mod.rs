@@ -1,6 +1,8 @@
 //! Shared helpers: start the real `wasmind` binary on a loopback port with a temp data dir,
 //! create keys with its CLI, and talk HTTP to it.
 
+pub mod fake_mind;
+
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
@@ -66,6 +68,19 @@ pub struct Options {
     /// Use the lexical hash embedder instead of the real model (tests where meaning
     /// doesn't matter start faster).
     pub hash_embedder: bool,
+    /// Extra environment variables (e.g. `WASMIND_MIND=openai`).
+    pub env: Vec<(String, String)>,
+}
+
+impl Options {
+    /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests).
+    pub fn openai_mind(mut self, base_url: &str) -> Self {
+        self.env.push(("WASMIND_MIND".into(), "openai".into()));
+        self.env.push(("WASMIND_MIND_BASE_URL".into(), base_url.into()));
+        self.env.push(("WASMIND_MIND_MODEL".into(), "fake-gpt".into()));
+        self.env.push(("WASMIND_MIND_API_KEY".into(), "sk-test".into()));
+        self
+    }
 }
 
 impl Server {
@@ -87,6 +102,7 @@ impl Server {
         if options.hash_embedder {
             cmd.env("WASMIND_EMBEDDER", "hash");
         }
+        cmd.envs(options.env.iter().map(|(k, v)| (k, v)));
         if let Some(config) = &options.config {
             let path = dir.with_extension("toml");
             std::fs::write(&path, config).unwrap();

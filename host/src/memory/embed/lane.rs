@@ -21,10 +21,14 @@ pub(super) enum Reply {
 impl Reply {
     /// Delivers the result; a caller that stopped waiting is not an error.
     fn send(self, result: Vectors) {
-        let _ = match self {
-            Self::Async(tx) => tx.send(result).map_err(drop),
-            Self::Blocking(tx) => tx.send(result).map_err(drop),
-        };
+        match self {
+            Self::Async(tx) => {
+                let _ = tx.send(result);
+            }
+            Self::Blocking(tx) => {
+                let _ = tx.send(result);
+            }
+        }
     }
 }
 
@@ -106,14 +110,13 @@ fn run_batch(embedder: &dyn Embedder, batch: Vec<Job>) {
         .collect();
     let result = catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts)))
         .unwrap_or_else(|_| Err(EmbedError::Inference("the embedder panicked".to_owned())))
-        .and_then(|vecs| match vecs.len() == texts.len() {
-            true => Ok(vecs),
-            false => Err(EmbedError::Inference(format!(
-                "{} returned {} vectors for {} texts",
-                embedder.name(),
-                vecs.len(),
-                texts.len()
-            ))),
+        .and_then(|vecs| {
+            if vecs.len() == texts.len() {
+                return Ok(vecs);
+            }
+            let (name, got, want) = (embedder.name(), vecs.len(), texts.len());
+            let msg = format!("{name} returned {got} vectors for {want} texts");
+            Err(EmbedError::Inference(msg))
         });
     tracing::debug!(
         jobs = batch.len(),

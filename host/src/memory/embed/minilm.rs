@@ -118,10 +118,11 @@ impl Embedder for MiniLm {
         let mut rest = &order[..];
         while !rest.is_empty() {
             // Sorted ascending, so a pass's padded size is its count times its last length.
-            let take = (1..=rest.len())
-                .take_while(|&k| k == 1 || k * ids[rest[k - 1]].len() <= TOKEN_BUDGET)
-                .last()
-                .unwrap_or(1);
+            let take = rest
+                .iter()
+                .enumerate()
+                .take_while(|&(k, &i)| k == 0 || (k + 1) * ids[i].len() <= TOKEN_BUDGET)
+                .count();
             let (pass, tail) = rest.split_at(take);
             let rows: Vec<&[u32]> = pass.iter().map(|&i| ids[i].as_slice()).collect();
             let vecs = self

@@ -12,8 +12,7 @@ use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
@@ -91,10 +90,13 @@ fn english_analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// Exact-match clause that filters without contributing to the BM25 score.
+/// Exact-match filter clause; `search` wraps all filters so they add nothing to the score.
 fn exact(field: Field, text: &str) -> (Occur, Box<dyn Query>) {
     let term = Term::from_field_text(field, text);
-    (Occur::Must, Box::new(TermQuery::new(term, IndexRecordOption::Basic)))
+    (
+        Occur::Must,
+        Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
+    )
 }
 
 /// Full-text BM25 index of live memories (key + value), filtered by account inside the query.
@@ -213,7 +215,8 @@ impl KeywordIndex {
             .flat_map(|t| [f.key, f.value].map(|field| (field, t)))
             .map(|(field, t)| {
                 let term = Term::from_field_text(field, t);
-                let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 (Occur::Should, q)
             })
             .collect();

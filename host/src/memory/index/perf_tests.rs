@@ -48,7 +48,11 @@ fn report(label: &str, mut samples: Vec<Duration>) {
     );
 }
 
-fn filter<'a>(account: &'a str, namespace: Option<&'a str>, tags: &'a [String]) -> SearchFilter<'a> {
+fn filter<'a>(
+    account: &'a str,
+    namespace: Option<&'a str>,
+    tags: &'a [String],
+) -> SearchFilter<'a> {
     SearchFilter {
         account,
         namespace,
@@ -61,7 +65,11 @@ fn filter<'a>(account: &'a str, namespace: Option<&'a str>, tags: &'a [String]) 
 fn batch(rng: &mut Rng, account: &str, first: u64, n: u64, with_vectors: bool) -> Vec<IndexOp> {
     (first..first + n)
         .map(|id| {
-            let vector = if with_vectors { rng.unit_vector(DIMS) } else { Vec::new() };
+            let vector = if with_vectors {
+                rng.unit_vector(DIMS)
+            } else {
+                Vec::new()
+            };
             let mut d = doc(id, account, if id % 2 == 0 { "n0" } else { "n1" }, vector);
             d.value = sentence(rng, 30);
             if id % 100 == 0 {
@@ -110,7 +118,11 @@ fn run_vector(accounts: usize, per_account: usize) {
             idx.apply(&ops, seq).unwrap();
         }
     }
-    eprintln!("vector: added {} vectors in {:?}", accounts * per_account, start.elapsed());
+    eprintln!(
+        "vector: added {} vectors in {:?}",
+        accounts * per_account,
+        start.elapsed()
+    );
     time_vector_searches(&idx, &names, &mut rng);
     let start = Instant::now();
     idx.checkpoint().unwrap();
@@ -118,7 +130,11 @@ fn run_vector(accounts: usize, per_account: usize) {
     drop(idx);
     let start = Instant::now();
     let idx = VectorIndex::open(dir.path(), DIMS).unwrap();
-    eprintln!("vector: reopen {:?} (watermark {})", start.elapsed(), idx.watermark());
+    eprintln!(
+        "vector: reopen {:?} (watermark {})",
+        start.elapsed(),
+        idx.watermark()
+    );
     time_vector_searches(&idx, &names, &mut rng);
 }
 
@@ -131,21 +147,39 @@ fn run_keyword(accounts: usize, per_account: usize) {
     let mut seq = 0;
     let mut ops = Vec::new();
     for (a, name) in names.iter().enumerate() {
-        ops.extend(batch(&mut rng, name, (a * per_account) as u64, per_account as u64, false));
+        ops.extend(batch(
+            &mut rng,
+            name,
+            (a * per_account) as u64,
+            per_account as u64,
+            false,
+        ));
         if ops.len() >= 10_000 || a + 1 == accounts {
             seq += 1;
             idx.apply(&std::mem::take(&mut ops), seq).unwrap();
         }
     }
-    eprintln!("keyword: indexed {} docs in {:?}", accounts * per_account, start.elapsed());
+    eprintln!(
+        "keyword: indexed {} docs in {:?}",
+        accounts * per_account,
+        start.elapsed()
+    );
     drop(idx);
     let start = Instant::now();
     let idx = KeywordIndex::open(dir.path()).unwrap();
-    eprintln!("keyword: reopen {:?} (watermark {})", start.elapsed(), idx.watermark());
+    eprintln!(
+        "keyword: reopen {:?} (watermark {})",
+        start.elapsed(),
+        idx.watermark()
+    );
     let rare = ["rare".to_string()];
     let cases: [(&str, Option<&str>, &[String]); 2] = [
         ("keyword search, 4 words", None, &[]),
-        ("keyword search, 4 words + namespace + tag", Some("n0"), &rare),
+        (
+            "keyword search, 4 words + namespace + tag",
+            Some("n0"),
+            &rare,
+        ),
     ];
     for (label, ns, tags) in cases {
         let samples = (0..QUERIES)

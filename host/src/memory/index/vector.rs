@@ -238,7 +238,9 @@ impl VectorIndex {
         }
         let shard = Arc::new(RwLock::new(Shard::new(self.dims, self.threads)?));
         let mut shards = self.shards.write();
-        Ok(Arc::clone(shards.entry(account.to_owned()).or_insert(shard)))
+        Ok(Arc::clone(
+            shards.entry(account.to_owned()).or_insert(shard),
+        ))
     }
 }
 

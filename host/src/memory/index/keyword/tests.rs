@@ -88,8 +88,11 @@ fn expired_docs_are_excluded() {
     expired.expires_at = Some(NOW);
     let mut later = doc(2, "a", "n", "old news", &[]);
     later.expires_at = Some(NOW + 1);
-    idx.apply(&upserts(vec![expired, later, doc(3, "a", "n", "old news", &[])]), 1)
-        .unwrap();
+    idx.apply(
+        &upserts(vec![expired, later, doc(3, "a", "n", "old news", &[])]),
+        1,
+    )
+    .unwrap();
     assert_eq!(ids(&idx, &in_account("a"), "news"), [2, 3]);
 }
 
@@ -138,7 +141,16 @@ fn query_syntax_is_never_parsed() {
         .unwrap();
     let f = in_account("a");
     assert_eq!(ids(&idx, &f, "\"foo AND (bar:"), [1]);
-    for q in ["", "   ", "(((", "\"", "a:b:c", "*", "the and of", "-+!^~[]{}"] {
+    for q in [
+        "",
+        "   ",
+        "(((",
+        "\"",
+        "a:b:c",
+        "*",
+        "the and of",
+        "-+!^~[]{}",
+    ] {
         assert!(idx.search(&f, q, 5).unwrap().is_empty(), "{q:?}");
     }
     assert!(idx.search(&f, "foo", 0).unwrap().is_empty());

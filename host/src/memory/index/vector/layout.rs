@@ -65,9 +65,13 @@ impl Layout {
             path: path.clone(),
             reason,
         };
-        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
         if manifest.dims != dims {
-            return Err(corrupt(format!("built for {} dimensions, opened with {dims}", manifest.dims)));
+            return Err(corrupt(format!(
+                "built for {} dimensions, opened with {dims}",
+                manifest.dims
+            )));
         }
         Ok(manifest.seq)
     }

@@ -160,7 +160,9 @@ impl Shard {
                 .reserve_capacity_and_threads(capacity, self.threads)
                 .map_err(usearch_err)?;
         }
-        self.index.add(doc.id, doc.embedding.as_slice()).map_err(usearch_err)?;
+        self.index
+            .add(doc.id, doc.embedding.as_slice())
+            .map_err(usearch_err)?;
         let tags = doc.tags.iter().map(String::as_str);
         self.insert_meta(doc.id, &doc.namespace, tags, doc.expires_at);
         self.dirty.store(true, Ordering::Release);
@@ -266,7 +268,13 @@ impl Shard {
         let mut stored = vec![0.0; query.len()];
         let mut hits = Vec::new();
         for (&id, meta) in &self.docs {
-            if want.admits(id, meta) && self.index.get(id, stored.as_mut_slice()).map_err(usearch_err)? > 0 {
+            if want.admits(id, meta)
+                && self
+                    .index
+                    .get(id, stored.as_mut_slice())
+                    .map_err(usearch_err)?
+                    > 0
+            {
                 let dot: f32 = query.iter().zip(&stored).map(|(a, b)| a * b).sum();
                 let norms = query_norm * norm(&stored);
                 hits.push((id, if norms > 0.0 { dot / norms } else { 0.0 }));
@@ -344,7 +352,10 @@ impl Shard {
         let index = new_index(dims).map_err(|e| e.to_string())?;
         index.load_from_buffer(graph).map_err(|e| e.to_string())?;
         if index.dimensions() != dims {
-            return Err(format!("has {} dimensions, expected {dims}", index.dimensions()));
+            return Err(format!(
+                "has {} dimensions, expected {dims}",
+                index.dimensions()
+            ));
         }
         let capacity = index.capacity().max(MIN_CAPACITY);
         index

@@ -1,0 +1,198 @@
+//! A ready tool-calling loop: ask the Mind, run the tool calls it makes, feed the results
+//! back, until it answers with text alone.
+
+use serde_json::{Value, json};
+
+use crate::{
+    Completion, Context, LogKind, Message, MindError, ToolCall, ToolSpec, call_memory_tool,
+    is_memory_tool, memory_tools,
+};
+
+/// What the loop returns when a stop was requested.
+const STOPPED: &str = "stopped";
+
+/// The loop of a tool-using agent, over the memory tools.
+///
+/// Each step it checks [`Context::stop_requested`], asks the Mind with the conversation so
+/// far, logs the Mind's text as `thinking`, and runs every tool call it made (progress entry
+/// `tool_use`, log events `tool_use` and `tool_result`), appending the assistant message and
+/// one `tool` message per call. A completion without tool calls ends the loop: its text is
+/// the answer. It returns:
+///
+/// - `Err("stopped")` as soon as a stop is requested (checked before every step and every
+///   tool call, and after every Mind error);
+/// - `Err` naming the cause when the Mind fails (unavailable after the host's retries, or
+///   the request refused);
+/// - `Err` when the step cap ([`max_steps`](Self::max_steps), default 20) is reached
+///   without an answer.
+///
+/// Tool failures do not end it: their text goes back to the Mind, as does a call of a tool
+/// that is not offered.
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use wasmind_sdk::{Completion, ToolCall, ToolLoop, testing::{ScriptedMind, TestContext}};
+///
+/// let mind = ScriptedMind::new([
+///     Completion::call(ToolCall::new("c1", "service_memory_put", &json!({"key": "pet", "value": "a cat"}))),
+///     Completion::text("Noted: you have a cat."),
+/// ]);
+/// let t = TestContext::new(mind);
+/// let answer = ToolLoop::new("You remember things.").max_steps(5).run(t.ctx(), "I have a cat");
+/// assert_eq!(answer.as_deref(), Ok("Noted: you have a cat."));
+/// assert_eq!(t.memory().value("pet").as_deref(), Some("a cat"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolLoop {
+    system_prompt: String,
+    max_steps: usize,
+    tools: Vec<ToolSpec>,
+}
+
+impl ToolLoop {
+    /// A loop with this system prompt, offering the five memory tools, capped at 20 steps.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let tool_loop = wasmind_sdk::ToolLoop::new("You are a careful research assistant.");
+    /// ```
+    pub fn new(system_prompt: impl Into<String>) -> Self {
+        Self {
+            system_prompt: system_prompt.into(),
+            max_steps: 20,
+            tools: memory_tools(),
+        }
+    }
+
+    /// At most `steps` calls of the Mind (at least 1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wasmind_sdk::{Completion, ToolCall, ToolLoop, testing::{ScriptedMind, TestContext}};
+    ///
+    /// let list = || Completion::call(ToolCall::new("c", "service_memory_list", &serde_json::json!({})));
+    /// let t = TestContext::new(ScriptedMind::new([list(), list(), list()]));
+    /// let err = ToolLoop::new("…").max_steps(2).run(t.ctx(), "loop forever").unwrap_err();
+    /// assert!(err.contains("2 steps"), "{err}");
+    /// ```
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = steps.max(1);
+        self
+    }
+
+    /// Works on `task` (the user message) until the Mind answers; see the [type](Self) docs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wasmind_sdk::{Completion, ToolLoop, testing::{ScriptedMind, TestContext}};
+    ///
+    /// let t = TestContext::new(ScriptedMind::new([Completion::text("Hi!")]));
+    /// t.request_stop();
+    /// assert_eq!(ToolLoop::new("…").run(t.ctx(), "Say hi"), Err("stopped".to_string()));
+    /// ```
+    pub fn run(&self, ctx: &Context, task: &str) -> Result<String, String> {
+        let progress = ctx.progress();
+        progress.report("info", &format!("started: {}", preview(task, 200)));
+        let mut messages = vec![
+            Message::system(self.system_prompt.clone()),
+            Message::user(task),
+        ];
+        for step in 1..=self.max_steps {
+            if ctx.stop_requested() {
+                return Err(stopped(ctx));
+            }
+            let completion = match ctx.mind().complete(&messages, &self.tools) {
+                Ok(c) => c,
+                Err(_) if ctx.stop_requested() => return Err(stopped(ctx)),
+                Err(MindError::Stopped) => return Err(stopped(ctx)),
+                Err(e) => {
+                    progress.report("info", &format!("failed: {e}"));
+                    return Err(e.to_string());
+                }
+            };
+            let Completion {
+                text,
+                tool_calls,
+                usage,
+            } = completion;
+            let text = text.unwrap_or_default();
+            if !text.trim().is_empty() {
+                let data = json!({
+                    "step": step,
+                    "usage": { "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens },
+                });
+                progress.log(LogKind::Thinking, &text, Some(data));
+            }
+            if tool_calls.is_empty() {
+                progress.report("info", &format!("finished after {step} step(s)"));
+                return Ok(text);
+            }
+            messages.push(Message::assistant(text, tool_calls.clone()));
+            for call in &tool_calls {
+                if ctx.stop_requested() {
+                    return Err(stopped(ctx));
+                }
+                let result = self.call_tool(ctx, call);
+                messages.push(Message::tool(call.id.clone(), result));
+            }
+        }
+        let message = format!(
+            "gave up after {} steps without a final answer (the step cap)",
+            self.max_steps
+        );
+        progress.report("info", &message);
+        Err(message)
+    }
+
+    /// Runs one tool call, with its progress entry and log events; returns the result text.
+    fn call_tool(&self, ctx: &Context, call: &ToolCall) -> String {
+        let progress = ctx.progress();
+        progress.report("tool_use", &call.name);
+        let arguments = call
+            .arguments()
+            .unwrap_or_else(|_| Value::String(call.arguments_json.clone()));
+        progress.log(
+            LogKind::ToolUse,
+            &call.name,
+            Some(json!({ "id": call.id, "name": call.name, "arguments": arguments })),
+        );
+        let offered = self.tools.iter().any(|t| t.name == call.name);
+        let result = if offered && is_memory_tool(&call.name) {
+            call_memory_tool(ctx.memory(), call)
+        } else {
+            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+            format!(
+                "Unknown tool {:?}: the tools available are {}.",
+                call.name,
+                names.join(", ")
+            )
+        };
+        progress.log(
+            LogKind::ToolResult,
+            &result,
+            Some(json!({ "id": call.id, "name": call.name })),
+        );
+        result
+    }
+}
+
+fn stopped(ctx: &Context) -> String {
+    ctx.progress().report("info", "stopped on request");
+    STOPPED.to_string()
+}
+
+/// The first `max` characters of `text`, with an ellipsis when cut.
+fn preview(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! Embedding speed with the real all-MiniLM-L6-v2 model: query latency and bulk throughput.
+//!
+//! `cargo bench -p wasmind --bench embed`; the model directory is taken from
+//! `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, MiniLm};
+
+const QUERIES: usize = 200;
+const BATCH: usize = 32;
+const BATCHES: usize = 12;
+
+fn main() {
+    let dir = std::env::var_os("WASMIND_MODEL_DIR").map_or_else(
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../models/all-MiniLM-L6-v2"
+            ))
+        },
+        PathBuf::from,
+    );
+    let started = Instant::now();
+    let model = Arc::new(MiniLm::load(&dir).expect("load the model (run scripts/setup)"));
+    println!("load: {:.0} ms", ms(started.elapsed()));
+    println!(
+        "candle CPU threads: {} (set RAYON_NUM_THREADS to change)",
+        candle_core::utils::get_num_threads()
+    );
+    model.embed(&["warm up the thread pools"]).expect("warm-up");
+
+    let texts = sentences(QUERIES + BATCH * BATCHES * 4);
+    let mut texts = texts.iter();
+
+    let direct = latencies(texts.by_ref().take(QUERIES), |t| {
+        model.embed(&[t]).expect("embed");
+    });
+    report("query, direct MiniLm::embed", &direct);
+
+    let batches: Vec<Vec<String>> = (0..BATCHES)
+        .map(|_| texts.by_ref().take(BATCH).cloned().collect())
+        .collect();
+    let started = Instant::now();
+    for batch in &batches {
+        let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+        model.embed(&refs).expect("embed");
+    }
+    println!(
+        "bulk, direct MiniLm::embed, batches of {BATCH}: {:.0} texts/s",
+        (BATCH * BATCHES) as f64 / started.elapsed().as_secs_f64()
+    );
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for threads in [1, 2] {
+        let cfg = EmbedderConfig {
+            threads,
+            batch_size: BATCH,
+            ..EmbedderConfig::default()
+        };
+        let service = EmbedService::new(model.clone(), &cfg);
+        let batches: Vec<Vec<String>> = (0..BATCHES)
+            .map(|_| texts.by_ref().take(BATCH).cloned().collect())
+            .collect();
+        let started = Instant::now();
+        rt.block_on(async {
+            let jobs: Vec<_> = batches
+                .into_iter()
+                .map(|batch| {
+                    let service = service.clone();
+                    tokio::spawn(async move { service.embed_documents(batch).await })
+                })
+                .collect();
+            for job in jobs {
+                job.await.expect("join").expect("embed");
+            }
+        });
+        println!(
+            "bulk, EmbedService threads={threads}, {BATCHES} concurrent jobs of {BATCH}: {:.0} texts/s",
+            (BATCH * BATCHES) as f64 / started.elapsed().as_secs_f64()
+        );
+    }
+
+    let service = EmbedService::new(model, &EmbedderConfig::default());
+    let queries: Vec<String> = sentences(QUERIES * 2)[QUERIES..].to_vec();
+    let idle = latencies(queries[..QUERIES / 2].iter(), |t| {
+        rt.block_on(service.embed_query(t)).expect("query");
+    });
+    report("query, EmbedService::embed_query, idle", &idle);
+    let cached = latencies(queries[..QUERIES / 2].iter(), |t| {
+        rt.block_on(service.embed_query(t)).expect("query");
+    });
+    report("query, EmbedService::embed_query, cached", &cached);
+
+    let busy = Arc::new(AtomicBool::new(true));
+    let loader = std::thread::spawn({
+        let (service, busy) = (service.clone(), Arc::clone(&busy));
+        let batch: Vec<String> = sentences(BATCH);
+        move || {
+            let mut done = 0;
+            while busy.load(Ordering::Relaxed) {
+                done += service
+                    .embed_documents_blocking(batch.clone())
+                    .expect("bulk")
+                    .len();
+            }
+            done
+        }
+    });
+    let loaded = latencies(queries[QUERIES / 2..].iter(), |t| {
+        rt.block_on(service.embed_query(t)).expect("query");
+    });
+    busy.store(false, Ordering::Relaxed);
+    let bulk_done = loader.join().expect("bulk thread");
+    report(
+        "query, EmbedService::embed_query, during bulk indexing",
+        &loaded,
+    );
+    println!("  (bulk embedded {bulk_done} texts meanwhile)");
+}
+
+/// `n` distinct short sentences of 10 to 14 words.
+fn sentences(n: usize) -> Vec<String> {
+    const WHO: [&str; 6] = [
+        "the agent",
+        "a user",
+        "the build bot",
+        "our team",
+        "the tenant",
+        "my cat",
+    ];
+    const DID: [&str; 5] = ["moved", "rotated", "archived", "reviewed", "forgot"];
+    const WHAT: [&str; 7] = [
+        "the deploy key",
+        "last week's notes",
+        "a failing test",
+        "the billing report",
+        "the staging cluster",
+        "an old password",
+        "the grocery list",
+    ];
+    const WHEN: [&str; 4] = [
+        "before the Monday standup",
+        "late at night",
+        "after lunch",
+        "during the outage",
+    ];
+    (0..n)
+        .map(|i| {
+            format!(
+                "Note {i}: {} {} {} {}.",
+                WHO[i % WHO.len()],
+                DID[i / 3 % DID.len()],
+                WHAT[i / 7 % WHAT.len()],
+                WHEN[i / 11 % WHEN.len()]
+            )
+        })
+        .collect()
+}
+
+/// Runs `f` on each text, timing each call.
+fn latencies<'a>(
+    texts: impl Iterator<Item = &'a String>,
+    mut f: impl FnMut(&str),
+) -> Vec<Duration> {
+    texts
+        .map(|t| {
+            let started = Instant::now();
+            f(t);
+            started.elapsed()
+        })
+        .collect()
+}
+
+fn report(what: &str, samples: &[Duration]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let at = |q: f64| ms(sorted[((sorted.len() - 1) as f64 * q).round() as usize]);
+    println!(
+        "{what}: p50 {:.2} ms, p99 {:.2} ms ({} samples)",
+        at(0.5),
+        at(0.99),
+        sorted.len()
+    );
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

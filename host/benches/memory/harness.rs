@@ -1,0 +1,254 @@
+//! The server under test, built in-process from the library exactly as `wasmind serve`
+//! wires it (DataDir → embedder → EmbedService → MemoryService → api::app on axum), and
+//! the HTTP client the measurements use.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wasmind::accounts::{KeyStore, Plan};
+use wasmind::api::{AppState, app};
+use wasmind::config::Config;
+use wasmind::data_dir::DataDir;
+use wasmind::memory::MemoryService;
+use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, EmbedderKind};
+
+/// The model directory: `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
+pub fn model_dir() -> PathBuf {
+    let dir = std::env::var_os("WASMIND_MODEL_DIR").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2")),
+        PathBuf::from,
+    );
+    dir.canonicalize()
+        .unwrap_or_else(|e| panic!("model dir {}: {e} (run scripts/setup)", dir.display()))
+}
+
+/// The configuration every bench server runs with: defaults, the given embedder kind,
+/// the model dir made absolute, and a lightyear plan big enough for `memories`.
+pub fn config(kind: EmbedderKind, memories: u64) -> Config {
+    let mut config = Config {
+        embedder: EmbedderConfig {
+            kind,
+            model_dir: model_dir(),
+            ..EmbedderConfig::default()
+        },
+        ..Config::default()
+    };
+    config.plans.lightyear.memories = config.plans.lightyear.memories.max(memories);
+    config
+}
+
+/// An opened data dir with its memory service (no HTTP yet).
+pub struct Opened {
+    pub dir: DataDir,
+    pub keys: KeyStore,
+    pub memory: MemoryService,
+    pub config: Arc<Config>,
+    pub embedder: Arc<dyn Embedder>,
+    pub open_time: Duration,
+}
+
+/// Opens `path` like `wasmind serve` does; `embedder` reuses an already loaded model.
+pub fn open(path: &Path, config: Config, embedder: Option<Arc<dyn Embedder>>) -> Opened {
+    let started = Instant::now();
+    let dir = DataDir::open(path).expect("open data dir");
+    let embedder = embedder.unwrap_or_else(|| {
+        wasmind::memory::embed::from_config(&config.embedder).expect("load embedder")
+    });
+    let embed = EmbedService::new(Arc::clone(&embedder), &config.embedder);
+    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
+        .expect("open memory service");
+    let keys = KeyStore::new(dir.db().clone()).expect("key store");
+    Opened {
+        dir,
+        keys,
+        memory,
+        config: Arc::new(config),
+        embedder,
+        open_time: started.elapsed(),
+    }
+}
+
+impl Opened {
+    /// A new lightyear key for `account`.
+    pub fn key(&self, account: &str) -> String {
+        self.keys.create(account, Some(Plan::Lightyear)).expect("create key").0
+    }
+
+    /// Checkpoints, drops everything, and waits until the writer thread has let go of the
+    /// database and the indexes, so the same dir can be opened again in this process.
+    pub fn close(self) {
+        let Opened { dir, keys, memory, config, embedder, .. } = self;
+        memory.checkpoint().expect("checkpoint");
+        drop((keys, memory, config, embedder));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Arc::strong_count(dir.db()) > 1 {
+            assert!(Instant::now() < deadline, "the memory service did not release the database");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The writer thread drops its index handles beside the database; give it a moment.
+        std::thread::sleep(Duration::from_millis(200));
+        drop(dir);
+    }
+}
+
+/// The API served over loopback HTTP by a tokio runtime of its own (as `serve` builds it:
+/// multi-threaded, one worker per core).
+pub struct Server {
+    pub addr: SocketAddr,
+    pub runtime: tokio::runtime::Runtime,
+    pub opened: Opened,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    pub fn start(opened: Opened) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let state = AppState {
+            keys: opened.keys.clone(),
+            memory: opened.memory.clone(),
+            config: Arc::clone(&opened.config),
+        };
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = runtime.spawn(async move {
+            axum::serve(listener, app(state))
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Self { addr, runtime, opened, stop: Some(stop), task: Some(task) }
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops serving and hands back the opened dir (still open).
+    pub fn stop(mut self) -> Opened {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            self.runtime.block_on(task).expect("join").expect("serve");
+        }
+        let Server { runtime, opened, .. } = self;
+        runtime.shutdown_timeout(Duration::from_secs(10));
+        opened
+    }
+}
+
+/// A blocking HTTP/1.1 client with one kept-alive connection, bound to one key.
+pub struct Client {
+    http: reqwest::blocking::Client,
+    pub base: String,
+    key: String,
+}
+
+impl Client {
+    pub fn new(base: &str, key: &str) -> Self {
+        let http = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("http client");
+        Self { http, base: base.to_string(), key: key.to_string() }
+    }
+
+    /// POSTs JSON to `path`, returns (status, body); panics on transport errors.
+    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.post_as(&self.key, path, body)
+    }
+
+    /// `post` with another account's key.
+    pub fn post_as(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .unwrap_or_else(|e| panic!("POST {path}: {e}"));
+        let status = resp.status().as_u16();
+        (status, resp.json().unwrap_or(Value::Null))
+    }
+
+    /// GET of `path` with the key; returns the status (the body is read and dropped).
+    pub fn get(&self, path: &str) -> u16 {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.key)
+            .send()
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        let status = resp.status().as_u16();
+        let _ = resp.bytes();
+        status
+    }
+
+    /// One timed request: POSTs and checks the status is one of `ok`.
+    pub fn timed_post(&self, path: &str, body: &Value, ok: &[u16]) -> Duration {
+        self.timed_post_as(&self.key, path, body, ok)
+    }
+
+    /// `timed_post` with another account's key.
+    pub fn timed_post_as(&self, key: &str, path: &str, body: &Value, ok: &[u16]) -> Duration {
+        let started = Instant::now();
+        let (status, resp) = self.post_as(key, path, body);
+        let took = started.elapsed();
+        assert!(ok.contains(&status), "POST {path} answered {status}: {resp}");
+        took
+    }
+}
+
+/// VmRSS and VmHWM of a process, in MiB.
+pub fn rss_mib(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Size of a directory tree in MiB.
+pub fn dir_mib(path: &Path) -> f64 {
+    fn walk(p: &Path) -> u64 {
+        let Ok(meta) = std::fs::symlink_metadata(p) else { return 0 };
+        if meta.is_dir() {
+            std::fs::read_dir(p)
+                .map(|rd| rd.flatten().map(|e| walk(&e.path())).sum())
+                .unwrap_or(0)
+        } else {
+            meta.len()
+        }
+    }
+    walk(path) as f64 / (1024.0 * 1024.0)
+}
+
+/// The 1-minute load average and the number of runnable tasks (other work on the machine
+/// skews every figure; it is printed beside each phase).
+pub fn loadavg() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    match parts.as_slice() {
+        [one, _, _, running, ..] => format!("load average {one}, runnable {running}"),
+        _ => "load average unknown".into(),
+    }
+}

@@ -1,0 +1,136 @@
+//! Bulk loading of the search data sets with the fast `hash` embedder (384 dims, like
+//! MiniLM), through `MemoryService::import` on the library, several imports in flight so
+//! embedding overlaps the single writer.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::task::JoinSet;
+use wasmind::memory::embed::EmbedderKind;
+use wasmind::memory::{ImportItem, PutInput, Source};
+
+use super::harness;
+use super::text::Texts;
+
+/// Most items per import call (the API's own limit is 10,000).
+const CHUNK: usize = 10_000;
+/// Imports in flight at once.
+const IN_FLIGHT: usize = 3;
+
+const NAMESPACES: [&str; 4] = ["default", "default", "work", "personal"];
+const TAGS: [&str; 6] = ["project", "family", "travel", "health", "finance", "ideas"];
+
+/// What a load produced: one key per account, and how long it took.
+pub struct Loaded {
+    /// (account, key) in account order.
+    pub keys: Vec<(String, String)>,
+    pub took: Duration,
+}
+
+/// Loads `accounts` accounts of `per_account` memories each into a fresh data dir at
+/// `path`, creating one lightyear key per account; saves the keys beside the data so a
+/// later run can reuse the dir (`WASMIND_BENCH_REUSE=1`).
+pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Loaded {
+    let keys_file = path.join("bench-keys.json");
+    let reuse = std::env::var("WASMIND_BENCH_REUSE").is_ok_and(|v| v == "1");
+    if reuse && let Ok(text) = std::fs::read_to_string(&keys_file) {
+        let keys: Vec<(String, String)> = serde_json::from_str(&text).expect("keys file");
+        println!("  reusing {} ({} accounts)", path.display(), keys.len());
+        return Loaded { keys, took: Duration::ZERO };
+    }
+    let _ = std::fs::remove_dir_all(path);
+    let started = Instant::now();
+    let opened = harness::open(
+        path,
+        harness::config(EmbedderKind::Hash, per_account as u64),
+        None,
+    );
+    let limit = opened.config.plans.lightyear.memories;
+    let keys: Vec<(String, String)> = (0..accounts)
+        .map(|a| {
+            let account = format!("acct-{a:04}");
+            let key = opened.key(&account);
+            (account, key)
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut texts = Texts::new(seed);
+    let total = accounts * per_account;
+    let mut done = 0usize;
+    let mut last_report = Instant::now();
+    rt.block_on(async {
+        let mut jobs = JoinSet::new();
+        for (account, _) in &keys {
+            let mut written = 0;
+            while written < per_account {
+                let n = CHUNK.min(per_account - written);
+                let items: Vec<ImportItem> = (0..n)
+                    .map(|i| ImportItem {
+                        index: i,
+                        input: Ok(item(account, written + i, &mut texts)),
+                    })
+                    .collect();
+                written += n;
+                while jobs.len() >= IN_FLIGHT {
+                    done += finished(jobs.join_next().await);
+                }
+                let memory = opened.memory.clone();
+                let account = account.clone();
+                jobs.spawn(async move { memory.import(&account, items, limit).await });
+                if last_report.elapsed() > Duration::from_secs(30) {
+                    last_report = Instant::now();
+                    println!(
+                        "  … {done} / {total} memories after {:.0} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
+        while !jobs.is_empty() {
+            done += finished(jobs.join_next().await);
+        }
+    });
+    assert_eq!(done, total, "every memory imported");
+    drop(rt);
+    opened.close();
+    let took = started.elapsed();
+    std::fs::write(&keys_file, serde_json::to_string(&keys).expect("keys json")).expect("write keys");
+    Loaded { keys, took }
+}
+
+fn finished(
+    joined: Option<Result<wasmind::memory::Result<wasmind::memory::ImportReport>, tokio::task::JoinError>>,
+) -> usize {
+    let report = joined.expect("a job").expect("join").expect("import");
+    assert!(report.failed == 0 && report.halted.is_none(), "import refused items: {report:?}");
+    report.imported
+}
+
+/// The `i`th memory of an account: a short English-like text with a few fields varied.
+fn item(account: &str, i: usize, texts: &mut Texts) -> PutInput {
+    let value = texts.memory_value();
+    let rng = texts.rng();
+    let tags = match rng.range(0, 3) {
+        0 => vec![TAGS[rng.range(0, TAGS.len() - 1)].to_string()],
+        _ => Vec::new(),
+    };
+    PutInput {
+        account: account.to_string(),
+        key: format!("memo_{i}"),
+        value,
+        namespace: NAMESPACES[rng.range(0, NAMESPACES.len() - 1)].to_string(),
+        tags,
+        importance: rng.range(1, 10) as f64,
+        expires_in_days: None,
+        source: Source::Manual,
+    }
+}
+
+/// The body of a search request.
+pub fn search_body(query: &str, mode: &str) -> serde_json::Value {
+    json!({ "query": query, "mode": mode })
+}

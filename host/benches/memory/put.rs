@@ -1,0 +1,239 @@
+//! Put latency and throughput with the real embedder, over HTTP, plus the same work on the
+//! library (no HTTP) and with the hash embedder (no inference) to show where time goes.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use wasmind::memory::embed::{Embedder, EmbedderKind};
+use wasmind::memory::{PutInput, Source};
+
+use super::harness::{self, Client, Server};
+use super::report::Table;
+use super::text::Texts;
+use super::{Settings, bench_dir};
+
+const SECTION: &str = "put";
+
+pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
+    println!("\n== put: real embedder (all-MiniLM-L6-v2), one account ==");
+    let path = bench_dir("put");
+    let _ = std::fs::remove_dir_all(&path);
+    let opened = harness::open(&path, harness::config(EmbedderKind::Minilm, 0), Some(Arc::clone(model)));
+    let key = opened.key("acct-put");
+    let server = Server::start(opened);
+    let client = Client::new(&server.base(), &key);
+    let mut texts = Texts::new(11);
+    table.value(SECTION, "machine load at the start", harness::loadavg(), "", None);
+
+    // Warm up connection, runtime and model.
+    for i in 0..10 {
+        let body = json!({ "key": format!("warm_{i}"), "value": texts.sentence(13, 17) });
+        client.timed_post("/api/v1/memory", &body, &[201]);
+    }
+    let floor: Vec<Duration> = (0..500)
+        .map(|_| {
+            let started = Instant::now();
+            assert_eq!(client.get("/api/v1/no_such_route"), 404);
+            started.elapsed()
+        })
+        .collect();
+    table.latency(SECTION, "HTTP round trip floor (unrouted GET → 404)", &floor, None);
+    let authed: Vec<Duration> = (0..500)
+        .map(|_| {
+            let started = Instant::now();
+            assert_eq!(client.get("/api/v1/memory/namespaces"), 200);
+            started.elapsed()
+        })
+        .collect();
+    table.latency(SECTION, "authenticated GET /memory/namespaces", &authed, None);
+
+    let sequential: Vec<Duration> = (0..settings.puts)
+        .map(|i| {
+            let body = json!({ "key": format!("seq_{i}"), "value": texts.sentence(13, 17) });
+            client.timed_post("/api/v1/memory", &body, &[201])
+        })
+        .collect();
+    table.latency(
+        SECTION,
+        &format!("put, 1 client, {} sequential distinct ~15-word texts", settings.puts),
+        &sequential,
+        Some(50.0),
+    );
+
+    let (latencies, rate) = concurrent_http(&server, &key, settings.clients, settings.put_secs);
+    table.latency(
+        SECTION,
+        &format!("put, {} concurrent clients, {:.0} s", settings.clients, settings.put_secs.as_secs_f64()),
+        &latencies,
+        Some(50.0),
+    );
+    table.value(
+        SECTION,
+        &format!("put throughput, {} concurrent clients", settings.clients),
+        format!("{rate:.0} puts/s"),
+        "≥ 150 puts/s",
+        Some(rate >= 150.0),
+    );
+
+    // The same puts on the library, no HTTP.
+    let opened = server.stop();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let lib: Vec<Duration> = (0..settings.puts.min(200))
+        .map(|i| {
+            let input = input("acct-put", format!("lib_{i}"), texts.sentence(13, 17));
+            let started = Instant::now();
+            rt.block_on(opened.memory.put(input, 1_000_000)).expect("put");
+            started.elapsed()
+        })
+        .collect();
+    table.latency(SECTION, "breakdown: MemoryService::put, MiniLM, no HTTP", &lib, None);
+    let (_, lib_rate) = concurrent_lib(&rt, &opened.memory, settings.clients, Duration::from_secs(5), &mut texts);
+    table.value(
+        SECTION,
+        &format!("breakdown: MemoryService::put, MiniLM, {} tasks, no HTTP", settings.clients),
+        format!("{lib_rate:.0} puts/s"),
+        "",
+        None,
+    );
+    let embed: Vec<Duration> = (0..100)
+        .map(|_| {
+            let t = texts.sentence(13, 17);
+            let started = Instant::now();
+            model.embed(&[&t]).expect("embed");
+            started.elapsed()
+        })
+        .collect();
+    table.latency(SECTION, "breakdown: MiniLm::embed of one text (direct)", &embed, None);
+    let batch: Vec<String> = (0..32).map(|_| texts.sentence(13, 17)).collect();
+    let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+    let started = Instant::now();
+    for _ in 0..5 {
+        model.embed(&refs).expect("embed");
+    }
+    let per_s = 160.0 / started.elapsed().as_secs_f64();
+    table.value(SECTION, "breakdown: MiniLm::embed batches of 32, 1 caller", format!("{per_s:.0} texts/s"), "", None);
+    drop(rt);
+    opened.close();
+    let _ = std::fs::remove_dir_all(&path);
+
+    // Store + indexes + fsync alone: the hash embedder costs microseconds.
+    let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0), None);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let store: Vec<Duration> = (0..300)
+        .map(|i| {
+            let input = input("acct-put", format!("hash_{i}"), texts.sentence(13, 17));
+            let started = Instant::now();
+            rt.block_on(opened.memory.put(input, 1_000_000)).expect("put");
+            started.elapsed()
+        })
+        .collect();
+    table.latency(SECTION, "breakdown: MemoryService::put, hash embedder (store+index+fsync)", &store, None);
+    let (_, store_rate) = concurrent_lib(&rt, &opened.memory, settings.clients, Duration::from_secs(5), &mut texts);
+    table.value(
+        SECTION,
+        &format!("breakdown: MemoryService::put, hash embedder, {} tasks", settings.clients),
+        format!("{store_rate:.0} puts/s"),
+        "",
+        None,
+    );
+    drop(rt);
+    opened.close();
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+fn input(account: &str, key: String, value: String) -> PutInput {
+    PutInput {
+        account: account.into(),
+        key,
+        value,
+        namespace: "default".into(),
+        tags: Vec::new(),
+        importance: 5.0,
+        expires_in_days: None,
+        source: Source::Manual,
+    }
+}
+
+/// `clients` threads, each with its own connection, putting distinct texts until `secs`
+/// pass. Returns every latency and the overall rate.
+fn concurrent_http(server: &Server, key: &str, clients: usize, secs: Duration) -> (Vec<Duration>, f64) {
+    let all = Arc::new(Mutex::new(Vec::new()));
+    let base = server.base();
+    // Texts are made before the clock starts so generating them costs nothing measured.
+    let per_client: Vec<Vec<String>> = (0..clients)
+        .map(|c| {
+            let mut texts = Texts::new(1000 + c as u64);
+            (0..4000).map(|_| texts.sentence(13, 17)).collect()
+        })
+        .collect();
+    let clients: Vec<Client> = (0..clients).map(|_| Client::new(&base, key)).collect();
+    let started = Instant::now();
+    let deadline = started + secs;
+    std::thread::scope(|s| {
+        for (c, (client, texts)) in clients.iter().zip(&per_client).enumerate() {
+            let all = Arc::clone(&all);
+            s.spawn(move || {
+                let mut mine = Vec::new();
+                for (i, text) in texts.iter().enumerate() {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let body = json!({ "key": format!("c{c}_{i}"), "value": text });
+                    mine.push(client.timed_post("/api/v1/memory", &body, &[201]));
+                }
+                all.lock().expect("lock").extend(mine);
+            });
+        }
+    });
+    let elapsed = started.elapsed();
+    let all = Arc::try_unwrap(all).ok().expect("threads done").into_inner().expect("lock");
+    let rate = all.len() as f64 / elapsed.as_secs_f64();
+    (all, rate)
+}
+
+/// `tasks` async tasks putting distinct texts on the library until `secs` pass.
+fn concurrent_lib(
+    rt: &tokio::runtime::Runtime,
+    memory: &wasmind::memory::MemoryService,
+    tasks: usize,
+    secs: Duration,
+    texts: &mut Texts,
+) -> (Vec<Duration>, f64) {
+    let inputs: Vec<Vec<PutInput>> = (0..tasks)
+        .map(|t| {
+            (0..2000)
+                .map(|i| input("acct-put", format!("t{t}_{i}_{}", texts.rng().next_u64() % 1_000_000), texts.sentence(13, 17)))
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    let deadline = started + secs;
+    let all = rt.block_on(async {
+        let jobs: Vec<_> = inputs
+            .into_iter()
+            .map(|inputs| {
+                let memory = memory.clone();
+                tokio::spawn(async move {
+                    let mut mine = Vec::new();
+                    for input in inputs {
+                        if Instant::now() >= deadline {
+                            break;
+                        }
+                        let t = Instant::now();
+                        memory.put(input, 1_000_000).await.expect("put");
+                        mine.push(t.elapsed());
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for job in jobs {
+            all.extend(job.await.expect("join"));
+        }
+        all
+    });
+    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
+    (all, rate)
+}

@@ -1,0 +1,181 @@
+//! Search latency over a loaded data set, served with the real MiniLM embedder: keyword,
+//! hybrid and semantic over HTTP (distinct queries, and a small repeated set whose query
+//! embeddings are cached), then the same on the library and on each index alone.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmind::memory::embed::{Embedder, EmbedderKind};
+use wasmind::memory::index::{KeywordIndex, SearchFilter, VectorIndex};
+use wasmind::memory::{Mode, SearchQuery};
+
+use super::harness::{self, Client, Server};
+use super::load::{Loaded, search_body};
+use super::report::Table;
+use super::text::Texts;
+use super::Settings;
+
+/// Queries repeated in the "cached" runs.
+const CACHED_SET: usize = 20;
+
+pub fn run(
+    table: &mut Table,
+    settings: &Settings,
+    section: &str,
+    path: &Path,
+    loaded: &Loaded,
+    per_account: usize,
+    model: &Arc<dyn Embedder>,
+) {
+    let opened = harness::open(
+        path,
+        harness::config(EmbedderKind::Minilm, per_account as u64),
+        Some(Arc::clone(model)),
+    );
+    table.value(
+        section,
+        "open data dir + indexes in-process (model already loaded)",
+        format!("{:.2} s", opened.open_time.as_secs_f64()),
+        "",
+        None,
+    );
+    let server = Server::start(opened);
+    table.value(section, "machine load at the start of the searches", harness::loadavg(), "", None);
+    let keys = &loaded.keys;
+    let client = Client::new(&server.base(), &keys[0].1);
+    let mut texts = Texts::new(section.len() as u64 * 7919);
+    let mut seen = HashSet::new();
+    let mut distinct = |n: usize, texts: &mut Texts| -> Vec<String> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let q = texts.query();
+            if seen.insert(q.clone()) {
+                out.push(q);
+            }
+        }
+        out
+    };
+    let pick = |texts: &mut Texts| -> &str {
+        let i = texts.rng().range(0, keys.len() - 1);
+        &keys[i].1
+    };
+
+    // Warm up: connection, runtime, model, page cache of the indexes.
+    for q in distinct(30, &mut texts) {
+        for mode in ["keyword", "hybrid"] {
+            client.timed_post_as(pick(&mut texts), "/api/v1/memory/search", &search_body(&q, mode), &[200]);
+        }
+    }
+
+    let mut empty = 0usize;
+    let mut http = |mode: &str, queries: &[String], texts: &mut Texts| -> Vec<Duration> {
+        queries
+            .iter()
+            .map(|q| {
+                let key = pick(texts);
+                let started = Instant::now();
+                let (status, body) = client.post_as(key, "/api/v1/memory/search", &search_body(q, mode));
+                let took = started.elapsed();
+                assert_eq!(status, 200, "search answered {status}: {body}");
+                if body["results"].as_array().is_none_or(Vec::is_empty) {
+                    empty += 1;
+                }
+                took
+            })
+            .collect()
+    };
+
+    let kw = distinct(settings.keyword_queries, &mut texts);
+    let samples = http("keyword", &kw, &mut texts);
+    table.latency(section, "keyword search, distinct queries", &samples, Some(5.0));
+    for mode in ["hybrid", "semantic"] {
+        let qs = distinct(settings.embed_queries, &mut texts);
+        let samples = http(mode, &qs, &mut texts);
+        table.latency(section, &format!("{mode} search, distinct queries (query embedded)"), &samples, Some(30.0));
+    }
+    let cached_set = distinct(CACHED_SET, &mut texts);
+    http("hybrid", &cached_set, &mut texts);
+    for mode in ["hybrid", "semantic"] {
+        let qs: Vec<String> = (0..settings.cached_queries)
+            .map(|i| cached_set[i % CACHED_SET].clone())
+            .collect();
+        let samples = http(mode, &qs, &mut texts);
+        table.latency(section, &format!("{mode} search, {CACHED_SET} repeated queries (embedding cached)"), &samples, Some(5.0));
+    }
+    let total = settings.keyword_queries + 2 * settings.embed_queries + CACHED_SET + 2 * settings.cached_queries;
+    println!("  ({empty} of {total} searches returned no results)");
+    let (rss, hwm) = harness::rss_mib(std::process::id());
+    table.value(
+        section,
+        "bench process RSS (in-process server + client), after searches",
+        format!("{rss:.0} MiB (peak {hwm:.0} MiB)"),
+        "",
+        None,
+    );
+
+    // The same searches on the library, no HTTP.
+    let opened = server.stop();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let lib = |mode: Mode, queries: &[String], texts: &mut Texts| -> Vec<Duration> {
+        queries
+            .iter()
+            .map(|q| {
+                let account = &keys[texts.rng().range(0, keys.len() - 1)].0;
+                let query = SearchQuery {
+                    query: q.clone(),
+                    namespace: None,
+                    tags: Vec::new(),
+                    limit: 10,
+                    mode,
+                    min_score: 0.0,
+                };
+                let started = Instant::now();
+                rt.block_on(opened.memory.search(account, query)).expect("search");
+                started.elapsed()
+            })
+            .collect()
+    };
+    let n = settings.keyword_queries.min(500);
+    let samples = lib(Mode::Keyword, &distinct(n, &mut texts), &mut texts);
+    table.latency(section, "breakdown: MemoryService::search keyword, no HTTP", &samples, None);
+    let qs: Vec<String> = (0..n).map(|i| cached_set[i % CACHED_SET].clone()).collect();
+    let samples = lib(Mode::Hybrid, &qs, &mut texts);
+    table.latency(section, "breakdown: MemoryService::search hybrid cached, no HTTP", &samples, None);
+    let samples = lib(Mode::Semantic, &qs, &mut texts);
+    table.latency(section, "breakdown: MemoryService::search semantic cached, no HTTP", &samples, None);
+    drop(rt);
+    opened.close();
+
+    // Each index alone (candidates = 40, what a limit-10 search asks for).
+    let index_dir = path.join("index").join("memory");
+    let keyword = KeywordIndex::open(&index_dir.join("keyword")).expect("keyword index");
+    let vector = VectorIndex::open(&index_dir.join("vector"), 384).expect("vector index");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
+    let qs = distinct(n, &mut texts);
+    let mut kw_samples = Vec::new();
+    let mut vec_samples = Vec::new();
+    let mut embed_samples = Vec::new();
+    for (i, q) in qs.iter().enumerate() {
+        let account = &keys[texts.rng().range(0, keys.len() - 1)].0;
+        let filter = SearchFilter { account: account.as_str(), namespace: None, tags: &[], now_ms: now };
+        let started = Instant::now();
+        keyword.search(&filter, q, 40).expect("keyword search");
+        kw_samples.push(started.elapsed());
+        if i < settings.embed_queries {
+            let started = Instant::now();
+            let v = model.embed(&[q]).expect("embed").pop().expect("vector");
+            embed_samples.push(started.elapsed());
+            let started = Instant::now();
+            vector.search(&filter, &v, 40).expect("vector search");
+            vec_samples.push(started.elapsed());
+        }
+    }
+    table.latency(section, "breakdown: KeywordIndex::search, 40 candidates", &kw_samples, None);
+    table.latency(section, "breakdown: VectorIndex::search, 40 candidates", &vec_samples, None);
+    table.latency(section, "breakdown: MiniLm::embed of the query (direct)", &embed_samples, None);
+}

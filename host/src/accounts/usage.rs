@@ -1,0 +1,85 @@
+//! Metered usage per account and calendar month (UTC): agent run time, which the monthly
+//! agent-hour budget is checked against, and the tokens agents' Minds spent.
+
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::month_of;
+
+/// (account, `YYYY-MM`) → usage (JSON).
+const USAGE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("account_usage");
+
+/// One account's usage in one month.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MonthUsage {
+    /// Agent run time, milliseconds.
+    pub run_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Usage over the shared database. Blocking.
+#[derive(Clone)]
+pub struct UsageStore {
+    db: Arc<Database>,
+}
+
+impl UsageStore {
+    /// Opens the table, creating it on first use.
+    pub fn new(db: Arc<Database>) -> anyhow::Result<Self> {
+        let txn = db.begin_write()?;
+        txn.open_table(USAGE)?;
+        txn.commit()?;
+        Ok(Self { db })
+    }
+
+    /// Adds to the month containing `at_ms` (durably).
+    pub fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+        let month = month_of(at_ms);
+        let txn = self.db.begin_write()?;
+        {
+            let mut table = txn.open_table(USAGE)?;
+            let mut usage: MonthUsage = match table.get((account, month.as_str()))? {
+                Some(v) => serde_json::from_slice(v.value())?,
+                None => MonthUsage::default(),
+            };
+            usage.run_ms += delta.run_ms;
+            usage.input_tokens += delta.input_tokens;
+            usage.output_tokens += delta.output_tokens;
+            table.insert((account, month.as_str()), serde_json::to_vec(&usage)?.as_slice())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// The usage of the month containing `at_ms`.
+    pub fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(USAGE)?;
+        Ok(match table.get((account, month_of(at_ms).as_str()))? {
+            Some(v) => serde_json::from_slice(v.value())?,
+            None => MonthUsage::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn months_are_separate() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = UsageStore::new(Arc::new(Database::create(dir.path().join("db")).unwrap())).unwrap();
+        let nov = 1_795_233_312_005;
+        let dec = crate::clock::next_month_start(nov);
+        s.add("a", nov, MonthUsage { run_ms: 5, input_tokens: 1, output_tokens: 2 }).unwrap();
+        s.add("a", nov, MonthUsage { run_ms: 7, ..Default::default() }).unwrap();
+        s.add("a", dec, MonthUsage { run_ms: 1, ..Default::default() }).unwrap();
+        assert_eq!(s.month("a", nov).unwrap(), MonthUsage { run_ms: 12, input_tokens: 1, output_tokens: 2 });
+        assert_eq!(s.month("a", dec).unwrap().run_ms, 1);
+        assert_eq!(s.month("b", nov).unwrap(), MonthUsage::default());
+    }
+}

@@ -1,0 +1,320 @@
+//! `/api/v1/agents…` handlers (§4.3): spawn within the plan's limits, list, get, stop, logs.
+
+use std::time::Instant;
+
+use axum::{
+    Json,
+    extract::{Path, State, rejection::PathRejection},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+
+use super::{
+    AppState,
+    auth::Auth,
+    error::{ApiError, ApiResult},
+    extract::{JsonObject, QueryParams},
+    fields::Fields,
+};
+use crate::{
+    clock::{iso8601, next_month_start, now_ms},
+    id::new_id,
+    runtime::{AgentRecord, LogEvent, Refusal, Status, Usage},
+};
+
+/// Longest task (§8).
+const MAX_TASK_CHARS: usize = 4_000;
+/// Longest display name.
+const MAX_NAME_CHARS: usize = 200;
+/// The only region (§4.3).
+const REGION: &str = "iad";
+/// Agent list page: default and maximum (§8).
+const LIST_DEFAULT: usize = 20;
+const LIST_MAX: usize = 100;
+/// Log page: default and maximum.
+const LOGS_DEFAULT: usize = 100;
+const LOGS_MAX: usize = 1_000;
+/// Seconds a client should wait before retrying at the concurrency cap or host capacity.
+const RETRY_BUSY_SECS: u64 = 5;
+
+fn agent_not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "agent_not_found", "no agent with that id")
+}
+
+fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    path.map(|Path(id)| id).map_err(|_| agent_not_found())
+}
+
+/// A display name from the task: its first words, at most 60 characters.
+fn name_from_task(task: &str) -> String {
+    let mut name = String::new();
+    for word in task.split_whitespace().take(12) {
+        if name.chars().count() + word.chars().count() + 1 > 60 {
+            break;
+        }
+        if !name.is_empty() {
+            name.push(' ');
+        }
+        name.push_str(word);
+    }
+    if name.is_empty() {
+        name = task.chars().take(60).collect();
+    }
+    name
+}
+
+fn blocking_err(e: impl std::fmt::Display) -> ApiError {
+    ApiError::internal(&e)
+}
+
+async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(blocking_err)?.map_err(blocking_err)
+}
+
+fn usage(u: Usage) -> Value {
+    json!({ "input_tokens": u.input_tokens, "output_tokens": u.output_tokens })
+}
+
+/// The agent record as list and get return it.
+fn view(r: &AgentRecord) -> Value {
+    json!({
+        "agent_id": r.agent_id,
+        "name": r.name,
+        "status": r.status.as_str(),
+        "task": r.task,
+        "created_at": iso8601(r.created_at),
+        "updated_at": iso8601(r.updated_at),
+        "final_result": r.final_result,
+        "progress": r.progress.iter().map(|p| json!({ "ts": p.ts, "kind": p.kind, "message": p.message })).collect::<Vec<_>>(),
+        "error": r.error.as_ref().map(|e| json!({ "code": e.code, "message": e.message })),
+        "model": r.model,
+        "usage": usage(r.usage),
+    })
+}
+
+fn log_view(e: &LogEvent) -> Value {
+    let mut v = json!({ "seq": e.seq, "ts": e.ts, "kind": e.kind, "message": e.message });
+    if let Some(data) = &e.data {
+        v["data"] = data.clone();
+    }
+    v
+}
+
+fn encode_cursor(kind: &str, n: u64) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{kind}:{n}"))
+}
+
+fn decode_cursor(kind: &str, cursor: &str) -> ApiResult<u64> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|s| s.strip_prefix(kind).and_then(|r| r.strip_prefix(':')).and_then(|n| n.parse().ok()))
+        .ok_or_else(|| ApiError::invalid_query("cursor", "cursor is not one this server issued; pass next_cursor back unchanged"))
+}
+
+/// POST /api/v1/agents
+pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(body): JsonObject) -> ApiResult<Response> {
+    let f = Fields(&body);
+    let task = f.string("task")?;
+    let chars = task.chars().count();
+    if task.trim().is_empty() {
+        return Err(ApiError::invalid_field("task", "task must not be empty"));
+    }
+    if chars > MAX_TASK_CHARS {
+        return Err(ApiError::invalid_field("task", format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}")));
+    }
+    let name = match f.opt_string("name")? {
+        Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS => {
+            return Err(ApiError::invalid_field("name", format!("name must be 1 to {MAX_NAME_CHARS} characters")));
+        }
+        Some(n) => n,
+        None => name_from_task(&task),
+    };
+    let region = f.opt_string("region")?.unwrap_or_else(|| REGION.into());
+    if region != REGION {
+        return Err(ApiError::invalid_field("region", format!("region {region:?} is not available; the only region is \"{REGION}\"")));
+    }
+    let plan = who.plan;
+    let limits = state.config.plans.limits(plan).clone();
+    let now = now_ms();
+
+    let account = who.account.to_string();
+    let usage_store = state.usage.clone();
+    let finished_ms = blocking(move || usage_store.month(&account, now)).await?.run_ms;
+    let used_ms = finished_ms + state.runtime.running_ms(&who.account);
+    let budget_ms = (limits.agent_hours_per_month * 3_600_000.0) as u64;
+    if used_ms >= budget_ms {
+        let resets = next_month_start(now);
+        return Err(ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "monthly_quota_exceeded",
+            format!("the {plan} plan's {} agent-hours for this month are used; the budget resets at {}", limits.agent_hours_per_month, iso8601(resets)),
+        )
+        .with_details(json!({ "plan": plan.as_str(), "usedHours": used_ms as f64 / 3_600_000.0, "limitHours": limits.agent_hours_per_month, "resetsAt": iso8601(resets) })));
+    }
+
+    let slot = state.runtime.reserve(&who.account, limits.concurrent_agents).map_err(|refusal| match refusal {
+        Refusal::ConcurrentLimit { current, max } => {
+            let mut e = ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "concurrent_limit_reached",
+                format!("{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"),
+            )
+            .with_details(json!({ "plan": plan.as_str(), "currentConcurrent": current, "maxConcurrent": max }));
+            e.retry_after = Some(RETRY_BUSY_SECS);
+            e
+        }
+        Refusal::AtCapacity { cap } => {
+            let mut e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                format!("this host is running its maximum of {cap} agents; retry with backoff"),
+            );
+            e.retry_after = Some(RETRY_BUSY_SECS);
+            e
+        }
+    })?;
+
+    if let Err(refusal) = state.rate.try_acquire(&who.key_id, limits.spawns_per_minute, limits.spawns_per_hour, Instant::now()) {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!(
+                "this API key spawned its {} agents per {}; retry in {} s",
+                match refusal.window.as_str() { "minute" => limits.spawns_per_minute, _ => limits.spawns_per_hour },
+                refusal.window.as_str(),
+                refusal.retry_after_secs
+            ),
+        )
+        .with_details(json!({
+            "plan": plan.as_str(),
+            "window": refusal.window.as_str(),
+            "limitPerMinute": limits.spawns_per_minute,
+            "limitPerHour": limits.spawns_per_hour,
+        }));
+        e.retry_after = Some(refusal.retry_after_secs);
+        return Err(e);
+    }
+
+    let record = AgentRecord {
+        agent_id: new_id("ag_"),
+        account: who.account.to_string(),
+        key_id: who.key_id.to_string(),
+        name,
+        status: Status::Spawning,
+        task,
+        created_at: now,
+        updated_at: now,
+        final_result: None,
+        progress: Vec::new(),
+        error: None,
+        model: state.model.clone(),
+        started_at: None,
+        ended_at: None,
+        usage: Usage::default(),
+        seq: 0,
+    };
+    let records = state.records.clone();
+    let record = blocking(move || records.create(record)).await?;
+    state.runtime.launch(slot, &record, limits.memories);
+    let body = json!({
+        "agent_id": record.agent_id,
+        "name": record.name,
+        "status": Status::Spawning.as_str(),
+        "task": record.task,
+        "created_at": iso8601(record.created_at),
+        "model": record.model,
+        "container": { "region": REGION, "status": "starting" },
+    });
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+/// GET /api/v1/agents?limit&cursor
+pub async fn list(State(state): State<AppState>, Auth(who): Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+    let limit = q.limit(LIST_DEFAULT, LIST_MAX)?;
+    let before = q.get("cursor").map(|c| decode_cursor("a1", c)).transpose()?;
+    let records = state.records.clone();
+    let account = who.account.to_string();
+    let (page, next) = blocking(move || records.list(&account, before, limit)).await?;
+    Ok(Json(json!({
+        "data": page.iter().map(view).collect::<Vec<_>>(),
+        "next_cursor": next.map(|n| encode_cursor("a1", n)),
+    })))
+}
+
+async fn owned(state: &AppState, account: &str, id: String) -> ApiResult<AgentRecord> {
+    let records = state.records.clone();
+    let account = account.to_string();
+    blocking(move || records.get(&account, &id)).await?.ok_or_else(agent_not_found)
+}
+
+/// GET /api/v1/agents/{id}
+pub async fn get(State(state): State<AppState>, Auth(who): Auth, path: Result<Path<String>, PathRejection>) -> ApiResult<Json<Value>> {
+    let record = owned(&state, &who.account, agent_id(path)?).await?;
+    Ok(Json(view(&record)))
+}
+
+/// DELETE /api/v1/agents/{id} — idempotent; terminal agents are returned unchanged.
+pub async fn stop(State(state): State<AppState>, Auth(who): Auth, path: Result<Path<String>, PathRejection>) -> ApiResult<Json<Value>> {
+    let record = owned(&state, &who.account, agent_id(path)?).await?;
+    if record.status.is_terminal() {
+        return Ok(Json(json!({ "agent_id": record.agent_id, "status": record.status.as_str() })));
+    }
+    let records = state.records.clone();
+    let id = record.agent_id.clone();
+    let updated = blocking(move || {
+        records.update(&id, |r| {
+            let alive = !r.status.is_terminal();
+            if alive {
+                r.status = Status::Stopped;
+                r.ended_at = Some(now_ms());
+            }
+            alive
+        })
+    })
+    .await?
+    .ok_or_else(agent_not_found)?;
+    state.runtime.stop(&updated.agent_id);
+    Ok(Json(json!({ "agent_id": updated.agent_id, "status": updated.status.as_str() })))
+}
+
+/// GET /api/v1/agents/{id}/logs?limit&cursor
+pub async fn logs(
+    State(state): State<AppState>,
+    Auth(who): Auth,
+    path: Result<Path<String>, PathRejection>,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
+    let record = owned(&state, &who.account, agent_id(path)?).await?;
+    let limit = q.limit(LOGS_DEFAULT, LOGS_MAX)?;
+    let after = q.get("cursor").map(|c| decode_cursor("l1", c)).transpose()?.unwrap_or(0);
+    let records = state.records.clone();
+    let (events, more) = blocking(move || records.logs(&record.agent_id, after, limit)).await?;
+    let next = more.then(|| events.last().map(|e| encode_cursor("l1", e.seq))).flatten();
+    Ok(Json(json!({ "data": events.iter().map(log_view).collect::<Vec<_>>(), "next_cursor": next })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_task() {
+        assert_eq!(name_from_task("Summarize   the quarterly report please"), "Summarize the quarterly report please");
+        let long = "word ".repeat(30);
+        assert!(name_from_task(&long).chars().count() <= 60);
+        assert_eq!(name_from_task(&"x".repeat(100)).chars().count(), 60);
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_foreign_ones() {
+        assert_eq!(decode_cursor("a1", &encode_cursor("a1", 42)).unwrap(), 42);
+        assert!(decode_cursor("l1", &encode_cursor("a1", 42)).is_err());
+        assert!(decode_cursor("a1", "junk").is_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! The Mind: how agents think. A [`Mind`] turns a conversation and the tools on offer
+//! into the next step — a final text, tool calls, or both.
+//!
+//! Two providers: [`Offline`], the default, deterministic and network-free rule-based
+//! Mind; and [`OpenAi`], the chat-completions protocol spoken by OpenAI, vLLM, llama.cpp
+//! and Ollama, wrapped in [`Retrying`] so transient provider failures are retried per §7
+//! of the specification. [`from_config`] builds the one the configuration names.
+//!
+//! Nothing here knows wasmtime, WIT or the HTTP server: the runtime converts the guest's
+//! `mind` interface to and from these types, and races [`Mind::complete`] against a stop
+//! request (every future here may be dropped at any await point).
+//!
+//! ```
+//! use wasmind::mind::{Message, Mind, Offline};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+//! let mind = Offline::new("wasmind-offline");
+//! let reply = mind.complete(&[Message::user("hello")], &[]).await?;
+//! assert!(reply.text.unwrap().contains("offline rule-based Mind"));
+//! # anyhow::Ok(()) })?;
+//! # anyhow::Ok(())
+//! ```
+
+mod conversation;
+mod error;
+mod offline;
+mod openai;
+mod retry;
+
+use std::{future::Future, pin::Pin, sync::Arc};
+
+pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
+pub use error::{Failure, MindError};
+pub use offline::Offline;
+pub use openai::OpenAi;
+pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
+
+use crate::config::MindConfig;
+
+/// A boxed, sendable future: what the object-safe traits of this module return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A reasoning model. Shared by every running agent, so it must be `Send + Sync`.
+pub trait Mind: Send + Sync + 'static {
+    /// Model name reported on agent records.
+    fn model(&self) -> &str;
+
+    /// The next step of the conversation `messages`, given the `tools` the Mind may call.
+    ///
+    /// Already retried where retrying may help: an error here is final for this step.
+    /// Dropping the future abandons the request.
+    fn complete<'a>(
+        &'a self,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Completion, MindError>>;
+}
+
+/// The Mind `cfg` names: `offline`, or `openai` wrapped in [`Retrying`] with real sleeps.
+pub fn from_config(cfg: &MindConfig) -> anyhow::Result<Arc<dyn Mind>> {
+    match cfg.provider.as_str() {
+        "offline" => Ok(Arc::new(Offline::new(cfg.model.clone()))),
+        "openai" => Ok(Arc::new(Retrying::new(OpenAi::new(cfg)?))),
+        other => anyhow::bail!("unknown mind provider {other:?}: use \"offline\" or \"openai\""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_config_picks_the_provider() {
+        let mut cfg = MindConfig::default();
+        assert_eq!(from_config(&cfg).unwrap().model(), "wasmind-offline");
+        cfg.provider = "openai".into();
+        cfg.model = "gpt-x".into();
+        assert_eq!(from_config(&cfg).unwrap().model(), "gpt-x");
+        cfg.base_url = "not a url".into();
+        assert!(from_config(&cfg).is_err());
+        cfg.provider = "psychic".into();
+        assert!(from_config(&cfg).is_err());
+    }
+}

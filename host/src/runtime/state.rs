@@ -1,0 +1,137 @@
+//! What one agent's `Store` holds: its sandboxed WASI context (no files, no network, no
+//! environment), its resource limits, and a view of the services it may use on behalf of
+//! its account — never the account's key.
+
+use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+
+use wasmtime::{ResourceLimiter, component::ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
+
+use super::{records::{AgentStore, Usage}, stop::StopSignal};
+use crate::{accounts::UsageStore, memory::MemoryService, mind::Mind};
+
+/// Bytes of a guest's stderr kept (the tail explains a panic).
+const STDERR_CAPTURE: usize = 16 * 1024;
+
+/// Services shared by every agent.
+pub struct Services {
+    pub memory: MemoryService,
+    pub mind: Arc<dyn Mind>,
+    pub records: AgentStore,
+    pub usage: UsageStore,
+}
+
+/// Who an agent acts for and how to reach it; shared by its store and its supervisor.
+pub struct AgentCtx {
+    pub agent_id: String,
+    pub account: String,
+    /// The account plan's live-memory quota.
+    pub memory_quota: u64,
+    pub stop: StopSignal,
+    /// Set when the Mind failed for good, so a guest error can be reported as such.
+    pub mind_failed: AtomicBool,
+    /// When the agent was launched (its run time is metered from here).
+    pub started: std::time::Instant,
+    pub services: Arc<Services>,
+}
+
+impl AgentCtx {
+    /// Records that the Mind was unavailable after retries.
+    pub fn note_mind_failure(&self) {
+        self.mind_failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the Mind was unavailable at some point of the run.
+    pub fn mind_failed(&self) -> bool {
+        self.mind_failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Denies linear-memory growth past the limit and remembers that it did, so the trap
+/// that follows is reported as `memory_limit_exceeded`.
+pub struct Limits {
+    max_memory: usize,
+    pub memory_denied: bool,
+}
+
+impl ResourceLimiter for Limits {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.max_memory;
+        self.memory_denied |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// The data of an agent's `Store`.
+pub struct AgentState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limits: Limits,
+    pub agent: Arc<AgentCtx>,
+    pub usage: Usage,
+    pub stderr: MemoryOutputPipe,
+}
+
+impl AgentState {
+    /// A fresh sandbox for `agent`: no preopened directories, no sockets, no inherited
+    /// environment or arguments; stdout discarded, stderr captured.
+    pub fn new(agent: Arc<AgentCtx>, max_memory: usize) -> Self {
+        let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
+        let wasi = WasiCtxBuilder::new()
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limits: Limits { max_memory, memory_denied: false },
+            agent,
+            usage: Usage::default(),
+            stderr,
+        }
+    }
+
+    /// What the guest last said on stderr: from its last panic report on (Rust prints
+    /// `… panicked at file:line:col:` then the message), else its last line; hints such as
+    /// `note: run with RUST_BACKTRACE=1` left out.
+    pub fn stderr_tail(&self) -> Option<String> {
+        let bytes = self.stderr.contents();
+        let text = String::from_utf8_lossy(&bytes);
+        summarize_stderr(&text)
+    }
+}
+
+impl WasiView for AgentState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+fn summarize_stderr(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("note: "))
+        .collect();
+    let from = lines.iter().rposition(|l| l.contains("panicked at")).unwrap_or(lines.len().checked_sub(1)?);
+    Some(lines[from..].join(" ").chars().take(500).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summarize_stderr;
+
+    #[test]
+    fn stderr_summary_keeps_the_panic() {
+        let panic = "thread '<unnamed>' panicked at src/lib.rs:11:5:\nboom: it broke\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(summarize_stderr(panic).unwrap(), "thread '<unnamed>' panicked at src/lib.rs:11:5: boom: it broke");
+        assert_eq!(summarize_stderr("one\ntwo\n").unwrap(), "two");
+        assert_eq!(summarize_stderr(""), None);
+    }
+}

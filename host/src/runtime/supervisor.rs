@@ -1,0 +1,296 @@
+//! The supervisor: admits agents up to the cap, runs each as a tokio task that owns its
+//! `Store`, and ends it — completed, failed, or stopped with a grace period.
+//!
+//! Failure codes on `error.code`: `agent_error` (the agent returned an error),
+//! `mind_unavailable` (the Mind failed after retries), `guest_trap` (a trap or panic),
+//! `memory_limit_exceeded`, `run_time_exceeded`, `instantiation_failed`, `host_restarted`.
+
+use std::{
+    collections::HashMap,
+    path::Path,
+    sync::{Arc, atomic::AtomicBool},
+    time::{Duration, Instant},
+};
+
+use parking_lot::Mutex;
+use serde_json::json;
+use wasmtime::{Store, UpdateDeadline};
+
+use super::{
+    engine::{self, Compiled},
+    records::{AgentRecord, Failure, Status, Usage},
+    state::{AgentCtx, AgentState, Services},
+    stop::StopSignal,
+};
+use crate::{accounts::MonthUsage, clock::now_ms, config::RuntimeConfig};
+
+/// Why a spawn was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The host is at its admission cap.
+    AtCapacity { cap: u32 },
+    /// The account has `max` agents spawning or running.
+    ConcurrentLimit { current: u32, max: u32 },
+}
+
+/// How a run ended.
+enum Outcome {
+    Completed(String),
+    Failed(Failure),
+    Stopped,
+}
+
+fn failure(code: &str, message: impl Into<String>) -> Outcome {
+    Outcome::Failed(Failure { code: code.into(), message: message.into() })
+}
+
+#[derive(Default)]
+struct Live {
+    agents: HashMap<String, Arc<AgentCtx>>,
+    /// Admitted agents (reserved or running) per account.
+    per_account: HashMap<String, u32>,
+    total: u32,
+}
+
+struct Inner {
+    compiled: Compiled,
+    services: Arc<Services>,
+    config: RuntimeConfig,
+    live: Mutex<Live>,
+}
+
+/// The agent runtime; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+/// An admitted spawn's place: released if dropped before `launch`.
+pub struct Slot {
+    inner: Arc<Inner>,
+    account: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        release(&self.inner, &self.account);
+    }
+}
+
+fn release(inner: &Inner, account: &str) {
+    let mut live = inner.live.lock();
+    live.total -= 1;
+    if let Some(n) = live.per_account.get_mut(account) {
+        *n -= 1;
+        if *n == 0 {
+            live.per_account.remove(account);
+        }
+    }
+}
+
+impl Runtime {
+    /// Compiles the agent component, then marks agents a previous process left alive as
+    /// failed (nothing stays `running` forever).
+    pub fn start(config: &RuntimeConfig, cache_dir: &Path, services: Arc<Services>) -> anyhow::Result<Self> {
+        let compiled = engine::compile(config, cache_dir)?;
+        tracing::info!(admission_cap = compiled.cap, "agent runtime ready");
+        let runtime = Self {
+            inner: Arc::new(Inner { compiled, services, config: config.clone(), live: Mutex::default() }),
+        };
+        runtime.fail_orphans()?;
+        Ok(runtime)
+    }
+
+    /// The most live agents this host admits.
+    pub fn cap(&self) -> u32 {
+        self.inner.compiled.cap
+    }
+
+    /// Agents of `account` spawning or running.
+    pub fn concurrent(&self, account: &str) -> u32 {
+        self.inner.live.lock().per_account.get(account).copied().unwrap_or(0)
+    }
+
+    /// Run time so far of the account's running agents, in ms.
+    pub fn running_ms(&self, account: &str) -> u64 {
+        let live = self.inner.live.lock();
+        live.agents
+            .values()
+            .filter(|a| a.account == account)
+            .map(|a| a.started.elapsed().as_millis() as u64)
+            .sum()
+    }
+
+    /// Reserves a place for one more agent of `account`, within the account's `max` and the
+    /// host's cap.
+    pub fn reserve(&self, account: &str, max: u32) -> Result<Slot, Refusal> {
+        let mut live = self.inner.live.lock();
+        let current = live.per_account.get(account).copied().unwrap_or(0);
+        if current >= max {
+            return Err(Refusal::ConcurrentLimit { current, max });
+        }
+        if live.total >= self.inner.compiled.cap {
+            return Err(Refusal::AtCapacity { cap: self.inner.compiled.cap });
+        }
+        live.total += 1;
+        *live.per_account.entry(account.to_string()).or_default() += 1;
+        Ok(Slot { inner: self.inner.clone(), account: account.to_string() })
+    }
+
+    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot.
+    pub fn launch(&self, slot: Slot, record: &AgentRecord, memory_quota: u64) {
+        let ctx = Arc::new(AgentCtx {
+            agent_id: record.agent_id.clone(),
+            account: record.account.clone(),
+            memory_quota,
+            stop: StopSignal::default(),
+            mind_failed: AtomicBool::new(false),
+            started: Instant::now(),
+            services: self.inner.services.clone(),
+        });
+        self.inner.live.lock().agents.insert(ctx.agent_id.clone(), ctx.clone());
+        let inner = self.inner.clone();
+        let task = record.task.clone();
+        tokio::spawn(async move {
+            supervise(&inner, &ctx, &task).await;
+            inner.live.lock().agents.remove(&ctx.agent_id);
+            drop(slot);
+        });
+    }
+
+    /// Asks a live agent to stop: its pending host calls return at once, it sees the stop
+    /// flag, and after the grace period it is dropped wherever it is.
+    pub fn stop(&self, agent_id: &str) {
+        if let Some(agent) = self.inner.live.lock().agents.get(agent_id) {
+            agent.stop.request();
+        }
+    }
+
+    fn fail_orphans(&self) -> anyhow::Result<()> {
+        let records = &self.inner.services.records;
+        for id in records.alive()? {
+            let failed = records.update(&id, |r| {
+                r.status = Status::Failed;
+                r.ended_at = Some(now_ms());
+                r.error = Some(Failure {
+                    code: "host_restarted".into(),
+                    message: "the host restarted while this agent was alive; spawn it again".into(),
+                });
+                true
+            })?;
+            if let Some(r) = failed {
+                records.append_log(&id, "terminal", "failed".into(), Some(json!({ "status": "failed", "error": r.error })))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
+    let records = inner.services.records.clone();
+    let id = ctx.agent_id.clone();
+    blocking({
+        let (records, id) = (records.clone(), id.clone());
+        move || {
+            records.update(&id, |r| {
+                let starting = r.status == Status::Spawning;
+                if starting {
+                    r.status = Status::Running;
+                    r.started_at = Some(now_ms());
+                }
+                starting
+            })
+        }
+    })
+    .await;
+    let (outcome, usage) = match ctx.stop.requested() {
+        true => (Outcome::Stopped, Usage::default()),
+        false => run(inner, ctx, task).await,
+    };
+    let run_ms = ctx.started.elapsed().as_millis() as u64;
+    let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
+    blocking(move || {
+        let ended = records.update(&id, |r| {
+            r.usage.input_tokens += usage.input_tokens;
+            r.usage.output_tokens += usage.output_tokens;
+            if !r.status.is_terminal() {
+                r.ended_at = Some(now_ms());
+                match outcome {
+                    Outcome::Completed(text) => {
+                        r.status = Status::Completed;
+                        r.final_result = Some(text);
+                    }
+                    Outcome::Failed(f) => {
+                        r.status = Status::Failed;
+                        r.error = Some(f);
+                    }
+                    Outcome::Stopped => r.status = Status::Stopped,
+                }
+            }
+            true
+        });
+        if let Ok(Some(r)) = &ended {
+            let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
+            let _ = records.append_log(&id, "terminal", r.status.as_str().into(), Some(data));
+        }
+        let delta = MonthUsage { run_ms, input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+        if let Err(e) = usage_store.add(&account, now_ms(), delta) {
+            tracing::error!(error = %e, "recording agent usage failed");
+        }
+    })
+    .await;
+}
+
+/// Instantiates and runs the guest until it returns, fails, runs out of time, or its stop
+/// grace ends — then drops the store, wherever the guest is.
+async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage) {
+    let config = &inner.config;
+    let mut store = Store::new(
+        &inner.compiled.engine,
+        AgentState::new(ctx.clone(), config.memory_limit_mib as usize * (1 << 20)),
+    );
+    store.limiter(|state| &mut state.limits);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+    let grace = Duration::from_secs_f64(config.stop_grace_secs.max(0.0));
+    let result = {
+        let run = async {
+            let agent = inner.compiled.pre.instantiate_async(&mut store).await.map_err(|e| (true, e))?;
+            agent.call_run(&mut store, task).await.map_err(|e| (false, e))
+        };
+        tokio::select! {
+            result = run => Some(result),
+            () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
+            () = async { ctx.stop.wait().await; tokio::time::sleep(grace).await } => None,
+        }
+    };
+    let state = store.data();
+    let outcome = match result {
+        _ if ctx.stop.requested() => Outcome::Stopped,
+        None => failure("run_time_exceeded", format!("the agent ran longer than {} s", config.max_run_secs)),
+        Some(Ok(Ok(text))) => Outcome::Completed(text),
+        Some(Ok(Err(message))) if ctx.mind_failed() => failure("mind_unavailable", message),
+        Some(Ok(Err(message))) => failure("agent_error", message),
+        Some(Err((true, e))) => {
+            tracing::error!(error = %e, agent = %ctx.agent_id, "instantiation failed");
+            failure("instantiation_failed", "the agent could not be started; try again")
+        }
+        Some(Err((false, _))) if state.limits.memory_denied => failure(
+            "memory_limit_exceeded",
+            format!("the agent exceeded its memory limit of {} MiB", config.memory_limit_mib),
+        ),
+        Some(Err((false, e))) => {
+            let trap = e.downcast_ref::<wasmtime::Trap>().map_or_else(|| "trap".to_string(), ToString::to_string);
+            let message = match state.stderr_tail() {
+                Some(tail) => format!("the agent crashed ({trap}): {tail}"),
+                None => format!("the agent crashed ({trap})"),
+            };
+            failure("guest_trap", message)
+        }
+    };
+    (outcome, state.usage)
+}
