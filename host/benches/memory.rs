@@ -73,9 +73,15 @@ impl Settings {
             .map(|p| p.trim().to_string())
             .collect();
         Self {
-            single: env_usize("WASMIND_BENCH_SINGLE").unwrap_or(100_000 / scale).max(1),
-            accounts: env_usize("WASMIND_BENCH_ACCOUNTS").unwrap_or(1_000 / scale).max(1),
-            per_account: env_usize("WASMIND_BENCH_PER_ACCOUNT").unwrap_or(1_000).max(1),
+            single: env_usize("WASMIND_BENCH_SINGLE")
+                .unwrap_or(100_000 / scale)
+                .max(1),
+            accounts: env_usize("WASMIND_BENCH_ACCOUNTS")
+                .unwrap_or(1_000 / scale)
+                .max(1),
+            per_account: env_usize("WASMIND_BENCH_PER_ACCOUNT")
+                .unwrap_or(1_000)
+                .max(1),
             puts: env_usize("WASMIND_BENCH_PUTS").unwrap_or(300).max(1),
             clients: env_usize("WASMIND_BENCH_CLIENTS").unwrap_or(16).max(1),
             put_secs: Duration::from_secs(env_usize("WASMIND_BENCH_PUT_SECS").unwrap_or(10) as u64),
@@ -97,7 +103,8 @@ impl Settings {
 
 /// A data dir for `name` under `WASMIND_BENCH_DIR` (default /tmp).
 pub fn bench_dir(name: &str) -> PathBuf {
-    let root = std::env::var_os("WASMIND_BENCH_DIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let root =
+        std::env::var_os("WASMIND_BENCH_DIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
     root.join(format!("wasmind-bench-{name}"))
 }
 
@@ -118,8 +125,12 @@ fn main() {
         ..EmbedderConfig::default()
     };
     let load_started = Instant::now();
-    let model = wasmind::memory::embed::from_config(&model_cfg).expect("load MiniLM (run scripts/setup)");
-    println!("MiniLM loaded in {:.2} s", load_started.elapsed().as_secs_f64());
+    let model =
+        wasmind::memory::embed::from_config(&model_cfg).expect("load MiniLM (run scripts/setup)");
+    println!(
+        "MiniLM loaded in {:.2} s",
+        load_started.elapsed().as_secs_f64()
+    );
     let mut dirs = Vec::new();
 
     if settings.wants("put") {
@@ -135,7 +146,15 @@ fn main() {
         let loaded = load::load(&path, 1, settings.single, 1);
         report_load(&mut table, &section, &loaded, settings.single, &path);
         if settings.wants("single") {
-            search::run(&mut table, &settings, &section, &path, &loaded, settings.single, &model);
+            search::run(
+                &mut table,
+                &settings,
+                &section,
+                &path,
+                &loaded,
+                settings.single,
+                &model,
+            );
         }
         if settings.wants("cold") {
             cold::run(&mut table, &path, &loaded.keys[0].1, settings.cold_runs);
@@ -144,13 +163,27 @@ fn main() {
 
     if settings.wants("multi") {
         let total = settings.accounts * settings.per_account;
-        let section = format!("search, {} accounts × {}", settings.accounts, settings.per_account);
+        let section = format!(
+            "search, {} accounts × {}",
+            settings.accounts, settings.per_account
+        );
         println!("\n== {section} == ({})", harness::loadavg());
-        let path = bench_dir(&format!("multi-{}x{}", settings.accounts, settings.per_account));
+        let path = bench_dir(&format!(
+            "multi-{}x{}",
+            settings.accounts, settings.per_account
+        ));
         dirs.push(path.clone());
         let loaded = load::load(&path, settings.accounts, settings.per_account, 2);
         report_load(&mut table, &section, &loaded, total, &path);
-        search::run(&mut table, &settings, &section, &path, &loaded, settings.per_account, &model);
+        search::run(
+            &mut table,
+            &settings,
+            &section,
+            &path,
+            &loaded,
+            settings.per_account,
+            &model,
+        );
     }
 
     drop(model);
@@ -159,11 +192,21 @@ fn main() {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
-    println!("\n## Results ({:.0} s in all; at the end: {})\n", started.elapsed().as_secs_f64(), harness::loadavg());
+    println!(
+        "\n## Results ({:.0} s in all; at the end: {})\n",
+        started.elapsed().as_secs_f64(),
+        harness::loadavg()
+    );
     println!("{}", table.markdown());
 }
 
-fn report_load(table: &mut report::Table, section: &str, loaded: &load::Loaded, total: usize, path: &std::path::Path) {
+fn report_load(
+    table: &mut report::Table,
+    section: &str,
+    loaded: &load::Loaded,
+    total: usize,
+    path: &std::path::Path,
+) {
     if loaded.took.is_zero() {
         return;
     }
@@ -171,7 +214,11 @@ fn report_load(table: &mut report::Table, section: &str, loaded: &load::Loaded, 
     table.value(
         section,
         "load with the hash embedder via MemoryService::import (setup)",
-        format!("{total} memories in {secs:.0} s ({:.0}/s), data dir {:.0} MiB", total as f64 / secs, harness::dir_mib(path)),
+        format!(
+            "{total} memories in {secs:.0} s ({:.0}/s), data dir {:.0} MiB",
+            total as f64 / secs,
+            harness::dir_mib(path)
+        ),
         "",
         None,
     );

@@ -4,10 +4,18 @@ use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCo
 
 use clap::{Parser, Subcommand};
 
-use crate::{accounts::{KeyStore, Plan}, data_dir::DataDir, server};
+use crate::{
+    accounts::{KeyStore, Plan},
+    data_dir::DataDir,
+    server,
+};
 
 #[derive(Parser)]
-#[command(name = "wasmind", version, about = "Sandboxed wasm AI agents and their long-term memory")]
+#[command(
+    name = "wasmind",
+    version,
+    about = "Sandboxed wasm AI agents and their long-term memory"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -73,7 +81,11 @@ pub fn run() -> ExitCode {
 
 fn execute(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Serve { data_dir, listen, config } => {
+        Command::Serve {
+            data_dir,
+            listen,
+            config,
+        } => {
             let env: BTreeMap<String, String> = std::env::vars().collect();
             server::serve(&data_dir, listen, config.as_deref(), &env)
         }
@@ -83,7 +95,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
 
 fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
-        KeysCommand::Create { data_dir, account, plan } => {
+        KeysCommand::Create {
+            data_dir,
+            account,
+            plan,
+        } => {
             let dir = DataDir::open(&data_dir)?;
             let (secret, _) = KeyStore::new(dir.db().clone())?.create(&account, plan)?;
             println!("{secret}");
@@ -95,10 +111,16 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
         }
         KeysCommand::List { data_dir } => {
             let dir = DataDir::open(&data_dir)?;
-            println!("{:<32} {:<24} {:<10} {:<15} REVOKED", "ID", "ACCOUNT", "PLAN", "CREATED");
+            println!(
+                "{:<32} {:<24} {:<10} {:<15} REVOKED",
+                "ID", "ACCOUNT", "PLAN", "CREATED"
+            );
             for k in KeyStore::new(dir.db().clone())?.list()? {
                 let revoked = k.revoked_at.map_or("-".to_string(), |t| t.to_string());
-                println!("{:<32} {:<24} {:<10} {:<15} {revoked}", k.id, k.account, k.plan, k.created_at);
+                println!(
+                    "{:<32} {:<24} {:<10} {:<15} {revoked}",
+                    k.id, k.account, k.plan, k.created_at
+                );
             }
         }
     }

@@ -77,9 +77,15 @@ mod tests {
     #[test]
     fn months_roll_over() {
         let nov_21_2026 = 1_795_233_312_005;
-        assert_eq!(iso8601(next_month_start(nov_21_2026)), "2026-12-01T00:00:00.000Z");
+        assert_eq!(
+            iso8601(next_month_start(nov_21_2026)),
+            "2026-12-01T00:00:00.000Z"
+        );
         let dec_31 = days_from_civil(2026, 12, 31) as u64 * 86_400_000 + 5;
-        assert_eq!(iso8601(next_month_start(dec_31)), "2027-01-01T00:00:00.000Z");
+        assert_eq!(
+            iso8601(next_month_start(dec_31)),
+            "2027-01-01T00:00:00.000Z"
+        );
         for days in [-1000, 0, 59, 60, 10_957, 20_000, 30_000] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);

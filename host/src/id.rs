@@ -3,5 +3,8 @@
 
 /// A new id with `prefix`, e.g. `new_id("mem_")` → `mem_01j…`.
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}{}", ulid::Ulid::generate().to_string().to_lowercase())
+    format!(
+        "{prefix}{}",
+        ulid::Ulid::generate().to_string().to_lowercase()
+    )
 }

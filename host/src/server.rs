@@ -28,7 +28,9 @@ pub fn serve(
     let dir = DataDir::open(data_dir)?;
     let state = open_state(&dir, config)?;
     let memory = state.memory.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
@@ -51,16 +53,31 @@ pub fn serve(
 /// both start from here.
 pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     let embedder = embed::from_config(&config.embedder)?;
-    tracing::info!(embedder = embedder.name(), dims = embedder.dims(), "embedder loaded");
+    tracing::info!(
+        embedder = embedder.name(),
+        dims = embedder.dims(),
+        "embedder loaded"
+    );
     let embed = embed::EmbedService::new(embedder, &config.embedder);
-    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
-        .context("opening the memory store")?;
+    let memory = MemoryService::open(
+        dir.db().clone(),
+        &dir.index_dir("memory"),
+        embed,
+        &config.memory,
+    )
+    .context("opening the memory store")?;
     let mind = mind::from_config(&config.mind)?;
     let model = mind.model().to_string();
     let records = AgentStore::new(dir.db().clone())?;
     let usage = UsageStore::new(dir.db().clone())?;
-    let services = Arc::new(Services { memory: memory.clone(), mind, records: records.clone(), usage: usage.clone() });
-    let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services).context("starting the agent runtime")?;
+    let services = Arc::new(Services {
+        memory: memory.clone(),
+        mind,
+        records: records.clone(),
+        usage: usage.clone(),
+    });
+    let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
+        .context("starting the agent runtime")?;
     Ok(AppState {
         keys: KeyStore::new(dir.db().clone())?,
         memory,

@@ -29,12 +29,22 @@ foreach_guest!(assert_test_exists);
 #[test]
 fn default_agent() {
     let mind = FakeMind::start([
-        Reply::tool_call("service_memory_put", json!({ "key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food"] })),
-        Reply::tool_call("service_memory_put", json!({ "key": "Not A Key", "value": "x" })),
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food"] }),
+        ),
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "Not A Key", "value": "x" }),
+        ),
         Reply::tool_call("service_memory_search", json!({ "query": "pizza" })),
         Reply::text("All saved."),
     ]);
-    let options = Options { hash_embedder: true, ..Default::default() }.openai_mind(&mind.base_url());
+    let options = Options {
+        hash_embedder: true,
+        ..Default::default()
+    }
+    .openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
     let id = spawn(&c, "Please remember my favourite food");
@@ -42,28 +52,63 @@ fn default_agent() {
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(done["final_result"], "All saved.");
     assert_eq!(done["model"], "fake-gpt");
-    assert!(done["usage"]["input_tokens"].as_u64().unwrap() > 0, "{done:#}");
-    assert_eq!(c.get("/api/v1/memory?key=favourite_food").body["value"], "pizza with mushrooms");
+    assert!(
+        done["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{done:#}"
+    );
+    assert_eq!(
+        c.get("/api/v1/memory?key=favourite_food").body["value"],
+        "pizza with mushrooms"
+    );
 
     let results = mind.tool_messages();
     assert_eq!(results.len(), 3, "{results:#?}");
     let put: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
     assert!(put["memory_id"].as_str().unwrap().starts_with("mem_"));
-    assert_eq!((put["key"].clone(), put["namespace"].clone()), (json!("favourite_food"), json!("default")));
-    assert!(results[1].starts_with("Service Memory failed:"), "{}", results[1]);
+    assert_eq!(
+        (put["key"].clone(), put["namespace"].clone()),
+        (json!("favourite_food"), json!("default"))
+    );
+    assert!(
+        results[1].starts_with("Service Memory failed:"),
+        "{}",
+        results[1]
+    );
     let found: serde_json::Value = serde_json::from_str(&results[2]).unwrap();
     assert_eq!(found["results"][0]["key"], "favourite_food");
     // The task is the user message; the system prompt explains the tools.
     let first = &mind.requests()[0];
-    let tools: Vec<&str> = first["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
-    for name in ["service_memory_put", "service_memory_get", "service_memory_list", "service_memory_delete", "service_memory_search"] {
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "service_memory_put",
+        "service_memory_get",
+        "service_memory_list",
+        "service_memory_delete",
+        "service_memory_search",
+    ] {
         assert!(tools.contains(&name), "{tools:?}");
     }
     assert_eq!(first["messages"][0]["role"], "system");
-    assert!(first["messages"].as_array().unwrap().iter().any(|m| m["role"] == "user" && m["content"] == "Please remember my favourite food"));
+    assert!(
+        first["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "user" && m["content"] == "Please remember my favourite food")
+    );
     assert_eq!(mind.authorizations()[0].as_deref(), Some("Bearer sk-test"));
     let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-    let kinds: Vec<&str> = logs["data"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = logs["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
     for kind in ["tool_use", "tool_result", "thinking", "terminal"] {
         assert!(kinds.contains(&kind), "{kinds:?}");
     }
@@ -74,27 +119,48 @@ fn default_agent() {
 #[test]
 fn stop_while_the_mind_is_slow() {
     let mind = FakeMind::start([Reply::Hang]);
-    let options = Options { hash_embedder: true, ..Default::default() }.openai_mind(&mind.base_url());
+    let options = Options {
+        hash_embedder: true,
+        ..Default::default()
+    }
+    .openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
     let id = spawn(&c, "think slowly");
     assert!(mind.wait_for_requests(1, Duration::from_secs(20)));
     let stop_at = Instant::now();
-    assert_eq!(c.delete(&format!("/api/v1/agents/{id}")).body, json!({ "agent_id": id, "status": "stopped" }));
+    assert_eq!(
+        c.delete(&format!("/api/v1/agents/{id}")).body,
+        json!({ "agent_id": id, "status": "stopped" })
+    );
     // The pending Mind call returns at once, so the agent ends well inside the grace.
     loop {
         let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        if logs["data"].as_array().unwrap().iter().any(|e| e["kind"] == "terminal") {
+        if logs["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "terminal")
+        {
             break;
         }
-        assert!(stop_at.elapsed() < Duration::from_secs(5), "agent waited out its grace");
+        assert!(
+            stop_at.elapsed() < Duration::from_secs(5),
+            "agent waited out its grace"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     mind.release();
     std::thread::sleep(Duration::from_millis(300));
     let after = c.get(&format!("/api/v1/agents/{id}")).body;
-    assert_eq!((after["status"].clone(), after["final_result"].clone()), (json!("stopped"), json!(null)));
-    assert_eq!(c.delete(&format!("/api/v1/agents/{id}")).body["status"], "stopped");
+    assert_eq!(
+        (after["status"].clone(), after["final_result"].clone()),
+        (json!("stopped"), json!(null))
+    );
+    assert_eq!(
+        c.delete(&format!("/api/v1/agents/{id}")).body["status"],
+        "stopped"
+    );
 }
 
 /// A provider that keeps failing: retried (1 s, 2 s, 4 s), then the agent fails with
@@ -102,7 +168,11 @@ fn stop_while_the_mind_is_slow() {
 #[test]
 fn an_unavailable_mind_fails_the_agent_not_the_api() {
     let mind = FakeMind::start((0..4).map(|_| Reply::status(503)));
-    let options = Options { hash_embedder: true, ..Default::default() }.openai_mind(&mind.base_url());
+    let options = Options {
+        hash_embedder: true,
+        ..Default::default()
+    }
+    .openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
     let id = spawn(&c, "anything");
@@ -115,67 +185,114 @@ fn an_unavailable_mind_fails_the_agent_not_the_api() {
 /// The notes agent searches memory first, plans, and writes a note of its result.
 #[test]
 fn notes_agent() {
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &with_runtime(&format!("component = {NOTES_AGENT:?}")));
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "free")],
+        &with_runtime(&format!("component = {NOTES_AGENT:?}")),
+    );
     let c = server.client(&keys[0]);
     let id = spawn(&c, "Remember that the team offsite is in Porto");
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "completed", "{done:#}");
     let listed = c.get("/api/v1/memory/list").body;
     let memories = listed["data"].as_array().unwrap();
-    assert!(memories.len() >= 2, "the agent's put and its note: {listed:#}");
-    assert!(memories.iter().any(|m| m["value"].as_str().unwrap().contains("Porto")));
+    assert!(
+        memories.len() >= 2,
+        "the agent's put and its note: {listed:#}"
+    );
+    assert!(
+        memories
+            .iter()
+            .any(|m| m["value"].as_str().unwrap().contains("Porto"))
+    );
 }
 
 #[test]
 fn spin() {
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &with_runtime(&format!("component = {:?}\nstop_grace_secs = 1.0", SPIN)));
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "free")],
+        &with_runtime(&format!("component = {:?}\nstop_grace_secs = 1.0", SPIN)),
+    );
     let c = server.client(&keys[0]);
     let id = spawn(&c, "spin");
-    let running = wait_for(&c, &id, Duration::from_secs(20), |a| a["progress"].as_array().is_some_and(|p| !p.is_empty()));
+    let running = wait_for(&c, &id, Duration::from_secs(20), |a| {
+        a["progress"].as_array().is_some_and(|p| !p.is_empty())
+    });
     assert_eq!(running["progress"][0]["message"], "spinning");
     let stop_at = Instant::now();
     let r = c.delete(&format!("/api/v1/agents/{id}"));
     assert_eq!(r.body["status"], "stopped");
-    assert_eq!(c.get(&format!("/api/v1/agents/{id}")).body["status"], "stopped", "stopped at once");
+    assert_eq!(
+        c.get(&format!("/api/v1/agents/{id}")).body["status"],
+        "stopped",
+        "stopped at once"
+    );
     // The terminal event is written once the store is dropped.
     loop {
         let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        if logs["data"].as_array().unwrap().iter().any(|e| e["kind"] == "terminal") {
+        if logs["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "terminal")
+        {
             break;
         }
-        assert!(stop_at.elapsed() < Duration::from_secs(4), "spinning guest outlived its grace");
+        assert!(
+            stop_at.elapsed() < Duration::from_secs(4),
+            "spinning guest outlived its grace"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let done = c.get(&format!("/api/v1/agents/{id}")).body;
-    assert_eq!((done["status"].clone(), done["final_result"].clone()), (json!("stopped"), json!(null)));
-    assert_eq!(c.delete(&format!("/api/v1/agents/{id}")).body["status"], "stopped", "second stop unchanged");
+    assert_eq!(
+        (done["status"].clone(), done["final_result"].clone()),
+        (json!("stopped"), json!(null))
+    );
+    assert_eq!(
+        c.delete(&format!("/api/v1/agents/{id}")).body["status"],
+        "stopped",
+        "second stop unchanged"
+    );
 }
-
 
 #[test]
 fn hog() {
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "lightyear")], &with_runtime(&format!("component = {:?}\nmemory_limit_mib = 16", HOG)));
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "lightyear")],
+        &with_runtime(&format!("component = {:?}\nmemory_limit_mib = 16", HOG)),
+    );
     let c = server.client(&keys[0]);
     let id = spawn(&c, "eat memory");
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "failed", "{done:#}");
     assert_eq!(done["error"]["code"], "memory_limit_exceeded", "{done:#}");
-    assert_eq!(c.get("/api/v1/memory/namespaces").status, 200, "host unaffected");
+    assert_eq!(
+        c.get("/api/v1/memory/namespaces").status,
+        200,
+        "host unaffected"
+    );
 }
-
 
 #[test]
 fn panicker() {
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "lightyear")], &with_runtime(&format!("component = {:?}", PANICKER)));
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "lightyear")],
+        &with_runtime(&format!("component = {:?}", PANICKER)),
+    );
     let c = server.client(&keys[0]);
     let ids: Vec<String> = (0..3).map(|i| spawn(&c, &format!("panic {i}"))).collect();
     for id in ids {
         let done = wait_terminal(&c, &id);
         assert_eq!(done["status"], "failed");
         assert_eq!(done["error"]["code"], "guest_trap");
-        assert!(done["error"]["message"].as_str().unwrap().contains("panicked"), "{done:#}");
+        assert!(
+            done["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("panicked"),
+            "{done:#}"
+        );
         assert_eq!(done["final_result"], json!(null));
     }
     assert_eq!(c.get("/api/v1/agents").status, 200);
 }
-

@@ -7,14 +7,20 @@ use serde_json::json;
 use crate::common::{Options, put, server_with_keys};
 
 fn hash() -> Options {
-    Options { hash_embedder: true, ..Default::default() }
+    Options {
+        hash_embedder: true,
+        ..Default::default()
+    }
 }
 
 #[test]
 fn put_get_versioning_and_access_counts() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &hash());
     let c = server.client(&keys[0]);
-    let r = c.post("/api/v1/memory", &json!({ "key": "favourite_colour", "value": "blue", "tags": ["prefs"], "importance": 7 }));
+    let r = c.post(
+        "/api/v1/memory",
+        &json!({ "key": "favourite_colour", "value": "blue", "tags": ["prefs"], "importance": 7 }),
+    );
     assert_eq!(r.status, 201);
     let first = r.body;
     assert!(first["memory_id"].as_str().unwrap().starts_with("mem_"));
@@ -26,12 +32,18 @@ fn put_get_versioning_and_access_counts() {
     assert!(first["created_at"].as_u64().unwrap() > 1_600_000_000_000);
 
     // Identical put: same memory, nothing new.
-    let again = c.post("/api/v1/memory", &json!({ "key": "favourite_colour", "value": "blue" }));
+    let again = c.post(
+        "/api/v1/memory",
+        &json!({ "key": "favourite_colour", "value": "blue" }),
+    );
     assert_eq!(again.status, 200);
     assert_eq!(again.body["memory_id"], first["memory_id"]);
 
     // New value: a new latest version; the old one is kept as history.
-    let second = c.post("/api/v1/memory", &json!({ "key": "favourite_colour", "value": "green" }));
+    let second = c.post(
+        "/api/v1/memory",
+        &json!({ "key": "favourite_colour", "value": "green" }),
+    );
     assert_eq!(second.status, 201);
     assert_ne!(second.body["memory_id"], first["memory_id"]);
     assert_eq!(second.body["version"], 2);
@@ -40,7 +52,13 @@ fn put_get_versioning_and_access_counts() {
     let got = c.get("/api/v1/memory?key=favourite_colour");
     assert_eq!(got.status, 200);
     assert_eq!(got.body["value"], "green");
-    assert_eq!((got.body["access_count"].as_u64(), got.body["accessCount"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(
+        (
+            got.body["access_count"].as_u64(),
+            got.body["accessCount"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
     let got = c.get("/api/v1/memory?key=favourite_colour&namespace=default");
     assert_eq!(got.body["accessCount"], 2);
 
@@ -52,23 +70,30 @@ fn put_get_versioning_and_access_counts() {
     assert_eq!(versions[1]["value"], "blue");
     assert_eq!(versions[1]["deletedAt"], json!(null));
 
-    c.get("/api/v1/memory?key=never_written").assert_error(404, "not_found");
-    c.get("/api/v1/memory?key=favourite_colour&namespace=other").assert_error(404, "not_found");
+    c.get("/api/v1/memory?key=never_written")
+        .assert_error(404, "not_found");
+    c.get("/api/v1/memory?key=favourite_colour&namespace=other")
+        .assert_error(404, "not_found");
 }
 
 #[test]
 fn soft_and_hard_delete() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &hash());
     let c = server.client(&keys[0]);
-    put(&c, json!({ "key": "temp", "value": "one" }));
-    put(&c, json!({ "key": "temp", "value": "two" }));
+    put(&c, &json!({ "key": "temp", "value": "one" }));
+    put(&c, &json!({ "key": "temp", "value": "two" }));
     let soft = c.delete("/api/v1/memory?key=temp");
     assert_eq!(soft.status, 200, "{:#}", soft.body);
-    assert_eq!((soft.body["deleted"].clone(), soft.body["hard"].clone()), (json!(true), json!(false)));
+    assert_eq!(
+        (soft.body["deleted"].clone(), soft.body["hard"].clone()),
+        (json!(true), json!(false))
+    );
     assert_eq!(soft.body["memory"]["isLatestVersion"], false);
     assert!(soft.body["memory"]["deletedAt"].as_u64().is_some());
-    c.get("/api/v1/memory?key=temp").assert_error(404, "not_found");
-    c.delete("/api/v1/memory?key=temp").assert_error(404, "not_found");
+    c.get("/api/v1/memory?key=temp")
+        .assert_error(404, "not_found");
+    c.delete("/api/v1/memory?key=temp")
+        .assert_error(404, "not_found");
     let listed = c.get("/api/v1/memory/list");
     assert!(listed.body["data"].as_array().unwrap().is_empty());
     let found = c.post("/api/v1/memory/search", &json!({ "query": "two" }));
@@ -81,12 +106,14 @@ fn soft_and_hard_delete() {
     assert!(versions[0]["deletedAt"].as_u64().is_some());
 
     // Hard delete removes every version for good.
-    put(&c, json!({ "key": "temp", "value": "three" }));
+    put(&c, &json!({ "key": "temp", "value": "three" }));
     let hard = c.delete("/api/v1/memory?key=temp&hard=true");
     assert_eq!(hard.status, 200);
     assert_eq!(hard.body["versions_removed"], 3);
-    c.get("/api/v1/memory/history?key=temp").assert_error(404, "not_found");
-    c.delete("/api/v1/memory?key=temp&hard=true").assert_error(404, "not_found");
+    c.get("/api/v1/memory/history?key=temp")
+        .assert_error(404, "not_found");
+    c.delete("/api/v1/memory?key=temp&hard=true")
+        .assert_error(404, "not_found");
 }
 
 #[test]
@@ -94,19 +121,36 @@ fn expiry_excludes_from_search_and_views() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &hash());
     let c = server.client(&keys[0]);
     // 1.5 seconds, expressed in days.
-    put(&c, json!({ "key": "flash", "value": "ephemeral sparkle", "expires_in_days": 1.5 / 86_400.0 }));
-    put(&c, json!({ "key": "stays", "value": "durable sparkle" }));
+    put(
+        &c,
+        &json!({ "key": "flash", "value": "ephemeral sparkle", "expires_in_days": 1.5 / 86_400.0 }),
+    );
+    put(&c, &json!({ "key": "stays", "value": "durable sparkle" }));
     let before = c.post("/api/v1/memory/search", &json!({ "query": "sparkle" }));
     assert_eq!(before.body["results"].as_array().unwrap().len(), 2);
-    assert!(c.get("/api/v1/memory?key=flash").body["expires_at"].as_u64().is_some());
+    assert!(
+        c.get("/api/v1/memory?key=flash").body["expires_at"]
+            .as_u64()
+            .is_some()
+    );
     std::thread::sleep(Duration::from_millis(1_700));
     let after = c.post("/api/v1/memory/search", &json!({ "query": "sparkle" }));
     let results = after.body["results"].as_array().unwrap();
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["key"], "stays");
-    c.get("/api/v1/memory?key=flash").assert_error(404, "not_found");
-    assert_eq!(c.get("/api/v1/memory/list").body["data"].as_array().unwrap().len(), 1);
-    assert_eq!(c.get("/api/v1/memory/namespaces").body["namespaces"], json!([{ "namespace": "default", "count": 1 }]));
+    c.get("/api/v1/memory?key=flash")
+        .assert_error(404, "not_found");
+    assert_eq!(
+        c.get("/api/v1/memory/list").body["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        c.get("/api/v1/memory/namespaces").body["namespaces"],
+        json!([{ "namespace": "default", "count": 1 }])
+    );
     assert_eq!(c.get("/api/v1/memory/export").body["count"], 1);
 }
 
@@ -116,8 +160,15 @@ fn list_pages_and_filters_and_namespaces() {
     let c = server.client(&keys[0]);
     for i in 0..7 {
         let ns = if i % 2 == 0 { "work" } else { "home" };
-        let tags = if i % 3 == 0 { json!(["a", "b"]) } else { json!(["a"]) };
-        put(&c, json!({ "key": format!("item_{i}"), "value": format!("value {i}"), "namespace": ns, "tags": tags }));
+        let tags = if i % 3 == 0 {
+            json!(["a", "b"])
+        } else {
+            json!(["a"])
+        };
+        put(
+            &c,
+            &json!({ "key": format!("item_{i}"), "value": format!("value {i}"), "namespace": ns, "tags": tags }),
+        );
     }
     let mut keys_seen = Vec::new();
     let mut cursor: Option<String> = None;
@@ -128,7 +179,13 @@ fn list_pages_and_filters_and_namespaces() {
         };
         let page = c.get(&path).body;
         assert!(page["data"].as_array().unwrap().len() <= 3);
-        keys_seen.extend(page["data"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()));
+        keys_seen.extend(
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["key"].as_str().unwrap().to_string()),
+        );
         match page["next_cursor"].as_str() {
             Some(next) => cursor = Some(next.to_string()),
             None => break,
@@ -141,23 +198,43 @@ fn list_pages_and_filters_and_namespaces() {
     assert_eq!(work["data"].as_array().unwrap().len(), 4);
     assert_eq!(work["next_cursor"], json!(null));
     let tagged = c.get("/api/v1/memory/list?tags=a,b").body;
-    let tagged_keys: Vec<&str> = tagged["data"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap()).collect();
+    let tagged_keys: Vec<&str> = tagged["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
     assert_eq!(tagged_keys, ["item_6", "item_3", "item_0"]);
     // The maximum page is 200: a larger limit is capped, not refused.
     assert_eq!(c.get("/api/v1/memory/list?limit=500").status, 200);
 
     let ns = c.get("/api/v1/memory/namespaces").body;
-    assert_eq!(ns["namespaces"], json!([{ "namespace": "home", "count": 3 }, { "namespace": "work", "count": 4 }]));
+    assert_eq!(
+        ns["namespaces"],
+        json!([{ "namespace": "home", "count": 3 }, { "namespace": "work", "count": 4 }])
+    );
 }
 
 #[test]
 fn dedupe_removes_the_less_useful_copy() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &hash());
     let c = server.client(&keys[0]);
-    let keep = put(&c, json!({ "key": "coffee_a", "value": "The user drinks black coffee every morning", "importance": 8 }));
-    let drop = put(&c, json!({ "key": "coffee_b", "value": "The user drinks black coffee every morning!", "importance": 3 }));
-    put(&c, json!({ "key": "other", "value": "Quarterly revenue grew by eight percent" }));
-    put(&c, json!({ "key": "coffee_c", "value": "The user drinks black coffee every morning", "namespace": "elsewhere" }));
+    let keep = put(
+        &c,
+        &json!({ "key": "coffee_a", "value": "The user drinks black coffee every morning", "importance": 8 }),
+    );
+    let drop = put(
+        &c,
+        &json!({ "key": "coffee_b", "value": "The user drinks black coffee every morning!", "importance": 3 }),
+    );
+    put(
+        &c,
+        &json!({ "key": "other", "value": "Quarterly revenue grew by eight percent" }),
+    );
+    put(
+        &c,
+        &json!({ "key": "coffee_c", "value": "The user drinks black coffee every morning", "namespace": "elsewhere" }),
+    );
 
     let dry = c.post("/api/v1/memory/dedupe", &json!({ "dry_run": true }));
     assert_eq!(dry.status, 200, "{:#}", dry.body);
@@ -165,14 +242,28 @@ fn dedupe_removes_the_less_useful_copy() {
     assert_eq!(dry.body["pairs"][0]["kept"], keep["memory_id"]);
     assert_eq!(dry.body["pairs"][0]["removed"], drop["memory_id"]);
     assert!(dry.body["pairs"][0]["similarity"].as_f64().unwrap() >= 0.92);
-    assert_eq!(c.get("/api/v1/memory/list").body["data"].as_array().unwrap().len(), 4, "dry run changes nothing");
+    assert_eq!(
+        c.get("/api/v1/memory/list").body["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4,
+        "dry run changes nothing"
+    );
 
     let real = c.post("/api/v1/memory/dedupe", &json!({ "namespace": "default" }));
-    assert_eq!((real.body["removed"].clone(), real.body["kept"].clone()), (json!(1), json!(2)));
-    c.get("/api/v1/memory?key=coffee_b").assert_error(404, "not_found");
+    assert_eq!(
+        (real.body["removed"].clone(), real.body["kept"].clone()),
+        (json!(1), json!(2))
+    );
+    c.get("/api/v1/memory?key=coffee_b")
+        .assert_error(404, "not_found");
     assert_eq!(c.get("/api/v1/memory?key=coffee_a").status, 200);
     let history = c.get("/api/v1/memory/history?key=coffee_b").body;
-    assert!(history["data"][0]["deletedAt"].as_u64().is_some(), "dedupe soft-deletes");
+    assert!(
+        history["data"][0]["deletedAt"].as_u64().is_some(),
+        "dedupe soft-deletes"
+    );
     let again = c.post("/api/v1/memory/dedupe", &json!({}));
     assert_eq!(again.body["removed"], 0);
 }

@@ -12,8 +12,15 @@
 //! must refuse the methods it does not document with 405, and the routes of the
 //! specification that are not documented must be 404: so a route served but undocumented,
 //! or documented but not served, fails this test.
+//!
+//! Agents are driven with the offline Mind (its agents finish by themselves), and the
+//! admission refusals (402, both 429s, 503 at host capacity) on a second server whose
+//! plans are tiny and whose agents spin until stopped.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::{Duration, Instant},
+};
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -38,9 +45,9 @@ const UNSERVED_PATHS: [&str; 9] = [
     "/api/v1/nope",
     "/api/v1/memory/",
     "/api/v1/memory/consolidate",
-    "/api/v1/agents",
-    "/api/v1/agents/ag_0000",
-    "/api/v1/agents/ag_0000/logs",
+    "/api/v1/agents/",
+    "/api/v1/agents/ag_0000/stop",
+    "/api/v1/agents/ag_0000/logs/1",
     "/api/v2/memory",
 ];
 
@@ -59,6 +66,18 @@ const NAMESPACES: &str = "/api/v1/memory/namespaces";
 const EXPORT: &str = "/api/v1/memory/export";
 const IMPORT: &str = "/api/v1/memory/import";
 const OPENAPI: &str = "/api/v1/openapi.json";
+const AGENTS: &str = "/api/v1/agents";
+
+/// Tiny plans for the admission refusals: free has no agent-hours (402 at once), liftoff
+/// admits one spawn per minute per key (429 `rate_limited`), lightyear one live agent (429
+/// `concurrent_limit_reached`); the host admits two live agents (503 at capacity).
+const TINY_AGENT_PLANS: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
+    concurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 0.0\n\n\
+    [plans.liftoff]\nspawns_per_minute = 1\nspawns_per_hour = 30\nconcurrent_agents = 5\n\
+    memories = 100\nagent_hours_per_month = 10.0\n\n\
+    [plans.lightyear]\nspawns_per_minute = 30\nspawns_per_hour = 500\nconcurrent_agents = 1\n\
+    memories = 100\nagent_hours_per_month = 10.0\n\n\
+    [runtime]\nmax_agents = 2\nstop_grace_secs = 1.0\n";
 
 /// How the request side of an exchange is held to the document.
 #[derive(Clone, Copy, PartialEq)]
@@ -126,6 +145,33 @@ impl Spec {
         self.doc["paths"].get(path)?.get(method.to_lowercase())
     }
 
+    /// The documented path a concrete one matches — itself, or a template whose `{name}`
+    /// segments stand for any non-empty segment — with the values of those parameters.
+    fn route(&self, path: &str) -> Option<(String, Vec<(String, String)>)> {
+        let paths = self.doc["paths"].as_object()?;
+        if paths.contains_key(path) {
+            return Some((path.to_string(), Vec::new()));
+        }
+        let segments: Vec<&str> = path.split('/').collect();
+        paths.keys().find_map(|template| {
+            let parts: Vec<&str> = template.split('/').collect();
+            if parts.len() != segments.len() {
+                return None;
+            }
+            let mut params = Vec::new();
+            for (part, segment) in parts.iter().zip(&segments) {
+                match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                    Some(name) if !segment.is_empty() => {
+                        params.push((name.to_string(), percent_decode(segment)))
+                    }
+                    _ if part == segment => {}
+                    _ => return None,
+                }
+            }
+            Some((template.clone(), params))
+        })
+    }
+
     /// The security requirements in force for an operation.
     fn security<'a>(&'a self, op: &'a Value) -> &'a Value {
         op.get("security").unwrap_or(&self.doc["security"])
@@ -153,10 +199,9 @@ impl Spec {
         {
             out.get_or_insert_with(BTreeSet::new).extend(codes);
         }
-        for sub in schema
-            .get("allOf")
-            .and_then(Value::as_array)
-            .into_iter()
+        for sub in ["allOf", "anyOf", "oneOf"]
+            .iter()
+            .filter_map(|k| schema.get(k).and_then(Value::as_array))
             .flatten()
         {
             if let Some(codes) = self.documented_codes(sub) {
@@ -226,6 +271,23 @@ impl Spec {
                     "{what}: operationId {id} used twice"
                 );
             }
+            let params: Vec<&Value> = op["parameters"]
+                .as_array()
+                .map(|ps| ps.iter().map(|p| self.resolve(p)).collect())
+                .unwrap_or_default();
+            let templated: BTreeSet<&str> = path
+                .split('/')
+                .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+                .collect();
+            let documented: BTreeSet<&str> = params
+                .iter()
+                .filter(|p| p["in"] == "path")
+                .map(|p| {
+                    assert_eq!(p["required"], true, "{what}: path parameters are required");
+                    p["name"].as_str().expect("parameter name")
+                })
+                .collect();
+            assert_eq!(templated, documented, "{what}: path parameters");
             let statuses = Self::statuses(op);
             assert!(
                 statuses.iter().any(|s| (200..300).contains(s)),
@@ -336,11 +398,17 @@ impl Spec {
             },
             r.status
         );
+        let (route, path_params) = self.route(path).unwrap_or_else(|| {
+            panic!(
+                "{what}: no path of the OpenAPI document matches {path}\n{:#}",
+                r.body
+            )
+        });
         let op = self
-            .operation(method.as_str(), path)
+            .operation(method.as_str(), &route)
             .unwrap_or_else(|| {
                 panic!(
-                    "{what}: {method} {path} is not in the OpenAPI document\n{:#}",
+                    "{what}: {method} {route} is not in the OpenAPI document\n{:#}",
                     r.body
                 )
             })
@@ -349,7 +417,7 @@ impl Spec {
             .get(r.status.to_string())
             .unwrap_or_else(|| {
                 panic!(
-                    "{what}: status {} is not documented for {method} {path}\n{:#}",
+                    "{what}: status {} is not documented for {method} {route}\n{:#}",
                     r.status, r.body
                 )
             });
@@ -357,7 +425,7 @@ impl Spec {
         self.check_response(&response, &r, &what);
 
         if conformance == Conformance::Strict {
-            let violations = self.request_violations(&op, query, body);
+            let violations = self.request_violations(&op, &path_params, query, body);
             if (200..300).contains(&r.status) {
                 assert!(
                     violations.is_empty(),
@@ -374,12 +442,12 @@ impl Spec {
             }
         }
 
-        let key = (method.as_str().to_string(), path.to_string());
+        let key = (method.as_str().to_string(), route.clone());
         self.seen.entry(key).or_default().insert(r.status);
         if r.status >= 400 {
             self.codes.insert((
                 method.as_str().to_string(),
-                path.to_string(),
+                route,
                 r.status,
                 r.code().to_string(),
             ));
@@ -458,7 +526,13 @@ impl Spec {
     }
 
     /// Where a request departs from the documented parameters and body (empty: valid).
-    fn request_violations(&self, op: &Value, query: &str, body: Option<&str>) -> Vec<String> {
+    fn request_violations(
+        &self,
+        op: &Value,
+        path_params: &[(String, String)],
+        query: &str,
+        body: Option<&str>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let params: Vec<&Value> = op["parameters"]
             .as_array()
@@ -484,15 +558,32 @@ impl Spec {
                 },
             }
         }
+        for (name, value) in path_params {
+            match params
+                .iter()
+                .find(|p| p["in"] == "path" && p["name"] == name.as_str())
+            {
+                None => out.push(format!("path parameter {name} is not documented")),
+                Some(p) => match coerce(value, p["schema"]["type"].as_str().unwrap_or("string")) {
+                    Err(e) => out.push(format!("path parameter {name}: {e}")),
+                    Ok(v) => self.validate(&p["schema"], &v, &format!("{{{name}}}"), &mut out),
+                },
+            }
+        }
         for p in &params {
-            if p["required"] == true && !given.contains_key(p["name"].as_str().unwrap()) {
-                out.push(format!("required query parameter {} is missing", p["name"]));
+            let name = p["name"].as_str().unwrap();
+            let present = match p["in"].as_str() {
+                Some("path") => path_params.iter().any(|(n, _)| n == name),
+                _ => given.contains_key(name),
+            };
+            if p["required"] == true && !present {
+                out.push(format!("required {} parameter {name} is missing", p["in"]));
             }
         }
         match (op.get("requestBody").map(|b| self.resolve(b)), body) {
             (None, None) => {}
             (None, Some(_)) => {
-                out.push("a body was sent to an operation that documents none".into())
+                out.push("a body was sent to an operation that documents none".into());
             }
             (Some(doc), None) => {
                 if doc["required"] == true {
@@ -528,6 +619,26 @@ impl Spec {
                 "allOf" => {
                     for sub in arg.as_array().expect("allOf is an array") {
                         self.validate(sub, value, at, errors);
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    let failures: Vec<Vec<String>> = arg
+                        .as_array()
+                        .expect("anyOf/oneOf is an array")
+                        .iter()
+                        .map(|sub| {
+                            let mut e = Vec::new();
+                            self.validate(sub, value, at, &mut e);
+                            e
+                        })
+                        .collect();
+                    let matched = failures.iter().filter(|e| e.is_empty()).count();
+                    let ok = if keyword == "anyOf" { matched >= 1 } else { matched == 1 };
+                    if !ok {
+                        errors.push(format!(
+                            "{at}: {} matches {matched} of the {keyword} alternatives: {failures:?}",
+                            short(value)
+                        ));
                     }
                 }
                 "type" => {
@@ -911,6 +1022,38 @@ fn schema_checker_sanity() {
     }
     assert!(pattern_matches("mem_", "xmem_1"), "unanchored");
     assert_eq!(percent_decode("a%2Cb+c"), "a,b c");
+
+    let union = json!({ "oneOf": [
+        { "type": "object", "properties": { "k": { "enum": ["a"] }, "n": { "type": "integer" } } },
+        { "type": "object", "properties": { "k": { "enum": ["b"] }, "n": { "type": "string" } } },
+    ] });
+    let either = json!({ "anyOf": [{ "type": "null" }, { "type": "string" }] });
+    let check = |schema: &Value, v: Value| {
+        let mut errors = Vec::new();
+        spec.validate(schema, &v, "$", &mut errors);
+        errors.is_empty()
+    };
+    assert!(check(&union, json!({ "k": "a", "n": 1 })));
+    assert!(check(&union, json!({ "k": "b", "n": "1" })));
+    assert!(
+        !check(&union, json!({ "k": "a", "n": "1" })),
+        "no alternative"
+    );
+    assert!(!check(&union, json!({ "n": 1.5 })), "none");
+    assert!(!check(&union, json!({})), "both: not one");
+    assert!(check(&either, json!(null)) && check(&either, json!("x")));
+    assert!(!check(&either, json!(1)));
+
+    let routes = Spec::new(json!({ "paths": {
+        "/a": {}, "/a/{id}": {}, "/a/{id}/logs": {}, "/a/x": {},
+    } }));
+    assert_eq!(routes.route("/a/x"), Some(("/a/x".into(), vec![])));
+    assert_eq!(
+        routes.route("/a/ag_1/logs"),
+        Some(("/a/{id}/logs".into(), vec![("id".into(), "ag_1".into())]))
+    );
+    assert_eq!(routes.route("/a/"), None);
+    assert_eq!(routes.route("/a/1/2"), None);
 }
 
 #[test]
@@ -921,14 +1064,20 @@ fn the_document_is_true() {
         ..Default::default()
     };
     let (_tmp, server, keys) = server_with_keys(
-        &[("acme", "liftoff"), ("bob", "liftoff"), ("small", "free")],
+        &[
+            ("acme", "liftoff"),
+            ("bob", "liftoff"),
+            ("small", "free"),
+            ("ada", "lightyear"),
+        ],
         &options,
     );
     let anon = Client::new(&server.base, None);
-    let (c, bob, small) = (
+    let (c, bob, small, ada) = (
         server.client(&keys[0]),
         server.client(&keys[1]),
         server.client(&keys[2]),
+        server.client(&keys[3]),
     );
 
     // The document: served verbatim, without a key, as JSON; OpenAPI 3.1.
@@ -1175,6 +1324,10 @@ fn the_document_is_true() {
         ),
         200,
     );
+    expect(
+        spec.post(&c, SEARCH, &json!({ "query": "pizza", "mode": null })),
+        200,
+    );
     for (body, code) in [
         (json!({}), "invalid_query"),
         (json!({ "query": "" }), "invalid_query"),
@@ -1416,6 +1569,12 @@ fn the_document_is_true() {
     expect_error(&halted, 402, "memory_quota_exceeded");
     assert_eq!(halted.body["error"]["details"]["imported"], 0);
 
+    // ----- Agents (the offline Mind: they finish by themselves) -----
+    drive_agents(&mut spec, &ada, &bob);
+
+    // ----- Agent admission refused: 402, 429 (both), 503 at host capacity -----
+    drive_agent_limits(&mut spec);
+
     // ----- The embedding provider down (503 with Retry-After) -----
     let unavailable_seen = drive_unavailable_embedder(&mut spec);
 
@@ -1436,7 +1595,7 @@ fn the_document_is_true() {
         }
         for status in documented {
             let exempt = status == 500 // can't be provoked from outside
-                || (status == 503 && !unavailable_seen)
+                || (status == 503 && path != AGENTS && !unavailable_seen)
                 || (status == 413 && path == IMPORT); // 64 MiB: too slow to send here
             if exempt {
                 continue;
@@ -1466,6 +1625,366 @@ fn the_document_is_true() {
         "documented but not exercised (drive it here, or fix the document):\n{}",
         missing.join("\n")
     );
+}
+
+/// Polls an agent through the document until `done` holds.
+#[track_caller]
+fn wait_agent(spec: &mut Spec, c: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let r = expect(spec.get(c, &format!("{AGENTS}/{id}")), 200);
+        if done(&r.body) {
+            return r.body;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the agent never got there: {:#}",
+            r.body
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn is_terminal(agent: &Value) -> bool {
+    matches!(
+        agent["status"].as_str(),
+        Some("completed" | "stopped" | "failed")
+    )
+}
+
+/// The agent routes on the main server: `ada` spawns (the offline Mind completes her
+/// agents by themselves), `bob` is another account.
+fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
+    // ----- POST /api/v1/agents -----
+    let task = "Remember that the design review is on Tuesday at ten";
+    let spawned = expect(spec.post(ada, AGENTS, &json!({ "task": task })), 201);
+    let mut members: Vec<&str> = spawned
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    members.sort_unstable();
+    assert_eq!(
+        members,
+        [
+            "agent_id",
+            "container",
+            "created_at",
+            "model",
+            "name",
+            "status",
+            "task"
+        ],
+        "the spawn answer has exactly these members"
+    );
+    assert_eq!(
+        (spawned.body["task"].clone(), spawned.body["name"].clone()),
+        (json!(task), json!(task)),
+        "the name defaults to the task's first words"
+    );
+    let remember = spawned.body["agent_id"].as_str().unwrap().to_string();
+    let named = expect(
+        spec.post(
+            ada,
+            AGENTS,
+            &json!({ "task": "What do you remember about the design review?", "name": "Recall", "region": "iad" }),
+        ),
+        201,
+    );
+    assert_eq!(named.body["name"], "Recall");
+    let recall = named.body["agent_id"].as_str().unwrap().to_string();
+    let third = expect(
+        spec.post(
+            ada,
+            AGENTS,
+            &json!({ "task": "Say hello", "name": null, "region": null, "unknown": 1 }),
+        ),
+        201,
+    );
+    let hello = third.body["agent_id"].as_str().unwrap().to_string();
+    for (body, code) in [
+        (json!({}), "invalid_task"),
+        (json!({ "task": "" }), "invalid_task"),
+        (json!({ "task": 7 }), "invalid_task"),
+        (json!({ "task": null }), "invalid_task"),
+        (json!({ "task": "x".repeat(4_001) }), "invalid_task"),
+        (json!({ "task": "t", "name": "" }), "invalid_name"),
+        (
+            json!({ "task": "t", "name": "n".repeat(201) }),
+            "invalid_name",
+        ),
+        (json!({ "task": "t", "name": 5 }), "invalid_name"),
+        (json!({ "task": "t", "region": "fra" }), "invalid_region"),
+        (json!({ "task": "t", "region": ["iad"] }), "invalid_region"),
+    ] {
+        let r = spec.post(ada, AGENTS, &body);
+        expect_error(&r, 400, code);
+        assert_eq!(
+            r.body["error"]["details"]["field"],
+            code.trim_start_matches("invalid_")
+        );
+    }
+    expect_error(
+        &spec.post_raw(ada, AGENTS, "{not json"),
+        400,
+        "invalid_body",
+    );
+    expect_error(&spec.post_raw(ada, AGENTS, "[]"), 400, "invalid_body");
+    expect_error(
+        &spec.post(ada, AGENTS, &json!({ "task": "x".repeat(1_100_000) })),
+        413,
+        "payload_too_large",
+    );
+
+    // ----- GET /api/v1/agents/{id} -----
+    let done = wait_agent(spec, ada, &remember, is_terminal);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert!(done["final_result"].is_string(), "{done:#}");
+    assert_eq!(done["error"], Value::Null);
+    assert!(!done["progress"].as_array().unwrap().is_empty(), "{done:#}");
+    for id in [&recall, &hello] {
+        wait_agent(spec, ada, id, is_terminal);
+    }
+    expect_error(
+        &spec.get(ada, &format!("{AGENTS}/ag_0000")),
+        404,
+        "agent_not_found",
+    );
+    expect_error(
+        &spec.get(bob, &format!("{AGENTS}/{remember}")),
+        404,
+        "agent_not_found",
+    );
+
+    // ----- GET /api/v1/agents -----
+    let page = expect(spec.get(ada, "/api/v1/agents?limit=2"), 200);
+    let ids = |body: &Value| -> Vec<String> {
+        body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["agent_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids(&page.body),
+        [hello.clone(), recall.clone()],
+        "newest first"
+    );
+    let cursor = page.body["next_cursor"].as_str().expect("a next page");
+    let rest = expect(
+        spec.get(ada, &format!("/api/v1/agents?limit=2&cursor={cursor}")),
+        200,
+    );
+    assert_eq!(ids(&rest.body), [remember.clone()]);
+    assert_eq!(rest.body["next_cursor"], Value::Null);
+    let all = expect(spec.get(ada, AGENTS), 200);
+    assert_eq!(ids(&all.body).len(), 3);
+    assert_eq!(all.body["next_cursor"], Value::Null);
+    assert_eq!(
+        expect(spec.get(bob, "/api/v1/agents?limit=100"), 200).body["data"],
+        json!([]),
+        "another account's agents are not listed"
+    );
+    // Above the documented maximum: capped, not refused.
+    let capped = spec.exchange(
+        ada,
+        &Method::GET,
+        "/api/v1/agents?limit=1000",
+        None,
+        Conformance::Opaque,
+    );
+    assert_eq!(
+        expect(capped, 200).body["data"].as_array().unwrap().len(),
+        3
+    );
+    for query in ["limit=0", "limit=abc", "limit=1&limit=2"] {
+        expect_error(
+            &spec.get(ada, &format!("/api/v1/agents?{query}")),
+            400,
+            "invalid_query",
+        );
+    }
+    let r = spec.exchange(
+        ada,
+        &Method::GET,
+        "/api/v1/agents?cursor=garbage",
+        None,
+        Conformance::Opaque,
+    );
+    expect_error(&r, 400, "invalid_query");
+
+    // ----- GET /api/v1/agents/{id}/logs -----
+    // The host writes the terminal event just after the terminal status.
+    let logs_url = format!("{AGENTS}/{remember}/logs");
+    let start = Instant::now();
+    let logs = loop {
+        let r = expect(spec.get(ada, &logs_url), 200);
+        let last = r.body["data"].as_array().unwrap().last().cloned();
+        if last.is_some_and(|e| e["kind"] == "terminal") {
+            break r;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no terminal event: {:#}",
+            r.body
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let events = logs.body["data"].as_array().unwrap().clone();
+    assert!(events.len() >= 2, "{:#}", logs.body);
+    assert_eq!(logs.body["next_cursor"], Value::Null);
+    assert_eq!(events.last().unwrap()["data"]["status"], "completed");
+    let first = expect(spec.get(ada, &format!("{logs_url}?limit=1")), 200);
+    assert_eq!(first.body["data"], json!([events[0]]));
+    let cursor = first.body["next_cursor"].as_str().expect("a next page");
+    let rest = expect(
+        spec.get(ada, &format!("{logs_url}?limit=1000&cursor={cursor}")),
+        200,
+    );
+    assert_eq!(rest.body["data"], json!(events[1..]));
+    let capped = spec.exchange(
+        ada,
+        &Method::GET,
+        &format!("{logs_url}?limit=5000"),
+        None,
+        Conformance::Opaque,
+    );
+    assert_eq!(expect(capped, 200).body["data"], json!(events));
+    for query in ["limit=0", "limit=-1", "cursor=a&cursor=b"] {
+        expect_error(
+            &spec.get(ada, &format!("{logs_url}?{query}")),
+            400,
+            "invalid_query",
+        );
+    }
+    let r = spec.exchange(
+        ada,
+        &Method::GET,
+        &format!("{logs_url}?cursor=garbage"),
+        None,
+        Conformance::Opaque,
+    );
+    expect_error(&r, 400, "invalid_query");
+    expect_error(
+        &spec.get(ada, &format!("{AGENTS}/ag_0000/logs")),
+        404,
+        "agent_not_found",
+    );
+    expect_error(&spec.get(bob, &logs_url), 404, "agent_not_found");
+
+    // ----- DELETE /api/v1/agents/{id} (live agents: in drive_agent_limits) -----
+    let r = expect(spec.delete(ada, &format!("{AGENTS}/{remember}")), 200);
+    assert_eq!(
+        r.body,
+        json!({ "agent_id": remember, "status": "completed" }),
+        "a terminal agent is returned unchanged"
+    );
+    expect_error(
+        &spec.delete(ada, &format!("{AGENTS}/ag_0000")),
+        404,
+        "agent_not_found",
+    );
+    expect_error(
+        &spec.delete(bob, &format!("{AGENTS}/{remember}")),
+        404,
+        "agent_not_found",
+    );
+}
+
+/// Admission refusals, on a server with tiny plans whose agents spin until stopped:
+/// a liftoff key (one spawn a minute), a lightyear account (one live agent), a free
+/// account (no agent-hours), and a host that admits two live agents.
+fn drive_agent_limits(spec: &mut Spec) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let lift = create_key(&dir, "lift", "liftoff");
+    let solo = create_key(&dir, "solo", "lightyear");
+    let frugal = create_key(&dir, "frugal", "free");
+    let options = Options {
+        config: Some(format!(
+            "{TINY_AGENT_PLANS}component = {:?}\n",
+            crate::guests::SPIN
+        )),
+        hash_embedder: true,
+        ..Default::default()
+    };
+    let server = Server::start_with(&dir, &options);
+    let (lift, solo, frugal) = (
+        server.client(&lift),
+        server.client(&solo),
+        server.client(&frugal),
+    );
+    let spin = json!({ "task": "spin until stopped" });
+
+    // The key's spawn rate: the first spawn of the minute is admitted, the second not.
+    let first = expect(spec.post(&lift, AGENTS, &spin), 201);
+    let lifted = first.body["agent_id"].as_str().unwrap().to_string();
+    let r = spec.post(&lift, AGENTS, &spin);
+    expect_error(&r, 429, "rate_limited");
+    assert_eq!(
+        r.body["error"]["details"],
+        json!({ "plan": "liftoff", "window": "minute", "limitPerMinute": 1, "limitPerHour": 30 })
+    );
+    let retry: u64 = r.retry_after.as_deref().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "Retry-After {retry}");
+
+    // The account's concurrency cap: one live agent.
+    let solo_first = expect(spec.post(&solo, AGENTS, &spin), 201);
+    let spinning = solo_first.body["agent_id"].as_str().unwrap().to_string();
+    let running = wait_agent(spec, &solo, &spinning, |a| a["status"] == "running");
+    assert_eq!(running["final_result"], Value::Null);
+    let r = spec.post(&solo, AGENTS, &spin);
+    expect_error(&r, 429, "concurrent_limit_reached");
+    assert_eq!(
+        r.body["error"]["details"],
+        json!({ "plan": "lightyear", "currentConcurrent": 1, "maxConcurrent": 1 })
+    );
+    assert_eq!(r.retry_after.as_deref(), Some("5"));
+
+    // The host's capacity: two live agents; liftoff's plan would admit a second one.
+    let r = spec.post(&lift, AGENTS, &spin);
+    expect_error(&r, 503, "temporarily_unavailable");
+    assert_eq!(r.retry_after.as_deref(), Some("5"));
+
+    // The monthly agent-hour budget: none on this free plan.
+    let r = spec.post(&frugal, AGENTS, &spin);
+    expect_error(&r, 402, "monthly_quota_exceeded");
+    let details = &r.body["error"]["details"];
+    assert_eq!(
+        (
+            details["plan"].clone(),
+            details["usedHours"].as_f64(),
+            details["limitHours"].as_f64()
+        ),
+        (json!("free"), Some(0.0), Some(0.0)),
+        "{details:#}"
+    );
+    assert!(
+        details["resetsAt"]
+            .as_str()
+            .unwrap()
+            .ends_with("-01T00:00:00.000Z"),
+        "{details:#}"
+    );
+
+    // Stopping live agents: stopped at once, and a second stop changes nothing.
+    for (c, id) in [(&solo, &spinning), (&lift, &lifted)] {
+        let r = expect(spec.delete(c, &format!("{AGENTS}/{id}")), 200);
+        assert_eq!(r.body, json!({ "agent_id": id, "status": "stopped" }));
+        let after = expect(spec.get(c, &format!("{AGENTS}/{id}")), 200);
+        assert_eq!(
+            (
+                after.body["status"].clone(),
+                after.body["final_result"].clone()
+            ),
+            (json!("stopped"), Value::Null)
+        );
+        let again = expect(spec.delete(c, &format!("{AGENTS}/{id}")), 200);
+        assert_eq!(again.body["status"], "stopped");
+    }
 }
 
 /// Drives the routes that embed against a server whose remote embedder is unreachable;

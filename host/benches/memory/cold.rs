@@ -16,7 +16,10 @@ const SECTION: &str = "cold start (real binary, 100k memories)";
 
 /// `WASMIND_BIN`, else the `wasmind` binary cargo built beside this bench.
 pub fn binary() -> PathBuf {
-    std::env::var_os("WASMIND_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_wasmind")), PathBuf::from)
+    std::env::var_os("WASMIND_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_wasmind")),
+        PathBuf::from,
+    )
 }
 
 struct Run {
@@ -34,10 +37,22 @@ struct Run {
 pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
     let bin = binary();
     println!("\n== {SECTION}: {} ==", bin.display());
-    assert!(bin.exists(), "{} is missing: cargo build --release -p wasmind", bin.display());
+    assert!(
+        bin.exists(),
+        "{} is missing: cargo build --release -p wasmind",
+        bin.display()
+    );
     let mut texts = Texts::new(4242);
-    table.value(SECTION, "machine load at the start", harness::loadavg(), "", None);
-    let results: Vec<Run> = (0..runs).map(|_| once(&bin, path, key, &mut texts)).collect();
+    table.value(
+        SECTION,
+        "machine load at the start",
+        harness::loadavg(),
+        "",
+        None,
+    );
+    let results: Vec<Run> = (0..runs)
+        .map(|_| once(&bin, path, key, &mut texts))
+        .collect();
     for (i, r) in results.iter().enumerate() {
         println!(
             "  run {i}: listening {:.0} ms, first keyword search {:.0} ms, first hybrid search {:.0} ms, \
@@ -53,15 +68,30 @@ pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
         );
     }
     if let Some(r) = results.first() {
-        for line in r.log.iter().filter(|l| l.contains("indexes in step") || l.contains("embedder loaded")) {
+        for line in r
+            .log
+            .iter()
+            .filter(|l| l.contains("indexes in step") || l.contains("embedder loaded"))
+        {
             println!("  log: {line}");
         }
     }
     let worst = |f: fn(&Run) -> Duration| results.iter().map(f).max().unwrap_or_default();
     let all = |f: fn(&Run) -> Duration| {
-        results.iter().map(|r| format!("{:.0}", ms(f(r)))).collect::<Vec<_>>().join(" / ") + " ms"
+        results
+            .iter()
+            .map(|r| format!("{:.0}", ms(f(r))))
+            .collect::<Vec<_>>()
+            .join(" / ")
+            + " ms"
     };
-    table.value(SECTION, &format!("start → listening line ({runs} runs)"), all(|r| r.listening), "", None);
+    table.value(
+        SECTION,
+        &format!("start → listening line ({runs} runs)"),
+        all(|r| r.listening),
+        "",
+        None,
+    );
     let first = worst(|r| r.first_keyword);
     table.value(
         SECTION,
@@ -79,13 +109,42 @@ pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
         Some(first_hybrid <= Duration::from_secs(5)),
     );
     let mib = |f: fn(&Run) -> f64| {
-        results.iter().map(|r| format!("{:.0}", f(r))).collect::<Vec<_>>().join(" / ") + " MiB"
+        results
+            .iter()
+            .map(|r| format!("{:.0}", f(r)))
+            .collect::<Vec<_>>()
+            .join(" / ")
+            + " MiB"
     };
-    table.value(SECTION, "server RSS when first search answered", mib(|r| r.rss_ready), "", None);
-    table.value(SECTION, "server RSS idle (2 s later)", mib(|r| r.rss_idle), "", None);
-    table.value(SECTION, "server RSS after 60 searches", mib(|r| r.rss_after), "", None);
+    table.value(
+        SECTION,
+        "server RSS when first search answered",
+        mib(|r| r.rss_ready),
+        "",
+        None,
+    );
+    table.value(
+        SECTION,
+        "server RSS idle (2 s later)",
+        mib(|r| r.rss_idle),
+        "",
+        None,
+    );
+    table.value(
+        SECTION,
+        "server RSS after 60 searches",
+        mib(|r| r.rss_after),
+        "",
+        None,
+    );
     table.value(SECTION, "server peak RSS (VmHWM)", mib(|r| r.hwm), "", None);
-    table.value(SECTION, "SIGTERM → exit (checkpoint)", all(|r| r.shutdown), "", None);
+    table.value(
+        SECTION,
+        "SIGTERM → exit (checkpoint)",
+        all(|r| r.shutdown),
+        "",
+        None,
+    );
 }
 
 fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
@@ -120,7 +179,10 @@ fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
             .unwrap_or_else(|_| panic!("no listening line; log so far:\n{}", log.join("\n")));
         log.push(line.clone());
         if let Some(rest) = line.split("listening on http://").nth(1) {
-            let addr: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':').collect();
+            let addr: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                .collect();
             break addr;
         }
     };
@@ -137,17 +199,38 @@ fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
     let (rss_idle, _) = harness::rss_mib(pid);
     for i in 0..60 {
         let mode = ["keyword", "hybrid", "semantic"][i % 3];
-        client.timed_post("/api/v1/memory/search", &search_body(&texts.query(), mode), &[200]);
+        client.timed_post(
+            "/api/v1/memory/search",
+            &search_body(&texts.query(), mode),
+            &[200],
+        );
     }
     let (rss_after, hwm) = harness::rss_mib(pid);
     drop(client);
     let stopping = Instant::now();
-    let status = Command::new("kill").args(["-TERM", &pid.to_string()]).status().expect("kill");
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
     assert!(status.success(), "kill -TERM {pid}");
     let exit = child.wait().expect("wait");
     let shutdown = stopping.elapsed();
     let _ = reader.join();
     log.extend(lines_rx.try_iter());
-    assert!(exit.success(), "server exited with {exit}; log:\n{}", log.join("\n"));
-    Run { listening, first_keyword, first_hybrid, rss_ready, rss_idle, rss_after, hwm, shutdown, log }
+    assert!(
+        exit.success(),
+        "server exited with {exit}; log:\n{}",
+        log.join("\n")
+    );
+    Run {
+        listening,
+        first_keyword,
+        first_hybrid,
+        rss_ready,
+        rss_idle,
+        rss_after,
+        hwm,
+        shutdown,
+        log,
+    }
 }

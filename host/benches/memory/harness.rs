@@ -18,7 +18,12 @@ use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, EmbedderKin
 /// The model directory: `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
 pub fn model_dir() -> PathBuf {
     let dir = std::env::var_os("WASMIND_MODEL_DIR").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2")),
+        || {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../models/all-MiniLM-L6-v2"
+            ))
+        },
         PathBuf::from,
     );
     dir.canonicalize()
@@ -58,8 +63,13 @@ pub fn open(path: &Path, config: Config, embedder: Option<Arc<dyn Embedder>>) ->
         wasmind::memory::embed::from_config(&config.embedder).expect("load embedder")
     });
     let embed = EmbedService::new(Arc::clone(&embedder), &config.embedder);
-    let memory = MemoryService::open(dir.db().clone(), &dir.index_dir("memory"), embed, &config.memory)
-        .expect("open memory service");
+    let memory = MemoryService::open(
+        dir.db().clone(),
+        &dir.index_dir("memory"),
+        embed,
+        &config.memory,
+    )
+    .expect("open memory service");
     let keys = KeyStore::new(dir.db().clone()).expect("key store");
     Opened {
         dir,
@@ -74,18 +84,31 @@ pub fn open(path: &Path, config: Config, embedder: Option<Arc<dyn Embedder>>) ->
 impl Opened {
     /// A new lightyear key for `account`.
     pub fn key(&self, account: &str) -> String {
-        self.keys.create(account, Some(Plan::Lightyear)).expect("create key").0
+        self.keys
+            .create(account, Some(Plan::Lightyear))
+            .expect("create key")
+            .0
     }
 
     /// Checkpoints, drops everything, and waits until the writer thread has let go of the
     /// database and the indexes, so the same dir can be opened again in this process.
     pub fn close(self) {
-        let Opened { dir, keys, memory, config, embedder, .. } = self;
+        let Opened {
+            dir,
+            keys,
+            memory,
+            config,
+            embedder,
+            ..
+        } = self;
         memory.checkpoint().expect("checkpoint");
         drop((keys, memory, config, embedder));
         let deadline = Instant::now() + Duration::from_secs(120);
         while Arc::strong_count(dir.db()) > 1 {
-            assert!(Instant::now() < deadline, "the memory service did not release the database");
+            assert!(
+                Instant::now() < deadline,
+                "the memory service did not release the database"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // The writer thread drops its index handles beside the database; give it a moment.
@@ -127,7 +150,13 @@ impl Server {
                 })
                 .await
         });
-        Self { addr, runtime, opened, stop: Some(stop), task: Some(task) }
+        Self {
+            addr,
+            runtime,
+            opened,
+            stop: Some(stop),
+            task: Some(task),
+        }
     }
 
     pub fn base(&self) -> String {
@@ -142,7 +171,9 @@ impl Server {
         if let Some(task) = self.task.take() {
             self.runtime.block_on(task).expect("join").expect("serve");
         }
-        let Server { runtime, opened, .. } = self;
+        let Server {
+            runtime, opened, ..
+        } = self;
         runtime.shutdown_timeout(Duration::from_secs(10));
         opened
     }
@@ -164,7 +195,11 @@ impl Client {
             .timeout(Duration::from_secs(120))
             .build()
             .expect("http client");
-        Self { http, base: base.to_string(), key: key.to_string() }
+        Self {
+            http,
+            base: base.to_string(),
+            key: key.to_string(),
+        }
     }
 
     /// POSTs JSON to `path`, returns (status, body); panics on transport errors.
@@ -208,7 +243,10 @@ impl Client {
         let started = Instant::now();
         let (status, resp) = self.post_as(key, path, body);
         let took = started.elapsed();
-        assert!(ok.contains(&status), "POST {path} answered {status}: {resp}");
+        assert!(
+            ok.contains(&status),
+            "POST {path} answered {status}: {resp}"
+        );
         took
     }
 }
@@ -230,7 +268,9 @@ pub fn rss_mib(pid: u32) -> (f64, f64) {
 /// Size of a directory tree in MiB.
 pub fn dir_mib(path: &Path) -> f64 {
     fn walk(p: &Path) -> u64 {
-        let Ok(meta) = std::fs::symlink_metadata(p) else { return 0 };
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return 0;
+        };
         if meta.is_dir() {
             std::fs::read_dir(p)
                 .map(|rd| rd.flatten().map(|e| walk(&e.path())).sum())

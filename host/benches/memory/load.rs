@@ -37,7 +37,10 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
     if reuse && let Ok(text) = std::fs::read_to_string(&keys_file) {
         let keys: Vec<(String, String)> = serde_json::from_str(&text).expect("keys file");
         println!("  reusing {} ({} accounts)", path.display(), keys.len());
-        return Loaded { keys, took: Duration::ZERO };
+        return Loaded {
+            keys,
+            took: Duration::ZERO,
+        };
     }
     let _ = std::fs::remove_dir_all(path);
     let started = Instant::now();
@@ -98,15 +101,21 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
     drop(rt);
     opened.close();
     let took = started.elapsed();
-    std::fs::write(&keys_file, serde_json::to_string(&keys).expect("keys json")).expect("write keys");
+    std::fs::write(&keys_file, serde_json::to_string(&keys).expect("keys json"))
+        .expect("write keys");
     Loaded { keys, took }
 }
 
 fn finished(
-    joined: Option<Result<wasmind::memory::Result<wasmind::memory::ImportReport>, tokio::task::JoinError>>,
+    joined: Option<
+        Result<wasmind::memory::Result<wasmind::memory::ImportReport>, tokio::task::JoinError>,
+    >,
 ) -> usize {
     let report = joined.expect("a job").expect("join").expect("import");
-    assert!(report.failed == 0 && report.halted.is_none(), "import refused items: {report:?}");
+    assert!(
+        report.failed == 0 && report.halted.is_none(),
+        "import refused items: {report:?}"
+    );
     report.imported
 }
 

@@ -19,12 +19,22 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     println!("\n== put: real embedder (all-MiniLM-L6-v2), one account ==");
     let path = bench_dir("put");
     let _ = std::fs::remove_dir_all(&path);
-    let opened = harness::open(&path, harness::config(EmbedderKind::Minilm, 0), Some(Arc::clone(model)));
+    let opened = harness::open(
+        &path,
+        harness::config(EmbedderKind::Minilm, 0),
+        Some(Arc::clone(model)),
+    );
     let key = opened.key("acct-put");
     let server = Server::start(opened);
     let client = Client::new(&server.base(), &key);
     let mut texts = Texts::new(11);
-    table.value(SECTION, "machine load at the start", harness::loadavg(), "", None);
+    table.value(
+        SECTION,
+        "machine load at the start",
+        harness::loadavg(),
+        "",
+        None,
+    );
 
     // Warm up connection, runtime and model.
     for i in 0..10 {
@@ -38,7 +48,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
             started.elapsed()
         })
         .collect();
-    table.latency(SECTION, "HTTP round trip floor (unrouted GET → 404)", &floor, None);
+    table.latency(
+        SECTION,
+        "HTTP round trip floor (unrouted GET → 404)",
+        &floor,
+        None,
+    );
     let authed: Vec<Duration> = (0..500)
         .map(|_| {
             let started = Instant::now();
@@ -46,7 +61,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
             started.elapsed()
         })
         .collect();
-    table.latency(SECTION, "authenticated GET /memory/namespaces", &authed, None);
+    table.latency(
+        SECTION,
+        "authenticated GET /memory/namespaces",
+        &authed,
+        None,
+    );
 
     let sequential: Vec<Duration> = (0..settings.puts)
         .map(|i| {
@@ -56,7 +76,10 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .collect();
     table.latency(
         SECTION,
-        &format!("put, 1 client, {} sequential distinct ~15-word texts", settings.puts),
+        &format!(
+            "put, 1 client, {} sequential distinct ~15-word texts",
+            settings.puts
+        ),
         &sequential,
         Some(50.0),
     );
@@ -64,7 +87,11 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let (latencies, rate) = concurrent_http(&server, &key, settings.clients, settings.put_secs);
     table.latency(
         SECTION,
-        &format!("put, {} concurrent clients, {:.0} s", settings.clients, settings.put_secs.as_secs_f64()),
+        &format!(
+            "put, {} concurrent clients, {:.0} s",
+            settings.clients,
+            settings.put_secs.as_secs_f64()
+        ),
         &latencies,
         Some(50.0),
     );
@@ -78,20 +105,38 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
 
     // The same puts on the library, no HTTP.
     let opened = server.stop();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
     let lib: Vec<Duration> = (0..settings.puts.min(200))
         .map(|i| {
             let input = input("acct-put", format!("lib_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory.put(input, 1_000_000)).expect("put");
+            rt.block_on(opened.memory.put(input, 1_000_000))
+                .expect("put");
             started.elapsed()
         })
         .collect();
-    table.latency(SECTION, "breakdown: MemoryService::put, MiniLM, no HTTP", &lib, None);
-    let (_, lib_rate) = concurrent_lib(&rt, &opened.memory, settings.clients, Duration::from_secs(5), &mut texts);
+    table.latency(
+        SECTION,
+        "breakdown: MemoryService::put, MiniLM, no HTTP",
+        &lib,
+        None,
+    );
+    let (_, lib_rate) = concurrent_lib(
+        &rt,
+        &opened.memory,
+        settings.clients,
+        Duration::from_secs(5),
+        &mut texts,
+    );
     table.value(
         SECTION,
-        &format!("breakdown: MemoryService::put, MiniLM, {} tasks, no HTTP", settings.clients),
+        &format!(
+            "breakdown: MemoryService::put, MiniLM, {} tasks, no HTTP",
+            settings.clients
+        ),
         format!("{lib_rate:.0} puts/s"),
         "",
         None,
@@ -104,7 +149,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
             started.elapsed()
         })
         .collect();
-    table.latency(SECTION, "breakdown: MiniLm::embed of one text (direct)", &embed, None);
+    table.latency(
+        SECTION,
+        "breakdown: MiniLm::embed of one text (direct)",
+        &embed,
+        None,
+    );
     let batch: Vec<String> = (0..32).map(|_| texts.sentence(13, 17)).collect();
     let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
     let started = Instant::now();
@@ -112,27 +162,51 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         model.embed(&refs).expect("embed");
     }
     let per_s = 160.0 / started.elapsed().as_secs_f64();
-    table.value(SECTION, "breakdown: MiniLm::embed batches of 32, 1 caller", format!("{per_s:.0} texts/s"), "", None);
+    table.value(
+        SECTION,
+        "breakdown: MiniLm::embed batches of 32, 1 caller",
+        format!("{per_s:.0} texts/s"),
+        "",
+        None,
+    );
     drop(rt);
     opened.close();
     let _ = std::fs::remove_dir_all(&path);
 
     // Store + indexes + fsync alone: the hash embedder costs microseconds.
     let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0), None);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
     let store: Vec<Duration> = (0..300)
         .map(|i| {
             let input = input("acct-put", format!("hash_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory.put(input, 1_000_000)).expect("put");
+            rt.block_on(opened.memory.put(input, 1_000_000))
+                .expect("put");
             started.elapsed()
         })
         .collect();
-    table.latency(SECTION, "breakdown: MemoryService::put, hash embedder (store+index+fsync)", &store, None);
-    let (_, store_rate) = concurrent_lib(&rt, &opened.memory, settings.clients, Duration::from_secs(5), &mut texts);
+    table.latency(
+        SECTION,
+        "breakdown: MemoryService::put, hash embedder (store+index+fsync)",
+        &store,
+        None,
+    );
+    let (_, store_rate) = concurrent_lib(
+        &rt,
+        &opened.memory,
+        settings.clients,
+        Duration::from_secs(5),
+        &mut texts,
+    );
     table.value(
         SECTION,
-        &format!("breakdown: MemoryService::put, hash embedder, {} tasks", settings.clients),
+        &format!(
+            "breakdown: MemoryService::put, hash embedder, {} tasks",
+            settings.clients
+        ),
         format!("{store_rate:.0} puts/s"),
         "",
         None,
@@ -157,7 +231,12 @@ fn input(account: &str, key: String, value: String) -> PutInput {
 
 /// `clients` threads, each with its own connection, putting distinct texts until `secs`
 /// pass. Returns every latency and the overall rate.
-fn concurrent_http(server: &Server, key: &str, clients: usize, secs: Duration) -> (Vec<Duration>, f64) {
+fn concurrent_http(
+    server: &Server,
+    key: &str,
+    clients: usize,
+    secs: Duration,
+) -> (Vec<Duration>, f64) {
     let all = Arc::new(Mutex::new(Vec::new()));
     let base = server.base();
     // Texts are made before the clock starts so generating them costs nothing measured.
@@ -187,7 +266,11 @@ fn concurrent_http(server: &Server, key: &str, clients: usize, secs: Duration) -
         }
     });
     let elapsed = started.elapsed();
-    let all = Arc::try_unwrap(all).ok().expect("threads done").into_inner().expect("lock");
+    let all = Arc::try_unwrap(all)
+        .ok()
+        .expect("threads done")
+        .into_inner()
+        .expect("lock");
     let rate = all.len() as f64 / elapsed.as_secs_f64();
     (all, rate)
 }
@@ -203,7 +286,13 @@ fn concurrent_lib(
     let inputs: Vec<Vec<PutInput>> = (0..tasks)
         .map(|t| {
             (0..2000)
-                .map(|i| input("acct-put", format!("t{t}_{i}_{}", texts.rng().next_u64() % 1_000_000), texts.sentence(13, 17)))
+                .map(|i| {
+                    input(
+                        "acct-put",
+                        format!("t{t}_{i}_{}", texts.rng().next_u64() % 1_000_000),
+                        texts.sentence(13, 17),
+                    )
+                })
                 .collect()
         })
         .collect();

@@ -35,7 +35,13 @@ pub struct Table {
 
 impl Table {
     /// A latency row; `target_p99_ms` makes it checked.
-    pub fn latency(&mut self, section: &str, what: &str, samples: &[Duration], target_p99_ms: Option<f64>) {
+    pub fn latency(
+        &mut self,
+        section: &str,
+        what: &str,
+        samples: &[Duration],
+        target_p99_ms: Option<f64>,
+    ) {
         let (p50, p99) = (percentile_ms(samples, 0.5), percentile_ms(samples, 0.99));
         let row = Row {
             section: section.into(),
@@ -46,12 +52,23 @@ impl Table {
             target: target_p99_ms.map_or(String::new(), |t| format!("p99 ≤ {t} ms")),
             met: target_p99_ms.map(|t| p99 <= t),
         };
-        println!("  {:<58} p50 {p50:>8.2} ms  p99 {p99:>8.2} ms  (n={})", what, samples.len());
+        println!(
+            "  {:<58} p50 {p50:>8.2} ms  p99 {p99:>8.2} ms  (n={})",
+            what,
+            samples.len()
+        );
         self.rows.push(row);
     }
 
     /// A row with a free-form value and an optional check.
-    pub fn value(&mut self, section: &str, what: &str, value: String, target: &str, met: Option<bool>) {
+    pub fn value(
+        &mut self,
+        section: &str,
+        what: &str,
+        value: String,
+        target: &str,
+        met: Option<bool>,
+    ) {
         println!("  {what:<58} {value}");
         self.rows.push(Row {
             section: section.into(),

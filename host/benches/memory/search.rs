@@ -11,11 +11,11 @@ use wasmind::memory::embed::{Embedder, EmbedderKind};
 use wasmind::memory::index::{KeywordIndex, SearchFilter, VectorIndex};
 use wasmind::memory::{Mode, SearchQuery};
 
+use super::Settings;
 use super::harness::{self, Client, Server};
 use super::load::{Loaded, search_body};
 use super::report::Table;
 use super::text::Texts;
-use super::Settings;
 
 /// Queries repeated in the "cached" runs.
 const CACHED_SET: usize = 20;
@@ -42,7 +42,13 @@ pub fn run(
         None,
     );
     let server = Server::start(opened);
-    table.value(section, "machine load at the start of the searches", harness::loadavg(), "", None);
+    table.value(
+        section,
+        "machine load at the start of the searches",
+        harness::loadavg(),
+        "",
+        None,
+    );
     let keys = &loaded.keys;
     let client = Client::new(&server.base(), &keys[0].1);
     let mut texts = Texts::new(section.len() as u64 * 7919);
@@ -65,7 +71,12 @@ pub fn run(
     // Warm up: connection, runtime, model, page cache of the indexes.
     for q in distinct(30, &mut texts) {
         for mode in ["keyword", "hybrid"] {
-            client.timed_post_as(pick(&mut texts), "/api/v1/memory/search", &search_body(&q, mode), &[200]);
+            client.timed_post_as(
+                pick(&mut texts),
+                "/api/v1/memory/search",
+                &search_body(&q, mode),
+                &[200],
+            );
         }
     }
 
@@ -76,7 +87,8 @@ pub fn run(
             .map(|q| {
                 let key = pick(texts);
                 let started = Instant::now();
-                let (status, body) = client.post_as(key, "/api/v1/memory/search", &search_body(q, mode));
+                let (status, body) =
+                    client.post_as(key, "/api/v1/memory/search", &search_body(q, mode));
                 let took = started.elapsed();
                 assert_eq!(status, 200, "search answered {status}: {body}");
                 if body["results"].as_array().is_none_or(Vec::is_empty) {
@@ -89,11 +101,21 @@ pub fn run(
 
     let kw = distinct(settings.keyword_queries, &mut texts);
     let samples = http("keyword", &kw, &mut texts);
-    table.latency(section, "keyword search, distinct queries", &samples, Some(5.0));
+    table.latency(
+        section,
+        "keyword search, distinct queries",
+        &samples,
+        Some(5.0),
+    );
     for mode in ["hybrid", "semantic"] {
         let qs = distinct(settings.embed_queries, &mut texts);
         let samples = http(mode, &qs, &mut texts);
-        table.latency(section, &format!("{mode} search, distinct queries (query embedded)"), &samples, Some(30.0));
+        table.latency(
+            section,
+            &format!("{mode} search, distinct queries (query embedded)"),
+            &samples,
+            Some(30.0),
+        );
     }
     let cached_set = distinct(CACHED_SET, &mut texts);
     http("hybrid", &cached_set, &mut texts);
@@ -102,9 +124,17 @@ pub fn run(
             .map(|i| cached_set[i % CACHED_SET].clone())
             .collect();
         let samples = http(mode, &qs, &mut texts);
-        table.latency(section, &format!("{mode} search, {CACHED_SET} repeated queries (embedding cached)"), &samples, Some(5.0));
+        table.latency(
+            section,
+            &format!("{mode} search, {CACHED_SET} repeated queries (embedding cached)"),
+            &samples,
+            Some(5.0),
+        );
     }
-    let total = settings.keyword_queries + 2 * settings.embed_queries + CACHED_SET + 2 * settings.cached_queries;
+    let total = settings.keyword_queries
+        + 2 * settings.embed_queries
+        + CACHED_SET
+        + 2 * settings.cached_queries;
     println!("  ({empty} of {total} searches returned no results)");
     let (rss, hwm) = harness::rss_mib(std::process::id());
     table.value(
@@ -117,7 +147,10 @@ pub fn run(
 
     // The same searches on the library, no HTTP.
     let opened = server.stop();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
     let lib = |mode: Mode, queries: &[String], texts: &mut Texts| -> Vec<Duration> {
         queries
             .iter()
@@ -132,19 +165,35 @@ pub fn run(
                     min_score: 0.0,
                 };
                 let started = Instant::now();
-                rt.block_on(opened.memory.search(account, query)).expect("search");
+                rt.block_on(opened.memory.search(account, query))
+                    .expect("search");
                 started.elapsed()
             })
             .collect()
     };
     let n = settings.keyword_queries.min(500);
     let samples = lib(Mode::Keyword, &distinct(n, &mut texts), &mut texts);
-    table.latency(section, "breakdown: MemoryService::search keyword, no HTTP", &samples, None);
+    table.latency(
+        section,
+        "breakdown: MemoryService::search keyword, no HTTP",
+        &samples,
+        None,
+    );
     let qs: Vec<String> = (0..n).map(|i| cached_set[i % CACHED_SET].clone()).collect();
     let samples = lib(Mode::Hybrid, &qs, &mut texts);
-    table.latency(section, "breakdown: MemoryService::search hybrid cached, no HTTP", &samples, None);
+    table.latency(
+        section,
+        "breakdown: MemoryService::search hybrid cached, no HTTP",
+        &samples,
+        None,
+    );
     let samples = lib(Mode::Semantic, &qs, &mut texts);
-    table.latency(section, "breakdown: MemoryService::search semantic cached, no HTTP", &samples, None);
+    table.latency(
+        section,
+        "breakdown: MemoryService::search semantic cached, no HTTP",
+        &samples,
+        None,
+    );
     drop(rt);
     opened.close();
 
@@ -162,7 +211,12 @@ pub fn run(
     let mut embed_samples = Vec::new();
     for (i, q) in qs.iter().enumerate() {
         let account = &keys[texts.rng().range(0, keys.len() - 1)].0;
-        let filter = SearchFilter { account: account.as_str(), namespace: None, tags: &[], now_ms: now };
+        let filter = SearchFilter {
+            account: account.as_str(),
+            namespace: None,
+            tags: &[],
+            now_ms: now,
+        };
         let started = Instant::now();
         keyword.search(&filter, q, 40).expect("keyword search");
         kw_samples.push(started.elapsed());
@@ -175,7 +229,22 @@ pub fn run(
             vec_samples.push(started.elapsed());
         }
     }
-    table.latency(section, "breakdown: KeywordIndex::search, 40 candidates", &kw_samples, None);
-    table.latency(section, "breakdown: VectorIndex::search, 40 candidates", &vec_samples, None);
-    table.latency(section, "breakdown: MiniLm::embed of the query (direct)", &embed_samples, None);
+    table.latency(
+        section,
+        "breakdown: KeywordIndex::search, 40 candidates",
+        &kw_samples,
+        None,
+    );
+    table.latency(
+        section,
+        "breakdown: VectorIndex::search, 40 candidates",
+        &vec_samples,
+        None,
+    );
+    table.latency(
+        section,
+        "breakdown: MiniLm::embed of the query (direct)",
+        &embed_samples,
+        None,
+    );
 }

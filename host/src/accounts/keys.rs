@@ -119,8 +119,10 @@ impl KeyStore {
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
             record.plan
         };
-        txn.open_table(API_KEYS)?
-            .insert(hash_key(&secret).as_str(), serde_json::to_string(&record)?.as_str())?;
+        txn.open_table(API_KEYS)?.insert(
+            hash_key(&secret).as_str(),
+            serde_json::to_string(&record)?.as_str(),
+        )?;
         txn.commit()?;
         let info = KeyInfo {
             id: record.id,
@@ -202,7 +204,10 @@ impl KeyStore {
     }
 }
 
-fn account_plan(accounts: &impl ReadableTable<&'static str, &'static str>, account: &str) -> anyhow::Result<Plan> {
+fn account_plan(
+    accounts: &impl ReadableTable<&'static str, &'static str>,
+    account: &str,
+) -> anyhow::Result<Plan> {
     let guard = accounts
         .get(account)?
         .with_context(|| format!("account {account:?} missing"))?;

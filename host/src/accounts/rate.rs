@@ -44,16 +44,32 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     /// Admits and counts one spawn for `key` at `now`, or says which window is full.
-    pub fn try_acquire(&self, key: &str, per_minute: u32, per_hour: u32, now: Instant) -> Result<(), RateRefusal> {
+    pub fn try_acquire(
+        &self,
+        key: &str,
+        per_minute: u32,
+        per_hour: u32,
+        now: Instant,
+    ) -> Result<(), RateRefusal> {
         let mut keys = self.keys.lock();
         let times = keys.entry(key.to_string()).or_default();
-        while times.front().is_some_and(|t| now.duration_since(*t) >= HOUR) {
+        while times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= HOUR)
+        {
             times.pop_front();
         }
-        let in_minute = times.iter().rev().take_while(|t| now.duration_since(**t) < MINUTE).count();
+        let in_minute = times
+            .iter()
+            .rev()
+            .take_while(|t| now.duration_since(**t) < MINUTE)
+            .count();
         let refuse = |window: Window, oldest: Instant, span: Duration| RateRefusal {
             window,
-            retry_after_secs: (span.saturating_sub(now.duration_since(oldest))).as_secs_f64().ceil().max(1.0) as u64,
+            retry_after_secs: (span.saturating_sub(now.duration_since(oldest)))
+                .as_secs_f64()
+                .ceil()
+                .max(1.0) as u64,
         };
         if in_minute >= per_minute as usize {
             let oldest = times[times.len() - in_minute];
@@ -76,17 +92,38 @@ mod tests {
         let r = RateLimiter::default();
         let t0 = Instant::now();
         for i in 0..5 {
-            r.try_acquire("k", 5, 7, t0 + Duration::from_secs(i)).unwrap();
+            r.try_acquire("k", 5, 7, t0 + Duration::from_secs(i))
+                .unwrap();
         }
-        let refused = r.try_acquire("k", 5, 7, t0 + Duration::from_secs(10)).unwrap_err();
-        assert_eq!(refused, RateRefusal { window: Window::Minute, retry_after_secs: 50 });
+        let refused = r
+            .try_acquire("k", 5, 7, t0 + Duration::from_secs(10))
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            RateRefusal {
+                window: Window::Minute,
+                retry_after_secs: 50
+            }
+        );
         // Other keys have their own buckets.
-        r.try_acquire("other", 5, 7, t0 + Duration::from_secs(10)).unwrap();
+        r.try_acquire("other", 5, 7, t0 + Duration::from_secs(10))
+            .unwrap();
         // The minute rolls over; the hour fills.
-        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(61)).unwrap();
-        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(62)).unwrap();
-        let refused = r.try_acquire("k", 5, 7, t0 + Duration::from_secs(130)).unwrap_err();
-        assert_eq!(refused, RateRefusal { window: Window::Hour, retry_after_secs: 3_470 });
-        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(3_601)).unwrap();
+        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(61))
+            .unwrap();
+        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(62))
+            .unwrap();
+        let refused = r
+            .try_acquire("k", 5, 7, t0 + Duration::from_secs(130))
+            .unwrap_err();
+        assert_eq!(
+            refused,
+            RateRefusal {
+                window: Window::Hour,
+                retry_after_secs: 3_470
+            }
+        );
+        r.try_acquire("k", 5, 7, t0 + Duration::from_secs(3_601))
+            .unwrap();
     }
 }

@@ -48,7 +48,10 @@ impl UsageStore {
             usage.run_ms += delta.run_ms;
             usage.input_tokens += delta.input_tokens;
             usage.output_tokens += delta.output_tokens;
-            table.insert((account, month.as_str()), serde_json::to_vec(&usage)?.as_slice())?;
+            table.insert(
+                (account, month.as_str()),
+                serde_json::to_vec(&usage)?.as_slice(),
+            )?;
         }
         txn.commit()?;
         Ok(())
@@ -72,13 +75,46 @@ mod tests {
     #[test]
     fn months_are_separate() {
         let dir = tempfile::tempdir().unwrap();
-        let s = UsageStore::new(Arc::new(Database::create(dir.path().join("db")).unwrap())).unwrap();
+        let s =
+            UsageStore::new(Arc::new(Database::create(dir.path().join("db")).unwrap())).unwrap();
         let nov = 1_795_233_312_005;
         let dec = crate::clock::next_month_start(nov);
-        s.add("a", nov, MonthUsage { run_ms: 5, input_tokens: 1, output_tokens: 2 }).unwrap();
-        s.add("a", nov, MonthUsage { run_ms: 7, ..Default::default() }).unwrap();
-        s.add("a", dec, MonthUsage { run_ms: 1, ..Default::default() }).unwrap();
-        assert_eq!(s.month("a", nov).unwrap(), MonthUsage { run_ms: 12, input_tokens: 1, output_tokens: 2 });
+        s.add(
+            "a",
+            nov,
+            MonthUsage {
+                run_ms: 5,
+                input_tokens: 1,
+                output_tokens: 2,
+            },
+        )
+        .unwrap();
+        s.add(
+            "a",
+            nov,
+            MonthUsage {
+                run_ms: 7,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        s.add(
+            "a",
+            dec,
+            MonthUsage {
+                run_ms: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            s.month("a", nov).unwrap(),
+            MonthUsage {
+                run_ms: 12,
+                input_tokens: 1,
+                output_tokens: 2
+            }
+        );
         assert_eq!(s.month("a", dec).unwrap().run_ms, 1);
         assert_eq!(s.month("b", nov).unwrap(), MonthUsage::default());
     }

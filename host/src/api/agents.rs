@@ -40,7 +40,11 @@ const LOGS_MAX: usize = 1_000;
 const RETRY_BUSY_SECS: u64 = 5;
 
 fn agent_not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "agent_not_found", "no agent with that id")
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "agent_not_found",
+        "no agent with that id",
+    )
 }
 
 fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
@@ -72,7 +76,10 @@ fn blocking_err(e: impl std::fmt::Display) -> ApiError {
 async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> ApiResult<T> {
-    tokio::task::spawn_blocking(f).await.map_err(blocking_err)?.map_err(blocking_err)
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(blocking_err)?
+        .map_err(blocking_err)
 }
 
 fn usage(u: Usage) -> Value {
@@ -113,12 +120,25 @@ fn decode_cursor(kind: &str, cursor: &str) -> ApiResult<u64> {
         .decode(cursor)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|s| s.strip_prefix(kind).and_then(|r| r.strip_prefix(':')).and_then(|n| n.parse().ok()))
-        .ok_or_else(|| ApiError::invalid_query("cursor", "cursor is not one this server issued; pass next_cursor back unchanged"))
+        .and_then(|s| {
+            s.strip_prefix(kind)
+                .and_then(|r| r.strip_prefix(':'))
+                .and_then(|n| n.parse().ok())
+        })
+        .ok_or_else(|| {
+            ApiError::invalid_query(
+                "cursor",
+                "cursor is not one this server issued; pass next_cursor back unchanged",
+            )
+        })
 }
 
 /// POST /api/v1/agents
-pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(body): JsonObject) -> ApiResult<Response> {
+pub async fn spawn(
+    State(state): State<AppState>,
+    Auth(who): Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
     let f = Fields(&body);
     let task = f.string("task")?;
     let chars = task.chars().count();
@@ -126,18 +146,27 @@ pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(bo
         return Err(ApiError::invalid_field("task", "task must not be empty"));
     }
     if chars > MAX_TASK_CHARS {
-        return Err(ApiError::invalid_field("task", format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}")));
+        return Err(ApiError::invalid_field(
+            "task",
+            format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}"),
+        ));
     }
     let name = match f.opt_string("name")? {
         Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS => {
-            return Err(ApiError::invalid_field("name", format!("name must be 1 to {MAX_NAME_CHARS} characters")));
+            return Err(ApiError::invalid_field(
+                "name",
+                format!("name must be 1 to {MAX_NAME_CHARS} characters and not blank"),
+            ));
         }
         Some(n) => n,
         None => name_from_task(&task),
     };
     let region = f.opt_string("region")?.unwrap_or_else(|| REGION.into());
     if region != REGION {
-        return Err(ApiError::invalid_field("region", format!("region {region:?} is not available; the only region is \"{REGION}\"")));
+        return Err(ApiError::invalid_field(
+            "region",
+            format!("region {region:?} is not available; the only region is \"{REGION}\""),
+        ));
     }
     let plan = who.plan;
     let limits = state.config.plans.limits(plan).clone();
@@ -145,7 +174,9 @@ pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(bo
 
     let account = who.account.to_string();
     let usage_store = state.usage.clone();
-    let finished_ms = blocking(move || usage_store.month(&account, now)).await?.run_ms;
+    let finished_ms = blocking(move || usage_store.month(&account, now))
+        .await?
+        .run_ms;
     let used_ms = finished_ms + state.runtime.running_ms(&who.account);
     let budget_ms = (limits.agent_hours_per_month * 3_600_000.0) as u64;
     if used_ms >= budget_ms {
@@ -180,13 +211,21 @@ pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(bo
         }
     })?;
 
-    if let Err(refusal) = state.rate.try_acquire(&who.key_id, limits.spawns_per_minute, limits.spawns_per_hour, Instant::now()) {
+    if let Err(refusal) = state.rate.try_acquire(
+        &who.key_id,
+        limits.spawns_per_minute,
+        limits.spawns_per_hour,
+        Instant::now(),
+    ) {
         let mut e = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limited",
             format!(
                 "this API key spawned its {} agents per {}; retry in {} s",
-                match refusal.window.as_str() { "minute" => limits.spawns_per_minute, _ => limits.spawns_per_hour },
+                match refusal.window.as_str() {
+                    "minute" => limits.spawns_per_minute,
+                    _ => limits.spawns_per_hour,
+                },
                 refusal.window.as_str(),
                 refusal.retry_after_secs
             ),
@@ -235,9 +274,16 @@ pub async fn spawn(State(state): State<AppState>, Auth(who): Auth, JsonObject(bo
 }
 
 /// GET /api/v1/agents?limit&cursor
-pub async fn list(State(state): State<AppState>, Auth(who): Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(state): State<AppState>,
+    Auth(who): Auth,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
     let limit = q.limit(LIST_DEFAULT, LIST_MAX)?;
-    let before = q.get("cursor").map(|c| decode_cursor("a1", c)).transpose()?;
+    let before = q
+        .get("cursor")
+        .map(|c| decode_cursor("a1", c))
+        .transpose()?;
     let records = state.records.clone();
     let account = who.account.to_string();
     let (page, next) = blocking(move || records.list(&account, before, limit)).await?;
@@ -250,20 +296,32 @@ pub async fn list(State(state): State<AppState>, Auth(who): Auth, q: QueryParams
 async fn owned(state: &AppState, account: &str, id: String) -> ApiResult<AgentRecord> {
     let records = state.records.clone();
     let account = account.to_string();
-    blocking(move || records.get(&account, &id)).await?.ok_or_else(agent_not_found)
+    blocking(move || records.get(&account, &id))
+        .await?
+        .ok_or_else(agent_not_found)
 }
 
 /// GET /api/v1/agents/{id}
-pub async fn get(State(state): State<AppState>, Auth(who): Auth, path: Result<Path<String>, PathRejection>) -> ApiResult<Json<Value>> {
+pub async fn get(
+    State(state): State<AppState>,
+    Auth(who): Auth,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<Value>> {
     let record = owned(&state, &who.account, agent_id(path)?).await?;
     Ok(Json(view(&record)))
 }
 
 /// DELETE /api/v1/agents/{id} — idempotent; terminal agents are returned unchanged.
-pub async fn stop(State(state): State<AppState>, Auth(who): Auth, path: Result<Path<String>, PathRejection>) -> ApiResult<Json<Value>> {
+pub async fn stop(
+    State(state): State<AppState>,
+    Auth(who): Auth,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<Value>> {
     let record = owned(&state, &who.account, agent_id(path)?).await?;
     if record.status.is_terminal() {
-        return Ok(Json(json!({ "agent_id": record.agent_id, "status": record.status.as_str() })));
+        return Ok(Json(
+            json!({ "agent_id": record.agent_id, "status": record.status.as_str() }),
+        ));
     }
     let records = state.records.clone();
     let id = record.agent_id.clone();
@@ -280,7 +338,9 @@ pub async fn stop(State(state): State<AppState>, Auth(who): Auth, path: Result<P
     .await?
     .ok_or_else(agent_not_found)?;
     state.runtime.stop(&updated.agent_id);
-    Ok(Json(json!({ "agent_id": updated.agent_id, "status": updated.status.as_str() })))
+    Ok(Json(
+        json!({ "agent_id": updated.agent_id, "status": updated.status.as_str() }),
+    ))
 }
 
 /// GET /api/v1/agents/{id}/logs?limit&cursor
@@ -292,11 +352,19 @@ pub async fn logs(
 ) -> ApiResult<Json<Value>> {
     let record = owned(&state, &who.account, agent_id(path)?).await?;
     let limit = q.limit(LOGS_DEFAULT, LOGS_MAX)?;
-    let after = q.get("cursor").map(|c| decode_cursor("l1", c)).transpose()?.unwrap_or(0);
+    let after = q
+        .get("cursor")
+        .map(|c| decode_cursor("l1", c))
+        .transpose()?
+        .unwrap_or(0);
     let records = state.records.clone();
     let (events, more) = blocking(move || records.logs(&record.agent_id, after, limit)).await?;
-    let next = more.then(|| events.last().map(|e| encode_cursor("l1", e.seq))).flatten();
-    Ok(Json(json!({ "data": events.iter().map(log_view).collect::<Vec<_>>(), "next_cursor": next })))
+    let next = more
+        .then(|| events.last().map(|e| encode_cursor("l1", e.seq)))
+        .flatten();
+    Ok(Json(
+        json!({ "data": events.iter().map(log_view).collect::<Vec<_>>(), "next_cursor": next }),
+    ))
 }
 
 #[cfg(test)]
@@ -305,7 +373,10 @@ mod tests {
 
     #[test]
     fn names_come_from_the_task() {
-        assert_eq!(name_from_task("Summarize   the quarterly report please"), "Summarize the quarterly report please");
+        assert_eq!(
+            name_from_task("Summarize   the quarterly report please"),
+            "Summarize the quarterly report please"
+        );
         let long = "word ".repeat(30);
         assert!(name_from_task(&long).chars().count() <= 60);
         assert_eq!(name_from_task(&"x".repeat(100)).chars().count(), 60);

@@ -2,7 +2,10 @@
 //! `Authorization: Bearer <key>`; missing, malformed, unknown or revoked keys are 401
 //! `invalid_api_key`. The resulting `Principal` scopes everything the handler does.
 
-use axum::{extract::FromRequestParts, http::{header, request::Parts}};
+use axum::{
+    extract::FromRequestParts,
+    http::{header, request::Parts},
+};
 
 use super::{AppState, error::ApiError};
 use crate::accounts::Principal;
@@ -14,18 +17,26 @@ pub struct Auth(pub Principal);
 impl FromRequestParts<AppState> for Auth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::invalid_api_key("missing Authorization header: send `Authorization: Bearer <API key>`"))?;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(header::AUTHORIZATION).ok_or_else(|| {
+            ApiError::invalid_api_key(
+                "missing Authorization header: send `Authorization: Bearer <API key>`",
+            )
+        })?;
         let key = header
             .to_str()
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim)
             .filter(|k| !k.is_empty())
-            .ok_or_else(|| ApiError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`"))?;
+            .ok_or_else(|| {
+                ApiError::invalid_api_key(
+                    "malformed Authorization header: expected `Bearer <API key>`",
+                )
+            })?;
         // A key lookup is one small B-tree read: cheaper inline than a thread hop.
         state
             .keys

@@ -33,7 +33,9 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
         })?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonObject(map)),
-            Ok(_) => Err(ApiError::invalid_body("the request body must be a JSON object")),
+            Ok(_) => Err(ApiError::invalid_body(
+                "the request body must be a JSON object",
+            )),
             Err(e) => Err(ApiError::invalid_body(format!(
                 "the request body is not valid JSON: {e}"
             ))),
@@ -66,7 +68,9 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 
 fn serde_urlencoded_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
     axum::extract::Query::<Vec<(String, String)>>::try_from_uri(
-        &format!("/?{query}").parse().map_err(|_| ApiError::invalid_query("", "malformed query string"))?,
+        &format!("/?{query}")
+            .parse()
+            .map_err(|_| ApiError::invalid_query("", "malformed query string"))?,
     )
     .map(|q| q.0)
     .map_err(|e| ApiError::invalid_query("", format!("malformed query string: {e}")))
@@ -80,8 +84,9 @@ impl QueryParams {
 
     /// A required parameter.
     pub fn required(&self, name: &str) -> Result<&str, ApiError> {
-        self.get(name)
-            .ok_or_else(|| ApiError::invalid_query(name, format!("query parameter {name:?} is required")))
+        self.get(name).ok_or_else(|| {
+            ApiError::invalid_query(name, format!("query parameter {name:?} is required"))
+        })
     }
 
     /// A boolean parameter (`true`/`false`, `1`/`0`).
@@ -105,7 +110,9 @@ impl QueryParams {
                 Ok(n) if n >= 1 => Ok(n.min(max)),
                 _ => Err(ApiError::invalid_query(
                     "limit",
-                    format!("limit must be a whole number of at least 1 (above {max} counts as {max}), got {text:?}"),
+                    format!(
+                        "limit must be a whole number of at least 1 (above {max} counts as {max}), got {text:?}"
+                    ),
                 )),
             },
         }

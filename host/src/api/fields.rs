@@ -20,7 +20,10 @@ impl Fields<'_> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be a string"))),
+            Some(_) => Err(ApiError::invalid_field(
+                field,
+                format!("{field} must be a string"),
+            )),
         }
     }
 
@@ -32,10 +35,16 @@ impl Fields<'_> {
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.clone()),
-                    _ => Err(ApiError::invalid_field(field, format!("{field} must be an array of strings"))),
+                    _ => Err(ApiError::invalid_field(
+                        field,
+                        format!("{field} must be an array of strings"),
+                    )),
                 })
                 .collect(),
-            Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be an array of strings"))),
+            Some(_) => Err(ApiError::invalid_field(
+                field,
+                format!("{field} must be an array of strings"),
+            )),
         }
     }
 
@@ -44,7 +53,10 @@ impl Fields<'_> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => Ok(n.as_f64()),
-            Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be a number"))),
+            Some(_) => Err(ApiError::invalid_field(
+                field,
+                format!("{field} must be a number"),
+            )),
         }
     }
 
@@ -76,11 +88,17 @@ impl Fields<'_> {
         match self.0.get(field) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => Err(ApiError::invalid_field(field, format!("{field} must be true or false"))),
+            Some(_) => Err(ApiError::invalid_field(
+                field,
+                format!("{field} must be true or false"),
+            )),
         }
     }
 }
 
 fn limit_error(field: &str, max: usize) -> ApiError {
-    ApiError::invalid_field(field, format!("{field} must be a whole number of at least 1 (above {max} counts as {max})"))
+    ApiError::invalid_field(
+        field,
+        format!("{field} must be a whole number of at least 1 (above {max} counts as {max})"),
+    )
 }

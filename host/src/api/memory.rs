@@ -23,8 +23,7 @@ use crate::{
     memory::{
         DEFAULT_IMPORTANCE, DEFAULT_LIMIT, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted,
         ImportItem, ListQuery, MAX_LIMIT, MemoryError, Mode, PutInput, Rejected, SearchQuery,
-        Source,
-        validate_key, validate_namespace, validate_tags,
+        Source, validate_key, validate_namespace, validate_tags,
     },
 };
 
@@ -62,30 +61,51 @@ fn address(q: &QueryParams) -> ApiResult<(String, String)> {
     let key = q.required("key")?;
     validate_key(key).map_err(|e| ApiError::invalid_query("key", e.to_string()))?;
     let namespace = q.get("namespace").unwrap_or(DEFAULT_NAMESPACE);
-    validate_namespace(namespace).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+    validate_namespace(namespace)
+        .map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
     Ok((namespace.to_string(), key.to_string()))
 }
 
 /// POST /api/v1/memory — 201 when a memory or version was created, 200 when identical.
-pub async fn put(State(state): State<AppState>, auth: Auth, JsonObject(body): JsonObject) -> ApiResult<Response> {
+pub async fn put(
+    State(state): State<AppState>,
+    auth: Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
     let input = put_input(&auth.0.account, &body)?;
     let outcome = state.memory.put(input, quota(&state, &auth)).await?;
-    let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if outcome.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, Json(views::memory(&outcome.memory))).into_response())
 }
 
 /// GET /api/v1/memory?key&namespace — counts the access.
-pub async fn get(State(state): State<AppState>, auth: Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+pub async fn get(
+    State(state): State<AppState>,
+    auth: Auth,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
     let (namespace, key) = address(&q)?;
     let memory = state.memory.get(&auth.0.account, &namespace, &key).await?;
     Ok(Json(views::memory(&memory)))
 }
 
 /// DELETE /api/v1/memory?key&namespace&hard
-pub async fn delete(State(state): State<AppState>, auth: Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+pub async fn delete(
+    State(state): State<AppState>,
+    auth: Auth,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
     let (namespace, key) = address(&q)?;
     let hard = q.bool("hard", false)?;
-    let body = match state.memory.delete(&auth.0.account, &namespace, &key, hard).await? {
+    let body = match state
+        .memory
+        .delete(&auth.0.account, &namespace, &key, hard)
+        .await?
+    {
         Deleted::Soft(memory) => json!({
             "deleted": true, "hard": false, "key": key, "namespace": namespace,
             "versions_removed": 0, "memory": views::memory(&memory),
@@ -99,17 +119,27 @@ pub async fn delete(State(state): State<AppState>, auth: Auth, q: QueryParams) -
 }
 
 /// GET /api/v1/memory/history?key&namespace — every version, newest first.
-pub async fn history(State(state): State<AppState>, auth: Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+pub async fn history(
+    State(state): State<AppState>,
+    auth: Auth,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
     let (namespace, key) = address(&q)?;
     let versions = state.memory.history(&auth.0.account, &namespace, &key)?;
     if versions.is_empty() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }
-    Ok(Json(json!({ "data": versions.iter().map(views::memory).collect::<Vec<_>>() })))
+    Ok(Json(
+        json!({ "data": versions.iter().map(views::memory).collect::<Vec<_>>() }),
+    ))
 }
 
 /// POST /api/v1/memory/search
-pub async fn search(State(state): State<AppState>, auth: Auth, JsonObject(body): JsonObject) -> ApiResult<Json<Value>> {
+pub async fn search(
+    State(state): State<AppState>,
+    auth: Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
     let f = Fields(&body);
     let query = f.string("query")?;
     if query.trim().is_empty() {
@@ -126,26 +156,45 @@ pub async fn search(State(state): State<AppState>, auth: Auth, JsonObject(body):
         namespace,
         tags,
         limit: f.limit("limit", DEFAULT_LIMIT, MAX_LIMIT)?,
-        mode: f.opt_string("mode")?.map_or(Ok(Mode::default()), |m| m.parse())?,
+        mode: f
+            .opt_string("mode")?
+            .map_or(Ok(Mode::default()), |m| m.parse())?,
         min_score: f.number_in("min_score", 0.0, 1.0)?.unwrap_or(0.0),
     };
     let hits = state.memory.search(&auth.0.account, q).await?;
-    Ok(Json(json!({ "results": hits.iter().map(views::search_hit).collect::<Vec<_>>() })))
+    Ok(Json(
+        json!({ "results": hits.iter().map(views::search_hit).collect::<Vec<_>>() }),
+    ))
 }
 
 /// GET /api/v1/memory/list?namespace&tags&limit&cursor
-pub async fn list(State(state): State<AppState>, auth: Auth, q: QueryParams) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Auth,
+    q: QueryParams,
+) -> ApiResult<Json<Value>> {
     let namespace = q.get("namespace").map(str::to_string);
     if let Some(ns) = &namespace {
         validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
     }
     let tags: Vec<String> = q
         .get("tags")
-        .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_string).collect())
+        .map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default();
     validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
     let before = q.get("cursor").map(decode_cursor).transpose()?;
-    let query = ListQuery { namespace, tags, limit: q.limit(LIST_DEFAULT, LIST_MAX)?, before };
+    let query = ListQuery {
+        namespace,
+        tags,
+        limit: q.limit(LIST_DEFAULT, LIST_MAX)?,
+        before,
+    };
     let page = state.memory.list(&auth.0.account, query).await?;
     Ok(Json(json!({
         "data": page.memories.iter().map(views::memory).collect::<Vec<_>>(),
@@ -154,13 +203,19 @@ pub async fn list(State(state): State<AppState>, auth: Auth, q: QueryParams) -> 
 }
 
 /// POST /api/v1/memory/dedupe
-pub async fn dedupe(State(state): State<AppState>, auth: Auth, JsonObject(body): JsonObject) -> ApiResult<Json<Value>> {
+pub async fn dedupe(
+    State(state): State<AppState>,
+    auth: Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
     let f = Fields(&body);
     let namespace = f.opt_string("namespace")?;
     if let Some(ns) = &namespace {
         validate_namespace(ns)?;
     }
-    let threshold = f.number_in("threshold", 0.0, 1.0)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
+    let threshold = f
+        .number_in("threshold", 0.0, 1.0)?
+        .map_or(DEFAULT_THRESHOLD, |t| t as f32);
     let dry_run = f.bool("dry_run", false)?;
     let report = state
         .memory
@@ -198,14 +253,24 @@ pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json
 }
 
 /// POST /api/v1/memory/import — 200 with counts, or 402 when it halted at the quota.
-pub async fn import(State(state): State<AppState>, auth: Auth, JsonObject(body): JsonObject) -> ApiResult<Json<Value>> {
+pub async fn import(
+    State(state): State<AppState>,
+    auth: Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
     let Some(Value::Array(raw)) = body.get("memories") else {
-        return Err(ApiError::invalid_field("memories", "memories must be an array of { key, value, namespace?, tags?, importance? }"));
+        return Err(ApiError::invalid_field(
+            "memories",
+            "memories must be an array of { key, value, namespace?, tags?, importance? }",
+        ));
     };
     if raw.len() > IMPORT_MAX_ITEMS {
         return Err(ApiError::invalid_field(
             "memories",
-            format!("{} memories given; one import takes at most {IMPORT_MAX_ITEMS}", raw.len()),
+            format!(
+                "{} memories given; one import takes at most {IMPORT_MAX_ITEMS}",
+                raw.len()
+            ),
         ));
     }
     let items = raw
@@ -226,7 +291,10 @@ pub async fn import(State(state): State<AppState>, auth: Auth, JsonObject(body):
             },
         })
         .collect();
-    let report = state.memory.import(&auth.0.account, items, quota(&state, &auth)).await?;
+    let report = state
+        .memory
+        .import(&auth.0.account, items, quota(&state, &auth))
+        .await?;
     let errors: Vec<Value> = report
         .errors
         .iter()
@@ -263,5 +331,10 @@ fn decode_cursor(cursor: &str) -> ApiResult<u64> {
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|s| s.strip_prefix("m1:").and_then(|n| n.parse().ok()))
-        .ok_or_else(|| ApiError::invalid_query("cursor", "cursor is not one this server issued; pass next_cursor back unchanged"))
+        .ok_or_else(|| {
+            ApiError::invalid_query(
+                "cursor",
+                "cursor is not one this server issued; pass next_cursor back unchanged",
+            )
+        })
 }

@@ -73,7 +73,11 @@ mod tests {
     fn keeps_the_most_useful_of_a_cluster() {
         let mut ms: Vec<Memory> = (1..=3).map(sample).collect();
         ms[1].importance = 9.0;
-        let pairs = plan(&ms, vec![(1, 2, 0.99), (2, 3, 0.95), (1, 3, 0.93), (3, 1, 0.93)], 0.92);
+        let pairs = plan(
+            &ms,
+            vec![(1, 2, 0.99), (2, 3, 0.95), (1, 3, 0.93), (3, 1, 0.93)],
+            0.92,
+        );
         let removed: Vec<u64> = pairs.iter().map(|p| p.removed).collect();
         assert_eq!(removed, [1, 3]);
         assert!(pairs.iter().all(|p| p.kept == 2));
@@ -90,7 +94,11 @@ mod tests {
     #[test]
     fn usefulness_order() {
         let (mut a, mut b) = (sample(1), sample(2));
-        assert_eq!(usefulness(&a, &b), Ordering::Less, "older id loses the final tie");
+        assert_eq!(
+            usefulness(&a, &b),
+            Ordering::Less,
+            "older id loses the final tie"
+        );
         a.access_count = 3;
         assert_eq!(usefulness(&a, &b), Ordering::Greater);
         b.importance = 6.0;

@@ -33,16 +33,26 @@ impl Indexes {
             vector: VectorIndex::open(&dir.join("vector"), dims)?,
         };
         let reader = Reader::new(db)?;
-        let keyword = catch_up(&reader, indexes.keyword.watermark(), |ops, seq| {
-            indexes.keyword.apply(ops, seq)
-        }, || indexes.keyword.clear())?;
-        let vector = catch_up(&reader, indexes.vector.watermark(), |ops, seq| {
-            indexes.vector.apply(ops, seq)
-        }, || indexes.vector.clear())?;
+        let keyword = catch_up(
+            &reader,
+            indexes.keyword.watermark(),
+            |ops, seq| indexes.keyword.apply(ops, seq),
+            || indexes.keyword.clear(),
+        )?;
+        let vector = catch_up(
+            &reader,
+            indexes.vector.watermark(),
+            |ops, seq| indexes.vector.apply(ops, seq),
+            || indexes.vector.clear(),
+        )?;
         if vector > 0 {
             indexes.vector.checkpoint()?;
         }
-        tracing::info!(keyword_replayed = keyword, vector_replayed = vector, "indexes in step");
+        tracing::info!(
+            keyword_replayed = keyword,
+            vector_replayed = vector,
+            "indexes in step"
+        );
         Ok(indexes)
     }
 
@@ -69,12 +79,18 @@ fn catch_up(
 ) -> Result<usize> {
     let now = now_ms();
     let (ids, last) = match reader.oplog_after(watermark)? {
-        Some((changed, last)) => (changed.into_iter().map(|(id, a)| (id, Some(a))).collect(), last),
+        Some((changed, last)) => (
+            changed.into_iter().map(|(id, a)| (id, Some(a))).collect(),
+            last,
+        ),
         None => {
             tracing::warn!(watermark, "index behind the truncated oplog: rebuilding");
             clear()?;
-            let all: Vec<(u64, Option<String>)> =
-                reader.all_counted_ids()?.into_iter().map(|id| (id, None)).collect();
+            let all: Vec<(u64, Option<String>)> = reader
+                .all_counted_ids()?
+                .into_iter()
+                .map(|id| (id, None))
+                .collect();
             (all, reader.last_seq()?)
         }
     };

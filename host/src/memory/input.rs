@@ -51,7 +51,10 @@ impl PutInput {
         if !(1.0..=10.0).contains(&self.importance) {
             return Err(MemoryError::invalid(
                 "importance",
-                format!("importance must be a number from 1 to 10, got {}", self.importance),
+                format!(
+                    "importance must be a number from 1 to 10, got {}",
+                    self.importance
+                ),
             ));
         }
         if let Some(days) = self.expires_in_days
@@ -80,7 +83,10 @@ pub fn validate_key(key: &str) -> Result<()> {
     if key.len() > MAX_KEY_CHARS {
         return Err(MemoryError::invalid(
             "key",
-            format!("key is {} characters; the limit is {MAX_KEY_CHARS}", key.len()),
+            format!(
+                "key is {} characters; the limit is {MAX_KEY_CHARS}",
+                key.len()
+            ),
         ));
     }
     let mut chars = key.chars();
@@ -123,7 +129,9 @@ pub fn validate_tags(tags: &[String]) -> Result<()> {
         if chars == 0 || chars > MAX_TAG_CHARS {
             return Err(MemoryError::invalid(
                 "tags",
-                format!("tags: each tag must be 1 to {MAX_TAG_CHARS} characters; {tag:?} is {chars}"),
+                format!(
+                    "tags: each tag must be 1 to {MAX_TAG_CHARS} characters; {tag:?} is {chars}"
+                ),
             ));
         }
     }
@@ -159,7 +167,16 @@ mod tests {
         for good in ["a", "user_name", "x9_", &"k".repeat(128)] {
             validate_key(good).unwrap();
         }
-        for bad in ["", "User", "9lives", "_x", "a-b", "a b", "é", &"k".repeat(129)] {
+        for bad in [
+            "",
+            "User",
+            "9lives",
+            "_x",
+            "a-b",
+            "a b",
+            "é",
+            &"k".repeat(129),
+        ] {
             assert_eq!(field_of(validate_key(bad)), "key", "{bad}");
         }
     }

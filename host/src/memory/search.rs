@@ -169,13 +169,19 @@ mod tests {
     #[test]
     fn parts_and_total_stay_in_range() {
         let m = sample(1);
-        let c = Candidate { cosine: Some(-0.3), bm25: Some(9.0) };
+        let c = Candidate {
+            cosine: Some(-0.3),
+            bm25: Some(9.0),
+        };
         let (s, b) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
         assert_eq!(b.semantic, 0.0);
         assert_eq!(b.keyword, 1.0);
         assert_eq!(b.time_decay, 1.0);
         assert!((s - (0.2 + 0.05 + 0.1)).abs() < 1e-9, "{s}");
-        let c = Candidate { cosine: Some(1.0), bm25: Some(3.0) };
+        let c = Candidate {
+            cosine: Some(1.0),
+            bm25: Some(3.0),
+        };
         let (s, _) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
         assert!(s <= 1.0);
     }
@@ -191,7 +197,10 @@ mod tests {
     #[test]
     fn keyword_mode_ignores_semantics_in_the_total() {
         let m = sample(1);
-        let with = Candidate { cosine: Some(0.9), bm25: None };
+        let with = Candidate {
+            cosine: Some(0.9),
+            bm25: None,
+        };
         let (s, b) = score(Mode::Keyword, &m, with, 0.0, m.updated_at, 30.0);
         assert!(b.semantic > 0.8);
         assert!((s - 0.15).abs() < 1e-9, "{s}");
@@ -207,8 +216,16 @@ mod tests {
 
     #[test]
     fn finish_sorts_filters_truncates() {
-        let hit = |id, score| SearchHit { memory: sample(id), score, breakdown: Breakdown::default() };
-        let out = finish(vec![hit(1, 0.2), hit(2, 0.9), hit(3, 0.5), hit(4, 0.05)], 0.1, 2);
+        let hit = |id, score| SearchHit {
+            memory: sample(id),
+            score,
+            breakdown: Breakdown::default(),
+        };
+        let out = finish(
+            vec![hit(1, 0.2), hit(2, 0.9), hit(3, 0.5), hit(4, 0.05)],
+            0.1,
+            2,
+        );
         let ids: Vec<u64> = out.iter().map(|h| h.memory.id).collect();
         assert_eq!(ids, [2, 3]);
     }
@@ -216,6 +233,9 @@ mod tests {
     #[test]
     fn modes_parse() {
         assert_eq!("keyword".parse::<Mode>().unwrap(), Mode::Keyword);
-        assert!(matches!("fuzzy".parse::<Mode>(), Err(MemoryError::Invalid { field: "mode", .. })));
+        assert!(matches!(
+            "fuzzy".parse::<Mode>(),
+            Err(MemoryError::Invalid { field: "mode", .. })
+        ));
     }
 }

@@ -31,7 +31,7 @@ pub struct ListQuery {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Deleted {
     /// The live version, now soft-deleted.
-    Soft(Memory),
+    Soft(Box<Memory>),
     /// How many versions were removed for good.
     Hard(usize),
 }
@@ -86,10 +86,14 @@ impl MemoryService {
     /// Creates or version-updates a memory (idempotent on identical value).
     pub async fn put(&self, input: PutInput, limit: u64) -> Result<PutOutcome> {
         input.validate()?;
-        if let Some(live) = self.read(|r, now| r.live(&input.account, &input.namespace, &input.key, now))?
+        if let Some(live) =
+            self.read(|r, now| r.live(&input.account, &input.namespace, &input.key, now))?
             && live.value == input.value
         {
-            return Ok(PutOutcome { memory: live, created: false });
+            return Ok(PutOutcome {
+                memory: live,
+                created: false,
+            });
         }
         let embedding = self.embed_one(&input.value).await?;
         self.inner
@@ -105,13 +109,21 @@ impl MemoryService {
     }
 
     /// Soft (default) or hard delete of (namespace, key).
-    pub async fn delete(&self, account: &str, namespace: &str, key: &str, hard: bool) -> Result<Deleted> {
+    pub async fn delete(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        hard: bool,
+    ) -> Result<Deleted> {
         let (a, n, k) = (account.to_string(), namespace.to_string(), key.to_string());
         self.inner
             .writer
             .run(move |b| match hard {
                 true => b.hard_delete(&a, &n, &k).map(Deleted::Hard),
-                false => b.soft_delete(&a, &n, &k).map(Deleted::Soft),
+                false => b
+                    .soft_delete(&a, &n, &k)
+                    .map(|m| Deleted::Soft(Box::new(m))),
             })
             .await
     }
@@ -145,7 +157,12 @@ impl MemoryService {
     }
 
     /// Writes items in order as puts, halting at the quota.
-    pub async fn import(&self, account: &str, mut items: Vec<ImportItem>, limit: u64) -> Result<ImportReport> {
+    pub async fn import(
+        &self,
+        account: &str,
+        mut items: Vec<ImportItem>,
+        limit: u64,
+    ) -> Result<ImportReport> {
         for item in &mut items {
             if let Ok(input) = &item.input
                 && let Err(e) = input.validate()
@@ -183,9 +200,11 @@ impl MemoryService {
         };
         let this = self.clone();
         let account = account.to_string();
-        tokio::task::spawn_blocking(move || this.rank(&account, &q, query_vector.as_deref().map(Vec::as_slice)))
-            .await
-            .map_err(|_| MemoryError::Stopped)?
+        tokio::task::spawn_blocking(move || {
+            this.rank(&account, &q, query_vector.as_deref().map(Vec::as_slice))
+        })
+        .await
+        .map_err(|_| MemoryError::Stopped)?
     }
 
     /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
@@ -198,11 +217,18 @@ impl MemoryService {
     ) -> Result<DedupeReport> {
         self.reap_if_due(account).await?;
         let memories = self.read(|r, now| {
-            r.all_live(account, now, |m| namespace.is_none_or(|ns| m.namespace == ns))
+            r.all_live(account, now, |m| {
+                namespace.is_none_or(|ns| m.namespace == ns)
+            })
         })?;
         let mut candidates = Vec::new();
         for m in &memories {
-            for (other, similarity) in self.inner.indexes.vector.neighbours(account, m.id, 16, threshold)? {
+            for (other, similarity) in self
+                .inner
+                .indexes
+                .vector
+                .neighbours(account, m.id, 16, threshold)?
+            {
                 candidates.push((m.id, other, similarity));
             }
         }
@@ -240,10 +266,17 @@ impl MemoryService {
     /// Blocking: call it from a blocking context (the checkpoint thread, shutdown).
     pub fn checkpoint(&self) -> Result<()> {
         let upto = self.inner.indexes.checkpoint()?;
-        self.inner.writer.run_blocking(move |b| b.truncate_oplog(upto))
+        self.inner
+            .writer
+            .run_blocking(move |b| b.truncate_oplog(upto))
     }
 
-    fn rank(&self, account: &str, q: &SearchQuery, query_vector: Option<&[f32]>) -> Result<Vec<SearchHit>> {
+    fn rank(
+        &self,
+        account: &str,
+        q: &SearchQuery,
+        query_vector: Option<&[f32]>,
+    ) -> Result<Vec<SearchHit>> {
         let now = now_ms();
         let filter = SearchFilter {
             account,
@@ -264,7 +297,10 @@ impl MemoryService {
         let reader = Reader::new(&self.inner.db)?;
         let mut hits = Vec::new();
         for (id, mut candidate) in search::merge(&keyword, &semantic) {
-            let Some(memory) = reader.memory(id)?.filter(|m| m.account == account && m.is_live(now)) else {
+            let Some(memory) = reader
+                .memory(id)?
+                .filter(|m| m.account == account && m.is_live(now))
+            else {
                 continue;
             };
             if let (None, Some(v)) = (candidate.cosine, query_vector) {
@@ -283,13 +319,21 @@ impl MemoryService {
                 now,
                 self.inner.decay_half_life_days,
             );
-            hits.push(SearchHit { memory, score, breakdown });
+            hits.push(SearchHit {
+                memory,
+                score,
+                breakdown,
+            });
         }
         Ok(search::finish(hits, q.min_score, q.limit))
     }
 
     async fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
-        let mut v = self.inner.embed.embed_documents(vec![text.to_string()]).await?;
+        let mut v = self
+            .inner
+            .embed
+            .embed_documents(vec![text.to_string()])
+            .await?;
         v.pop().ok_or(MemoryError::Stopped)
     }
 

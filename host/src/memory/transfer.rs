@@ -25,7 +25,10 @@ impl From<MemoryError> for Rejected {
             MemoryError::Invalid { field, .. } => format!("invalid_{field}"),
             _ => "internal_error".to_string(),
         };
-        Rejected { code, message: e.to_string() }
+        Rejected {
+            code,
+            message: e.to_string(),
+        }
     }
 }
 
@@ -49,10 +52,18 @@ pub struct ImportReport {
 }
 
 /// An import item ready to write: its position and its embedded input, or why it is invalid.
-pub(super) type Prepared = (usize, Option<String>, std::result::Result<(PutInput, Vec<f32>), Rejected>);
+pub(super) type Prepared = (
+    usize,
+    Option<String>,
+    std::result::Result<(PutInput, Vec<f32>), Rejected>,
+);
 
 /// Writes `items` in order, halting at the quota.
-pub(super) fn apply(batch: &mut Batch<'_>, items: Vec<Prepared>, limit: u64) -> Result<ImportReport> {
+pub(super) fn apply(
+    batch: &mut Batch<'_>,
+    items: Vec<Prepared>,
+    limit: u64,
+) -> Result<ImportReport> {
     let mut report = ImportReport::default();
     for (index, given_key, item) in items {
         let (key, rejected) = match item {
@@ -71,7 +82,11 @@ pub(super) fn apply(batch: &mut Batch<'_>, items: Vec<Prepared>, limit: u64) -> 
             },
         };
         report.failed += 1;
-        report.errors.push(ItemError { index, key, rejected });
+        report.errors.push(ItemError {
+            index,
+            key,
+            rejected,
+        });
     }
     Ok(report)
 }

@@ -8,12 +8,7 @@ use std::sync::{Arc, mpsc};
 
 use tokio::sync::oneshot;
 
-use super::{
-    MemoryError, Result,
-    derived::Indexes,
-    index::IndexOp,
-    store::Batch,
-};
+use super::{MemoryError, Result, derived::Indexes, index::IndexOp, store::Batch};
 use crate::clock::now_ms;
 
 /// Most jobs folded into one transaction.
@@ -54,7 +49,9 @@ impl Writer {
         &self,
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.submit(f)?.blocking_recv().unwrap_or_else(|_| Err(aborted()))
+        self.submit(f)?
+            .blocking_recv()
+            .unwrap_or_else(|_| Err(aborted()))
     }
 
     fn submit<T: Send + 'static>(
@@ -140,7 +137,10 @@ fn commit_group(
         completions.push(complete);
     }
     if fatal {
-        return Err((completions, MemoryError::WriteFailed("storage error in group".into())));
+        return Err((
+            completions,
+            MemoryError::WriteFailed("storage error in group".into()),
+        ));
     }
     let (ops, seq) = match batch.finish() {
         Ok(v) => v,

@@ -9,4 +9,4 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use wasmind::agent::{control, memory, mind, progress};
+pub use self::wasmind::agent::{control, memory, mind, progress};

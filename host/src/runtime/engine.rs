@@ -15,7 +15,10 @@ use wasmtime::{
     component::{Component, HasSelf, Linker},
 };
 
-use super::{bindings::{Agent, AgentPre}, state::AgentState};
+use super::{
+    bindings::{Agent, AgentPre},
+    state::AgentState,
+};
 use crate::config::RuntimeConfig;
 
 /// The default agent, built from `examples/default-agent` by the build script.
@@ -71,9 +74,11 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
         .memory_init_cow(false)
         .concurrency_support(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let engine = Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;
+    let engine =
+        Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;
     let bytes = match &config.component {
-        Some(path) => std::fs::read(path).with_context(|| format!("reading agent component {}", path.display()))?,
+        Some(path) => std::fs::read(path)
+            .with_context(|| format!("reading agent component {}", path.display()))?,
         None => DEFAULT_AGENT.to_vec(),
     };
     let component = load_cached(&engine, &bytes, cache_dir)?;
@@ -90,7 +95,10 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
 fn load_cached(engine: &Engine, wasm: &[u8], cache_dir: &Path) -> anyhow::Result<Component> {
     let mut hasher = Sha256::new();
     hasher.update(wasm);
-    std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut HashWriter(&mut hasher));
+    std::hash::Hash::hash(
+        &engine.precompile_compatibility_hash(),
+        &mut HashWriter(&mut hasher),
+    );
     let path = cache_dir.join(format!("{}.cwasm", hex::encode(&hasher.finalize()[..16])));
     if path.exists()
         && let Ok(component) = deserialize(engine, &path)
@@ -144,4 +152,3 @@ fn start_ticker(engine: &Engine) {
         })
         .expect("spawning the epoch ticker");
 }
-

@@ -163,12 +163,17 @@ impl AgentStore {
             let mut meta = txn.open_table(META)?;
             record.seq = meta.get("next_seq")?.map_or(1, |v| v.value());
             meta.insert("next_seq", record.seq + 1)?;
-            txn.open_table(AGENTS)?
-                .insert(record.agent_id.as_str(), serde_json::to_vec(&record)?.as_slice())?;
-            txn.open_table(BY_ACCOUNT)?
-                .insert((record.account.as_str(), record.seq), record.agent_id.as_str())?;
+            txn.open_table(AGENTS)?.insert(
+                record.agent_id.as_str(),
+                serde_json::to_vec(&record)?.as_slice(),
+            )?;
+            txn.open_table(BY_ACCOUNT)?.insert(
+                (record.account.as_str(), record.seq),
+                record.agent_id.as_str(),
+            )?;
             if !record.status.is_terminal() {
-                txn.open_table(ALIVE)?.insert(record.agent_id.as_str(), ())?;
+                txn.open_table(ALIVE)?
+                    .insert(record.agent_id.as_str(), ())?;
             }
         }
         txn.commit()?;
@@ -188,12 +193,20 @@ impl AgentStore {
 
     /// Up to `limit` of the account's agents newest first, below list position `before`;
     /// also the position to continue from when more remain.
-    pub fn list(&self, account: &str, before: Option<u64>, limit: usize) -> Result<(Vec<AgentRecord>, Option<u64>)> {
+    pub fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<AgentRecord>, Option<u64>)> {
         let txn = self.db.begin_read()?;
         let index = txn.open_table(BY_ACCOUNT)?;
         let agents = txn.open_table(AGENTS)?;
         let mut out = Vec::new();
-        for entry in index.range((account, 0)..(account, before.unwrap_or(u64::MAX)))?.rev() {
+        for entry in index
+            .range((account, 0)..(account, before.unwrap_or(u64::MAX)))?
+            .rev()
+        {
             let (_, id) = entry?;
             if out.len() == limit {
                 let next = out.last().map(|r: &AgentRecord| r.seq);
@@ -208,7 +221,11 @@ impl AgentStore {
 
     /// Applies `change` to a record unless it returns false; durable when the status
     /// changed. Returns the record after the change (or as it was, if unchanged).
-    pub fn update(&self, agent_id: &str, change: impl FnOnce(&mut AgentRecord) -> bool) -> Result<Option<AgentRecord>> {
+    pub fn update(
+        &self,
+        agent_id: &str,
+        change: impl FnOnce(&mut AgentRecord) -> bool,
+    ) -> Result<Option<AgentRecord>> {
         let mut txn = self.db.begin_write()?;
         let record = {
             let mut agents = txn.open_table(AGENTS)?;
@@ -240,7 +257,13 @@ impl AgentStore {
     }
 
     /// Appends a log event; returns its sequence number (1, 2, …).
-    pub fn append_log(&self, agent_id: &str, kind: &str, message: String, data: Option<Value>) -> Result<u64> {
+    pub fn append_log(
+        &self,
+        agent_id: &str,
+        kind: &str,
+        message: String,
+        data: Option<Value>,
+    ) -> Result<u64> {
         let mut txn = self.db.begin_write()?;
         txn.set_durability(Durability::None)?;
         let seq = {
@@ -250,7 +273,13 @@ impl AgentStore {
                 .next_back()
                 .transpose()?
                 .map_or(1, |(k, _)| k.value().1 + 1);
-            let event = LogEvent { seq, ts: now_ms(), kind: kind.to_string(), message, data };
+            let event = LogEvent {
+                seq,
+                ts: now_ms(),
+                kind: kind.to_string(),
+                message,
+                data,
+            };
             logs.insert((agent_id, seq), serde_json::to_vec(&event)?.as_slice())?;
             seq
         };
@@ -330,7 +359,10 @@ mod tests {
         }
         s.create(record("ag_b", "b")).unwrap();
         let (page, next) = s.list("a", None, 2).unwrap();
-        assert_eq!(page.iter().map(|r| r.agent_id.as_str()).collect::<Vec<_>>(), ["ag_4", "ag_3"]);
+        assert_eq!(
+            page.iter().map(|r| r.agent_id.as_str()).collect::<Vec<_>>(),
+            ["ag_4", "ag_3"]
+        );
         let (page, next) = s.list("a", next, 2).unwrap();
         assert_eq!(page[0].agent_id, "ag_2");
         let (page, next) = s.list("a", next, 2).unwrap();
@@ -370,7 +402,11 @@ mod tests {
         s.create(record("ag_1", "a")).unwrap();
         s.update("ag_1", |r| {
             r.progress = (0..MAX_PROGRESS + 5)
-                .map(|i| Progress { ts: i as u64, kind: "info".into(), message: i.to_string() })
+                .map(|i| Progress {
+                    ts: i as u64,
+                    kind: "info".into(),
+                    message: i.to_string(),
+                })
                 .collect();
             true
         })
@@ -379,7 +415,11 @@ mod tests {
         assert_eq!(r.progress.len(), MAX_PROGRESS);
         assert_eq!(r.progress[0].ts, 5);
         for i in 0..5 {
-            assert_eq!(s.append_log("ag_1", "thinking", format!("m{i}"), None).unwrap(), i + 1);
+            assert_eq!(
+                s.append_log("ag_1", "thinking", format!("m{i}"), None)
+                    .unwrap(),
+                i + 1
+            );
         }
         let (page, more) = s.logs("ag_1", 0, 3).unwrap();
         assert_eq!((page.len(), more, page[2].seq), (3, true, 3));

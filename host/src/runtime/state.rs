@@ -2,12 +2,18 @@
 //! environment), its resource limits, and a view of the services it may use on behalf of
 //! its account — never the account's key.
 
-use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
 
-use super::{records::{AgentStore, Usage}, stop::StopSignal};
+use super::{
+    records::{AgentStore, Usage},
+    stop::StopSignal,
+};
 use crate::{accounts::UsageStore, memory::MemoryService, mind::Mind};
 
 /// Bytes of a guest's stderr kept (the tail explains a panic).
@@ -55,13 +61,23 @@ pub struct Limits {
 }
 
 impl ResourceLimiter for Limits {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let allowed = desired <= self.max_memory;
         self.memory_denied |= !allowed;
         Ok(allowed)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 }
@@ -90,7 +106,10 @@ impl AgentState {
         Self {
             wasi,
             table: ResourceTable::new(),
-            limits: Limits { max_memory, memory_denied: false },
+            limits: Limits {
+                max_memory,
+                memory_denied: false,
+            },
             agent,
             usage: Usage::default(),
             stderr,
@@ -109,7 +128,10 @@ impl AgentState {
 
 impl WasiView for AgentState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -119,7 +141,10 @@ fn summarize_stderr(text: &str) -> Option<String> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with("note: "))
         .collect();
-    let from = lines.iter().rposition(|l| l.contains("panicked at")).unwrap_or(lines.len().checked_sub(1)?);
+    let from = lines
+        .iter()
+        .rposition(|l| l.contains("panicked at"))
+        .unwrap_or(lines.len().checked_sub(1)?);
     Some(lines[from..].join(" ").chars().take(500).collect())
 }
 
@@ -130,7 +155,10 @@ mod tests {
     #[test]
     fn stderr_summary_keeps_the_panic() {
         let panic = "thread '<unnamed>' panicked at src/lib.rs:11:5:\nboom: it broke\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
-        assert_eq!(summarize_stderr(panic).unwrap(), "thread '<unnamed>' panicked at src/lib.rs:11:5: boom: it broke");
+        assert_eq!(
+            summarize_stderr(panic).unwrap(),
+            "thread '<unnamed>' panicked at src/lib.rs:11:5: boom: it broke"
+        );
         assert_eq!(summarize_stderr("one\ntwo\n").unwrap(), "two");
         assert_eq!(summarize_stderr(""), None);
     }

@@ -9,7 +9,9 @@ pub struct StopSignal {
 
 impl Default for StopSignal {
     fn default() -> Self {
-        Self { tx: watch::channel(false).0 }
+        Self {
+            tx: watch::channel(false).0,
+        }
     }
 }
 

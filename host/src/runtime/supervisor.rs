@@ -41,7 +41,10 @@ enum Outcome {
 }
 
 fn failure(code: &str, message: impl Into<String>) -> Outcome {
-    Outcome::Failed(Failure { code: code.into(), message: message.into() })
+    Outcome::Failed(Failure {
+        code: code.into(),
+        message: message.into(),
+    })
 }
 
 #[derive(Default)]
@@ -91,11 +94,20 @@ fn release(inner: &Inner, account: &str) {
 impl Runtime {
     /// Compiles the agent component, then marks agents a previous process left alive as
     /// failed (nothing stays `running` forever).
-    pub fn start(config: &RuntimeConfig, cache_dir: &Path, services: Arc<Services>) -> anyhow::Result<Self> {
+    pub fn start(
+        config: &RuntimeConfig,
+        cache_dir: &Path,
+        services: Arc<Services>,
+    ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, cache_dir)?;
         tracing::info!(admission_cap = compiled.cap, "agent runtime ready");
         let runtime = Self {
-            inner: Arc::new(Inner { compiled, services, config: config.clone(), live: Mutex::default() }),
+            inner: Arc::new(Inner {
+                compiled,
+                services,
+                config: config.clone(),
+                live: Mutex::default(),
+            }),
         };
         runtime.fail_orphans()?;
         Ok(runtime)
@@ -108,7 +120,13 @@ impl Runtime {
 
     /// Agents of `account` spawning or running.
     pub fn concurrent(&self, account: &str) -> u32 {
-        self.inner.live.lock().per_account.get(account).copied().unwrap_or(0)
+        self.inner
+            .live
+            .lock()
+            .per_account
+            .get(account)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Run time so far of the account's running agents, in ms.
@@ -130,11 +148,16 @@ impl Runtime {
             return Err(Refusal::ConcurrentLimit { current, max });
         }
         if live.total >= self.inner.compiled.cap {
-            return Err(Refusal::AtCapacity { cap: self.inner.compiled.cap });
+            return Err(Refusal::AtCapacity {
+                cap: self.inner.compiled.cap,
+            });
         }
         live.total += 1;
         *live.per_account.entry(account.to_string()).or_default() += 1;
-        Ok(Slot { inner: self.inner.clone(), account: account.to_string() })
+        Ok(Slot {
+            inner: self.inner.clone(),
+            account: account.to_string(),
+        })
     }
 
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot.
@@ -148,7 +171,11 @@ impl Runtime {
             started: Instant::now(),
             services: self.inner.services.clone(),
         });
-        self.inner.live.lock().agents.insert(ctx.agent_id.clone(), ctx.clone());
+        self.inner
+            .live
+            .lock()
+            .agents
+            .insert(ctx.agent_id.clone(), ctx.clone());
         let inner = self.inner.clone();
         let task = record.task.clone();
         tokio::spawn(async move {
@@ -179,7 +206,12 @@ impl Runtime {
                 true
             })?;
             if let Some(r) = failed {
-                records.append_log(&id, "terminal", "failed".into(), Some(json!({ "status": "failed", "error": r.error })))?;
+                records.append_log(
+                    &id,
+                    "terminal",
+                    "failed".into(),
+                    Some(json!({ "status": "failed", "error": r.error })),
+                )?;
             }
         }
         Ok(())
@@ -237,7 +269,11 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
             let _ = records.append_log(&id, "terminal", r.status.as_str().into(), Some(data));
         }
-        let delta = MonthUsage { run_ms, input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+        let delta = MonthUsage {
+            run_ms,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        };
         if let Err(e) = usage_store.add(&account, now_ms(), delta) {
             tracing::error!(error = %e, "recording agent usage failed");
         }
@@ -259,8 +295,16 @@ async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage)
     let grace = Duration::from_secs_f64(config.stop_grace_secs.max(0.0));
     let result = {
         let run = async {
-            let agent = inner.compiled.pre.instantiate_async(&mut store).await.map_err(|e| (true, e))?;
-            agent.call_run(&mut store, task).await.map_err(|e| (false, e))
+            let agent = inner
+                .compiled
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(|e| (true, e))?;
+            agent
+                .call_run(&mut store, task)
+                .await
+                .map_err(|e| (false, e))
         };
         tokio::select! {
             result = run => Some(result),
@@ -271,20 +315,31 @@ async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage)
     let state = store.data();
     let outcome = match result {
         _ if ctx.stop.requested() => Outcome::Stopped,
-        None => failure("run_time_exceeded", format!("the agent ran longer than {} s", config.max_run_secs)),
+        None => failure(
+            "run_time_exceeded",
+            format!("the agent ran longer than {} s", config.max_run_secs),
+        ),
         Some(Ok(Ok(text))) => Outcome::Completed(text),
         Some(Ok(Err(message))) if ctx.mind_failed() => failure("mind_unavailable", message),
         Some(Ok(Err(message))) => failure("agent_error", message),
         Some(Err((true, e))) => {
             tracing::error!(error = %e, agent = %ctx.agent_id, "instantiation failed");
-            failure("instantiation_failed", "the agent could not be started; try again")
+            failure(
+                "instantiation_failed",
+                "the agent could not be started; try again",
+            )
         }
         Some(Err((false, _))) if state.limits.memory_denied => failure(
             "memory_limit_exceeded",
-            format!("the agent exceeded its memory limit of {} MiB", config.memory_limit_mib),
+            format!(
+                "the agent exceeded its memory limit of {} MiB",
+                config.memory_limit_mib
+            ),
         ),
         Some(Err((false, e))) => {
-            let trap = e.downcast_ref::<wasmtime::Trap>().map_or_else(|| "trap".to_string(), ToString::to_string);
+            let trap = e
+                .downcast_ref::<wasmtime::Trap>()
+                .map_or_else(|| "trap".to_string(), ToString::to_string);
             let message = match state.stderr_tail() {
                 Some(tail) => format!("the agent crashed ({trap}): {tail}"),
                 None => format!("the agent crashed ({trap})"),

@@ -19,7 +19,10 @@ pub fn binary() -> PathBuf {
         return path.into();
     }
     let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
     let bin = profile_dir.join("wasmind");
     assert!(
         bin.exists(),
@@ -36,7 +39,10 @@ pub fn model_dir() -> PathBuf {
 
 /// Runs a `wasmind` CLI command; returns (success, stdout, stderr).
 pub fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(binary()).args(args).output().expect("running wasmind");
+    let out = Command::new(binary())
+        .args(args)
+        .output()
+        .expect("running wasmind");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -47,7 +53,14 @@ pub fn cli(args: &[&str]) -> (bool, String, String) {
 /// Creates a key for `account` on `plan` in `dir` (no server may be running on it).
 pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
     let (ok, stdout, stderr) = cli(&[
-        "keys", "create", "--data-dir", dir.to_str().unwrap(), "--account", account, "--plan", plan,
+        "keys",
+        "create",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--account",
+        account,
+        "--plan",
+        plan,
     ]);
     assert!(ok, "keys create failed: {stderr}");
     stdout.trim().to_string()
@@ -76,9 +89,12 @@ impl Options {
     /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests).
     pub fn openai_mind(mut self, base_url: &str) -> Self {
         self.env.push(("WASMIND_MIND".into(), "openai".into()));
-        self.env.push(("WASMIND_MIND_BASE_URL".into(), base_url.into()));
-        self.env.push(("WASMIND_MIND_MODEL".into(), "fake-gpt".into()));
-        self.env.push(("WASMIND_MIND_API_KEY".into(), "sk-test".into()));
+        self.env
+            .push(("WASMIND_MIND_BASE_URL".into(), base_url.into()));
+        self.env
+            .push(("WASMIND_MIND_MODEL".into(), "fake-gpt".into()));
+        self.env
+            .push(("WASMIND_MIND_API_KEY".into(), "sk-test".into()));
         self
     }
 }
@@ -93,12 +109,18 @@ impl Server {
     /// Starts, or returns everything it logged if it exits first.
     pub fn try_start(dir: &Path, options: &Options) -> Result<Server, String> {
         let mut cmd = Command::new(binary());
-        cmd.args(["serve", "--data-dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-            .env("WASMIND_MODEL_DIR", model_dir())
-            .env("WASMIND_LOG", "info")
-            .env_remove("WASMIND_CONFIG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "serve",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("WASMIND_MODEL_DIR", model_dir())
+        .env("WASMIND_LOG", "info")
+        .env_remove("WASMIND_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         if options.hash_embedder {
             cmd.env("WASMIND_EMBEDDER", "hash");
         }
@@ -144,7 +166,9 @@ impl Server {
 
     /// Asks for a graceful shutdown (SIGTERM) and waits for the exit.
     pub fn stop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
         let _ = self.child.wait();
     }
 
@@ -180,9 +204,17 @@ impl Resp {
     pub fn assert_error(&self, status: u16, code: &str) {
         assert_eq!(self.status, status, "{:#}", self.body);
         assert_eq!(self.code(), code, "{:#}", self.body);
-        assert!(self.content_type.starts_with("application/json"), "{}", self.content_type);
+        assert!(
+            self.content_type.starts_with("application/json"),
+            "{}",
+            self.content_type
+        );
         let message = self.body["error"]["message"].as_str().unwrap_or("");
-        assert!(!message.is_empty(), "error without a message: {}", self.body);
+        assert!(
+            !message.is_empty(),
+            "error without a message: {}",
+            self.body
+        );
     }
 }
 
@@ -228,7 +260,11 @@ impl Client {
     }
 
     /// Sends any request built on the underlying client (auth added).
-    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::blocking::RequestBuilder {
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::blocking::RequestBuilder {
         self.http.request(method, self.url(path))
     }
 
@@ -238,12 +274,23 @@ impl Client {
         }
         let res = req.send().expect("request failed");
         let status = res.status().as_u16();
-        let header = |name: &str| res.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |name: &str| {
+            res.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
         let content_type = header("content-type").unwrap_or_default();
         let retry_after = header("retry-after");
         let text = res.text().unwrap();
-        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text:?}"));
-        Resp { status, content_type, retry_after, body }
+        let body =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text:?}"));
+        Resp {
+            status,
+            content_type,
+            retry_after,
+            body,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -252,18 +299,29 @@ impl Client {
 }
 
 /// A fresh data dir with keys for the given (account, plan) pairs, and a server on it.
-pub fn server_with_keys(accounts: &[(&str, &str)], options: &Options) -> (tempfile::TempDir, Server, Vec<String>) {
+pub fn server_with_keys(
+    accounts: &[(&str, &str)],
+    options: &Options,
+) -> (tempfile::TempDir, Server, Vec<String>) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
-    let keys = accounts.iter().map(|(a, p)| create_key(&dir, a, p)).collect();
+    let keys = accounts
+        .iter()
+        .map(|(a, p)| create_key(&dir, a, p))
+        .collect();
     let server = Server::start_with(&dir, options);
     (tmp, server, keys)
 }
 
 /// Puts a memory; asserts success; returns the record.
 #[track_caller]
-pub fn put(client: &Client, body: Value) -> Value {
-    let r = client.post("/api/v1/memory", &body);
-    assert!(r.status == 201 || r.status == 200, "{} {:#}", r.status, r.body);
+pub fn put(client: &Client, body: &Value) -> Value {
+    let r = client.post("/api/v1/memory", body);
+    assert!(
+        r.status == 201 || r.status == 200,
+        "{} {:#}",
+        r.status,
+        r.body
+    );
     r.body
 }

@@ -4,7 +4,7 @@
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use super::{
-    EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, NS_COUNTS, OPLOG, OPLOG_FLOOR, META, TIMELINE,
+    EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR, TIMELINE,
     decode_embedding, load,
 };
 use crate::memory::{Result, record::Memory};
@@ -17,6 +17,9 @@ pub struct ListPage {
     /// The id to continue below, when more remain.
     pub next_before: Option<u64>,
 }
+
+/// Ids changed after a watermark, with their accounts, and the last oplog seq seen.
+pub type OplogTail = (Vec<(u64, String)>, u64);
 
 /// A snapshot of the memory tables.
 pub struct Reader {
@@ -45,7 +48,13 @@ impl Reader {
     }
 
     /// The live memory at (namespace, key), if any.
-    pub fn live(&self, account: &str, namespace: &str, key: &str, now: u64) -> Result<Option<Memory>> {
+    pub fn live(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        now: u64,
+    ) -> Result<Option<Memory>> {
         let heads = self.txn.open_table(HEADS)?;
         let Some(id) = heads.get((account, namespace, key))?.map(|v| v.value()) else {
             return Ok(None);
@@ -81,13 +90,18 @@ impl Reader {
         let mut memories = Vec::new();
         for entry in timeline.range((account, 0)..(account, upper))?.rev() {
             let (k, _) = entry?;
-            let Some(m) = self.memory(k.value().1)? else { continue };
+            let Some(m) = self.memory(k.value().1)? else {
+                continue;
+            };
             if !m.is_live(now) || !keep(&m) {
                 continue;
             }
             if memories.len() == limit {
                 let next_before = memories.last().map(|m: &Memory| m.id);
-                return Ok(ListPage { memories, next_before });
+                return Ok(ListPage {
+                    memories,
+                    next_before,
+                });
             }
             memories.push(m);
         }
@@ -98,7 +112,12 @@ impl Reader {
     }
 
     /// Every live memory of `account` oldest first, filtered by `keep`.
-    pub fn all_live(&self, account: &str, now: u64, keep: impl Fn(&Memory) -> bool) -> Result<Vec<Memory>> {
+    pub fn all_live(
+        &self,
+        account: &str,
+        now: u64,
+        keep: impl Fn(&Memory) -> bool,
+    ) -> Result<Vec<Memory>> {
         let mut page = self.list(account, None, usize::MAX, now, keep)?;
         page.memories.reverse();
         Ok(page.memories)
@@ -130,7 +149,7 @@ impl Reader {
 
     /// Distinct (id, account) changed after oplog seq `after`, with the last seq seen;
     /// `None` when entries after `after` were already truncated (a full rebuild is needed).
-    pub fn oplog_after(&self, after: u64) -> Result<Option<(Vec<(u64, String)>, u64)>> {
+    pub fn oplog_after(&self, after: u64) -> Result<Option<OplogTail>> {
         let meta = self.txn.open_table(META)?;
         let floor = meta.get(OPLOG_FLOOR)?.map_or(0, |v| v.value());
         if after < floor {

@@ -38,19 +38,32 @@ fn batch<T>(db: &Database, now: u64, f: impl FnOnce(&mut Batch) -> T) -> (T, Vec
 #[test]
 fn versioning_idempotency_and_history() {
     let (_d, db) = db();
-    let (first, ops) = batch(&db, 10, |b| b.put(&input("a", "default", "k", "v1"), &[1.0], 10));
+    let (first, ops) = batch(&db, 10, |b| {
+        b.put(&input("a", "default", "k", "v1"), &[1.0], 10)
+    });
     let first = first.unwrap();
     assert!(first.created && first.memory.version == 1);
     assert_eq!(ops.len(), 1);
-    let (same, ops) = batch(&db, 20, |b| b.put(&input("a", "default", "k", "v1"), &[1.0], 10));
+    let (same, ops) = batch(&db, 20, |b| {
+        b.put(&input("a", "default", "k", "v1"), &[1.0], 10)
+    });
     let same = same.unwrap();
     assert!(!same.created);
     assert_eq!(same.memory.memory_id, first.memory.memory_id);
     assert!(ops.is_empty());
-    let (second, ops) = batch(&db, 30, |b| b.put(&input("a", "default", "k", "v2"), &[1.0], 10));
+    let (second, ops) = batch(&db, 30, |b| {
+        b.put(&input("a", "default", "k", "v2"), &[1.0], 10)
+    });
     let second = second.unwrap().memory;
-    assert_eq!((second.version, second.created_at, second.updated_at), (2, 10, 30));
-    assert_eq!(ops.len(), 2, "old version removed from indexes, new one added");
+    assert_eq!(
+        (second.version, second.created_at, second.updated_at),
+        (2, 10, 30)
+    );
+    assert_eq!(
+        ops.len(),
+        2,
+        "old version removed from indexes, new one added"
+    );
     let r = Reader::new(&db).unwrap();
     let history = r.history("a", "default", "k").unwrap();
     assert_eq!(history.len(), 2);
@@ -62,8 +75,12 @@ fn versioning_idempotency_and_history() {
 #[test]
 fn soft_and_hard_delete() {
     let (_d, db) = db();
-    batch(&db, 1, |b| b.put(&input("a", "n", "k", "v1"), &[1.0], 10).unwrap());
-    batch(&db, 2, |b| b.put(&input("a", "n", "k", "v2"), &[1.0], 10).unwrap());
+    batch(&db, 1, |b| {
+        b.put(&input("a", "n", "k", "v1"), &[1.0], 10).unwrap()
+    });
+    batch(&db, 2, |b| {
+        b.put(&input("a", "n", "k", "v2"), &[1.0], 10).unwrap()
+    });
     let (gone, _) = batch(&db, 3, |b| b.soft_delete("a", "n", "k"));
     assert_eq!(gone.unwrap().deleted_at, Some(3));
     let r = Reader::new(&db).unwrap();
@@ -90,7 +107,10 @@ fn quota_counts_live_memories_across_namespaces() {
         // A new version of a live key doesn't need room.
         b.put(&input("a", "y", "k2", "v2"), &[1.0], 2).unwrap();
         let err = b.put(&input("a", "x", "k3", "v"), &[1.0], 2).unwrap_err();
-        assert!(matches!(err, MemoryError::QuotaExceeded { limit: 2, used: 2 }));
+        assert!(matches!(
+            err,
+            MemoryError::QuotaExceeded { limit: 2, used: 2 }
+        ));
         // Another account has its own pool.
         b.put(&input("b", "x", "k3", "v"), &[1.0], 2).unwrap();
         b.soft_delete("a", "x", "k1").unwrap();
@@ -110,7 +130,9 @@ fn expiry_reaps_on_the_next_write() {
     assert!(r.has_due_expiries("a", 2_000).unwrap());
     drop(r);
     // Quota 1 is free again once the expired memory is reaped by the write.
-    let (out, ops) = batch(&db, 2_000, |b| b.put(&input("a", "n", "other", "v"), &[1.0], 1));
+    let (out, ops) = batch(&db, 2_000, |b| {
+        b.put(&input("a", "n", "other", "v"), &[1.0], 1)
+    });
     out.unwrap();
     assert!(matches!(ops[0], IndexOp::Remove { id: 1, .. }));
     let r = Reader::new(&db).unwrap();
@@ -124,7 +146,8 @@ fn list_pages_newest_first_with_filters() {
     batch(&db, 1, |b| {
         for n in 0..5 {
             let ns = if n % 2 == 0 { "even" } else { "odd" };
-            b.put(&input("a", ns, &format!("k{n}"), "v"), &[1.0], 100).unwrap();
+            b.put(&input("a", ns, &format!("k{n}"), "v"), &[1.0], 100)
+                .unwrap();
         }
         b.put(&input("b", "even", "k9", "v"), &[1.0], 100).unwrap();
     });
@@ -155,8 +178,14 @@ fn oplog_replay_and_truncation() {
     drop(r);
     batch(&db, 2, |b| b.truncate_oplog(2).unwrap());
     let r = Reader::new(&db).unwrap();
-    assert!(r.oplog_after(1).unwrap().is_none(), "truncated history needs a rebuild");
-    assert_eq!(r.oplog_after(2).unwrap().unwrap().0, vec![(2, "a".to_string())]);
+    assert!(
+        r.oplog_after(1).unwrap().is_none(),
+        "truncated history needs a rebuild"
+    );
+    assert_eq!(
+        r.oplog_after(2).unwrap().unwrap().0,
+        vec![(2, "a".to_string())]
+    );
     assert_eq!(r.all_counted_ids().unwrap(), vec![2]);
 }
 
@@ -180,7 +209,9 @@ fn matches_a_reference_model() {
         let now = 100 + step;
         let op = rand(10);
         let (result, _) = batch(&db, now, |b| match op {
-            0..=5 => b.put(&input("acct", &ns, &key, &value), &[1.0, 0.0], LIMIT).map(|_| ()),
+            0..=5 => b
+                .put(&input("acct", &ns, &key, &value), &[1.0, 0.0], LIMIT)
+                .map(|_| ()),
             6 | 7 => b.soft_delete("acct", &ns, &key).map(|_| ()),
             8 => b.hard_delete("acct", &ns, &key).map(|_| ()),
             _ => b.touch("acct", &ns, &key).map(|_| ()),

@@ -10,11 +10,7 @@ use super::{
     OPLOG, OPLOG_FLOOR, TIMELINE, encode_embedding, load,
 };
 use crate::memory::{
-    MemoryError, Result,
-    derived::index_doc,
-    index::IndexOp,
-    input::PutInput,
-    record::Memory,
+    MemoryError, Result, derived::index_doc, index::IndexOp, input::PutInput, record::Memory,
 };
 
 /// What a put did.
@@ -125,10 +121,13 @@ impl<'t> Batch<'t> {
                 old.is_latest = false;
                 self.save(&old)?;
             }
-            self.unlist(&old)?;
+            if self.unlist(&old)? {
+                self.index_remove(&old)?;
+            }
         }
         self.save(&memory)?;
-        self.embeddings.insert(id, encode_embedding(embedding).as_slice())?;
+        self.embeddings
+            .insert(id, encode_embedding(embedding).as_slice())?;
         self.heads.insert(head_key, id)?;
         self.list(&memory)?;
         self.index_upsert(&memory, embedding.to_vec())?;
@@ -248,15 +247,16 @@ impl<'t> Batch<'t> {
         self.add_counts(m, 1)
     }
 
-    /// Takes a memory out of the counted set, if it is in it.
-    fn unlist(&mut self, m: &Memory) -> Result<()> {
+    /// Takes a memory out of the counted set; returns whether it was in it.
+    fn unlist(&mut self, m: &Memory) -> Result<bool> {
         if let Some(at) = m.expires_at {
             self.expiries.remove((m.account.as_str(), at, m.id))?;
         }
-        if self.timeline.remove((m.account.as_str(), m.id))?.is_some() {
+        let listed = self.timeline.remove((m.account.as_str(), m.id))?.is_some();
+        if listed {
             self.add_counts(m, -1)?;
         }
-        Ok(())
+        Ok(listed)
     }
 
     fn add_counts(&mut self, m: &Memory, delta: i64) -> Result<()> {
@@ -286,7 +286,8 @@ impl<'t> Batch<'t> {
 
     fn index_upsert(&mut self, m: &Memory, embedding: Vec<f32>) -> Result<()> {
         self.log(m)?;
-        self.index_ops.push(IndexOp::Upsert(index_doc(m, embedding)));
+        self.index_ops
+            .push(IndexOp::Upsert(index_doc(m, embedding)));
         Ok(())
     }
 

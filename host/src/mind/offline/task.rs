@@ -37,7 +37,7 @@ const FORGET: [&str; 3] = ["forget about ", "forget that ", "forget "];
 
 /// Words of the subject a derived key keeps.
 const KEY_WORDS: usize = 5;
-/// The memory service's key length limit (§4.4 of the WIT `put-request`).
+/// The memory service's key length limit (`put-request.key` in wit/agent.wit).
 const MAX_KEY_CHARS: usize = 128;
 
 impl Intent {

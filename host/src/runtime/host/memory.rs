@@ -3,8 +3,8 @@
 
 use crate::{
     memory::{
-        DEFAULT_IMPORTANCE, DEFAULT_LIMIT, DEFAULT_NAMESPACE, ListQuery, MAX_LIMIT, Memory, MemoryError, Mode,
-        PutInput, SearchHit, SearchQuery, Source,
+        DEFAULT_IMPORTANCE, DEFAULT_LIMIT, DEFAULT_NAMESPACE, ListQuery, MAX_LIMIT, Memory,
+        MemoryError, Mode, PutInput, SearchHit, SearchQuery, Source,
     },
     runtime::{bindings::memory, state::AgentState},
 };
@@ -61,7 +61,10 @@ fn hit(h: SearchHit) -> memory::SearchHit {
 
 impl AgentState {
     fn stopped<T>(&self) -> Option<Result<T, memory::MemoryError>> {
-        self.agent.stop.requested().then_some(Err(memory::MemoryError::Stopped))
+        self.agent
+            .stop
+            .requested()
+            .then_some(Err(memory::MemoryError::Stopped))
     }
 }
 
@@ -74,28 +77,51 @@ impl memory::Host for AgentState {
             account: self.agent.account.clone(),
             key: request.key,
             value: request.value,
-            namespace: request.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            namespace: request
+                .namespace
+                .unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
             tags: request.tags,
             importance: request.importance.unwrap_or(DEFAULT_IMPORTANCE),
             expires_in_days: request.expires_in_days,
             source: Source::Manual,
         };
-        let outcome = self.agent.services.memory.put(input, self.agent.memory_quota).await;
+        let outcome = self
+            .agent
+            .services
+            .memory
+            .put(input, self.agent.memory_quota)
+            .await;
         Ok(outcome
-            .map(|o| memory::PutResult { memory_id: o.memory.memory_id, key: o.memory.key, namespace: o.memory.namespace })
+            .map(|o| memory::PutResult {
+                memory_id: o.memory.memory_id,
+                key: o.memory.key,
+                namespace: o.memory.namespace,
+            })
             .map_err(guest_error))
     }
 
-    async fn get(&mut self, key: String, namespace: Option<String>) -> Answer<Option<memory::MemoryRecord>> {
+    async fn get(
+        &mut self,
+        key: String,
+        namespace: Option<String>,
+    ) -> Answer<Option<memory::MemoryRecord>> {
         if let Some(stopped) = self.stopped() {
             return Ok(stopped);
         }
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
-        Ok(match self.agent.services.memory.get(&self.agent.account, &namespace, &key).await {
-            Ok(m) => Ok(Some(record(m))),
-            Err(MemoryError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(guest_error(e)),
-        })
+        Ok(
+            match self
+                .agent
+                .services
+                .memory
+                .get(&self.agent.account, &namespace, &key)
+                .await
+            {
+                Ok(m) => Ok(Some(record(m))),
+                Err(MemoryError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(guest_error(e)),
+            },
+        )
     }
 
     async fn list(&mut self, request: memory::ListRequest) -> Answer<Vec<memory::MemoryRecord>> {
@@ -123,7 +149,12 @@ impl memory::Host for AgentState {
             return Ok(stopped);
         }
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
-        let outcome = self.agent.services.memory.delete(&self.agent.account, &namespace, &key, false).await;
+        let outcome = self
+            .agent
+            .services
+            .memory
+            .delete(&self.agent.account, &namespace, &key, false)
+            .await;
         Ok(outcome.map(|_| ()).map_err(guest_error))
     }
 
@@ -136,13 +167,18 @@ impl memory::Host for AgentState {
             Err(e) => return Ok(Err(guest_error(e))),
         };
         if request.query.trim().is_empty() {
-            return Ok(Err(memory::MemoryError::Invalid("query must not be empty".into())));
+            return Ok(Err(memory::MemoryError::Invalid(
+                "query must not be empty".into(),
+            )));
         }
         let query = SearchQuery {
             query: request.query,
             namespace: request.namespace,
             tags: request.tags,
-            limit: request.limit.map_or(DEFAULT_LIMIT, |l| l as usize).clamp(1, MAX_LIMIT),
+            limit: request
+                .limit
+                .map_or(DEFAULT_LIMIT, |l| l as usize)
+                .clamp(1, MAX_LIMIT),
             mode,
             min_score: 0.0,
         };

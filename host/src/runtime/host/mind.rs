@@ -19,17 +19,36 @@ fn role(r: mind::Role) -> m::Role {
 }
 
 fn call_in(c: mind::ToolCall) -> m::ToolCall {
-    m::ToolCall { id: c.id, name: c.name, arguments: c.arguments_json }
+    m::ToolCall {
+        id: c.id,
+        name: c.name,
+        arguments: c.arguments_json,
+    }
 }
 
 fn call_out(c: m::ToolCall) -> mind::ToolCall {
-    mind::ToolCall { id: c.id, name: c.name, arguments_json: c.arguments }
+    mind::ToolCall {
+        id: c.id,
+        name: c.name,
+        arguments_json: c.arguments,
+    }
 }
 
 fn request_size(messages: &[mind::Message], tools: &[mind::ToolSpec]) -> usize {
-    let calls = |m: &mind::Message| m.tool_calls.iter().map(|c| c.arguments_json.len() + c.name.len()).sum::<usize>();
-    messages.iter().map(|m| m.content.len() + calls(m)).sum::<usize>()
-        + tools.iter().map(|t| t.parameters_json.len() + t.description.len()).sum::<usize>()
+    let calls = |m: &mind::Message| {
+        m.tool_calls
+            .iter()
+            .map(|c| c.arguments_json.len() + c.name.len())
+            .sum::<usize>()
+    };
+    messages
+        .iter()
+        .map(|m| m.content.len() + calls(m))
+        .sum::<usize>()
+        + tools
+            .iter()
+            .map(|t| t.parameters_json.len() + t.description.len())
+            .sum::<usize>()
 }
 
 fn convert(
@@ -45,9 +64,16 @@ fn convert(
         .into_iter()
         .map(|t| {
             let parameters = serde_json::from_str(&t.parameters_json).map_err(|e| {
-                mind::MindError::InvalidRequest(format!("tool {:?}: parameters-json is not JSON: {e}", t.name))
+                mind::MindError::InvalidRequest(format!(
+                    "tool {:?}: parameters-json is not JSON: {e}",
+                    t.name
+                ))
             })?;
-            Ok(m::ToolSpec { name: t.name, description: t.description, parameters })
+            Ok(m::ToolSpec {
+                name: t.name,
+                description: t.description,
+                parameters,
+            })
         })
         .collect::<Result<_, _>>()?;
     let messages = messages
@@ -90,7 +116,10 @@ impl mind::Host for AgentState {
                 Ok(mind::Completion {
                     text: c.text,
                     tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
-                    usage: mind::Usage { input_tokens: c.usage.input_tokens, output_tokens: c.usage.output_tokens },
+                    usage: mind::Usage {
+                        input_tokens: c.usage.input_tokens,
+                        output_tokens: c.usage.output_tokens,
+                    },
                 })
             }
             Err(MindError::Unavailable(why)) => {

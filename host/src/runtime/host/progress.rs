@@ -25,8 +25,15 @@ fn clip(text: &str, max: usize) -> String {
 
 impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
-        let entry = Progress { ts: now_ms(), kind: clip(&kind, 32), message: clip(&message, MAX_PROGRESS_CHARS) };
-        let (records, id) = (self.agent.services.records.clone(), self.agent.agent_id.clone());
+        let entry = Progress {
+            ts: now_ms(),
+            kind: clip(&kind, 32),
+            message: clip(&message, MAX_PROGRESS_CHARS),
+        };
+        let (records, id) = (
+            self.agent.services.records.clone(),
+            self.agent.agent_id.clone(),
+        );
         blocking(move || {
             records.update(&id, |r| {
                 r.progress.push(entry);
@@ -38,7 +45,12 @@ impl progress::Host for AgentState {
         Ok(())
     }
 
-    async fn log(&mut self, kind: progress::LogKind, message: String, data_json: Option<String>) -> wasmtime::Result<()> {
+    async fn log(
+        &mut self,
+        kind: progress::LogKind,
+        message: String,
+        data_json: Option<String>,
+    ) -> wasmtime::Result<()> {
         let kind = match kind {
             progress::LogKind::Thinking => "thinking",
             progress::LogKind::ToolUse => "tool_use",
@@ -48,7 +60,10 @@ impl progress::Host for AgentState {
             .filter(|d| d.len() <= MAX_LOG_DATA)
             .and_then(|d| serde_json::from_str::<Value>(&d).ok());
         let message = clip(&message, MAX_LOG_CHARS);
-        let (records, id) = (self.agent.services.records.clone(), self.agent.agent_id.clone());
+        let (records, id) = (
+            self.agent.services.records.clone(),
+            self.agent.agent_id.clone(),
+        );
         blocking(move || records.append_log(&id, kind, message, data))
             .await?
             .map_err(wasmtime::Error::msg)?;
