@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::{
-    agents::{spawn, wait_for, wait_terminal, with_runtime},
+    agents::{spawn, wait_for, wait_for_terminal_event, wait_terminal, with_runtime},
     common::{
         Options,
         fake_mind::{FakeMind, Reply},
@@ -134,22 +134,13 @@ fn stop_while_the_mind_is_slow() {
         json!({ "agent_id": id, "status": "stopped" })
     );
     // The pending Mind call returns at once, so the agent ends well inside the grace.
-    loop {
-        let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        if logs["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["kind"] == "terminal")
-        {
-            break;
-        }
-        assert!(
-            stop_at.elapsed() < Duration::from_secs(5),
-            "agent waited out its grace"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_terminal_event(
+        &c,
+        &id,
+        stop_at,
+        Duration::from_secs(5),
+        "agent waited out its grace",
+    );
     mind.release();
     std::thread::sleep(Duration::from_millis(300));
     let after = c.get(&format!("/api/v1/agents/{id}")).body;
@@ -227,22 +218,13 @@ fn spin() {
         "stopped at once"
     );
     // The terminal event is written once the store is dropped.
-    loop {
-        let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        if logs["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["kind"] == "terminal")
-        {
-            break;
-        }
-        assert!(
-            stop_at.elapsed() < Duration::from_secs(4),
-            "spinning guest outlived its grace"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_terminal_event(
+        &c,
+        &id,
+        stop_at,
+        Duration::from_secs(4),
+        "spinning guest outlived its grace",
+    );
     let done = c.get(&format!("/api/v1/agents/{id}")).body;
     assert_eq!(
         (done["status"].clone(), done["final_result"].clone()),

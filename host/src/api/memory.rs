@@ -7,12 +7,12 @@ use axum::{
     http::StatusCode,
     response::{IntoResponse, Response},
 };
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde_json::{Map, Value, json};
 
 use super::{
     AppState,
     auth::Auth,
+    cursor,
     error::{ApiError, ApiResult},
     extract::{JsonObject, QueryParams},
     fields::Fields,
@@ -30,6 +30,8 @@ use crate::{
 /// List page size: default and maximum (§8 list limits).
 const LIST_DEFAULT: usize = 50;
 const LIST_MAX: usize = 200;
+/// Cursor kind of memory list pages.
+const LIST_CURSOR: &str = "m1";
 /// Most items one import may carry.
 const IMPORT_MAX_ITEMS: usize = 10_000;
 
@@ -188,7 +190,10 @@ pub async fn list(
         })
         .unwrap_or_default();
     validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
-    let before = q.get("cursor").map(decode_cursor).transpose()?;
+    let before = q
+        .get("cursor")
+        .map(|c| cursor::decode(LIST_CURSOR, c))
+        .transpose()?;
     let query = ListQuery {
         namespace,
         tags,
@@ -198,7 +203,7 @@ pub async fn list(
     let page = state.memory.list(&auth.0.account, query).await?;
     Ok(Json(json!({
         "data": page.memories.iter().map(views::memory).collect::<Vec<_>>(),
-        "next_cursor": page.next_before.map(encode_cursor),
+        "next_cursor": page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
     })))
 }
 
@@ -319,22 +324,4 @@ pub async fn import(
             .with_details(details))
         }
     }
-}
-
-fn encode_cursor(before: u64) -> String {
-    URL_SAFE_NO_PAD.encode(format!("m1:{before}"))
-}
-
-fn decode_cursor(cursor: &str) -> ApiResult<u64> {
-    URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|s| s.strip_prefix("m1:").and_then(|n| n.parse().ok()))
-        .ok_or_else(|| {
-            ApiError::invalid_query(
-                "cursor",
-                "cursor is not one this server issued; pass next_cursor back unchanged",
-            )
-        })
 }

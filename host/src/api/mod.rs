@@ -4,6 +4,7 @@
 
 mod agents;
 mod auth;
+mod cursor;
 mod error;
 mod extract;
 mod fields;

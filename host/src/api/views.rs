@@ -17,10 +17,9 @@ fn importance(value: f64) -> Value {
     }
 }
 
-/// The full memory record (put, get, list, history).
-pub fn memory(m: &Memory) -> Value {
-    json!({
-        "memory_id": m.memory_id,
+/// The fields every rendering of a memory shares, plus `extra`'s.
+fn with(m: &Memory, extra: Value) -> Value {
+    let mut view = json!({
         "key": m.key,
         "value": m.value,
         "namespace": m.namespace,
@@ -28,52 +27,55 @@ pub fn memory(m: &Memory) -> Value {
         "importance": importance(m.importance),
         "source": m.source.as_str(),
         "created_at": m.created_at,
-        "updated_at": m.updated_at,
-        "access_count": m.access_count,
-        "accessCount": m.access_count,
-        "expires_at": m.expires_at,
-        "isLatestVersion": m.is_latest,
-        "deletedAt": m.deleted_at,
-        "version": m.version,
-    })
+    });
+    if let (Value::Object(view), Value::Object(extra)) = (&mut view, extra) {
+        view.extend(extra);
+    }
+    view
+}
+
+/// The full memory record (put, get, list, history).
+pub fn memory(m: &Memory) -> Value {
+    with(
+        m,
+        json!({
+            "memory_id": m.memory_id,
+            "updated_at": m.updated_at,
+            "access_count": m.access_count,
+            "accessCount": m.access_count,
+            "expires_at": m.expires_at,
+            "isLatestVersion": m.is_latest,
+            "deletedAt": m.deleted_at,
+            "version": m.version,
+        }),
+    )
 }
 
 /// A search result item (§2.2).
 pub fn search_hit(h: &SearchHit) -> Value {
-    let m = &h.memory;
-    json!({
-        "memory_id": m.memory_id,
-        "key": m.key,
-        "value": m.value,
-        "namespace": m.namespace,
-        "tags": m.tags,
-        "importance": importance(m.importance),
-        "source": m.source.as_str(),
-        "score": h.score,
-        "breakdown": {
-            "semantic": h.breakdown.semantic,
-            "keyword": h.breakdown.keyword,
-            "importance": h.breakdown.importance,
-            "timeDecay": h.breakdown.time_decay,
-        },
-        "created_at": m.created_at,
-    })
+    with(
+        &h.memory,
+        json!({
+            "memory_id": h.memory.memory_id,
+            "score": h.score,
+            "breakdown": {
+                "semantic": h.breakdown.semantic,
+                "keyword": h.breakdown.keyword,
+                "importance": h.breakdown.importance,
+                "timeDecay": h.breakdown.time_decay,
+            },
+        }),
+    )
 }
 
 /// One memory of an export document: what import needs to recreate it, plus provenance.
 pub fn export_item(m: &Memory, now: u64) -> Value {
-    let mut item = json!({
-        "key": m.key,
-        "value": m.value,
-        "namespace": m.namespace,
-        "tags": m.tags,
-        "importance": importance(m.importance),
-        "source": m.source.as_str(),
-        "created_at": m.created_at,
-        "updated_at": m.updated_at,
-    });
-    if let Some(at) = m.expires_at {
-        item["expires_in_days"] = json!(at.saturating_sub(now) as f64 / 86_400_000.0);
+    let remaining = m
+        .expires_at
+        .map(|at| at.saturating_sub(now) as f64 / 86_400_000.0);
+    let mut item = with(m, json!({ "updated_at": m.updated_at }));
+    if let Some(days) = remaining {
+        item["expires_in_days"] = json!(days);
     }
     item
 }

@@ -218,3 +218,46 @@ fn keyword_one_big_account() {
 fn keyword_many_accounts() {
     run_keyword(scale(1_000), 1_000);
 }
+
+#[test]
+#[ignore]
+fn scratch_quantization() {
+    use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+    let mut rng = Rng::new(5);
+    let vs: Vec<Vec<f32>> = (0..20_000).map(|_| rng.unit_vector(DIMS)).collect();
+    for q in [
+        ScalarKind::F16,
+        ScalarKind::F32,
+        ScalarKind::BF16,
+        ScalarKind::I8,
+    ] {
+        let o = IndexOptions {
+            dimensions: DIMS,
+            metric: MetricKind::Cos,
+            quantization: q,
+            connectivity: 16,
+            expansion_add: 128,
+            expansion_search: 64,
+            multi: false,
+        };
+        let idx = Index::new(&o).unwrap();
+        idx.reserve(20_000).unwrap();
+        eprintln!("{:?}", idx.hardware_acceleration());
+        let t = Instant::now();
+        for (i, v) in vs.iter().enumerate() {
+            idx.add(i as u64, v.as_slice()).unwrap();
+        }
+        let add = t.elapsed();
+        let t = Instant::now();
+        for v in vs.iter().take(1000) {
+            idx.search(v.as_slice(), 10).unwrap();
+        }
+        eprintln!("add 20k {:?}, 1000 searches {:?}", add, t.elapsed());
+        let t = Instant::now();
+        let mut buf = vec![0f32; DIMS];
+        for i in 0..20_000u64 {
+            idx.get(i, buf.as_mut_slice()).unwrap();
+        }
+        eprintln!("20k gets {:?}", t.elapsed());
+    }
+}
