@@ -25,7 +25,7 @@ fn main() {
         PathBuf::from,
     );
     let started = Instant::now();
-    let model = Arc::new(MiniLm::load(&dir).expect("load the model (run scripts/setup)"));
+    let model = Arc::new(MiniLm::load(&dir).unwrap_or_else(|e| panic!("{e}")));
     println!("load: {:.0} ms", ms(started.elapsed()));
     println!(
         "candle CPU threads: {} (set RAYON_NUM_THREADS to change)",

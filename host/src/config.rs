@@ -146,6 +146,8 @@ pub struct RuntimeConfig {
     pub max_agents: Option<u32>,
     /// Linear-memory limit of one agent, in MiB.
     pub memory_limit_mib: u32,
+    /// Most elements any one table of an agent may grow to.
+    pub table_elements_limit: u32,
     /// Longest an agent may run, in seconds.
     pub max_run_secs: u64,
     /// Grace between a stop request and the agent's forced end, in seconds.
@@ -159,6 +161,7 @@ impl Default for RuntimeConfig {
         Self {
             max_agents: None,
             memory_limit_mib: 64,
+            table_elements_limit: 20_000,
             max_run_secs: 3_600,
             stop_grace_secs: 10.0,
             component: None,

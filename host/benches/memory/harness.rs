@@ -1,6 +1,6 @@
 //! The server under test, built in-process from the library exactly as `wasmind serve`
-//! wires it (DataDir → embedder → EmbedService → MemoryService → api::app on axum), and
-//! the HTTP client the measurements use.
+//! wires it (`server::open_state` on a `DataDir`, then `api::app` on axum), and the HTTP
+//! client the measurements use.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wasmind::accounts::{KeyStore, Plan};
+use wasmind::accounts::Plan;
 use wasmind::api::{AppState, app};
 use wasmind::config::Config;
 use wasmind::data_dir::DataDir;
 use wasmind::memory::MemoryService;
-use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, EmbedderKind};
+use wasmind::memory::embed::{EmbedderConfig, EmbedderKind};
 
 /// The model directory: `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
 pub fn model_dir() -> PathBuf {
@@ -45,46 +45,41 @@ pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     config
 }
 
-/// An opened data dir with its memory service (no HTTP yet).
+/// An opened data dir and everything the API serves from it (no HTTP yet).
 pub struct Opened {
     pub dir: DataDir,
-    pub keys: KeyStore,
-    pub memory: MemoryService,
-    pub config: Arc<Config>,
-    pub embedder: Arc<dyn Embedder>,
+    pub state: AppState,
+    /// How long `DataDir::open` + `server::open_state` took (model load, index replay,
+    /// agent runtime start).
     pub open_time: Duration,
 }
 
-/// Opens `path` like `wasmind serve` does; `embedder` reuses an already loaded model.
-pub fn open(path: &Path, config: Config, embedder: Option<Arc<dyn Embedder>>) -> Opened {
+/// Opens `path` exactly like `wasmind serve` does.
+pub fn open(path: &Path, config: Config) -> Opened {
     let started = Instant::now();
     let dir = DataDir::open(path).expect("open data dir");
-    let embedder = embedder.unwrap_or_else(|| {
-        wasmind::memory::embed::from_config(&config.embedder).expect("load embedder")
-    });
-    let embed = EmbedService::new(Arc::clone(&embedder), &config.embedder);
-    let memory = MemoryService::open(
-        dir.db().clone(),
-        &dir.index_dir("memory"),
-        embed,
-        &config.memory,
-    )
-    .expect("open memory service");
-    let keys = KeyStore::new(dir.db().clone()).expect("key store");
+    let state = wasmind::server::open_state(&dir, config).expect("open the server state");
     Opened {
         dir,
-        keys,
-        memory,
-        config: Arc::new(config),
-        embedder,
+        state,
         open_time: started.elapsed(),
     }
 }
 
 impl Opened {
+    pub fn memory(&self) -> &MemoryService {
+        &self.state.memory
+    }
+
+    /// The memory quota of the bench's (lightyear) accounts.
+    pub fn limit(&self) -> u64 {
+        self.state.config.plans.lightyear.memories
+    }
+
     /// A new lightyear key for `account`.
     pub fn key(&self, account: &str) -> String {
-        self.keys
+        self.state
+            .keys
             .create(account, Some(Plan::Lightyear))
             .expect("create key")
             .0
@@ -93,21 +88,14 @@ impl Opened {
     /// Checkpoints, drops everything, and waits until the writer thread has let go of the
     /// database and the indexes, so the same dir can be opened again in this process.
     pub fn close(self) {
-        let Opened {
-            dir,
-            keys,
-            memory,
-            config,
-            embedder,
-            ..
-        } = self;
-        memory.checkpoint().expect("checkpoint");
-        drop((keys, memory, config, embedder));
+        let Opened { dir, state, .. } = self;
+        state.memory.checkpoint().expect("checkpoint");
+        drop(state);
         let deadline = Instant::now() + Duration::from_secs(120);
         while Arc::strong_count(dir.db()) > 1 {
             assert!(
                 Instant::now() < deadline,
-                "the memory service did not release the database"
+                "the server state did not release the database"
             );
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -133,11 +121,7 @@ impl Server {
             .enable_all()
             .build()
             .expect("runtime");
-        let state = AppState {
-            keys: opened.keys.clone(),
-            memory: opened.memory.clone(),
-            config: Arc::clone(&opened.config),
-        };
+        let state = opened.state.clone();
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
@@ -202,12 +186,7 @@ impl Client {
         }
     }
 
-    /// POSTs JSON to `path`, returns (status, body); panics on transport errors.
-    pub fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.post_as(&self.key, path, body)
-    }
-
-    /// `post` with another account's key.
+    /// POSTs JSON to `path` with `key`, returns (status, body); panics on transport errors.
     pub fn post_as(&self, key: &str, path: &str, body: &Value) -> (u16, Value) {
         let resp = self
             .http

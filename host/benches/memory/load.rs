@@ -47,9 +47,8 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
     let opened = harness::open(
         path,
         harness::config(EmbedderKind::Hash, per_account as u64),
-        None,
     );
-    let limit = opened.config.plans.lightyear.memories;
+    let limit = opened.limit();
     let keys: Vec<(String, String)> = (0..accounts)
         .map(|a| {
             let account = format!("acct-{a:04}");
@@ -81,7 +80,7 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
                 while jobs.len() >= IN_FLIGHT {
                     done += finished(jobs.join_next().await);
                 }
-                let memory = opened.memory.clone();
+                let memory = opened.memory().clone();
                 let account = account.clone();
                 jobs.spawn(async move { memory.import(&account, items, limit).await });
                 if last_report.elapsed() > Duration::from_secs(30) {

@@ -19,11 +19,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     println!("\n== put: real embedder (all-MiniLM-L6-v2), one account ==");
     let path = bench_dir("put");
     let _ = std::fs::remove_dir_all(&path);
-    let opened = harness::open(
-        &path,
-        harness::config(EmbedderKind::Minilm, 0),
-        Some(Arc::clone(model)),
-    );
+    let opened = harness::open(&path, harness::config(EmbedderKind::Minilm, 0));
     let key = opened.key("acct-put");
     let server = Server::start(opened);
     let client = Client::new(&server.base(), &key);
@@ -113,7 +109,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .map(|i| {
             let input = input("acct-put", format!("lib_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory.put(input, 1_000_000))
+            rt.block_on(opened.memory().put(input, 1_000_000))
                 .expect("put");
             started.elapsed()
         })
@@ -126,7 +122,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     );
     let (_, lib_rate) = concurrent_lib(
         &rt,
-        &opened.memory,
+        opened.memory(),
         settings.clients,
         Duration::from_secs(5),
         &mut texts,
@@ -174,7 +170,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let _ = std::fs::remove_dir_all(&path);
 
     // Store + indexes + fsync alone: the hash embedder costs microseconds.
-    let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0), None);
+    let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -183,7 +179,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .map(|i| {
             let input = input("acct-put", format!("hash_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory.put(input, 1_000_000))
+            rt.block_on(opened.memory().put(input, 1_000_000))
                 .expect("put");
             started.elapsed()
         })
@@ -196,7 +192,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     );
     let (_, store_rate) = concurrent_lib(
         &rt,
-        &opened.memory,
+        opened.memory(),
         settings.clients,
         Duration::from_secs(5),
         &mut texts,

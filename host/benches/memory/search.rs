@@ -32,11 +32,10 @@ pub fn run(
     let opened = harness::open(
         path,
         harness::config(EmbedderKind::Minilm, per_account as u64),
-        Some(Arc::clone(model)),
     );
     table.value(
         section,
-        "open data dir + indexes in-process (model already loaded)",
+        "open in-process: server::open_state (model, indexes, agent runtime)",
         format!("{:.2} s", opened.open_time.as_secs_f64()),
         "",
         None,
@@ -165,7 +164,7 @@ pub fn run(
                     min_score: 0.0,
                 };
                 let started = Instant::now();
-                rt.block_on(opened.memory.search(account, query))
+                rt.block_on(opened.memory().search(account, query))
                     .expect("search");
                 started.elapsed()
             })

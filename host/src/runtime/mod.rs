@@ -17,4 +17,4 @@ mod supervisor;
 pub use engine::admission_cap;
 pub use records::{AgentRecord, AgentStore, Failure, LogEvent, Progress, Status, Usage};
 pub use state::Services;
-pub use supervisor::{Refusal, Runtime, Slot};
+pub use supervisor::{Refusal, Runtime, Slot, Timings};

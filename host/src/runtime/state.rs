@@ -14,7 +14,7 @@ use super::{
     records::{AgentStore, Usage},
     stop::StopSignal,
 };
-use crate::{accounts::UsageStore, memory::MemoryService, mind::Mind};
+use crate::{accounts::UsageStore, config::RuntimeConfig, memory::MemoryService, mind::Mind};
 
 /// Bytes of a guest's stderr kept (the tail explains a panic).
 const STDERR_CAPTURE: usize = 16 * 1024;
@@ -54,9 +54,10 @@ impl AgentCtx {
 }
 
 /// Denies linear-memory growth past the limit and remembers that it did, so the trap
-/// that follows is reported as `memory_limit_exceeded`.
+/// that follows is reported as `memory_limit_exceeded`; bounds table growth too.
 pub struct Limits {
     max_memory: usize,
+    max_table_elements: usize,
     pub memory_denied: bool,
 }
 
@@ -78,7 +79,7 @@ impl ResourceLimiter for Limits {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 100_000)
+        Ok(desired <= self.max_table_elements)
     }
 }
 
@@ -95,7 +96,7 @@ pub struct AgentState {
 impl AgentState {
     /// A fresh sandbox for `agent`: no preopened directories, no sockets, no inherited
     /// environment or arguments; stdout discarded, stderr captured.
-    pub fn new(agent: Arc<AgentCtx>, max_memory: usize) -> Self {
+    pub fn new(agent: Arc<AgentCtx>, config: &RuntimeConfig) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         let wasi = WasiCtxBuilder::new()
             .stderr(stderr.clone())

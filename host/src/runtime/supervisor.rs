@@ -6,7 +6,7 @@
 //! `memory_limit_exceeded`, `run_time_exceeded`, `instantiation_failed`, `host_restarted`.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, VecDeque},
     path::Path,
     sync::{Arc, atomic::AtomicBool},
     time::{Duration, Instant},
@@ -47,6 +47,29 @@ fn failure(code: &str, message: impl Into<String>) -> Outcome {
     })
 }
 
+/// Samples of each kind [`Timings`] keeps (the newest).
+const TIMINGS_KEPT: usize = 16_384;
+
+/// Operational statistics of recent agents, newest last, at most 16,384 of each kind: for
+/// benchmarks and diagnosis (`Runtime::take_timings`). Instants are `std::time::Instant`s
+/// of this process, comparable with a caller's own.
+#[derive(Debug, Default)]
+pub struct Timings {
+    /// How long `InstancePre` instantiation took, per agent.
+    pub instantiate: VecDeque<(String, Duration)>,
+    /// When each agent's record was committed as `running`.
+    pub running: VecDeque<(String, Instant)>,
+    /// When each agent's `Store` was dropped (its run over, whatever the outcome).
+    pub dropped: VecDeque<(String, Instant)>,
+}
+
+fn note<T>(samples: &mut VecDeque<(String, T)>, id: &str, value: T) {
+    if samples.len() == TIMINGS_KEPT {
+        samples.pop_front();
+    }
+    samples.push_back((id.to_string(), value));
+}
+
 #[derive(Default)]
 struct Live {
     agents: HashMap<String, Arc<AgentCtx>>,
@@ -60,6 +83,7 @@ struct Inner {
     services: Arc<Services>,
     config: RuntimeConfig,
     live: Mutex<Live>,
+    timings: Mutex<Timings>,
 }
 
 /// The agent runtime; cheap to clone.
@@ -107,6 +131,7 @@ impl Runtime {
                 services,
                 config: config.clone(),
                 live: Mutex::default(),
+                timings: Mutex::default(),
             }),
         };
         runtime.fail_orphans()?;
@@ -116,6 +141,11 @@ impl Runtime {
     /// The most live agents this host admits.
     pub fn cap(&self) -> u32 {
         self.inner.compiled.cap
+    }
+
+    /// The timings recorded since the last call (see [`Timings`]), leaving none behind.
+    pub fn take_timings(&self) -> Timings {
+        std::mem::take(&mut *self.inner.timings.lock())
     }
 
     /// Agents of `account` spawning or running.
@@ -225,7 +255,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
     let records = inner.services.records.clone();
     let id = ctx.agent_id.clone();
-    blocking({
+    let started = blocking({
         let (records, id) = (records.clone(), id.clone());
         move || {
             records.update(&id, |r| {
@@ -239,6 +269,11 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
         }
     })
     .await;
+    if let Some(Ok(Some(r))) = started
+        && r.status == Status::Running
+    {
+        note(&mut inner.timings.lock().running, &id, Instant::now());
+    }
     let (outcome, usage) = match ctx.stop.requested() {
         true => (Outcome::Stopped, Usage::default()),
         false => run(inner, ctx, task).await,
@@ -285,22 +320,22 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
 /// grace ends — then drops the store, wherever the guest is.
 async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage) {
     let config = &inner.config;
-    let mut store = Store::new(
-        &inner.compiled.engine,
-        AgentState::new(ctx.clone(), config.memory_limit_mib as usize * (1 << 20)),
-    );
+    let mut store = Store::new(&inner.compiled.engine, AgentState::new(ctx.clone(), config));
     store.limiter(|state| &mut state.limits);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
     let grace = Duration::from_secs_f64(config.stop_grace_secs.max(0.0));
     let result = {
         let run = async {
+            let instantiating = Instant::now();
             let agent = inner
                 .compiled
                 .pre
                 .instantiate_async(&mut store)
                 .await
                 .map_err(|e| (true, e))?;
+            let took = instantiating.elapsed();
+            note(&mut inner.timings.lock().instantiate, &ctx.agent_id, took);
             agent
                 .call_run(&mut store, task)
                 .await
@@ -347,5 +382,12 @@ async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage)
             failure("guest_trap", message)
         }
     };
-    (outcome, state.usage)
+    let usage = state.usage;
+    drop(store);
+    note(
+        &mut inner.timings.lock().dropped,
+        &ctx.agent_id,
+        Instant::now(),
+    );
+    (outcome, usage)
 }

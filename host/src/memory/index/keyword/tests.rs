@@ -58,6 +58,14 @@ fn accounts_are_isolated() {
     assert_eq!(ids(&idx, &in_account("alice"), "blue whale"), [1]);
     assert_eq!(ids(&idx, &in_account("bob"), "blue whale"), [2]);
     assert!(ids(&idx, &in_account("carol"), "blue whale").is_empty());
+    // Account-scoped terms must not be confusable: ("a", "bxyz") vs ("ab", "xyz").
+    let ops = upserts(vec![
+        doc(4, "a", "n", "bxyz", &[]),
+        doc(5, "ab", "n", "xyz", &[]),
+    ]);
+    idx.apply(&ops, 2).unwrap();
+    assert_eq!(ids(&idx, &in_account("ab"), "xyz bxyz"), [5]);
+    assert_eq!(ids(&idx, &in_account("a"), "xyz bxyz"), [4]);
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! One account's HNSW graph plus the per-doc metadata its filtered searches consult.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -108,9 +108,10 @@ pub(super) struct Shard {
     threads: usize,
     docs: HashMap<u64, DocMeta>,
     symbols: Symbols,
-    /// Live docs per namespace / tag: upper bounds on how many docs a filter can admit.
-    namespace_counts: HashMap<u32, usize>,
-    tag_counts: HashMap<u32, usize>,
+    /// Live doc ids per namespace / tag (no empty sets): a filter admits only docs in the
+    /// smallest of its postings, which sizes and feeds the exact scan.
+    namespace_docs: HashMap<u32, HashSet<u64>>,
+    tag_docs: HashMap<u32, HashSet<u64>>,
     /// Changed since it was last encoded for a checkpoint.
     dirty: AtomicBool,
 }
@@ -145,8 +146,8 @@ impl Shard {
             threads,
             docs: HashMap::new(),
             symbols: Symbols::default(),
-            namespace_counts: HashMap::new(),
-            tag_counts: HashMap::new(),
+            namespace_docs: HashMap::new(),
+            tag_docs: HashMap::new(),
             dirty: AtomicBool::new(false),
         }
     }
@@ -180,9 +181,9 @@ impl Shard {
         let mut tags: Vec<u32> = tags.map(|t| self.symbols.intern(t)).collect();
         tags.sort_unstable();
         tags.dedup();
-        *self.namespace_counts.entry(namespace).or_default() += 1;
+        self.namespace_docs.entry(namespace).or_default().insert(id);
         for &tag in &tags {
-            *self.tag_counts.entry(tag).or_default() += 1;
+            self.tag_docs.entry(tag).or_default().insert(id);
         }
         let meta = DocMeta {
             namespace,
@@ -196,9 +197,9 @@ impl Shard {
     pub(super) fn remove(&mut self, id: u64) -> Result<(), IndexError> {
         let removed = self.index.remove(id).map_err(usearch_err)?;
         if let Some(meta) = self.docs.remove(&id) {
-            release(&mut self.namespace_counts, meta.namespace);
+            unpost(&mut self.namespace_docs, meta.namespace, id);
             for &tag in &meta.tags {
-                release(&mut self.tag_counts, tag);
+                unpost(&mut self.tag_docs, tag, id);
             }
         } else if removed == 0 {
             return Ok(());
@@ -240,18 +241,28 @@ impl Shard {
         k: usize,
         want: &Want,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let mut bound = self.docs.len();
-        if let Some(ns) = want.namespace {
-            bound = bound.min(self.namespace_counts.get(&ns).copied().unwrap_or(0));
+        let namespace = want.namespace.iter().map(|ns| self.namespace_docs.get(ns));
+        let tags = want.tags.iter().map(|t| self.tag_docs.get(t));
+        let mut smallest: Option<&HashSet<u64>> = None;
+        for posting in namespace.chain(tags) {
+            let Some(posting) = posting else {
+                return Ok(Vec::new());
+            };
+            if smallest.is_none_or(|s| posting.len() < s.len()) {
+                smallest = Some(posting);
+            }
         }
-        for tag in &want.tags {
-            bound = bound.min(self.tag_counts.get(tag).copied().unwrap_or(0));
-        }
-        if bound == 0 || k == 0 {
+        if k == 0 || self.docs.is_empty() {
             return Ok(Vec::new());
         }
-        if bound <= EXACT_SCAN_LIMIT {
-            return self.scan(query, k, want);
+        match smallest {
+            Some(ids) if ids.len() <= EXACT_SCAN_LIMIT => {
+                return self.scan(query, k, want, ids.iter().copied());
+            }
+            None if self.docs.len() <= EXACT_SCAN_LIMIT => {
+                return self.scan(query, k, want, self.docs.keys().copied());
+            }
+            _ => {}
         }
         let admits = |id: u64| self.docs.get(&id).is_some_and(|m| want.admits(id, m));
         let found = self
@@ -262,13 +273,20 @@ impl Shard {
         Ok(hits.map(|(id, distance)| (id, 1.0 - distance)).collect())
     }
 
-    /// Exact top `k` over every admitted doc.
-    fn scan(&self, query: &[f32], k: usize, want: &Want) -> Result<Vec<(u64, f32)>, IndexError> {
+    /// Exact top `k` over the admitted docs among `ids`.
+    fn scan(
+        &self,
+        query: &[f32],
+        k: usize,
+        want: &Want,
+        ids: impl Iterator<Item = u64>,
+    ) -> Result<Vec<(u64, f32)>, IndexError> {
         let query_norm = norm(query);
         let mut stored = vec![0.0; query.len()];
         let mut hits = Vec::new();
-        for (&id, meta) in &self.docs {
-            if want.admits(id, meta)
+        for id in ids {
+            let admitted = self.docs.get(&id).is_some_and(|m| want.admits(id, m));
+            if admitted
                 && self
                     .index
                     .get(id, stored.as_mut_slice())
@@ -375,10 +393,10 @@ impl Shard {
     }
 }
 
-fn release(counts: &mut HashMap<u32, usize>, key: u32) {
-    if let Entry::Occupied(mut e) = counts.entry(key) {
-        *e.get_mut() -= 1;
-        if *e.get() == 0 {
+fn unpost(postings: &mut HashMap<u32, HashSet<u64>>, key: u32, id: u64) {
+    if let Entry::Occupied(mut e) = postings.entry(key) {
+        e.get_mut().remove(&id);
+        if e.get().is_empty() {
             e.remove();
         }
     }

@@ -1,0 +1,379 @@
+//! The server under test (built in-process with `server::open_state`, exactly what
+//! `wasmind serve` serves, on 127.0.0.1:0), the HTTP client, process statistics
+//! (/proc/self) and percentiles.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wasmind::accounts::Plan;
+use wasmind::api::{AppState, app};
+use wasmind::config::{Config, MindConfig, PlanLimits, RuntimeConfig};
+use wasmind::data_dir::DataDir;
+use wasmind::memory::embed::EmbedderKind;
+
+/// The account every bench key belongs to.
+pub const ACCOUNT: &str = "bench";
+
+/// What differs between the bench servers.
+pub struct ServerOptions {
+    pub max_agents: Option<u32>,
+    pub stop_grace_secs: f64,
+    pub component: Option<PathBuf>,
+}
+
+/// A config whose lightyear plan never refuses (spawn rates, concurrency, agent-hours,
+/// memories), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
+pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
+    let mut config = Config::default();
+    config.embedder.kind = EmbedderKind::Hash;
+    config.plans.lightyear = PlanLimits {
+        spawns_per_minute: 1_000_000_000,
+        spawns_per_hour: 1_000_000_000,
+        concurrent_agents: 1_000_000,
+        memories: 10_000_000,
+        agent_hours_per_month: 1.0e9,
+    };
+    config.mind = MindConfig {
+        provider: "openai".into(),
+        base_url: mind_base_url.to_string(),
+        api_key: Some("sk-bench".into()),
+        model: "fake-mind".into(),
+    };
+    config.runtime = RuntimeConfig {
+        max_agents: options.max_agents,
+        stop_grace_secs: options.stop_grace_secs,
+        component: options.component.clone(),
+        ..RuntimeConfig::default()
+    };
+    config
+}
+
+/// A running server: its state (shared with the router), its address and one key.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub state: AppState,
+    pub key: String,
+    runtime: Option<tokio::runtime::Runtime>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    dir: Option<DataDir>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Server {
+    /// Opens a fresh temp data dir with `open_state`, serves `app(state)` on a
+    /// multi-threaded tokio runtime (as `serve` does: one worker per core) and creates a
+    /// lightyear key.
+    pub fn start(config: Config) -> Self {
+        let root =
+            std::env::var_os("WASMIND_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+        let tmp = tempfile::Builder::new()
+            .prefix("wasmind-bench-agents-")
+            .tempdir_in(root)
+            .expect("temp data dir");
+        let dir = DataDir::open(tmp.path()).expect("data dir");
+        let state = wasmind::server::open_state(&dir, config).expect("open_state");
+        let (key, _) = state
+            .keys
+            .create(ACCOUNT, Some(Plan::Lightyear))
+            .expect("create key");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let router = app(state.clone());
+        let task = runtime.spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Self {
+            addr,
+            state,
+            key,
+            runtime: Some(runtime),
+            stop: Some(stop),
+            task: Some(task),
+            dir: Some(dir),
+            _tmp: tmp,
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(&format!("http://{}", self.addr), &self.key)
+    }
+
+    /// Agents spawning or running.
+    pub fn live(&self) -> u32 {
+        self.state.runtime.concurrent(ACCOUNT)
+    }
+
+    /// Stops every live agent (through the runtime, no HTTP), waits until none is left,
+    /// stops serving and drops everything.
+    pub fn shutdown(mut self) {
+        self.stop_all_live(Duration::from_secs(60));
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let (Some(rt), Some(task)) = (self.runtime.as_ref(), self.task.take()) {
+            let _ =
+                rt.block_on(async { tokio::time::timeout(Duration::from_secs(30), task).await });
+        }
+        let runtime = self.runtime.take();
+        if let Some(rt) = runtime {
+            rt.shutdown_timeout(Duration::from_secs(10));
+        }
+        drop(self.dir.take());
+    }
+
+    fn stop_all_live(&self, timeout: Duration) {
+        let records = self.state.records.clone();
+        let mut before = None;
+        let mut ids = Vec::new();
+        loop {
+            let (page, next) = records.list(ACCOUNT, before, 1000).expect("listing agents");
+            ids.extend(
+                page.iter()
+                    .filter(|r| !r.status.is_terminal())
+                    .map(|r| r.agent_id.clone()),
+            );
+            match next {
+                Some(n) => before = Some(n),
+                None => break,
+            }
+        }
+        for id in &ids {
+            self.state.runtime.stop(id);
+        }
+        let deadline = Instant::now() + timeout;
+        while self.live() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A blocking HTTP/1.1 client with one kept-alive connection, bound to one key.
+pub struct Client {
+    http: reqwest::blocking::Client,
+    base: String,
+    key: String,
+}
+
+/// A response: status, `Retry-After`, body.
+pub struct Reply {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: Value,
+}
+
+impl Client {
+    pub fn new(base: &str, key: &str) -> Self {
+        let http = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1)
+            .timeout(Duration::from_secs(120))
+            .build()
+            .expect("http client");
+        Self {
+            http,
+            base: base.to_string(),
+            key: key.to_string(),
+        }
+    }
+
+    fn send(&self, req: reqwest::blocking::RequestBuilder) -> Reply {
+        let resp = req
+            .bearer_auth(&self.key)
+            .send()
+            .unwrap_or_else(|e| panic!("HTTP request failed: {e}"));
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        Reply {
+            status,
+            retry_after,
+            body: resp.json().unwrap_or(Value::Null),
+        }
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Reply {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+    }
+
+    pub fn delete(&self, path: &str) -> Reply {
+        self.send(self.http.delete(format!("{}{path}", self.base)))
+    }
+
+    /// POST /api/v1/agents; (reply, instant sent, latency).
+    pub fn spawn(&self, task: &str) -> (Reply, Instant, Duration) {
+        let sent = Instant::now();
+        let reply = self.post("/api/v1/agents", &json!({ "task": task }));
+        (reply, sent, sent.elapsed())
+    }
+}
+
+/// Nearest-rank percentile (`q` in 0..=1) of samples, in milliseconds.
+pub fn pct_ms(samples: &[Duration], q: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+/// "p50 X ms, p99 Y ms, max Z ms (n)".
+pub fn summary(samples: &[Duration]) -> String {
+    format!(
+        "p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms (n = {})",
+        pct_ms(samples, 0.5),
+        pct_ms(samples, 0.99),
+        pct_ms(samples, 1.0),
+        samples.len()
+    )
+}
+
+/// A `/proc/self/status` field in KiB.
+pub fn status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// VmRSS of this process, KiB.
+pub fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// Lines of /proc/self/maps: the mappings this process holds.
+pub fn mappings() -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+pub fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Open-file soft limit of this process.
+pub fn nofile_limit() -> String {
+    std::fs::read_to_string("/proc/self/limits")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .unwrap_or("?")
+        .to_string()
+}
+
+pub fn loadavg() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    match parts.as_slice() {
+        [one, _, _, running, ..] => format!("load average {one}, runnable {running}"),
+        _ => "load average unknown".into(),
+    }
+}
+
+/// Resident memory of /proc/self/smaps grouped by kind of mapping: anonymous mappings by
+/// (permissions, size) — 10,000 agents' linear memories or stacks show up as one group of
+/// 10,000 equal mappings — and named ones ([heap], files) by name.
+pub struct Smaps {
+    /// (group) → (mappings, resident KiB).
+    pub groups: BTreeMap<String, (u64, u64)>,
+}
+
+impl Smaps {
+    pub fn read() -> Self {
+        let text = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+        let mut groups: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        let mut current: Option<String> = None;
+        for line in text.lines() {
+            let mut parts = line.split_whitespace();
+            let first = parts.next().unwrap_or("");
+            if let Some((start, end)) = first.split_once('-')
+                && let (Ok(start), Ok(end)) =
+                    (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+            {
+                let perms = parts.next().unwrap_or("");
+                let name = parts.nth(3).unwrap_or("");
+                let group = if name.is_empty() {
+                    format!("anon {perms} {}", size_label(end - start))
+                } else if name.starts_with('/') {
+                    let file = name.rsplit('/').next().unwrap_or(name);
+                    format!("file {file}")
+                } else {
+                    name.to_string()
+                };
+                groups.entry(group.clone()).or_default().0 += 1;
+                current = Some(group);
+            } else if first == "Rss:"
+                && let Some(group) = &current
+            {
+                let kib: u64 = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+                groups.entry(group.clone()).or_default().1 += kib;
+            }
+        }
+        Self { groups }
+    }
+
+    /// Groups whose resident size grew most from `before` to `self`:
+    /// (group, mappings before, mappings now, resident KiB growth).
+    pub fn growth(&self, before: &Smaps, top: usize) -> Vec<(String, u64, u64, i64)> {
+        let mut all: HashMap<&String, (u64, u64, i64)> = HashMap::new();
+        for (g, (n, kib)) in &self.groups {
+            let e = all.entry(g).or_default();
+            e.1 = *n;
+            e.2 += *kib as i64;
+        }
+        for (g, (n, kib)) in &before.groups {
+            let e = all.entry(g).or_default();
+            e.0 = *n;
+            e.2 -= *kib as i64;
+        }
+        let mut rows: Vec<_> = all
+            .into_iter()
+            .map(|(g, (b, a, d))| (g.clone(), b, a, d))
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.3.abs()));
+        rows.truncate(top);
+        rows
+    }
+}
+
+fn size_label(bytes: u64) -> String {
+    let kib = bytes / 1024;
+    if kib >= 1024 * 1024 {
+        format!("{:.1}GiB", kib as f64 / (1024.0 * 1024.0))
+    } else if kib >= 1024 {
+        format!("{:.2}MiB", kib as f64 / 1024.0)
+    } else {
+        format!("{kib}KiB")
+    }
+}
