@@ -108,7 +108,8 @@ impl AgentState {
             wasi,
             table: ResourceTable::new(),
             limits: Limits {
-                max_memory,
+                max_memory: config.memory_limit_mib as usize * (1 << 20),
+                max_table_elements: config.table_elements_limit as usize,
                 memory_denied: false,
             },
             agent,
