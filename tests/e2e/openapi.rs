@@ -162,7 +162,7 @@ impl Spec {
             for (part, segment) in parts.iter().zip(&segments) {
                 match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
                     Some(name) if !segment.is_empty() => {
-                        params.push((name.to_string(), percent_decode(segment)))
+                        params.push((name.to_string(), percent_decode(segment)));
                     }
                     _ if part == segment => {}
                     _ => return None,
@@ -1778,7 +1778,7 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
         spec.get(ada, &format!("/api/v1/agents?limit=2&cursor={cursor}")),
         200,
     );
-    assert_eq!(ids(&rest.body), [remember.clone()]);
+    assert_eq!(ids(&rest.body), std::slice::from_ref(&remember));
     assert_eq!(rest.body["next_cursor"], Value::Null);
     let all = expect(spec.get(ada, AGENTS), 200);
     assert_eq!(ids(&all.body).len(), 3);

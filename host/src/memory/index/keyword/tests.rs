@@ -180,3 +180,39 @@ fn stemming_matches_inflections_and_ranks_by_bm25() {
     // The key field is searched too: "key-3" is the terms "key" (every doc) and "3".
     assert_eq!(idx.search(&in_account("a"), "key-3", 10).unwrap()[0].0, 3);
 }
+
+#[test]
+fn filters_hold_on_both_the_pruned_union_and_the_rare_filter_paths() {
+    let (_dir, idx) = open();
+    // 11k docs in "x" tagged "t" (too common to lead the query), 11k in "y";
+    // 10 docs of "x" also tagged "rare"; every 7th doc expired.
+    let ops: Vec<IndexOp> = (0..22_000u64)
+        .map(|id| {
+            let mut tags = vec!["t"];
+            if id % 2 == 0 && id % 1000 == 0 {
+                tags.push("rare");
+            }
+            let ns = if id % 2 == 0 { "x" } else { "y" };
+            let mut d = doc(id, "a", ns, "common words here", &tags);
+            d.expires_at = (id % 7 == 0).then_some(NOW);
+            IndexOp::Upsert(d)
+        })
+        .collect();
+    idx.apply(&ops, 1).unwrap();
+    let t = ["t".to_string()];
+    let mut f = in_account("a");
+    f.namespace = Some("x");
+    f.tags = &t;
+    let hits = idx.search(&f, "common", 500).unwrap();
+    assert_eq!(hits.len(), 500);
+    assert!(
+        hits.iter().all(|(id, _)| id % 2 == 0 && id % 7 != 0),
+        "{hits:?}"
+    );
+    let rare = ["rare".to_string(), "t".to_string()];
+    f.tags = &rare;
+    let want: Vec<u64> = (0..22_000)
+        .filter(|id| id % 1000 == 0 && id % 7 != 0)
+        .collect();
+    assert_eq!(ids(&idx, &f, "common"), want);
+}
