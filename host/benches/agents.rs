@@ -12,17 +12,25 @@
 //!    are spawned one after another, `POST /api/v1/agents` latency, spawn → `running`, and
 //!    `InstancePre` instantiation (timed by the supervisor, `Runtime::take_timings`); then
 //!    stop → store dropped for default agents parked in their Mind call.
-//! 2. `stop`: end of the stop grace → store dropped, for a guest parked in a host call that
+//! 2. `sleepers`: RSS per live agent parked in a WASI sleep (no Mind call in flight), to
+//!    tell what a Mind call in flight costs.
+//! 3. `stop`: end of the stop grace → store dropped, for a guest parked in a host call that
 //!    ignores the stop (`sleeper`: a WASI sleep) and a CPU-bound one (`spin`), alone and
 //!    beside other spinning agents.
-//! 3. `cap`: with `[runtime] max_agents = 50`, the 51st spawn is refused with 503.
+//! 4. `cap`: with `[runtime] max_agents = 50`, the 51st spawn is refused with 503.
+//! 5. `instantiate`: where instantiation time goes — the default agent instantiated in a
+//!    bare engine configured as `runtime/engine.rs` does, and with one setting changed.
+//!
+//! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,stop,cap`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
-//! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (300), `WASMIND_BENCH_STOPS` (50
+//! (`live,sleepers,stop,cap,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
+//! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
 //! per guest), `WASMIND_BENCH_STOP_SAMPLE` (200 default agents stopped one at a time),
 //! `WASMIND_BENCH_GRACE` (0.2 s), `WASMIND_BENCH_SPIN_BACKGROUND` (3),
-//! `WASMIND_BENCH_CAP` (50), `WASMIND_BENCH_DIR` (temp dir for data dirs),
+//! `WASMIND_BENCH_CAP` (50), `WASMIND_BENCH_INSTANTIATE` (2000 instances per setting),
+//! `WASMIND_BENCH_SLEEPERS` (2000 live sleeper agents, for their RSS),
+//! `WASMIND_BENCH_DIR` (temp dir for data dirs),
 //! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` (prebuilt guest components).
 
 #[path = "agents/fake_mind.rs"]
@@ -31,6 +39,8 @@ mod fake_mind;
 mod guests;
 #[path = "agents/harness.rs"]
 mod harness;
+#[path = "agents/instantiate.rs"]
+mod instantiate;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -54,6 +64,8 @@ struct Settings {
     grace: f64,
     spin_background: usize,
     cap: u32,
+    instantiate: usize,
+    sleepers: usize,
 }
 
 fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -71,18 +83,20 @@ impl Settings {
         Self {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
-                .unwrap_or_else(|_| "live,stop,cap".into())
+                .unwrap_or_else(|_| "live,sleepers,stop,cap,instantiate".into())
                 .split(',')
                 .map(|p| p.trim().to_string())
                 .collect(),
             memories: env_num("WASMIND_BENCH_MEMORIES", 2_000usize).max(1),
             gets: env_num("WASMIND_BENCH_GETS", 2_000usize).max(1),
-            searches: env_num("WASMIND_BENCH_SEARCHES", 300usize).max(1),
+            searches: env_num("WASMIND_BENCH_SEARCHES", 1_000usize).max(1),
             stops: env_num("WASMIND_BENCH_STOPS", 50usize).max(1),
             stop_sample: env_num("WASMIND_BENCH_STOP_SAMPLE", 200usize),
             grace: env_num("WASMIND_BENCH_GRACE", 0.2f64),
             spin_background: env_num("WASMIND_BENCH_SPIN_BACKGROUND", 3usize),
             cap: env_num("WASMIND_BENCH_CAP", 50u32).max(1),
+            instantiate: env_num("WASMIND_BENCH_INSTANTIATE", 2_000usize).max(1),
+            sleepers: env_num("WASMIND_BENCH_SLEEPERS", 2_000usize).max(1),
         }
     }
 
@@ -243,6 +257,7 @@ fn wait_until(timeout: Duration, mut ready: impl FnMut() -> bool) -> bool {
 struct Seen {
     instantiate: HashMap<String, Duration>,
     running: HashMap<String, Instant>,
+    stop_requested: HashMap<String, Instant>,
     dropped: HashMap<String, Instant>,
 }
 
@@ -251,16 +266,22 @@ impl Seen {
         let t = server.state.runtime.take_timings();
         self.instantiate.extend(t.instantiate);
         self.running.extend(t.running);
+        self.stop_requested.extend(t.stop_requested);
         self.dropped.extend(t.dropped);
     }
 
-    /// Waits until the store of `id` was dropped; its instant.
-    fn wait_dropped(&mut self, server: &Server, id: &str, timeout: Duration) -> Option<Instant> {
+    /// Waits until the store of `id` was dropped: (stop requested, store dropped).
+    fn wait_dropped(
+        &mut self,
+        server: &Server,
+        id: &str,
+        timeout: Duration,
+    ) -> Option<(Instant, Instant)> {
         let deadline = Instant::now() + timeout;
         loop {
             self.drain(server);
-            if let Some(at) = self.dropped.get(id) {
-                return Some(*at);
+            if let (Some(stop), Some(at)) = (self.stop_requested.get(id), self.dropped.get(id)) {
+                return Some((*stop, *at));
             }
             if Instant::now() >= deadline {
                 return None;
@@ -297,11 +318,17 @@ fn main() {
     if settings.wants("live") {
         live(&settings, &mind, &mut table);
     }
+    if settings.wants("sleepers") {
+        sleepers(&settings, &mind, &mut table);
+    }
     if settings.wants("stop") {
         stop(&settings, &mind, &mut table);
     }
     if settings.wants("cap") {
         cap(&settings, &mind, &mut table);
+    }
+    if settings.wants("instantiate") {
+        instantiate::run(settings.instantiate);
     }
     table.print();
     println!(
@@ -431,7 +458,8 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
     seen.running.reserve(n);
     seen.dropped.reserve(n);
     std::thread::sleep(Duration::from_millis(500));
-    let (rss_idle, maps_idle) = (rss_kib(), mappings());
+    let (rss_idle, maps_idle, fds_idle) = (rss_kib(), mappings(), harness::open_fds());
+    let (mem_idle, tcp_idle) = (harness::Mem::read(), harness::tcp_sockstat());
     let smaps_idle = Smaps::read();
     println!(
         "idle: VmRSS {:.1} MiB, {maps_idle} mappings",
@@ -481,8 +509,32 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
     );
     std::thread::sleep(Duration::from_secs(2));
     let live_now = server.live();
-    let (rss_live, maps_live) = (rss_kib(), mappings());
+    if (live_now as usize) < spawned {
+        // Some ended although the Mind never answered: say how.
+        let mut ended: HashMap<String, usize> = HashMap::new();
+        for id in &ids {
+            if let Ok(Some(r)) = server.state.records.get(ACCOUNT, id)
+                && r.status.is_terminal()
+            {
+                let why = r.error.map_or_else(
+                    || r.status.as_str().to_string(),
+                    |e| format!("{}: {}", e.code, e.message),
+                );
+                *ended.entry(why).or_default() += 1;
+            }
+        }
+        println!(
+            "WARNING: {} of {spawned} agents ended early: {ended:#?}",
+            spawned - live_now as usize
+        );
+    }
+    let (rss_live, maps_live, fds_live) = (rss_kib(), mappings(), harness::open_fds());
+    let (mem_live, tcp_live) = (harness::Mem::read(), harness::tcp_sockstat());
     let smaps_live = Smaps::read();
+    println!("{}", mem_live.per_agent(&mem_idle, live_now));
+    println!(
+        "kernel TCP (machine-wide, both ends of each Mind connection): {tcp_idle} → {tcp_live}"
+    );
     let per_agent = (rss_live as f64 - rss_idle as f64) / live_now.max(1) as f64;
     println!(
         "live {live_now}: VmRSS {:.1} MiB (idle {:.1} MiB), {maps_live} mappings (idle {maps_idle}); {:.1} KiB per live agent",
@@ -501,6 +553,15 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
     }
     drop((smaps_idle, smaps_live));
     table.row(
+        "open file descriptors, idle → live",
+        format!(
+            "{fds_idle} → {fds_live} (open-files limit {})",
+            harness::nofile_limit()
+        ),
+        "",
+        None,
+    );
+    table.row(
         &format!("host RSS per live agent ({live_now} live)"),
         format!(
             "{per_agent:.1} KiB (VmRSS {:.0} → {:.0} MiB)",
@@ -518,6 +579,37 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
             harness::read_trimmed("/proc/sys/vm/max_map_count")
         ),
         "",
+        None,
+    );
+
+    // What the spawn path pays on this machine: the account's running time is summed over
+    // every live agent (under the runtime's lock), and each spawn commits durably twice.
+    let scan: Vec<Duration> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(server.state.runtime.running_ms(ACCOUNT));
+            t.elapsed()
+        })
+        .collect();
+    println!(
+        "Runtime::running_ms over {live_now} live agents (every spawn calls it): {}",
+        summary(&scan)
+    );
+    table.latency(
+        &format!(
+            "`Runtime::running_ms` with {live_now} live (once per spawn, under the live lock)"
+        ),
+        &scan,
+        None,
+    );
+    let fsync = durable_commits(200);
+    println!(
+        "durable redb commit (one small insert) on this disk: {}",
+        summary(&fsync)
+    );
+    table.latency(
+        "durable redb commit, one small insert (2 per spawn: `spawning`, `running`)",
+        &fsync,
         None,
     );
 
@@ -610,13 +702,13 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
         let r = client.delete(&format!("/api/v1/agents/{id}"));
         delete_lat.push(t.elapsed());
         assert_eq!(r.status, 200, "stop: {}", r.body);
-        let dropped = seen
+        let (requested, dropped) = seen
             .wait_dropped(&server, id, Duration::from_secs(10))
             .unwrap_or_else(|| panic!("agent {id} was not dropped"));
-        stop_to_drop.push(dropped.saturating_duration_since(t));
+        stop_to_drop.push(dropped.saturating_duration_since(requested));
     }
     table.latency(
-        "stop (DELETE sent) → store dropped, default agent in its Mind call (returns before the grace)",
+        "stop requested → store dropped, default agent in its Mind call (it returns at once; no grace)",
         &stop_to_drop,
         None,
     );
@@ -638,17 +730,138 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
         mappings()
     );
     table.latency("DELETE /api/v1/agents/{id} → 200", &delete_lat, None);
+    // Control: the same searches once the agents are gone (machine load drifts).
+    let search_after = search_pass(&client, &queries);
+    println!("after every agent ended: search {}", summary(&search_after));
+    table.latency(
+        "POST /api/v1/memory/search, after the agents ended (control)",
+        &search_after,
+        None,
+    );
     // A sample terminal log event.
     if let Some(id) = ids.first() {
-        let logs = client.get(&format!("/api/v1/agents/{id}/logs"));
-        let terminal = logs.body["data"]
-            .as_array()
-            .and_then(|d| d.iter().find(|e| e["kind"] == "terminal").cloned());
         println!(
             "terminal log event of {id}: {}",
-            terminal.unwrap_or(Value::Null)
+            terminal_event(&client, id)
         );
     }
+    server.shutdown();
+}
+
+/// The agent's `terminal` log event, once written (it follows the store's drop).
+fn terminal_event(client: &Client, id: &str) -> Value {
+    let mut event = Value::Null;
+    wait_until(Duration::from_secs(5), || {
+        let logs = client.get(&format!("/api/v1/agents/{id}/logs"));
+        event = logs.body["data"]
+            .as_array()
+            .and_then(|d| d.iter().find(|e| e["kind"] == "terminal").cloned())
+            .unwrap_or(Value::Null);
+        !event.is_null()
+    });
+    event
+}
+
+/// Times `n` durable redb commits of one small insert in a database of its own.
+fn durable_commits(n: usize) -> Vec<Duration> {
+    const T: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("t");
+    let dir = tempfile::tempdir_in(
+        std::env::var_os("WASMIND_BENCH_DIR").map_or_else(std::env::temp_dir, Into::into),
+    )
+    .expect("temp dir");
+    let db = redb::Database::create(dir.path().join("fsync.redb")).expect("redb");
+    (0..n as u64)
+        .map(|i| {
+            let t = Instant::now();
+            let txn = db.begin_write().expect("write txn");
+            txn.open_table(T)
+                .expect("table")
+                .insert(i, [0u8; 600].as_slice())
+                .expect("insert");
+            txn.commit().expect("commit");
+            t.elapsed()
+        })
+        .collect()
+}
+
+/// Phase `sleepers`: resident memory per live agent parked in a WASI sleep — no Mind call
+/// in flight, so the difference to the default agent is what its Mind call holds.
+fn sleepers(s: &Settings, mind: &FakeMind, table: &mut Table) {
+    let n = s.sleepers;
+    println!(
+        "\n== sleepers: {n} live sleeper agents (no Mind call) == ({})",
+        loadavg()
+    );
+    let server = Server::start(harness::config(
+        &mind.base_url(),
+        &ServerOptions {
+            max_agents: None,
+            stop_grace_secs: s.grace,
+            component: Some(guests::sleeper()),
+        },
+    ));
+    let client = server.client();
+    let mut seen = Seen::default();
+    let warm: Vec<String> = (0..20)
+        .map(|i| id_of(&client.spawn(&format!("warm-up {i}")).0))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    for id in &warm {
+        assert_eq!(client.delete(&format!("/api/v1/agents/{id}")).status, 200);
+    }
+    assert!(
+        wait_until(Duration::from_secs(30), || server.live() == 0),
+        "warm-up agents did not end"
+    );
+    let mut ids = Vec::with_capacity(n);
+    seen.drain(&server);
+    seen = Seen::default();
+    seen.running.reserve(n);
+    seen.instantiate.reserve(n);
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss_idle, maps_idle, smaps_idle) = (rss_kib(), mappings(), Smaps::read());
+    let mem_idle = harness::Mem::read();
+    for i in 0..n {
+        let (reply, _, _) = client.spawn(&format!("sleep {i}"));
+        assert_eq!(reply.status, 201, "spawn: {}", reply.body);
+        ids.push(id_of(&reply));
+        if (i + 1) % 1_000 == 0 {
+            seen.drain(&server);
+        }
+    }
+    assert!(
+        wait_until(Duration::from_secs(120), || {
+            seen.drain(&server);
+            seen.running.len() >= n
+        }),
+        "sleepers did not all start"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let live_now = server.live();
+    let (rss_live, maps_live, smaps_live) = (rss_kib(), mappings(), Smaps::read());
+    println!("{}", harness::Mem::read().per_agent(&mem_idle, live_now));
+    let per_agent = (rss_live as f64 - rss_idle as f64) / live_now.max(1) as f64;
+    println!(
+        "live {live_now}: VmRSS {:.1} → {:.1} MiB, mappings {maps_idle} → {maps_live}; {per_agent:.1} KiB per live agent",
+        rss_idle as f64 / 1024.0,
+        rss_live as f64 / 1024.0,
+    );
+    println!(
+        "resident growth by mapping group (group: mappings idle → live, KiB growth, KiB per agent):"
+    );
+    for (group, before, after, kib) in smaps_live.growth(&smaps_idle, 8) {
+        println!(
+            "  {group:<28} {before:>6} → {after:>6}  {kib:>+10} KiB  {:>+8.1} KiB/agent",
+            kib as f64 / live_now.max(1) as f64
+        );
+    }
+    table.row(
+        &format!("host RSS per live sleeper agent ({live_now} live, no Mind call in flight)"),
+        format!("{per_agent:.1} KiB"),
+        "",
+        None,
+    );
+    drop(ids);
     server.shutdown();
 }
 
@@ -697,8 +910,8 @@ fn stop(s: &Settings, mind: &FakeMind, table: &mut Table) {
             );
         }
         let mut seen = Seen::default();
-        let (mut after_resp, mut after_sent) = (Vec::new(), Vec::new());
-        let mut late = 0usize;
+        let (mut after_grace, mut deletes) = (Vec::new(), Vec::new());
+        let mut early = 0usize;
         for i in 0..s.stops {
             let (reply, _, _) = client.spawn(&format!("{name} {i}"));
             let id = id_of(&reply);
@@ -710,34 +923,28 @@ fn stop(s: &Settings, mind: &FakeMind, table: &mut Table) {
             let t_sent = Instant::now();
             let r = client.delete(&format!("/api/v1/agents/{id}"));
             let t_resp = Instant::now();
+            deletes.push(t_resp - t_sent);
             assert_eq!(r.body["status"], "stopped", "stop: {}", r.body);
-            let dropped = seen
+            let (requested, dropped) = seen
                 .wait_dropped(&server, &id, grace + Duration::from_secs(10))
                 .unwrap_or_else(|| panic!("{name} agent {id} was not dropped"));
-            if dropped < t_resp + grace {
-                late += 1; // ended before its grace: not what this measures
+            assert!(t_sent <= requested && requested <= t_resp);
+            if dropped < requested + grace {
+                early += 1; // ended before its grace: the guest did not ignore the stop
             }
-            after_resp.push(dropped.saturating_duration_since(t_resp + grace));
-            after_sent.push(dropped.saturating_duration_since(t_sent + grace));
+            after_grace.push(dropped.saturating_duration_since(requested + grace));
             if i == 0 {
-                let logs = client.get(&format!("/api/v1/agents/{id}/logs"));
-                let terminal = logs.body["data"]
-                    .as_array()
-                    .and_then(|d| d.iter().find(|e| e["kind"] == "terminal").cloned());
-                println!("terminal log event: {}", terminal.unwrap_or(Value::Null));
+                println!("terminal log event: {}", terminal_event(&client, &id));
             }
         }
-        if late > 0 {
-            println!("WARNING: {late} agents ended before their grace was over");
+        if early > 0 {
+            println!("WARNING: {early} agents ended before their grace was over");
         }
         println!(
-            "grace end (DELETE answered + grace) → store dropped: {}",
-            summary(&after_resp)
+            "grace end (stop requested + grace) → store dropped: {}",
+            summary(&after_grace)
         );
-        println!(
-            "grace end (DELETE sent + grace) → store dropped: {}",
-            summary(&after_sent)
-        );
+        println!("DELETE /api/v1/agents/{{id}} → 200: {}", summary(&deletes));
         let what = match (name, background) {
             ("sleeper", _) => {
                 "grace end → store dropped, guest parked in a host call ignoring the stop (sleeper)"
@@ -746,7 +953,17 @@ fn stop(s: &Settings, mind: &FakeMind, table: &mut Table) {
             (_, 0) => "grace end → store dropped, CPU-bound guest (spin)".to_string(),
             (_, b) => format!("grace end → store dropped, spin, {b} other spinning agents live"),
         };
-        table.latency(&what, &after_resp, Some(target));
+        table.latency(&what, &after_grace, Some(target));
+        if background > 0 {
+            table.latency(
+                &format!(
+                    "DELETE /api/v1/agents/{{id}} → 200 with {} spinning agents live",
+                    background + 1
+                ),
+                &deletes,
+                None,
+            );
+        }
         drop(others);
         server.shutdown();
     }

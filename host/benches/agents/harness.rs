@@ -268,6 +268,56 @@ pub fn rss_kib() -> u64 {
     status_kib("VmRSS:")
 }
 
+/// Memory of this process in KiB: VmRSS, RssAnon, RssFile (a page of a file mapped at
+/// many addresses counts once per mapping), and Pss (each page once).
+#[derive(Clone, Copy)]
+pub struct Mem {
+    pub rss: u64,
+    pub anon: u64,
+    pub file: u64,
+    pub pss: u64,
+}
+
+impl Mem {
+    pub fn read() -> Self {
+        let pss = std::fs::read_to_string("/proc/self/smaps_rollup")
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("Pss:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        Self {
+            rss: status_kib("VmRSS:"),
+            anon: status_kib("RssAnon:"),
+            file: status_kib("RssFile:"),
+            pss,
+        }
+    }
+
+    /// "VmRSS a, RssAnon b, RssFile c, Pss d KiB per agent" of the growth from `idle`.
+    pub fn per_agent(&self, idle: &Mem, n: u32) -> String {
+        let d = |a: u64, b: u64| (a as f64 - b as f64) / f64::from(n.max(1));
+        format!(
+            "per live agent: VmRSS {:.1}, RssAnon {:.1}, RssFile {:.1}, Pss {:.1} KiB",
+            d(self.rss, idle.rss),
+            d(self.anon, idle.anon),
+            d(self.file, idle.file),
+            d(self.pss, idle.pss)
+        )
+    }
+}
+
+/// The kernel's TCP line of /proc/net/sockstat (`mem` is in pages, machine-wide).
+pub fn tcp_sockstat() -> String {
+    std::fs::read_to_string("/proc/net/sockstat")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("TCP:"))
+        .unwrap_or("TCP: ?")
+        .to_string()
+}
+
 /// Lines of /proc/self/maps: the mappings this process holds.
 pub fn mappings() -> usize {
     std::fs::read_to_string("/proc/self/maps")
@@ -279,6 +329,11 @@ pub fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// File descriptors this process holds.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
 }
 
 /// Open-file soft limit of this process.

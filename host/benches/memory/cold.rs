@@ -12,7 +12,7 @@ use super::load::search_body;
 use super::report::{Table, ms};
 use super::text::Texts;
 
-const SECTION: &str = "cold start (real binary, 100k memories)";
+const SECTION: &str = "cold start (real binary, the 1-account data set)";
 
 /// `WASMIND_BIN`, else the `wasmind` binary cargo built beside this bench.
 pub fn binary() -> PathBuf {
@@ -31,7 +31,17 @@ struct Run {
     rss_after: f64,
     hwm: f64,
     shutdown: Duration,
+    /// redb was not closed cleanly by the previous process, so this start repaired it.
+    repaired: bool,
     log: Vec<String>,
+}
+
+/// Whether the database file would need a repair to open (its last user did not close it).
+pub fn redb_unclean(path: &Path) -> bool {
+    let opened = redb::Database::builder()
+        .set_repair_callback(|session: &mut redb::RepairSession| session.abort())
+        .open(path.join("wasmind.redb"));
+    matches!(opened, Err(redb::DatabaseError::RepairAborted))
 }
 
 pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
@@ -53,7 +63,7 @@ pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
     // The agent runtime caches its compiled component in the data dir: the very first start
     // compiles it, every later start loads it.
     let _ = std::fs::remove_dir_all(path.join("cache"));
-    let first = once(&bin, path, key, &mut texts);
+    let first = once(&bin, path, key, &mut texts, "TERM");
     println!(
         "  first start (no compiled-agent cache): listening {:.0} ms, first keyword search {:.0} ms",
         ms(first.listening),
@@ -70,12 +80,17 @@ pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
         None,
     );
     let results: Vec<Run> = (0..runs)
-        .map(|_| once(&bin, path, key, &mut texts))
+        .map(|_| once(&bin, path, key, &mut texts, "TERM"))
         .collect();
     for (i, r) in results.iter().enumerate() {
         println!(
-            "  run {i}: listening {:.0} ms, first keyword search {:.0} ms, first hybrid search {:.0} ms, \
+            "  run {i}{}: listening {:.0} ms, first keyword search {:.0} ms, first hybrid search {:.0} ms, \
              RSS ready {:.0} / idle {:.0} / after searches {:.0} MiB (peak {:.0}), shutdown {:.0} ms",
+            if r.repaired {
+                " (redb left unclean by the previous SIGTERM: repaired)"
+            } else {
+                ""
+            },
             ms(r.listening),
             ms(r.first_keyword),
             ms(r.first_hybrid),
@@ -160,9 +175,41 @@ pub fn run(table: &mut Table, path: &Path, key: &str, runs: usize) {
         "",
         None,
     );
+    // Run i's flag tells how the stop before it went (the first start's stop for run 0);
+    // the file itself tells how the last stop went.
+    let unclean = results.iter().filter(|r| r.repaired).count() + usize::from(redb_unclean(path));
+    table.value(
+        SECTION,
+        "graceful SIGTERM stops that left redb unclean (next start repairs)",
+        format!("{unclean} of {}", runs + 1),
+        "0",
+        Some(unclean == 0),
+    );
+    // A crash: the next start must repair redb (and replay the oplog tail, none here).
+    once(&bin, path, key, &mut texts, "KILL");
+    let crashed = once(&bin, path, key, &mut texts, "TERM");
+    println!(
+        "  after SIGKILL: listening {:.0} ms, first keyword search {:.0} ms, RSS idle {:.0} MiB",
+        ms(crashed.listening),
+        ms(crashed.first_keyword),
+        crashed.rss_idle
+    );
+    table.value(
+        SECTION,
+        "start after SIGKILL (redb repair): start → first keyword search",
+        format!(
+            "{:.0} ms, RSS idle {:.0} MiB",
+            ms(crashed.first_keyword),
+            crashed.rss_idle
+        ),
+        "",
+        None,
+    );
 }
 
-fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
+/// One start of the binary, measured, stopped with `signal` (TERM or KILL).
+fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts, signal: &str) -> Run {
+    let repaired = redb_unclean(path);
     let model = harness::model_dir();
     // Built before the clock starts: constructing a client is not the server's time.
     let mut client = Client::new("http://unset", key);
@@ -224,16 +271,16 @@ fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
     drop(client);
     let stopping = Instant::now();
     let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
+        .args([format!("-{signal}"), pid.to_string()])
         .status()
         .expect("kill");
-    assert!(status.success(), "kill -TERM {pid}");
+    assert!(status.success(), "kill -{signal} {pid}");
     let exit = child.wait().expect("wait");
     let shutdown = stopping.elapsed();
     let _ = reader.join();
     log.extend(lines_rx.try_iter());
     assert!(
-        exit.success(),
+        signal == "KILL" || exit.success(),
         "server exited with {exit}; log:\n{}",
         log.join("\n")
     );
@@ -246,6 +293,7 @@ fn once(bin: &Path, path: &Path, key: &str, texts: &mut Texts) -> Run {
         rss_after,
         hwm,
         shutdown,
+        repaired,
         log,
     }
 }

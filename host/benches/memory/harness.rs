@@ -271,3 +271,22 @@ pub fn loadavg() -> String {
         _ => "load average unknown".into(),
     }
 }
+
+/// CPU time (user + system, all threads) this process has used so far.
+pub fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at field 3.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15, in clock ticks of 1/100 s on Linux.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}

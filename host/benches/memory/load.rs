@@ -71,9 +71,13 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
             while written < per_account {
                 let n = CHUNK.min(per_account - written);
                 let items: Vec<ImportItem> = (0..n)
-                    .map(|i| ImportItem {
-                        index: i,
-                        input: Ok(item(account, written + i, &mut texts)),
+                    .map(|i| {
+                        let input = item(account, written + i, &mut texts);
+                        ImportItem {
+                            index: i,
+                            key: Some(input.key.clone()),
+                            input: Ok(input),
+                        }
                     })
                     .collect();
                 written += n;

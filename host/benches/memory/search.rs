@@ -14,7 +14,7 @@ use wasmind::memory::{Mode, SearchQuery};
 use super::Settings;
 use super::harness::{self, Client, Server};
 use super::load::{Loaded, search_body};
-use super::report::Table;
+use super::report::{Table, ms};
 use super::text::Texts;
 
 /// Queries repeated in the "cached" runs.
@@ -208,6 +208,7 @@ pub fn run(
     let mut kw_samples = Vec::new();
     let mut vec_samples = Vec::new();
     let mut embed_samples = Vec::new();
+    let mut slowest: Vec<(Duration, &str, &str)> = Vec::new();
     for (i, q) in qs.iter().enumerate() {
         let account = &keys[texts.rng().range(0, keys.len() - 1)].0;
         let filter = SearchFilter {
@@ -219,6 +220,7 @@ pub fn run(
         let started = Instant::now();
         keyword.search(&filter, q, 40).expect("keyword search");
         kw_samples.push(started.elapsed());
+        slowest.push((started.elapsed(), account.as_str(), q.as_str()));
         if i < settings.embed_queries {
             let started = Instant::now();
             let v = model.embed(&[q]).expect("embed").pop().expect("vector");
@@ -234,6 +236,29 @@ pub fn run(
         &kw_samples,
         None,
     );
+    // Whether the tail is the queries themselves or the machine: time the slowest again.
+    slowest.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+    for (took, account, q) in slowest.iter().take(5) {
+        let filter = SearchFilter {
+            account,
+            namespace: None,
+            tags: &[],
+            now_ms: now,
+        };
+        let again: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                keyword.search(&filter, q, 40).expect("keyword search");
+                started.elapsed()
+            })
+            .collect();
+        let best = again.iter().min().copied().unwrap_or_default();
+        println!(
+            "    slow keyword query {q:?}: {:.2} ms, best of 5 repeats {:.2} ms",
+            ms(*took),
+            ms(best)
+        );
+    }
     table.latency(
         section,
         "breakdown: VectorIndex::search, 40 candidates",

@@ -59,6 +59,8 @@ pub struct Timings {
     pub instantiate: VecDeque<(String, Duration)>,
     /// When each agent's record was committed as `running`.
     pub running: VecDeque<(String, Instant)>,
+    /// When a stop was first requested of each live agent (its grace starts here).
+    pub stop_requested: VecDeque<(String, Instant)>,
     /// When each agent's `Store` was dropped (its run over, whatever the outcome).
     pub dropped: VecDeque<(String, Instant)>,
 }
@@ -218,8 +220,14 @@ impl Runtime {
     /// Asks a live agent to stop: its pending host calls return at once, it sees the stop
     /// flag, and after the grace period it is dropped wherever it is.
     pub fn stop(&self, agent_id: &str) {
-        if let Some(agent) = self.inner.live.lock().agents.get(agent_id) {
-            agent.stop.request();
+        if let Some(agent) = self.inner.live.lock().agents.get(agent_id)
+            && agent.stop.request()
+        {
+            note(
+                &mut self.inner.timings.lock().stop_requested,
+                agent_id,
+                Instant::now(),
+            );
         }
     }
 

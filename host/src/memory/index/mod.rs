@@ -4,8 +4,9 @@
 //! redb is the source of truth; everything here can be rebuilt from it. Each index
 //! records a *watermark* — the highest oplog sequence number it holds durably — so a
 //! restart only replays the oplog tail after it instead of re-indexing everything.
-//! Every search is restricted to one account *inside* the index (a query clause for
-//! tantivy, a separate graph for usearch), never by filtering a global result list.
+//! Every search is restricted to one account *inside* the index (account-prefixed terms in
+//! tantivy, a separate graph per account in usearch), never by filtering a global result
+//! list; namespace, tag and expiry filters are likewise applied while candidates are scored.
 
 mod keyword;
 mod vector;

@@ -156,3 +156,10 @@ fn random_op_sequences_match_the_model() {
         run(seed);
     }
 }
+
+#[test]
+fn indexes_are_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<KeywordIndex>();
+    assert_send_sync::<VectorIndex>();
+}

@@ -1,5 +1,6 @@
 //! Vector similarity search: one usearch HNSW graph per account, persisted by checkpoints.
 
+mod hotpath;
 mod layout;
 mod permits;
 mod shard;
@@ -31,7 +32,9 @@ type Shards = HashMap<String, Arc<RwLock<Shard>>>;
 /// [`checkpoint`](VectorIndex::checkpoint), which rewrites only the accounts that changed;
 /// the oplog covers the gap, so a crash only costs a replay. Searches take a per-account read
 /// lock; the writer takes that account's write lock once per op, so a search waits at most one
-/// insertion.
+/// insertion. A checkpoint serializes each changed account under its read lock (~0.1 s for
+/// 100k docs); a write to that account waits for it, and searches of it queue behind that
+/// write, so checkpoint on a timer rather than after every batch.
 pub struct VectorIndex {
     layout: Layout,
     dims: usize,

@@ -43,11 +43,10 @@ fn embedding(ops: &[IndexOp], id: u64) -> Vec<f32> {
 }
 
 #[test]
-fn nearest_is_the_identical_vector_on_scan_and_graph_paths() {
+fn nearest_is_the_identical_vector() {
     let dir = tempfile::tempdir().unwrap();
     let idx = open(&dir);
     let mut rng = Rng::new(1);
-    // "small" stays under the exact-scan limit; "big" is answered by the HNSW graph.
     let small = random_docs(&mut rng, 1, 200, "small", "n");
     let big = random_docs(&mut rng, 1_000, 3_000, "big", "n");
     idx.apply(&small, 1).unwrap();
@@ -133,12 +132,13 @@ fn check_filters(n: u64, k: usize) {
 
 #[test]
 fn namespace_tag_and_expiry_filters_on_the_scan_path() {
+    // 300 docs: the rarest filter ("t") admits 100, a selective filter: exact scan.
     check_filters(300, 1_000);
 }
 
 #[test]
 fn namespace_tag_and_expiry_filters_on_the_graph_path() {
-    // 12k docs: the x+t candidate bound is 2k, above the exact-scan limit.
+    // 12k docs: the rarest filter admits 4k, above the exact-scan limit: HNSW predicate.
     check_filters(12_000, 20);
 }
 
