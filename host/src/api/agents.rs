@@ -21,6 +21,7 @@ use super::{
 use crate::{
     clock::{iso8601, next_month_start, now_ms},
     id::new_id,
+    mind::jobs,
     runtime::{AgentRecord, LogEvent, Refusal, Status, Usage},
 };
 
@@ -52,24 +53,6 @@ fn agent_not_found() -> ApiError {
 
 fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     path.map(|Path(id)| id).map_err(|_| agent_not_found())
-}
-
-/// A display name from the task: its first words, at most 60 characters.
-fn name_from_task(task: &str) -> String {
-    let mut name = String::new();
-    for word in task.split_whitespace().take(12) {
-        if name.chars().count() + word.chars().count() + 1 > 60 {
-            break;
-        }
-        if !name.is_empty() {
-            name.push(' ');
-        }
-        name.push_str(word);
-    }
-    if name.is_empty() {
-        name = task.chars().take(60).collect();
-    }
-    name
 }
 
 fn blocking_err(e: impl std::fmt::Display) -> ApiError {
@@ -140,7 +123,7 @@ pub async fn spawn(
             ));
         }
         Some(n) => n,
-        None => name_from_task(&task),
+        None => jobs::shorten(&task, jobs::MAX_TITLE_CHARS),
     };
     let region = f.opt_string("region")?.unwrap_or_else(|| REGION.into());
     if region != REGION {
@@ -346,20 +329,4 @@ pub async fn logs(
     Ok(Json(
         json!({ "data": events.iter().map(log_view).collect::<Vec<_>>(), "next_cursor": next }),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_come_from_the_task() {
-        assert_eq!(
-            name_from_task("Summarize   the quarterly report please"),
-            "Summarize the quarterly report please"
-        );
-        let long = "word ".repeat(30);
-        assert!(name_from_task(&long).chars().count() <= 60);
-        assert_eq!(name_from_task(&"x".repeat(100)).chars().count(), 60);
-    }
 }

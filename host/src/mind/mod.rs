@@ -23,6 +23,7 @@
 
 mod conversation;
 mod error;
+pub mod jobs;
 mod offline;
 mod openai;
 mod retry;
@@ -31,6 +32,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
 pub use error::{Failure, MindError};
+pub use jobs::{Note, Proposals, RunReport, Summary, Title};
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
@@ -54,6 +56,29 @@ pub trait Mind: Send + Sync + 'static {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>>;
+
+    /// Memories worth keeping from a completed run (automatic extraction, §4.4).
+    fn extract<'a>(&'a self, run: &'a RunReport) -> BoxFuture<'a, Result<Proposals, MindError>> {
+        Box::pin(async move {
+            let (messages, tools) = jobs::extraction_request(run);
+            jobs::read_proposals(&self.complete(&messages, &tools).await?)
+        })
+    }
+
+    /// One memory saying everything `notes` say (consolidation, §4.2).
+    fn summarize<'a>(&'a self, notes: &'a [Note]) -> BoxFuture<'a, Result<Summary, MindError>> {
+        Box::pin(async move {
+            let (messages, tools) = jobs::summary_request(notes);
+            jobs::read_summary(&self.complete(&messages, &tools).await?)
+        })
+    }
+
+    /// A short title for an agent given `task` (§2.3 `name`).
+    fn title<'a>(&'a self, task: &'a str) -> BoxFuture<'a, Result<Title, MindError>> {
+        Box::pin(
+            async move { jobs::read_title(&self.complete(&jobs::title_request(task), &[]).await?) },
+        )
+    }
 }
 
 /// The Mind `cfg` names: `offline`, or `openai` wrapped in [`Retrying`] with real sleeps.

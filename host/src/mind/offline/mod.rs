@@ -8,13 +8,17 @@
 //! calls tools it was offered, matched by name; with none it answers directly.
 
 mod answer;
+mod jobs;
 mod task;
 #[cfg(test)]
 mod tests;
 
 use serde_json::Value;
 
-use super::{BoxFuture, Completion, Message, Mind, MindError, Role, ToolCall, ToolSpec, Usage};
+use super::{
+    BoxFuture, Completion, Message, Mind, MindError, Note, Proposals, Role, RunReport, Summary,
+    Title, ToolCall, ToolSpec, Usage,
+};
 use task::Intent;
 
 const PUT: &str = "service_memory_put";
@@ -90,6 +94,18 @@ impl Mind for Offline {
     ) -> BoxFuture<'a, Result<Completion, MindError>> {
         Box::pin(std::future::ready(Ok(self.think(messages, tools))))
     }
+
+    fn extract<'a>(&'a self, run: &'a RunReport) -> BoxFuture<'a, Result<Proposals, MindError>> {
+        Box::pin(std::future::ready(Ok(jobs::extract(run))))
+    }
+
+    fn summarize<'a>(&'a self, notes: &'a [Note]) -> BoxFuture<'a, Result<Summary, MindError>> {
+        Box::pin(std::future::ready(Ok(jobs::summarize(notes))))
+    }
+
+    fn title<'a>(&'a self, task: &'a str) -> BoxFuture<'a, Result<Title, MindError>> {
+        Box::pin(std::future::ready(Ok(jobs::title(task))))
+    }
 }
 
 /// What the offline Mind does next.
@@ -109,10 +125,13 @@ impl Offered<'_> {
     }
 }
 
+/// Ends every final text, so nobody mistakes the rule-based Mind for a model.
+const SIGNATURE: &str = "(offline rule-based Mind)";
+
 /// Marks a final text as the rule-based Mind's.
 fn sign(body: &str) -> String {
     let separator = if body.contains('\n') { "\n" } else { " " };
-    format!("{body}{separator}(offline rule-based Mind)")
+    format!("{body}{separator}{SIGNATURE}")
 }
 
 /// Roughly four tokens per three words, as English text runs.
