@@ -50,6 +50,22 @@ impl DataDir {
         &self.db
     }
 
+    /// Closes the database cleanly once every other holder of it is gone (the memory
+    /// writer thread lets go when its last handle drops), waiting at most `patience`.
+    /// Returning while a thread still holds it would skip redb's close, and the next start
+    /// would have to repair the file — slow, and costly in memory on a big database.
+    pub fn close(self, patience: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + patience;
+        while Arc::strong_count(&self.db) > 1 {
+            if std::time::Instant::now() >= deadline {
+                tracing::warn!("database still in use at exit; the next start will repair it");
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        true
+    }
+
     /// Where compiled artifacts (precompiled agent components) are cached.
     pub fn cache_dir(&self) -> PathBuf {
         self.path.join("cache")
@@ -64,6 +80,22 @@ impl DataDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn close_waits_for_the_other_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let held = data.db().clone();
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(held);
+        });
+        assert!(data.close(std::time::Duration::from_secs(10)));
+        holder.join().unwrap();
+        let data = DataDir::open(dir.path()).unwrap();
+        let _still = data.db().clone();
+        assert!(!data.close(std::time::Duration::from_millis(20)));
+    }
 
     #[test]
     fn second_opener_fails_at_once() {

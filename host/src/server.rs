@@ -16,6 +16,9 @@ use crate::{
     runtime::{AgentStore, Runtime, Services},
 };
 
+/// Longest wait at exit for agents' tasks, then for the database's other holders.
+const SHUTDOWN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Runs the server on a multi-threaded tokio runtime until a shutdown signal.
 pub fn serve(
     data_dir: &Path,
@@ -44,7 +47,10 @@ pub fn serve(
         tokio::task::spawn_blocking(move || memory.checkpoint()).await??;
         anyhow::Ok(())
     })?;
-    drop(dir);
+    // Agents still winding down hold the services (and so the database): end them, then
+    // let the memory writer finish before the database closes.
+    runtime.shutdown_timeout(SHUTDOWN_PATIENCE);
+    dir.close(SHUTDOWN_PATIENCE);
     Ok(())
 }
 

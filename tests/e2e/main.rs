@@ -9,6 +9,7 @@ mod envelope;
 mod guests;
 mod isolation;
 mod memory_crud;
+mod memory_modes;
 mod memory_search;
 mod openapi;
 mod persistence;

@@ -22,7 +22,7 @@ use crate::{
     clock::{iso8601, next_month_start, now_ms},
     id::new_id,
     mind::jobs,
-    runtime::{AgentRecord, LogEvent, Refusal, Status, Usage},
+    runtime::{AgentRecord, LogEvent, MemoryMode, Refusal, Status, Usage},
 };
 
 /// Longest task (§8).
@@ -86,6 +86,7 @@ fn view(r: &AgentRecord) -> Value {
         "error": r.error.as_ref().map(|e| json!({ "code": e.code, "message": e.message })),
         "model": r.model,
         "usage": usage(r.usage),
+        "memory_mode": r.memory_mode.as_str(),
     })
 }
 
@@ -115,6 +116,7 @@ pub async fn spawn(
             format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}"),
         ));
     }
+    let titled = body.get("name").is_some_and(|n| !n.is_null());
     let name = match f.opt_string("name")? {
         Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS => {
             return Err(ApiError::invalid_field(
@@ -132,6 +134,17 @@ pub async fn spawn(
             format!("region {region:?} is not available; the only region is \"{REGION}\""),
         ));
     }
+    let memory_mode = match f.opt_string("memory_mode")? {
+        None => MemoryMode::default(),
+        Some(m) => MemoryMode::parse(&m).ok_or_else(|| {
+            ApiError::invalid_field(
+                "memory_mode",
+                format!(
+                    "memory_mode {m:?} is unknown; use \"auto\", \"explicit\", \"both\" or \"off\""
+                ),
+            )
+        })?,
+    };
     let plan = who.plan;
     let limits = state.config.plans.limits(plan).clone();
     let now = now_ms();
@@ -220,11 +233,15 @@ pub async fn spawn(
         started_at: None,
         ended_at: None,
         usage: Usage::default(),
+        memory_mode,
         seq: 0,
     };
     let records = state.records.clone();
     let record = blocking(move || records.create(record)).await?;
     state.runtime.launch(slot, &record, limits.memories);
+    if !titled {
+        state.runtime.retitle(&record);
+    }
     let body = json!({
         "agent_id": record.agent_id,
         "name": record.name,

@@ -21,9 +21,9 @@ use super::{
 use crate::{
     clock::now_ms,
     memory::{
-        DEFAULT_IMPORTANCE, DEFAULT_LIMIT, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted,
-        ImportItem, ListQuery, MAX_LIMIT, MemoryError, Mode, PutInput, Rejected, SearchQuery,
-        Source, validate_key, validate_namespace, validate_tags,
+        DEFAULT_LIMIT, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery,
+        MAX_LIMIT, MemoryError, Mode, PutInput, Rejected, SearchQuery, Source, validate_key,
+        validate_namespace, validate_tags,
     },
 };
 
@@ -41,21 +41,7 @@ fn quota(state: &AppState, auth: &Auth) -> u64 {
 
 /// Reads one memory's write fields from a JSON object.
 fn put_input(account: &str, obj: &Map<String, Value>) -> ApiResult<PutInput> {
-    let f = Fields(obj);
-    let input = PutInput {
-        account: account.to_string(),
-        key: f.string("key")?,
-        value: f.string("value")?,
-        namespace: f
-            .opt_string("namespace")?
-            .unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
-        tags: f.strings("tags")?,
-        importance: f.number("importance")?.unwrap_or(DEFAULT_IMPORTANCE),
-        expires_in_days: f.number("expires_in_days")?,
-        source: Source::Manual,
-    };
-    input.validate()?;
-    Ok(input)
+    Ok(PutInput::from_json(account, obj, Source::Manual)?)
 }
 
 /// The (namespace, key) a GET or DELETE names in its query string.

@@ -1,6 +1,8 @@
 //! Write inputs and their validation (spec §2.1, §4.2, §8). Shared by the HTTP API and, later,
 //! the agents' memory tools, so both reject exactly the same things with the same words.
 
+use serde_json::{Map, Value};
+
 use super::{MemoryError, Result, record::Source};
 
 /// Longest key accepted.
@@ -33,6 +35,24 @@ pub struct PutInput {
 }
 
 impl PutInput {
+    /// Reads and validates one memory's write fields from a JSON object — a put body, an
+    /// import item, or a memory the Mind proposed — so all of them are held to exactly the
+    /// same rules, with the same words.
+    pub fn from_json(account: &str, obj: &Map<String, Value>, source: Source) -> Result<Self> {
+        let input = PutInput {
+            account: account.to_string(),
+            key: string(obj, "key")?.ok_or_else(|| required("key"))?,
+            value: string(obj, "value")?.ok_or_else(|| required("value"))?,
+            namespace: string(obj, "namespace")?.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            tags: strings(obj, "tags")?,
+            importance: number(obj, "importance")?.unwrap_or(DEFAULT_IMPORTANCE),
+            expires_in_days: number(obj, "expires_in_days")?,
+            source,
+        };
+        input.validate()?;
+        Ok(input)
+    }
+
     /// Checks every bound, naming the field at fault.
     pub fn validate(&self) -> Result<()> {
         validate_key(&self.key)?;
@@ -72,6 +92,47 @@ impl PutInput {
     pub fn expires_at(&self, now: u64) -> Option<u64> {
         self.expires_in_days
             .map(|d| now.saturating_add((d * 86_400_000.0).ceil() as u64))
+    }
+}
+
+fn required(field: &'static str) -> MemoryError {
+    MemoryError::invalid(field, format!("{field} is required"))
+}
+
+/// An optional string field (`null` counts as absent).
+fn string(obj: &Map<String, Value>, field: &'static str) -> Result<Option<String>> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(MemoryError::invalid(
+            field,
+            format!("{field} must be a string"),
+        )),
+    }
+}
+
+/// An optional array of strings.
+fn strings(obj: &Map<String, Value>, field: &'static str) -> Result<Vec<String>> {
+    let wrong = || MemoryError::invalid(field, format!("{field} must be an array of strings"));
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(wrong))
+            .collect(),
+        Some(_) => Err(wrong()),
+    }
+}
+
+/// An optional number.
+fn number(obj: &Map<String, Value>, field: &'static str) -> Result<Option<f64>> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(n.as_f64()),
+        Some(_) => Err(MemoryError::invalid(
+            field,
+            format!("{field} must be a number"),
+        )),
     }
 }
 

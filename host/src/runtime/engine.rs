@@ -5,6 +5,8 @@
 //! live linear memory 2 more (copy-on-write images are off: no RSS gain for small guests,
 //! twice the mappings). The pool is sized to an explicit admission cap derived from that
 //! limit with headroom for the rest of the process; spawns past the cap are refused.
+//! Each live agent may also hold a socket (its Mind call), so the open-files limit,
+//! raised to its hard limit at start, bounds the cap too.
 
 use std::{path::Path, time::Duration};
 
@@ -28,6 +30,10 @@ const DEFAULT_AGENT: &[u8] = include_bytes!(env!("WASMIND_DEFAULT_AGENT_WASM"));
 const MAPPINGS_PER_AGENT: u64 = 4;
 /// Mappings left for everything else in the process (libraries, threads, index files).
 const MAPPINGS_RESERVED: u64 = 8_000;
+/// File descriptors one live agent can hold: its Mind connection.
+const FDS_PER_AGENT: u64 = 1;
+/// File descriptors left for everything else (database, index segments, HTTP clients).
+const FDS_RESERVED: u64 = 1_000;
 /// Core instances, tables and memories one agent component may have.
 const CORE_INSTANCES_PER_AGENT: u32 = 8;
 const TABLES_PER_AGENT: u32 = 4;
@@ -35,15 +41,36 @@ const MEMORIES_PER_AGENT: u32 = 1;
 /// How often the epoch advances: the time slice of CPU-bound guests.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The largest number of live agents this process can hold, from its mapping limit.
+/// The largest number of live agents this process can hold, from its mapping limit and
+/// its open-files limit (which this raises to the hard limit first).
 pub fn admission_cap(configured: Option<u32>) -> u32 {
     let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(65_530);
-    let derived = (max_maps.saturating_sub(MAPPINGS_RESERVED) / MAPPINGS_PER_AGENT * 9 / 10).max(1);
+    let by_maps = max_maps.saturating_sub(MAPPINGS_RESERVED) / MAPPINGS_PER_AGENT;
+    let by_fds = raise_open_files_limit().saturating_sub(FDS_RESERVED) / FDS_PER_AGENT;
+    let derived = (by_maps.min(by_fds) * 9 / 10).max(1);
     let derived = u32::try_from(derived).unwrap_or(u32::MAX);
     configured.map_or(derived, |c| c.clamp(1, derived))
+}
+
+/// Raises the soft open-files limit to the hard one (a common soft default of 1,024 would
+/// starve thousands of agents' Mind connections) and returns the limit now in force.
+fn raise_open_files_limit() -> u64 {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        match setrlimit(Resource::Nofile, raised) {
+            Ok(()) => limit.current = limit.maximum,
+            Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+        }
+    }
+    limit.current.unwrap_or(u64::MAX)
 }
 
 /// A compiled agent ready to instantiate cheaply, and the engine behind it.
@@ -151,4 +178,21 @@ fn start_ticker(engine: &Engine) {
             }
         })
         .expect("spawning the epoch ticker");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_is_bounded_by_the_limits_and_the_configuration() {
+        let derived = admission_cap(None);
+        assert!(derived >= 1);
+        assert_eq!(admission_cap(Some(5)), 5.min(derived));
+        assert_eq!(admission_cap(Some(u32::MAX)), derived);
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        assert_eq!(limit.current, limit.maximum, "the soft limit was raised");
+        let fds = limit.current.unwrap_or(u64::MAX);
+        assert!(u64::from(derived) <= fds.saturating_sub(FDS_RESERVED).max(1));
+    }
 }

@@ -8,6 +8,7 @@
 
 mod bindings;
 mod engine;
+mod extraction;
 mod host;
 mod records;
 mod state;
@@ -15,6 +16,8 @@ mod stop;
 mod supervisor;
 
 pub use engine::admission_cap;
-pub use records::{AgentRecord, AgentStore, Failure, LogEvent, Progress, Status, Usage};
+pub use records::{
+    AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
+};
 pub use state::Services;
 pub use supervisor::{Refusal, Runtime, Slot, Timings};

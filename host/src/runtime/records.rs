@@ -57,6 +57,51 @@ impl Status {
     }
 }
 
+/// What an agent may do with its account's memory (§4.4 memory writing modes, plus `off`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryMode {
+    /// The tools, and automatic extraction after a completed run (the default).
+    #[default]
+    Auto,
+    /// The tools only: nothing is extracted.
+    Explicit,
+    /// The tools, extraction, and the agent is told to write what matters as it works.
+    Both,
+    /// No memory: every tool call fails with "memory channel is not configured".
+    Off,
+}
+
+impl MemoryMode {
+    /// Every mode, in the order the API documents them.
+    pub const ALL: [MemoryMode; 4] = [Self::Auto, Self::Explicit, Self::Both, Self::Off];
+
+    /// Spelling in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Explicit => "explicit",
+            Self::Both => "both",
+            Self::Off => "off",
+        }
+    }
+
+    /// The mode spelled `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// Whether a completed run's memories are extracted.
+    pub fn extracts(self) -> bool {
+        matches!(self, Self::Auto | Self::Both)
+    }
+
+    /// Whether the memory tools reach the memory service.
+    pub fn has_memory(self) -> bool {
+        self != Self::Off
+    }
+}
+
 /// A progress entry (§2.3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
@@ -97,6 +142,9 @@ pub struct AgentRecord {
     pub started_at: Option<u64>,
     pub ended_at: Option<u64>,
     pub usage: Usage,
+    /// Records written before memory modes existed read as `auto`.
+    #[serde(default)]
+    pub memory_mode: MemoryMode,
     /// Position in the account's list (newest has the highest).
     pub seq: u64,
 }

@@ -11,10 +11,15 @@ use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
 
 use super::{
-    records::{AgentStore, Usage},
+    records::{AgentStore, MemoryMode, Usage},
     stop::StopSignal,
 };
-use crate::{accounts::UsageStore, config::RuntimeConfig, memory::MemoryService, mind::Mind};
+use crate::{
+    accounts::UsageStore,
+    config::RuntimeConfig,
+    memory::MemoryService,
+    mind::{Message, Mind},
+};
 
 /// Bytes of a guest's stderr kept (the tail explains a panic).
 const STDERR_CAPTURE: usize = 16 * 1024;
@@ -33,6 +38,8 @@ pub struct AgentCtx {
     pub account: String,
     /// The account plan's live-memory quota.
     pub memory_quota: u64,
+    /// What the agent may do with memory.
+    pub memory_mode: MemoryMode,
     pub stop: StopSignal,
     /// Set when the Mind failed for good, so a guest error can be reported as such.
     pub mind_failed: AtomicBool,
@@ -91,6 +98,9 @@ pub struct AgentState {
     pub agent: Arc<AgentCtx>,
     pub usage: Usage,
     pub stderr: MemoryOutputPipe,
+    /// The last conversation the guest sent the Mind, with the Mind's answer: what
+    /// extraction reads when the run completes.
+    pub conversation: Vec<Message>,
 }
 
 impl AgentState {
@@ -115,6 +125,7 @@ impl AgentState {
             agent,
             usage: Usage::default(),
             stderr,
+            conversation: Vec::new(),
         }
     }
 

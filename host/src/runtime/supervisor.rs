@@ -18,11 +18,12 @@ use wasmtime::{Store, UpdateDeadline};
 
 use super::{
     engine::{self, Compiled},
+    extraction,
     records::{AgentRecord, Failure, Status, Usage},
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
 };
-use crate::{accounts::MonthUsage, clock::now_ms, config::RuntimeConfig};
+use crate::{accounts::MonthUsage, clock::now_ms, config::RuntimeConfig, mind::RunReport};
 
 /// Why a spawn was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +73,52 @@ fn note<T>(samples: &mut VecDeque<(String, T)>, id: &str, value: T) {
     samples.push_back((id.to_string(), value));
 }
 
-#[derive(Default)]
 struct Live {
     agents: HashMap<String, Arc<AgentCtx>>,
-    /// Admitted agents (reserved or running) per account.
-    per_account: HashMap<String, u32>,
+    per_account: HashMap<String, AccountLive>,
     total: u32,
+    /// Origin of the launch offsets in [`AccountLive`].
+    epoch: Instant,
+}
+
+/// One account's live agents, kept so every figure a spawn checks is O(1).
+#[derive(Default)]
+struct AccountLive {
+    /// Admitted agents: reserved or launched.
+    admitted: u32,
+    /// Launched agents whose run has not ended.
+    launched: u64,
+    /// Sum of their launch instants, in ms since [`Live::epoch`]: with `launched` it gives
+    /// their total run time so far without visiting them.
+    launched_sum_ms: u64,
+}
+
+impl Live {
+    fn new() -> Self {
+        Self {
+            agents: HashMap::new(),
+            per_account: HashMap::new(),
+            total: 0,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn offset_ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+
+    /// Counts a launched agent in (`launched`) or out of its account's run-time figures.
+    fn count_launch(&mut self, ctx: &AgentCtx, launched: bool) {
+        let offset = self.offset_ms(ctx.started);
+        let a = self.per_account.entry(ctx.account.clone()).or_default();
+        if launched {
+            a.launched += 1;
+            a.launched_sum_ms += offset;
+        } else {
+            a.launched -= 1;
+            a.launched_sum_ms -= offset;
+        }
+    }
 }
 
 struct Inner {
@@ -109,9 +150,9 @@ impl Drop for Slot {
 fn release(inner: &Inner, account: &str) {
     let mut live = inner.live.lock();
     live.total -= 1;
-    if let Some(n) = live.per_account.get_mut(account) {
-        *n -= 1;
-        if *n == 0 {
+    if let Some(a) = live.per_account.get_mut(account) {
+        a.admitted -= 1;
+        if a.admitted == 0 {
             live.per_account.remove(account);
         }
     }
@@ -132,7 +173,7 @@ impl Runtime {
                 compiled,
                 services,
                 config: config.clone(),
-                live: Mutex::default(),
+                live: Mutex::new(Live::new()),
                 timings: Mutex::default(),
             }),
         };
@@ -157,25 +198,23 @@ impl Runtime {
             .lock()
             .per_account
             .get(account)
-            .copied()
-            .unwrap_or(0)
+            .map_or(0, |a| a.admitted)
     }
 
     /// Run time so far of the account's running agents, in ms.
     pub fn running_ms(&self, account: &str) -> u64 {
         let live = self.inner.live.lock();
-        live.agents
-            .values()
-            .filter(|a| a.account == account)
-            .map(|a| a.started.elapsed().as_millis() as u64)
-            .sum()
+        let now = live.offset_ms(Instant::now());
+        live.per_account
+            .get(account)
+            .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
     }
 
     /// Reserves a place for one more agent of `account`, within the account's `max` and the
     /// host's cap.
     pub fn reserve(&self, account: &str, max: u32) -> Result<Slot, Refusal> {
         let mut live = self.inner.live.lock();
-        let current = live.per_account.get(account).copied().unwrap_or(0);
+        let current = live.per_account.get(account).map_or(0, |a| a.admitted);
         if current >= max {
             return Err(Refusal::ConcurrentLimit { current, max });
         }
@@ -185,7 +224,10 @@ impl Runtime {
             });
         }
         live.total += 1;
-        *live.per_account.entry(account.to_string()).or_default() += 1;
+        live.per_account
+            .entry(account.to_string())
+            .or_default()
+            .admitted += 1;
         Ok(Slot {
             inner: self.inner.clone(),
             account: account.to_string(),
@@ -198,22 +240,67 @@ impl Runtime {
             agent_id: record.agent_id.clone(),
             account: record.account.clone(),
             memory_quota,
+            memory_mode: record.memory_mode,
             stop: StopSignal::default(),
             mind_failed: AtomicBool::new(false),
             started: Instant::now(),
             services: self.inner.services.clone(),
         });
-        self.inner
-            .live
-            .lock()
-            .agents
-            .insert(ctx.agent_id.clone(), ctx.clone());
+        {
+            let mut live = self.inner.live.lock();
+            live.agents.insert(ctx.agent_id.clone(), ctx.clone());
+            live.count_launch(&ctx, true);
+        }
         let inner = self.inner.clone();
         let task = record.task.clone();
         tokio::spawn(async move {
             supervise(&inner, &ctx, &task).await;
-            inner.live.lock().agents.remove(&ctx.agent_id);
+            {
+                let mut live = inner.live.lock();
+                live.agents.remove(&ctx.agent_id);
+                live.count_launch(&ctx, false);
+            }
             drop(slot);
+        });
+    }
+
+    /// Has the Mind title the agent of `record` in the background (its provisional name
+    /// stands until then, and if the Mind fails); the tokens count as the agent's.
+    pub fn retitle(&self, record: &AgentRecord) {
+        let services = self.inner.services.clone();
+        let (id, account, task) = (
+            record.agent_id.clone(),
+            record.account.clone(),
+            record.task.clone(),
+        );
+        tokio::spawn(async move {
+            let title = match services.mind.title(&task).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(agent = %id, error = %e, "titling the agent failed");
+                    return;
+                }
+            };
+            let spent = MonthUsage {
+                run_ms: 0,
+                input_tokens: u64::from(title.usage.input_tokens),
+                output_tokens: u64::from(title.usage.output_tokens),
+            };
+            blocking(move || {
+                let titled = services.records.update(&id, |r| {
+                    r.name = title.text;
+                    r.usage.input_tokens += spent.input_tokens;
+                    r.usage.output_tokens += spent.output_tokens;
+                    true
+                });
+                if let Err(e) = titled {
+                    tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
+                }
+                if let Err(e) = services.usage.add(&account, now_ms(), spent) {
+                    tracing::error!(error = %e, "recording the title's usage failed");
+                }
+            })
+            .await;
         });
     }
 
@@ -282,11 +369,23 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
     {
         note(&mut inner.timings.lock().running, &id, Instant::now());
     }
-    let (outcome, usage) = match ctx.stop.requested() {
-        true => (Outcome::Stopped, Usage::default()),
+    let (outcome, mut usage, conversation) = match ctx.stop.requested() {
+        true => (Outcome::Stopped, Usage::default(), Vec::new()),
         false => run(inner, ctx, task).await,
     };
     let run_ms = ctx.started.elapsed().as_millis() as u64;
+    if let Outcome::Completed(answer) = &outcome
+        && ctx.memory_mode.extracts()
+    {
+        let report = RunReport {
+            task: task.to_string(),
+            conversation,
+            answer: answer.clone(),
+        };
+        let spent = extraction::extract(ctx, report).await;
+        usage.input_tokens += spent.input_tokens;
+        usage.output_tokens += spent.output_tokens;
+    }
     let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
     blocking(move || {
         let ended = records.update(&id, |r| {
@@ -326,12 +425,25 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
 
 /// Instantiates and runs the guest until it returns, fails, runs out of time, or its stop
 /// grace ends — then drops the store, wherever the guest is.
-async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage) {
+async fn run(
+    inner: &Inner,
+    ctx: &Arc<AgentCtx>,
+    task: &str,
+) -> (Outcome, Usage, Vec<crate::mind::Message>) {
     let config = &inner.config;
     let mut store = Store::new(&inner.compiled.engine, AgentState::new(ctx.clone(), config));
     store.limiter(|state| &mut state.limits);
     store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|_| Ok(UpdateDeadline::Yield(1)));
+    // `Yield` would wake the task at once, so a worker running wasm never parks and tokio
+    // polls its I/O and timer driver only every 61 task polls (~0.6 s of 10 ms slices):
+    // spinning agents would starve the API and overrun their stop grace. `yield_now`
+    // defers the wake until the driver has run (wasmtime's advice for tokio).
+    store.epoch_deadline_callback(|_| {
+        Ok(UpdateDeadline::YieldCustom(
+            1,
+            Box::pin(tokio::task::yield_now()),
+        ))
+    });
     let grace = Duration::from_secs_f64(config.stop_grace_secs.max(0.0));
     let result = {
         let run = async {
@@ -349,10 +461,13 @@ async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage)
                 .await
                 .map_err(|e| (false, e))
         };
+        // Biased, the ends first: once the grace or the run time is over, the guest gets
+        // no further slice.
         tokio::select! {
-            result = run => Some(result),
-            () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
+            biased;
             () = async { ctx.stop.wait().await; tokio::time::sleep(grace).await } => None,
+            () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
+            result = run => Some(result),
         }
     };
     let state = store.data();
@@ -391,11 +506,12 @@ async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> (Outcome, Usage)
         }
     };
     let usage = state.usage;
+    let conversation = std::mem::take(&mut store.data_mut().conversation);
     drop(store);
     note(
         &mut inner.timings.lock().dropped,
         &ctx.agent_id,
         Instant::now(),
     );
-    (outcome, usage)
+    (outcome, usage, conversation)
 }

@@ -97,9 +97,15 @@ impl Reply {
     }
 }
 
+/// The title answered to the host's title requests unless the test scripted others.
+pub const DEFAULT_TITLE: &str = "Fake Mind Title";
+
 /// What the handler shares with the test.
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    /// Replies to title requests, which race the agent's own requests (the host titles an
+    /// agent in the background as it starts), so they keep out of the main script.
+    titles: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
     calls: Mutex<u64>,
     released: watch::Sender<bool>,
@@ -124,6 +130,7 @@ impl FakeMind {
     pub fn start(script: impl IntoIterator<Item = Reply>) -> FakeMind {
         let shared = Arc::new(Shared {
             script: Mutex::new(script.into_iter().collect()),
+            titles: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
             calls: Mutex::new(0),
             released: watch::Sender::new(false),
@@ -168,6 +175,11 @@ impl FakeMind {
     /// Appends replies to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.script.lock().unwrap().push_back(reply);
+    }
+
+    /// Appends a reply for title requests.
+    pub fn push_title(&self, reply: Reply) {
+        self.shared.titles.lock().unwrap().push_back(reply);
     }
 
     /// Every request body received, in order.
@@ -254,14 +266,22 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: S
     let body = serde_json::from_str(&body).unwrap_or(Value::String(body));
     shared.requests.lock().unwrap().push(Recorded {
         authorization,
-        body,
+        body: body.clone(),
     });
-    let mut reply = shared
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::text(DEFAULT_TEXT));
+    let mut reply = match is_title_request(&body) {
+        true => shared
+            .titles
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Reply::text(DEFAULT_TITLE)),
+        false => shared
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| Reply::text(DEFAULT_TEXT)),
+    };
     loop {
         match reply {
             Reply::Delay(delay, then) => {
@@ -309,6 +329,14 @@ async fn complete(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: S
             }
         }
     }
+}
+
+/// Whether `body` is the host asking for an agent's title (its system prompt says so).
+fn is_title_request(body: &Value) -> bool {
+    body["messages"][0]["role"] == "system"
+        && body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("Write a title"))
 }
 
 fn completion(shared: &Shared, message: &Value) -> Response {

@@ -60,7 +60,11 @@ fn hit(h: SearchHit) -> memory::SearchHit {
 }
 
 impl AgentState {
-    fn stopped<T>(&self) -> Option<Result<T, memory::MemoryError>> {
+    /// The answer to any memory call when the agent has no memory or is stopping.
+    fn refused<T>(&self) -> Option<Result<T, memory::MemoryError>> {
+        if !self.agent.memory_mode.has_memory() {
+            return Some(Err(memory::MemoryError::NotConfigured));
+        }
         self.agent
             .stop
             .requested()
@@ -70,8 +74,8 @@ impl AgentState {
 
 impl memory::Host for AgentState {
     async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
-        if let Some(stopped) = self.stopped() {
-            return Ok(stopped);
+        if let Some(refused) = self.refused() {
+            return Ok(refused);
         }
         let input = PutInput {
             account: self.agent.account.clone(),
@@ -105,8 +109,8 @@ impl memory::Host for AgentState {
         key: String,
         namespace: Option<String>,
     ) -> Answer<Option<memory::MemoryRecord>> {
-        if let Some(stopped) = self.stopped() {
-            return Ok(stopped);
+        if let Some(refused) = self.refused() {
+            return Ok(refused);
         }
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
         Ok(
@@ -125,8 +129,8 @@ impl memory::Host for AgentState {
     }
 
     async fn list(&mut self, request: memory::ListRequest) -> Answer<Vec<memory::MemoryRecord>> {
-        if let Some(stopped) = self.stopped() {
-            return Ok(stopped);
+        if let Some(refused) = self.refused() {
+            return Ok(refused);
         }
         let query = ListQuery {
             namespace: request.namespace,
@@ -145,8 +149,8 @@ impl memory::Host for AgentState {
     }
 
     async fn delete(&mut self, key: String, namespace: Option<String>) -> Answer<()> {
-        if let Some(stopped) = self.stopped() {
-            return Ok(stopped);
+        if let Some(refused) = self.refused() {
+            return Ok(refused);
         }
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
         let outcome = self
@@ -159,8 +163,8 @@ impl memory::Host for AgentState {
     }
 
     async fn search(&mut self, request: memory::SearchRequest) -> Answer<Vec<memory::SearchHit>> {
-        if let Some(stopped) = self.stopped() {
-            return Ok(stopped);
+        if let Some(refused) = self.refused() {
+            return Ok(refused);
         }
         let mode = match request.mode.as_deref().map(str::parse::<Mode>).transpose() {
             Ok(mode) => mode.unwrap_or_default(),

@@ -3,7 +3,7 @@
 
 use crate::{
     mind::{self as m, MindError},
-    runtime::{bindings::mind, state::AgentState},
+    runtime::{bindings::mind, records::MemoryMode, state::AgentState},
 };
 
 /// Largest conversation (all message texts and tool arguments) one call may send.
@@ -31,6 +31,19 @@ fn call_out(c: m::ToolCall) -> mind::ToolCall {
         id: c.id,
         name: c.name,
         arguments_json: c.arguments,
+    }
+}
+
+/// What `both` mode tells the Mind on top of the agent's own system prompt.
+const BOTH_NOTE: &str = "As you work, save what is worth remembering for later runs \
+(facts, decisions, results) with the service_memory_put tool; what you do not save may \
+still be extracted after the run.";
+
+/// Adds the `both`-mode note to the conversation's system prompt (or starts one).
+fn remind(messages: &mut Vec<m::Message>) {
+    match messages.iter_mut().find(|msg| msg.role == m::Role::System) {
+        Some(system) => system.content = format!("{}\n\n{BOTH_NOTE}", system.content),
+        None => messages.insert(0, m::Message::system(BOTH_NOTE)),
     }
 }
 
@@ -98,10 +111,13 @@ impl mind::Host for AgentState {
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
         }
-        let (messages, tools) = match convert(messages, tools) {
+        let (mut messages, tools) = match convert(messages, tools) {
             Ok(v) => v,
             Err(e) => return Ok(Err(e)),
         };
+        if agent.memory_mode == MemoryMode::Both {
+            remind(&mut messages);
+        }
         let answer = tokio::select! {
             answer = agent.services.mind.complete(&messages, &tools) => answer,
             () = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
@@ -113,6 +129,11 @@ impl mind::Host for AgentState {
             Ok(c) => {
                 self.usage.input_tokens += u64::from(c.usage.input_tokens);
                 self.usage.output_tokens += u64::from(c.usage.output_tokens);
+                self.conversation = messages;
+                self.conversation.push(m::Message::assistant(
+                    c.text.clone().unwrap_or_default(),
+                    c.tool_calls.clone(),
+                ));
                 Ok(mind::Completion {
                     text: c.text,
                     tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
@@ -128,5 +149,29 @@ impl mind::Host for AgentState {
             }
             Err(MindError::InvalidRequest(why)) => Err(mind::MindError::InvalidRequest(why)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_mode_note_joins_the_system_prompt_or_starts_one() {
+        let mut with = vec![
+            m::Message::system("You are helpful."),
+            m::Message::user("hi"),
+        ];
+        remind(&mut with);
+        assert_eq!(with.len(), 2);
+        assert!(
+            with[0]
+                .content
+                .starts_with("You are helpful.\n\nAs you work")
+        );
+        let mut without = vec![m::Message::user("hi")];
+        remind(&mut without);
+        assert_eq!(without[0], m::Message::system(BOTH_NOTE));
+        assert_eq!(without[1], m::Message::user("hi"));
     }
 }

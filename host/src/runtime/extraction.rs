@@ -1,0 +1,104 @@
+//! Automatic extraction (§4.4): after a run completes in `auto` or `both` mode, the Mind
+//! reads the run and proposes memories, and each goes through the API's put path (same
+//! validation, versioning, idempotency and quota) with source `auto_extracted`.
+//!
+//! The run has already succeeded, so nothing here can fail it: a Mind failure, a proposal
+//! the put path rejects and a full quota are each logged on the agent as an `extraction`
+//! event, and what was written is logged too (with its `memory_id`). A stop requested
+//! meanwhile abandons the rest.
+
+use serde_json::json;
+
+use super::{
+    records::{Progress, Usage},
+    state::AgentCtx,
+};
+use crate::{
+    clock::now_ms,
+    memory::{MemoryError, PutInput, Source},
+    mind::RunReport,
+};
+
+/// The log event kind of everything extraction does.
+pub const LOG_KIND: &str = "extraction";
+
+/// Extracts and writes the memories of `run`; returns the tokens the Mind spent.
+pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
+    let services = &ctx.services;
+    let proposals = tokio::select! {
+        proposals = services.mind.extract(&run) => proposals,
+        () = ctx.stop.wait() => return Usage::default(),
+    };
+    let proposals = match proposals {
+        Ok(p) => p,
+        Err(e) => {
+            log(ctx, format!("extraction failed: {e}"), None).await;
+            return Usage::default();
+        }
+    };
+    let mut written = 0;
+    for proposal in proposals.memories {
+        if ctx.stop.requested() {
+            break;
+        }
+        let put = match PutInput::from_json(&ctx.account, &proposal, Source::AutoExtracted) {
+            Ok(input) => services.memory.put(input, ctx.memory_quota).await,
+            Err(e) => Err(e),
+        };
+        match put {
+            Ok(outcome) => {
+                written += 1;
+                let m = &outcome.memory;
+                let data = json!({ "memory_id": m.memory_id, "key": m.key, "namespace": m.namespace, "created": outcome.created });
+                log(
+                    ctx,
+                    format!("remembered {:?} in {:?}", m.key, m.namespace),
+                    Some(data),
+                )
+                .await;
+            }
+            Err(e @ MemoryError::QuotaExceeded { .. }) => {
+                log(
+                    ctx,
+                    format!("extraction stopped: {e}"),
+                    Some(json!({ "proposal": proposal })),
+                )
+                .await;
+                break;
+            }
+            Err(e) => {
+                let data = json!({ "proposal": proposal, "error": e.to_string() });
+                log(ctx, format!("proposal rejected: {e}"), Some(data)).await;
+            }
+        }
+    }
+    let summary = Progress {
+        ts: now_ms(),
+        kind: "info".into(),
+        message: format!("automatic extraction remembered {written} memories"),
+    };
+    let (records, id) = (services.records.clone(), ctx.agent_id.clone());
+    let noted = tokio::task::spawn_blocking(move || {
+        records.update(&id, |r| {
+            r.progress.push(summary);
+            true
+        })
+    })
+    .await;
+    if !matches!(noted, Ok(Ok(_))) {
+        tracing::error!(agent = %ctx.agent_id, "recording the extraction summary failed");
+    }
+    Usage {
+        input_tokens: u64::from(proposals.usage.input_tokens),
+        output_tokens: u64::from(proposals.usage.output_tokens),
+    }
+}
+
+async fn log(ctx: &AgentCtx, message: String, data: Option<serde_json::Value>) {
+    let (records, id) = (ctx.services.records.clone(), ctx.agent_id.clone());
+    let logged =
+        tokio::task::spawn_blocking(move || records.append_log(&id, LOG_KIND, message, data)).await;
+    if !matches!(logged, Ok(Ok(_))) {
+        tracing::error!(agent = %ctx.agent_id, "recording an extraction event failed");
+    }
+}
