@@ -10,16 +10,12 @@ use crate::mind::{
     remote::fake::{self, Fake, Reply, ok, status},
 };
 
-/// Serves `replies` in order; returns the config pointing at the server, and the fake.
+/// Serves `replies` in order; returns the config pointing at the server (with a key and
+/// a `max_tokens` of its own), and the fake.
 async fn serve(replies: Vec<Reply>) -> (MindConfig, Arc<Fake>) {
-    let (base_url, fake) = fake::serve("messages", replies).await;
-    let cfg = MindConfig {
-        provider: "anthropic".into(),
-        base_url: Some(base_url),
-        api_key: Some("sk-ant-test".into()),
-        model: "claude-test".into(),
-        max_tokens: 1000,
-    };
+    let (mut cfg, fake) = fake::serve("anthropic", "messages", replies).await;
+    cfg.api_key = Some("sk-ant-test".into());
+    cfg.max_tokens = 1000;
     (cfg, fake)
 }
 
@@ -99,7 +95,7 @@ async fn request_shape_and_tool_call_round_trip() {
     assert_eq!(
         fake.bodies(),
         [json!({
-            "model": "claude-test",
+            "model": "test-model",
             "max_tokens": 1000,
             "system": "be brief\n\nuse tools",
             "messages": [

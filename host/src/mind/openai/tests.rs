@@ -12,14 +12,7 @@ use crate::mind::{
 
 /// Serves `replies` in order; returns the config pointing at the server, and the fake.
 async fn serve(replies: Vec<Reply>) -> (MindConfig, Arc<Fake>) {
-    let (base_url, fake) = fake::serve("chat/completions", replies).await;
-    let cfg = MindConfig {
-        provider: "openai".into(),
-        base_url: Some(base_url),
-        model: "test-model".into(),
-        ..MindConfig::default()
-    };
-    (cfg, fake)
+    fake::serve("openai", "chat/completions", replies).await
 }
 
 fn final_text(text: &str) -> Value {

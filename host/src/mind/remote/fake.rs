@@ -14,6 +14,8 @@ use axum::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use crate::config::MindConfig;
+
 /// One scripted reply: status, `Retry-After`, body; or a reply that comes too late.
 pub(in crate::mind) enum Reply {
     Http(u16, Option<&'static str>, String),
@@ -80,9 +82,14 @@ async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: String)
     }
 }
 
-/// Serves `replies` in order at `POST /v1/{path}`; returns the base URL (ending `/v1/`,
-/// so joining is tested too) and the fake.
-pub(in crate::mind) async fn serve(path: &str, replies: Vec<Reply>) -> (String, Arc<Fake>) {
+/// Serves `replies` in order at `POST /v1/{path}`; returns a `provider` config with
+/// model `test-model` pointing at it (the base URL ends `/v1/`, so joining is tested too),
+/// and the fake.
+pub(in crate::mind) async fn serve(
+    provider: &str,
+    path: &str,
+    replies: Vec<Reply>,
+) -> (MindConfig, Arc<Fake>) {
     let fake = Arc::new(Fake {
         replies: Mutex::new(replies.into()),
         ..Fake::default()
@@ -93,7 +100,13 @@ pub(in crate::mind) async fn serve(path: &str, replies: Vec<Reply>) -> (String, 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}/v1/"), fake)
+    let cfg = MindConfig {
+        provider: provider.into(),
+        base_url: Some(format!("http://{addr}/v1/")),
+        model: "test-model".into(),
+        ..MindConfig::default()
+    };
+    (cfg, fake)
 }
 
 /// A base URL where nothing listens.

@@ -17,7 +17,8 @@ async fn send(endpoint: &Endpoint) -> Result<Value, Failure> {
 
 #[tokio::test]
 async fn failures_are_classified() {
-    let (base, fake) = serve(
+    let (cfg, fake) = serve(
+        "openai",
         "things",
         vec![
             status(500),
@@ -32,7 +33,7 @@ async fn failures_are_classified() {
         ],
     )
     .await;
-    let endpoint = Endpoint::new(&base, "things").unwrap();
+    let endpoint = Endpoint::new(cfg.base_url(), "things").unwrap();
     let mut outcomes = Vec::new();
     for _ in 0..8 {
         outcomes.push(send(&endpoint).await.unwrap_err());
@@ -88,10 +89,19 @@ async fn connect_errors_and_timeouts_are_transient() {
         "{failure:?}"
     );
 
-    let (base, _fake) = serve("things", vec![Reply::Late(Duration::from_secs(5))]).await;
-    let endpoint =
-        Endpoint::with_timeouts(&base, "things", CONNECT_TIMEOUT, Duration::from_millis(200))
-            .unwrap();
+    let (cfg, _fake) = serve(
+        "openai",
+        "things",
+        vec![Reply::Late(Duration::from_secs(5))],
+    )
+    .await;
+    let endpoint = Endpoint::with_timeouts(
+        cfg.base_url(),
+        "things",
+        CONNECT_TIMEOUT,
+        Duration::from_millis(200),
+    )
+    .unwrap();
     let failure = send(&endpoint).await.unwrap_err();
     assert!(
         matches!(&failure, Failure::Transient { message, .. } if message.contains("timed out")),
