@@ -155,14 +155,14 @@ fn usage(data_dir: &Path, month: Option<&str>, account: Option<&str>) -> anyhow:
         "{:<24} {:<7} {:>10} {:>14} {:>14}",
         "ACCOUNT", "MONTH", "RUN_HOURS", "INPUT_TOKENS", "OUTPUT_TOKENS"
     );
-    for (a, m, u) in UsageStore::new(dir.db().clone())?.all()? {
-        if account.is_some_and(|x| x != a) || month.is_some_and(|x| x != m) {
+    for (row_account, row_month, used) in UsageStore::new(dir.db().clone())?.all()? {
+        if account.is_some_and(|a| a != row_account) || month.is_some_and(|m| m != row_month) {
             continue;
         }
-        let hours = u.run_ms as f64 / 3_600_000.0;
+        let hours = used.run_ms as f64 / 3_600_000.0;
         println!(
-            "{a:<24} {m:<7} {hours:>10.4} {:>14} {:>14}",
-            u.input_tokens, u.output_tokens
+            "{row_account:<24} {row_month:<7} {hours:>10.4} {:>14} {:>14}",
+            used.input_tokens, used.output_tokens
         );
     }
     Ok(())

@@ -238,6 +238,9 @@ impl Config {
                 self.mind.provider
             );
         }
+        if self.mind.max_tokens == 0 {
+            bail!("[mind] max_tokens must be at least 1");
+        }
         Ok(())
     }
 }
@@ -311,5 +314,8 @@ mod tests {
         let env = BTreeMap::from([("WASMIND_MIND".to_string(), "psychic".to_string())]);
         let err = Config::default().apply_env(&env).unwrap_err().to_string();
         assert!(err.contains("psychic"), "{err}");
+        let mut c = Config::parse("[mind]\nmax_tokens = 0\n").unwrap();
+        let err = c.apply_env(&BTreeMap::new()).unwrap_err().to_string();
+        assert!(err.contains("max_tokens"), "{err}");
     }
 }
