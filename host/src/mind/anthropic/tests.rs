@@ -20,7 +20,7 @@ async fn serve(replies: Vec<Reply>) -> (MindConfig, Arc<Fake>) {
 }
 
 /// A reply of `content` blocks.
-fn message(content: Value) -> Reply {
+fn message(content: &Value) -> Reply {
     ok(&json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
         "content": content, "stop_reason": "end_turn",
@@ -38,7 +38,7 @@ fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
 
 #[tokio::test]
 async fn request_shape_and_tool_call_round_trip() {
-    let reply = message(json!([
+    let reply = message(&json!([
         {"type": "thinking", "thinking": "hmm", "signature": "s"},
         {"type": "text", "text": "Let me look."},
         {"type": "tool_use", "id": "toolu_9", "name": "service_memory_search", "input": {"query": "tea"}}
@@ -120,7 +120,7 @@ async fn request_shape_and_tool_call_round_trip() {
 
 #[tokio::test]
 async fn text_reply_without_key_system_or_tools() {
-    let (mut cfg, fake) = serve(vec![message(json!([
+    let (mut cfg, fake) = serve(vec![message(&json!([
         {"type": "text", "text": "Hello"}, {"type": "text", "text": " there"}
     ]))])
     .await;
@@ -206,7 +206,7 @@ async fn failures_quote_the_provider_never_the_key() {
 async fn retried_with_the_retry_after_hint() {
     let (cfg, fake) = serve(vec![
         Reply::Http(529, Some("3"), String::new()),
-        message(json!([{"type": "text", "text": "recovered"}])),
+        message(&json!([{"type": "text", "text": "recovered"}])),
         status(401),
     ])
     .await;
@@ -227,7 +227,7 @@ async fn retried_with_the_retry_after_hint() {
 #[tokio::test]
 async fn titles_go_through_complete() {
     let (cfg, fake) = serve(vec![message(
-        json!([{"type": "text", "text": "Remember the launch date"}]),
+        &json!([{"type": "text", "text": "Remember the launch date"}]),
     )])
     .await;
     let mind = Retrying::with_sleep(Anthropic::new(&cfg).unwrap(), RecordingSleep::default());
