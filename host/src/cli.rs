@@ -1,11 +1,16 @@
-//! The operator's command line: `serve` and `keys create|revoke|list`.
+//! The operator's command line: `serve`, `keys create|revoke|list` and `usage`.
 
-use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
+use std::{
+    collections::BTreeMap,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 use clap::{Parser, Subcommand};
 
 use crate::{
-    accounts::{KeyStore, Plan},
+    accounts::{KeyStore, Plan, UsageStore},
     data_dir::DataDir,
     server,
 };
@@ -39,6 +44,18 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Prints metered usage, one line per account and month: agent run hours and the
+    /// tokens agents' Minds spent (only while no server holds the data dir).
+    Usage {
+        #[arg(long, env = "WASMIND_DATA_DIR")]
+        data_dir: PathBuf,
+        /// Only this calendar month (UTC), as YYYY-MM; default: every month.
+        #[arg(long, value_parser = month)]
+        month: Option<String>,
+        /// Only this account; default: every account.
+        #[arg(long)]
+        account: Option<String>,
     },
 }
 
@@ -90,6 +107,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
             server::serve(&data_dir, listen, config.as_deref(), &env)
         }
         Command::Keys { command } => keys(command),
+        Command::Usage {
+            data_dir,
+            month,
+            account,
+        } => usage(&data_dir, month.as_deref(), account.as_deref()),
     }
 }
 
@@ -125,4 +147,59 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn usage(data_dir: &Path, month: Option<&str>, account: Option<&str>) -> anyhow::Result<()> {
+    let dir = DataDir::open(data_dir)?;
+    println!(
+        "{:<24} {:<7} {:>10} {:>14} {:>14}",
+        "ACCOUNT", "MONTH", "RUN_HOURS", "INPUT_TOKENS", "OUTPUT_TOKENS"
+    );
+    for (row_account, row_month, used) in UsageStore::new(dir.db().clone())?.all()? {
+        if account.is_some_and(|a| a != row_account) || month.is_some_and(|m| m != row_month) {
+            continue;
+        }
+        let hours = used.run_ms as f64 / 3_600_000.0;
+        println!(
+            "{row_account:<24} {row_month:<7} {hours:>10.4} {:>14} {:>14}",
+            used.input_tokens, used.output_tokens
+        );
+    }
+    Ok(())
+}
+
+/// Parses `--month`: `YYYY-MM`, as usage is keyed.
+fn month(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let valid = bytes.len() == 7
+        && bytes[4] == b'-'
+        && bytes
+            .iter()
+            .enumerate()
+            .all(|(i, b)| i == 4 || b.is_ascii_digit())
+        && matches!(text[5..].parse::<u8>(), Ok(1..=12));
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!("{text:?} is not a month of the form YYYY-MM"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn months_are_yyyy_mm() {
+        assert_eq!(super::month("2026-05").as_deref(), Ok("2026-05"));
+        for bad in [
+            "2026-5",
+            "2026-13",
+            "2026-00",
+            "2026/05",
+            "2026-+1",
+            "26-05-01",
+            "май-05",
+        ] {
+            assert!(super::month(bad).is_err(), "{bad}");
+        }
+    }
 }

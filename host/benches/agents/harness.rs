@@ -38,9 +38,10 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     };
     config.mind = MindConfig {
         provider: "openai".into(),
-        base_url: mind_base_url.to_string(),
+        base_url: Some(mind_base_url.to_string()),
         api_key: Some("sk-bench".into()),
         model: "fake-mind".into(),
+        ..MindConfig::default()
     };
     config.runtime = RuntimeConfig {
         max_agents: options.max_agents,

@@ -66,6 +66,24 @@ impl UsageStore {
             None => MonthUsage::default(),
         })
     }
+
+    /// Every (account, `YYYY-MM`, usage) recorded, ordered by account then month; for the
+    /// operator's `usage` command.
+    pub fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(USAGE)?;
+        let mut rows = Vec::new();
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            let (account, month) = key.value();
+            rows.push((
+                account.to_owned(),
+                month.to_owned(),
+                serde_json::from_slice(value.value())?,
+            ));
+        }
+        Ok(rows)
+    }
 }
 
 #[cfg(test)]
@@ -117,5 +135,18 @@ mod tests {
         );
         assert_eq!(s.month("a", dec).unwrap().run_ms, 1);
         assert_eq!(s.month("b", nov).unwrap(), MonthUsage::default());
+        let rows: Vec<(String, String, u64)> = s
+            .all()
+            .unwrap()
+            .into_iter()
+            .map(|(account, month, u)| (account, month, u.run_ms))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("a".into(), month_of(nov), 12),
+                ("a".into(), month_of(dec), 1)
+            ]
+        );
     }
 }

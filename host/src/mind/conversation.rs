@@ -86,6 +86,17 @@ pub struct Usage {
     pub output_tokens: u32,
 }
 
+impl Usage {
+    /// The counts a provider reported: a missing count is zero, a huge one saturates.
+    pub fn reported(input_tokens: Option<u64>, output_tokens: Option<u64>) -> Self {
+        let tokens = |n: Option<u64>| u32::try_from(n.unwrap_or(0)).unwrap_or(u32::MAX);
+        Self {
+            input_tokens: tokens(input_tokens),
+            output_tokens: tokens(output_tokens),
+        }
+    }
+}
+
 /// The Mind's next step: a text, tool calls, or both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {

@@ -1,10 +1,12 @@
 //! The Mind: how agents think. A [`Mind`] turns a conversation and the tools on offer
 //! into the next step — a final text, tool calls, or both.
 //!
-//! Two providers: [`Offline`], the default, deterministic and network-free rule-based
-//! Mind; and [`OpenAi`], the chat-completions protocol spoken by OpenAI, vLLM, llama.cpp
-//! and Ollama, wrapped in [`Retrying`] so transient provider failures are retried per §7
-//! of the specification. [`from_config`] builds the one the configuration names.
+//! Three providers: [`Offline`], the default, deterministic and network-free rule-based
+//! Mind; [`OpenAi`], the chat-completions protocol spoken by OpenAI, vLLM, llama.cpp and
+//! Ollama; and [`Anthropic`], the Messages API. The two remote ones share one HTTP
+//! endpoint and failure classification (`remote`) and are wrapped in [`Retrying`], so
+//! transient provider failures are retried per §7 of the specification. [`from_config`]
+//! builds the one the configuration names.
 //!
 //! Nothing here knows wasmtime, WIT or the HTTP server: the runtime converts the guest's
 //! `mind` interface to and from these types, and races [`Mind::complete`] against a stop
@@ -21,15 +23,18 @@
 //! # anyhow::Ok(())
 //! ```
 
+mod anthropic;
 mod conversation;
 mod error;
 pub mod jobs;
 mod offline;
 mod openai;
+mod remote;
 mod retry;
 
 use std::{future::Future, pin::Pin, sync::Arc};
 
+pub use anthropic::Anthropic;
 pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
 pub use error::{Failure, MindError};
 pub use jobs::{Note, Proposals, RunReport, Summary, Title};
@@ -37,7 +42,7 @@ pub use offline::Offline;
 pub use openai::OpenAi;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
 
-use crate::config::MindConfig;
+use crate::config::{MIND_PROVIDERS, MindConfig};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -81,12 +86,14 @@ pub trait Mind: Send + Sync + 'static {
     }
 }
 
-/// The Mind `cfg` names: `offline`, or `openai` wrapped in [`Retrying`] with real sleeps.
+/// The Mind `cfg` names: `offline`, or `openai` or `anthropic` wrapped in [`Retrying`]
+/// with real sleeps.
 pub fn from_config(cfg: &MindConfig) -> anyhow::Result<Arc<dyn Mind>> {
     match cfg.provider.as_str() {
         "offline" => Ok(Arc::new(Offline::new(cfg.model.clone()))),
         "openai" => Ok(Arc::new(Retrying::new(OpenAi::new(cfg)?))),
-        other => anyhow::bail!("unknown mind provider {other:?}: use \"offline\" or \"openai\""),
+        "anthropic" => Ok(Arc::new(Retrying::new(Anthropic::new(cfg)?))),
+        other => anyhow::bail!("unknown mind provider {other:?}: use {MIND_PROVIDERS}"),
     }
 }
 
@@ -101,7 +108,9 @@ mod tests {
         cfg.provider = "openai".into();
         cfg.model = "gpt-x".into();
         assert_eq!(from_config(&cfg).unwrap().model(), "gpt-x");
-        cfg.base_url = "not a url".into();
+        cfg.provider = "anthropic".into();
+        assert_eq!(from_config(&cfg).unwrap().model(), "gpt-x");
+        cfg.base_url = Some("not a url".into());
         assert!(from_config(&cfg).is_err());
         cfg.provider = "psychic".into();
         assert!(from_config(&cfg).is_err());

@@ -1,7 +1,9 @@
 //! Shared helpers: start the real `wasmind` binary on a loopback port with a temp data dir,
 //! create keys with its CLI, and talk HTTP to it.
 
+pub mod fake_anthropic;
 pub mod fake_mind;
+pub mod fake_server;
 
 use std::{
     io::{BufRead, BufReader},
@@ -86,15 +88,27 @@ pub struct Options {
 }
 
 impl Options {
-    /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests).
-    pub fn openai_mind(mut self, base_url: &str) -> Self {
-        self.env.push(("WASMIND_MIND".into(), "openai".into()));
-        self.env
-            .push(("WASMIND_MIND_BASE_URL".into(), base_url.into()));
-        self.env
-            .push(("WASMIND_MIND_MODEL".into(), "fake-gpt".into()));
-        self.env
-            .push(("WASMIND_MIND_API_KEY".into(), "sk-test".into()));
+    /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests), model
+    /// `fake-gpt`, key `sk-test`.
+    pub fn openai_mind(self, base_url: &str) -> Self {
+        self.remote_mind("openai", base_url, "fake-gpt", "sk-test")
+    }
+
+    /// The Mind is Anthropic's Messages API at `base_url` (a fake in tests), model
+    /// `fake-claude`, key `sk-ant-test`.
+    pub fn anthropic_mind(self, base_url: &str) -> Self {
+        self.remote_mind("anthropic", base_url, "fake-claude", "sk-ant-test")
+    }
+
+    fn remote_mind(mut self, provider: &str, base_url: &str, model: &str, key: &str) -> Self {
+        for (name, value) in [
+            ("WASMIND_MIND", provider),
+            ("WASMIND_MIND_BASE_URL", base_url),
+            ("WASMIND_MIND_MODEL", model),
+            ("WASMIND_MIND_API_KEY", key),
+        ] {
+            self.env.push((name.into(), value.into()));
+        }
         self
     }
 }

@@ -165,10 +165,8 @@ impl Response {
                 },
             })
             .collect();
-        let tokens = |n: Option<u64>| u32::try_from(n.unwrap_or(0)).unwrap_or(u32::MAX);
-        let usage = self.usage.map_or_else(Usage::default, |u| Usage {
-            input_tokens: tokens(u.prompt_tokens),
-            output_tokens: tokens(u.completion_tokens),
+        let usage = self.usage.map_or_else(Usage::default, |u| {
+            Usage::reported(u.prompt_tokens, u.completion_tokens)
         });
         Ok(Completion {
             text: choice
