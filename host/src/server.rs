@@ -72,7 +72,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     let usage = UsageStore::new(dir.db().clone())?;
     let services = Arc::new(Services {
         memory: memory.clone(),
-        mind,
+        mind: mind.clone(),
         records: records.clone(),
         usage: usage.clone(),
     });
@@ -86,6 +86,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         records,
         usage,
         rate: Arc::new(RateLimiter::default()),
+        mind,
         model,
     })
 }
