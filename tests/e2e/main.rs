@@ -5,6 +5,7 @@ mod common;
 
 mod agents;
 mod cli;
+mod consolidate;
 mod envelope;
 mod guests;
 mod isolation;
