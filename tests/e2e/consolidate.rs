@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Client, Options,
+    Client, Options, Server,
     fake_mind::{COMPLETION_TOKENS, FakeMind, PROMPT_TOKENS, Reply},
     put, server_with_keys,
 };
@@ -17,6 +17,17 @@ fn config(cooldown_secs: u64) -> Option<String> {
     Some(format!(
         "[memory]\nconsolidate_cooldown_secs = {cooldown_secs}\n"
     ))
+}
+
+/// A server (hash embedder, 30 s cooldown) whose Mind is `mind`, and a key on it.
+fn server_with_mind(mind: &FakeMind) -> (tempfile::TempDir, Server, String) {
+    let options = Options {
+        config: config(30),
+        ..Options::hash_embedder()
+    }
+    .openai_mind(&mind.base_url());
+    let (tmp, server, mut keys) = server_with_keys(&[("acme", "free")], &options);
+    (tmp, server, keys.remove(0))
 }
 
 /// memory_ids of every live memory, newest first.
@@ -211,18 +222,12 @@ fn one_at_a_time_then_a_cooldown() {
         json!({ "key": "colour_summary", "value": "The user's favourite colour is blue." });
     let mind =
         FakeMind::start([Reply::tool_call("write_summary", summary).after(Duration::from_secs(2))]);
-    let options = Options {
-        config: config(30),
-        hash_embedder: true,
-        ..Default::default()
-    }
-    .openai_mind(&mind.base_url());
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
-    let c = server.client(&keys[0]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
     let replaced = put_cluster(&c);
 
     let first = {
-        let c = server.client(&keys[0]);
+        let c = server.client(&key);
         std::thread::spawn(move || c.post(CONSOLIDATE, &json!({})))
     };
     assert!(mind.wait_for_requests(1, Duration::from_secs(20)));
@@ -276,14 +281,8 @@ fn one_at_a_time_then_a_cooldown() {
 fn a_mind_failure_changes_nothing() {
     // 400 is a refusal: not retried, so the test needs no backoff.
     let mind = FakeMind::start([Reply::status(400)]);
-    let options = Options {
-        config: config(30),
-        hash_embedder: true,
-        ..Default::default()
-    }
-    .openai_mind(&mind.base_url());
-    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
-    let c = server.client(&keys[0]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
     put_cluster(&c);
     let before = live_ids(&c);
 

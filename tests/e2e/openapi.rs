@@ -2070,11 +2070,7 @@ fn put_cluster(spec: &mut Spec, c: &Client, namespace: &str) -> Vec<Value> {
 /// `mind_unavailable`.
 fn drive_unavailable_mind(spec: &mut Spec) {
     let mind = FakeMind::start([Reply::status(400)]);
-    let options = Options {
-        hash_embedder: true,
-        ..Default::default()
-    }
-    .openai_mind(&mind.base_url());
+    let options = Options::hash_embedder().openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
     put_cluster(spec, &c, "default");
@@ -2092,11 +2088,7 @@ fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
     let dir = tmp.path().join("data");
     let key = create_key(&dir, "acme", "free");
     {
-        let hashing = Options {
-            hash_embedder: true,
-            ..Default::default()
-        };
-        let mut server = Server::start_with(&dir, &hashing);
+        let mut server = Server::start_with(&dir, &Options::hash_embedder());
         put_cluster(spec, &server.client(&key), "default");
         server.stop();
     }

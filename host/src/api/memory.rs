@@ -61,6 +61,21 @@ fn put_input(account: &str, obj: &Map<String, Value>) -> ApiResult<PutInput> {
     Ok(input)
 }
 
+/// The optional `namespace` of a body, validated.
+fn namespace_field(f: &Fields) -> ApiResult<Option<String>> {
+    let namespace = f.opt_string("namespace")?;
+    if let Some(ns) = &namespace {
+        validate_namespace(ns)?;
+    }
+    Ok(namespace)
+}
+
+/// The optional similarity `threshold` of a body (a cosine, 0 to 1).
+fn threshold_field(f: &Fields, default: f32) -> ApiResult<f32> {
+    Ok(f.number_in("threshold", 0.0, 1.0)?
+        .map_or(default, |t| t as f32))
+}
+
 /// The (namespace, key) a GET or DELETE names in its query string.
 fn address(q: &QueryParams) -> ApiResult<(String, String)> {
     let key = q.required("key")?;
@@ -150,10 +165,7 @@ pub async fn search(
     if query.trim().is_empty() {
         return Err(ApiError::invalid_field("query", "query must not be empty"));
     }
-    let namespace = f.opt_string("namespace")?;
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
+    let namespace = namespace_field(&f)?;
     let tags = f.strings("tags")?;
     validate_tags(&tags)?;
     let q = SearchQuery {
@@ -217,13 +229,8 @@ pub async fn dedupe(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     let f = Fields(&body);
-    let namespace = f.opt_string("namespace")?;
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
-    let threshold = f
-        .number_in("threshold", 0.0, 1.0)?
-        .map_or(DEFAULT_THRESHOLD, |t| t as f32);
+    let namespace = namespace_field(&f)?;
+    let threshold = threshold_field(&f, DEFAULT_THRESHOLD)?;
     let dry_run = f.bool("dry_run", false)?;
     let report = state
         .memory
@@ -246,15 +253,10 @@ pub async fn consolidate(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     let f = Fields(&body);
-    let namespace = f.opt_string("namespace")?;
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
+    let namespace = namespace_field(&f)?;
     let q = ConsolidateQuery {
         namespace,
-        threshold: f
-            .number_in("threshold", 0.0, 1.0)?
-            .map_or(DEFAULT_CLUSTER_THRESHOLD, |t| t as f32),
+        threshold: threshold_field(&f, DEFAULT_CLUSTER_THRESHOLD)?,
         min_cluster_size: f
             .whole_at_least("min_cluster_size", 2)?
             .map_or(DEFAULT_MIN_CLUSTER_SIZE, |n| n as usize),

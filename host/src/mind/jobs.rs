@@ -287,7 +287,7 @@ mod tests {
         }
     }
 
-    fn call(name: &str, arguments: Value) -> ToolCall {
+    fn call(name: &str, arguments: &Value) -> ToolCall {
         ToolCall {
             id: "c1".into(),
             name: name.into(),
@@ -298,7 +298,7 @@ mod tests {
     #[test]
     fn proposals_come_from_the_tool_call_or_the_text() {
         let args = json!({ "memories": [{ "key": "a", "value": "b" }, 3] });
-        let p = read_proposals(&reply(None, vec![call(SAVE_MEMORIES, args.clone())])).unwrap();
+        let p = read_proposals(&reply(None, vec![call(SAVE_MEMORIES, &args)])).unwrap();
         assert_eq!(p.memories.len(), 1);
         assert_eq!(p.usage.input_tokens, 7);
         let text = format!("```json\n{args}\n```");
@@ -310,15 +310,15 @@ mod tests {
             1
         );
         assert!(read_proposals(&reply(Some("nothing to add"), vec![])).is_err());
-        assert!(read_proposals(&reply(None, vec![call(SAVE_MEMORIES, json!({}))])).is_err());
+        assert!(read_proposals(&reply(None, vec![call(SAVE_MEMORIES, &json!({}))])).is_err());
     }
 
     #[test]
     fn summaries_need_a_key_and_a_value() {
-        let ok = call(WRITE_SUMMARY, json!({ "key": "k", "value": " v " }));
+        let ok = call(WRITE_SUMMARY, &json!({ "key": "k", "value": " v " }));
         let s = read_summary(&reply(None, vec![ok])).unwrap();
         assert_eq!((s.key.as_str(), s.value.as_str()), ("k", "v"));
-        let blank = call(WRITE_SUMMARY, json!({ "key": "k", "value": "" }));
+        let blank = call(WRITE_SUMMARY, &json!({ "key": "k", "value": "" }));
         assert!(read_summary(&reply(None, vec![blank])).is_err());
     }
 

@@ -86,6 +86,14 @@ pub struct Options {
 }
 
 impl Options {
+    /// The lexical hash embedder, everything else default.
+    pub fn hash_embedder() -> Self {
+        Self {
+            hash_embedder: true,
+            ..Self::default()
+        }
+    }
+
     /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests).
     pub fn openai_mind(mut self, base_url: &str) -> Self {
         self.env.push(("WASMIND_MIND".into(), "openai".into()));
