@@ -342,6 +342,7 @@ impl MemoryService {
                 .collect(),
             skipped: plan.skipped,
         };
+        // A dry run, or nothing to consolidate: the report is all there is.
         let Some(permit) = permit.as_mut().filter(|_| !clusters.is_empty()) else {
             return Ok(report);
         };
