@@ -147,6 +147,9 @@ pub struct MemoryConfig {
     pub decay_half_life_days: f64,
     /// Seconds between vector-index checkpoints to disk.
     pub checkpoint_interval_secs: u64,
+    /// Seconds an account waits after a consolidation that wrote something before the
+    /// next (each spends the Mind's tokens); 0 disables the wait.
+    pub consolidate_cooldown_secs: u64,
 }
 
 impl Default for MemoryConfig {
@@ -154,6 +157,7 @@ impl Default for MemoryConfig {
         Self {
             decay_half_life_days: 30.0,
             checkpoint_interval_secs: 30,
+            consolidate_cooldown_secs: 60,
         }
     }
 }

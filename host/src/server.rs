@@ -78,7 +78,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     let usage = UsageStore::new(dir.db().clone())?;
     let services = Arc::new(Services {
         memory: memory.clone(),
-        mind,
+        mind: mind.clone(),
         records: records.clone(),
         usage: usage.clone(),
     });
@@ -92,6 +92,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         records,
         usage,
         rate: Arc::new(RateLimiter::default()),
+        mind,
         model,
     })
 }

@@ -6,6 +6,7 @@ mod common;
 mod agents;
 mod anthropic;
 mod cli;
+mod consolidate;
 mod envelope;
 mod guests;
 mod isolation;

@@ -25,7 +25,11 @@ use std::{
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{Client, Options, Resp, Server, create_key, server_with_keys};
+use crate::common::{
+    Client, Options, Resp, Server, create_key,
+    fake_mind::{FakeMind, Reply},
+    server_with_keys,
+};
 
 /// The checked-in document; the server must serve exactly this.
 const DOCUMENT_FILE: &str = include_str!("../../host/src/api/openapi.json");
@@ -39,12 +43,11 @@ const HTTP_METHODS: [&str; 8] = [
 const PROBED_METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
 /// Paths of the specification (and near misses) that must answer 404 unless documented.
-const UNSERVED_PATHS: [&str; 9] = [
+const UNSERVED_PATHS: [&str; 8] = [
     "/",
     "/api/v1",
     "/api/v1/nope",
     "/api/v1/memory/",
-    "/api/v1/memory/consolidate",
     "/api/v1/agents/",
     "/api/v1/agents/ag_0000/stop",
     "/api/v1/agents/ag_0000/logs/1",
@@ -62,6 +65,7 @@ const UNREACHABLE_EMBEDDER: &str = "[embedder]\nkind = \"openai\"\n\n[embedder.o
 const MEMORY: &str = "/api/v1/memory";
 const SEARCH: &str = "/api/v1/memory/search";
 const DEDUPE: &str = "/api/v1/memory/dedupe";
+const CONSOLIDATE: &str = "/api/v1/memory/consolidate";
 const NAMESPACES: &str = "/api/v1/memory/namespaces";
 const EXPORT: &str = "/api/v1/memory/export";
 const IMPORT: &str = "/api/v1/memory/import";
@@ -1434,6 +1438,67 @@ fn the_document_is_true() {
         "payload_too_large",
     );
 
+    // ----- POST /api/v1/memory/consolidate -----
+    let cluster = put_cluster(&mut spec, &c, "cluster");
+    let dry = expect(
+        spec.post(
+            &c,
+            CONSOLIDATE,
+            &json!({ "namespace": "cluster", "threshold": 0.9, "min_cluster_size": 3, "dry_run": true }),
+        ),
+        200,
+    );
+    assert_eq!(dry.body["consolidated"][0]["memory_id"], Value::Null);
+    let done = expect(
+        spec.post(&c, CONSOLIDATE, &json!({ "namespace": "cluster" })),
+        200,
+    );
+    assert_eq!(done.body["clusters"], 1, "{:#}", done.body);
+    let replaced = &done.body["consolidated"][0]["replaced"];
+    assert!(
+        cluster
+            .iter()
+            .all(|id| replaced.as_array().unwrap().contains(id))
+    );
+    let original = expect(
+        spec.get(&c, "/api/v1/memory/history?key=cluster_0&namespace=cluster"),
+        200,
+    );
+    assert_eq!(
+        original.body["data"][0]["consolidated_into"],
+        done.body["consolidated"][0]["memory_id"]
+    );
+    let r = spec.post(&c, CONSOLIDATE, &json!({ "namespace": "cluster" }));
+    expect_error(&r, 429, "rate_limited"); // the cooldown after a consolidation that wrote
+    assert!(r.retry_after.is_some());
+    for (body, code) in [
+        (json!({ "threshold": 1.5 }), "invalid_threshold"),
+        (json!({ "threshold": "low" }), "invalid_threshold"),
+        (json!({ "min_cluster_size": 1 }), "invalid_min_cluster_size"),
+        (
+            json!({ "min_cluster_size": 2.5 }),
+            "invalid_min_cluster_size",
+        ),
+        (
+            json!({ "min_cluster_size": "3" }),
+            "invalid_min_cluster_size",
+        ),
+        (json!({ "dry_run": 1 }), "invalid_dry_run"),
+        (json!({ "namespace": 7 }), "invalid_namespace"),
+    ] {
+        expect_error(&spec.post(&c, CONSOLIDATE, &body), 400, code);
+    }
+    expect_error(&spec.post_raw(&c, CONSOLIDATE, "[]"), 400, "invalid_body");
+    expect_error(
+        &spec.post(
+            &c,
+            CONSOLIDATE,
+            &json!({ "namespace": "x".repeat(1_100_000) }),
+        ),
+        413,
+        "payload_too_large",
+    );
+
     // ----- GET /api/v1/memory/namespaces -----
     let namespaces = expect(spec.get(&c, NAMESPACES), 200);
     let names: BTreeSet<&str> = namespaces.body["namespaces"]
@@ -1578,6 +1643,9 @@ fn the_document_is_true() {
     // ----- The embedding provider down (503 with Retry-After) -----
     let unavailable_seen = drive_unavailable_embedder(&mut spec);
 
+    // ----- The Mind failing a consolidation (503 with Retry-After) -----
+    drive_unavailable_mind(&mut spec);
+
     // ----- Everything documented was seen -----
     let mut missing = Vec::new();
     for (method, path) in spec.operations() {
@@ -1718,6 +1786,14 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
         (json!({ "task": "t", "name": 5 }), "invalid_name"),
         (json!({ "task": "t", "region": "fra" }), "invalid_region"),
         (json!({ "task": "t", "region": ["iad"] }), "invalid_region"),
+        (
+            json!({ "task": "t", "memory_mode": "sometimes" }),
+            "invalid_memory_mode",
+        ),
+        (
+            json!({ "task": "t", "memory_mode": 3 }),
+            "invalid_memory_mode",
+        ),
     ] {
         let r = spec.post(ada, AGENTS, &body);
         expect_error(&r, 400, code);
@@ -1987,12 +2063,43 @@ fn drive_agent_limits(spec: &mut Spec) {
     }
 }
 
+/// Puts three copies of one fact into `namespace` (a cluster under any embedder); returns
+/// their memory_ids.
+fn put_cluster(spec: &mut Spec, c: &Client, namespace: &str) -> Vec<Value> {
+    (0..3)
+        .map(|i| {
+            let body = json!({ "key": format!("cluster_{i}"), "value": format!("The user's favourite colour is blue{}", ".".repeat(i)), "namespace": namespace });
+            expect(spec.post(c, MEMORY, &body), 201).body["memory_id"].clone()
+        })
+        .collect()
+}
+
+/// A consolidation whose Mind refuses (a 400 from the provider: not retried) is 503
+/// `mind_unavailable`.
+fn drive_unavailable_mind(spec: &mut Spec) {
+    let mind = FakeMind::start([Reply::status(400)]);
+    let options = Options::hash_embedder().openai_mind(&mind.base_url());
+    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let c = server.client(&keys[0]);
+    put_cluster(spec, &c, "default");
+    let r = spec.post(&c, CONSOLIDATE, &json!({}));
+    expect_error(&r, 503, "mind_unavailable");
+    assert!(r.retry_after.is_some(), "503 without Retry-After");
+}
+
 /// Drives the routes that embed against a server whose remote embedder is unreachable;
-/// returns whether that server could be started (it needs no model on disk).
+/// returns whether that server could be started (it needs no model on disk). The data dir
+/// is first filled by a server with the hash embedder (same dimensions), so that a
+/// consolidation finds a cluster and fails only when it embeds the summary.
 fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("data");
     let key = create_key(&dir, "acme", "free");
+    {
+        let mut server = Server::start_with(&dir, &Options::hash_embedder());
+        put_cluster(spec, &server.client(&key), "default");
+        server.stop();
+    }
     let options = Options {
         config: Some(UNREACHABLE_EMBEDDER.into()),
         hash_embedder: false,
@@ -2021,7 +2128,8 @@ fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
             &json!({ "memories": [{ "key": "k", "value": "needs an embedding" }] }),
         ),
     ];
-    for r in &responses {
+    let consolidated = spec.post(&c, CONSOLIDATE, &json!({}));
+    for r in responses.iter().chain([&consolidated]) {
         expect_error(r, 503, "temporarily_unavailable");
         assert!(r.retry_after.is_some(), "503 without Retry-After");
     }

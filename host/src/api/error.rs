@@ -12,7 +12,11 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::memory::{MemoryError, embed::EmbedError};
+use crate::memory::{MemoryError, Refusal, embed::EmbedError};
+
+/// `Retry-After` when a consolidation of the account is already running: its length
+/// depends on the Mind, so this is a guess that keeps clients from spinning.
+const CONSOLIDATION_BUSY_RETRY_SECS: u64 = 5;
 
 /// An error response.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,6 +118,32 @@ impl From<MemoryError> for ApiError {
                     "the embedding provider failed; retry with backoff (1 s, 2 s, 4 s)",
                 );
                 err.retry_after = Some(1);
+                err
+            }
+            MemoryError::Mind(ref cause) => {
+                tracing::warn!(%cause, "the Mind failed a consolidation");
+                let mut err = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "mind_unavailable",
+                    "the Mind could not summarize a cluster, so nothing was changed; retry \
+                     with backoff (1 s, 2 s, 4 s)",
+                );
+                err.retry_after = Some(1);
+                err
+            }
+            MemoryError::ConsolidateRefused { refusal, cooldown } => {
+                let (reason, retry_after) = match refusal {
+                    Refusal::InProgress => ("in_progress", CONSOLIDATION_BUSY_RETRY_SECS),
+                    Refusal::CoolingDown { remaining } => {
+                        ("cooldown", (remaining.as_secs_f64().ceil() as u64).max(1))
+                    }
+                };
+                let mut err =
+                    ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.to_string())
+                        .with_details(
+                            json!({ "reason": reason, "cooldownSecs": cooldown.as_secs() }),
+                        );
+                err.retry_after = Some(retry_after);
                 err
             }
             other => ApiError::internal(&other),

@@ -83,6 +83,23 @@ impl Fields<'_> {
         }
     }
 
+    /// An optional whole number ≥ `min` (a number like `3.0` counts as whole).
+    pub fn whole_at_least(&self, field: &str, min: u64) -> Result<Option<u64>, ApiError> {
+        let refuse = || {
+            ApiError::invalid_field(
+                field,
+                format!("{field} must be a whole number of at least {min}"),
+            )
+        };
+        match self.number(field)? {
+            None => Ok(None),
+            Some(n) if n.fract() == 0.0 && n >= min as f64 && n <= u64::MAX as f64 => {
+                Ok(Some(n as u64))
+            }
+            Some(_) => Err(refuse()),
+        }
+    }
+
     /// An optional boolean.
     pub fn bool(&self, field: &str, default: bool) -> Result<bool, ApiError> {
         match self.0.get(field) {

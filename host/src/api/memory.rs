@@ -19,12 +19,15 @@ use super::{
     views,
 };
 use crate::{
+    accounts::MonthUsage,
     clock::now_ms,
     memory::{
-        DEFAULT_LIMIT, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery,
-        MAX_LIMIT, MemoryError, Mode, PutInput, Rejected, SearchQuery, Source, validate_key,
+        ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_LIMIT, DEFAULT_MIN_CLUSTER_SIZE,
+        DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery, MAX_LIMIT,
+        MemoryError, Mode, PutInput, Rejected, SearchQuery, Source, validate_key,
         validate_namespace, validate_tags,
     },
+    mind::Usage,
 };
 
 /// List page size: default and maximum (§8 list limits).
@@ -42,6 +45,21 @@ fn quota(state: &AppState, auth: &Auth) -> u64 {
 /// Reads one memory's write fields from a JSON object.
 fn put_input(account: &str, obj: &Map<String, Value>) -> ApiResult<PutInput> {
     Ok(PutInput::from_json(account, obj, Source::Manual)?)
+}
+
+/// The optional `namespace` of a body, validated.
+fn namespace_field(f: &Fields) -> ApiResult<Option<String>> {
+    let namespace = f.opt_string("namespace")?;
+    if let Some(ns) = &namespace {
+        validate_namespace(ns)?;
+    }
+    Ok(namespace)
+}
+
+/// The optional similarity `threshold` of a body (a cosine, 0 to 1).
+fn threshold_field(f: &Fields, default: f32) -> ApiResult<f32> {
+    Ok(f.number_in("threshold", 0.0, 1.0)?
+        .map_or(default, |t| t as f32))
 }
 
 /// The (namespace, key) a GET or DELETE names in its query string.
@@ -133,10 +151,7 @@ pub async fn search(
     if query.trim().is_empty() {
         return Err(ApiError::invalid_field("query", "query must not be empty"));
     }
-    let namespace = f.opt_string("namespace")?;
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
+    let namespace = namespace_field(&f)?;
     let tags = f.strings("tags")?;
     validate_tags(&tags)?;
     let q = SearchQuery {
@@ -200,13 +215,8 @@ pub async fn dedupe(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
     let f = Fields(&body);
-    let namespace = f.opt_string("namespace")?;
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
-    let threshold = f
-        .number_in("threshold", 0.0, 1.0)?
-        .map_or(DEFAULT_THRESHOLD, |t| t as f32);
+    let namespace = namespace_field(&f)?;
+    let threshold = threshold_field(&f, DEFAULT_THRESHOLD)?;
     let dry_run = f.bool("dry_run", false)?;
     let report = state
         .memory
@@ -219,6 +229,55 @@ pub async fn dedupe(
         "pairs": report.pairs.iter().map(|(p, kept, removed)| json!({
             "kept": kept, "removed": removed, "similarity": p.similarity,
         })).collect::<Vec<_>>(),
+    })))
+}
+
+/// POST /api/v1/memory/consolidate — the Mind's tokens are metered whatever happens.
+pub async fn consolidate(
+    State(state): State<AppState>,
+    auth: Auth,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    let f = Fields(&body);
+    let namespace = namespace_field(&f)?;
+    let q = ConsolidateQuery {
+        namespace,
+        threshold: threshold_field(&f, DEFAULT_CLUSTER_THRESHOLD)?,
+        min_cluster_size: f
+            .whole_at_least("min_cluster_size", 2)?
+            .map_or(DEFAULT_MIN_CLUSTER_SIZE, |n| n as usize),
+        dry_run: f.bool("dry_run", false)?,
+    };
+    let account = auth.0.account.clone();
+    let (spent, result) = state
+        .memory
+        .consolidate(&account, &q, state.mind.as_ref())
+        .await;
+    if spent != Usage::default() {
+        let usage = state.usage.clone();
+        let delta = MonthUsage {
+            run_ms: 0,
+            input_tokens: spent.input_tokens.into(),
+            output_tokens: spent.output_tokens.into(),
+        };
+        let recorded =
+            tokio::task::spawn_blocking(move || usage.add(&account, now_ms(), delta)).await;
+        if let Err(e) = recorded.map_err(anyhow::Error::from).and_then(|r| r) {
+            tracing::error!(error = %e, "recording consolidation usage failed");
+        }
+    }
+    let report = result?;
+    Ok(Json(json!({
+        "dry_run": q.dry_run,
+        "clusters": report.clusters.len(),
+        "skipped": report.skipped,
+        "consolidated": report.clusters.iter().map(|c| json!({
+            "memory_id": c.summary.as_ref().map(|(id, _)| id),
+            "key": c.summary.as_ref().map(|(_, key)| key),
+            "namespace": c.namespace,
+            "replaced": c.replaced,
+        })).collect::<Vec<_>>(),
+        "usage": { "input_tokens": spent.input_tokens, "output_tokens": spent.output_tokens },
     })))
 }
 

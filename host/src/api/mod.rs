@@ -27,6 +27,7 @@ use crate::{
     accounts::{KeyStore, RateLimiter, UsageStore},
     config::Config,
     memory::MemoryService,
+    mind::Mind,
     runtime::{AgentStore, Runtime},
 };
 
@@ -45,6 +46,8 @@ pub struct AppState {
     pub records: AgentStore,
     pub usage: UsageStore,
     pub rate: Arc<RateLimiter>,
+    /// The Mind, for the host's own jobs (consolidation summaries).
+    pub mind: Arc<dyn Mind>,
     /// The Mind's model name, reported on agent records.
     pub model: String,
 }
@@ -60,6 +63,7 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/memory/search", post(memory::search))
         .route("/api/v1/memory/list", get(memory::list))
         .route("/api/v1/memory/dedupe", post(memory::dedupe))
+        .route("/api/v1/memory/consolidate", post(memory::consolidate))
         .route("/api/v1/memory/namespaces", get(memory::namespaces))
         .route("/api/v1/memory/export", get(memory::export))
         .route(

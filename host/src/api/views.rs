@@ -2,7 +2,8 @@
 //!
 //! The full memory record carries both spellings of the access counter the spec uses
 //! (`access_count` and `accessCount`); `isLatestVersion` and `deletedAt` (epoch ms or null)
-//! are spelled as the spec spells them.
+//! are spelled as the spec spells them, and the consolidation link likewise comes in both
+//! spellings (`consolidated_into`, `consolidatedInto`).
 
 use serde_json::{Value, json};
 
@@ -47,6 +48,8 @@ pub fn memory(m: &Memory) -> Value {
             "isLatestVersion": m.is_latest,
             "deletedAt": m.deleted_at,
             "version": m.version,
+            "consolidated_into": m.consolidated_into,
+            "consolidatedInto": m.consolidated_into,
         }),
     )
 }

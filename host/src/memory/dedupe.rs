@@ -6,7 +6,10 @@
 //! memory already chosen for removal is not paired again, so a cluster of near-copies
 //! keeps exactly its most useful member.
 
-use std::{cmp::Ordering, collections::HashSet};
+use std::{
+    cmp::Ordering,
+    collections::{HashMap, HashSet},
+};
 
 use super::record::Memory;
 
@@ -30,11 +33,17 @@ pub fn usefulness(a: &Memory, b: &Memory) -> Ordering {
         .then(a.id.cmp(&b.id))
 }
 
-/// Decides which memories go, given candidate similar pairs `(a, b, similarity)` by id.
-pub fn plan(memories: &[Memory], candidates: Vec<(u64, u64, f32)>, threshold: f32) -> Vec<Pair> {
-    let by_id: std::collections::HashMap<u64, &Memory> =
-        memories.iter().map(|m| (m.id, m)).collect();
-    let mut candidates: Vec<_> = candidates
+/// Normalizes candidate similar pairs `(a, b, similarity)` by id, as the vector index
+/// reports them (each direction, possibly twice): keeps pairs of two distinct scanned
+/// memories of the same namespace at or above `threshold`, once each as `(lower id,
+/// higher id, similarity)`, most similar first. Dedupe and consolidation both start here.
+pub fn similar_pairs(
+    memories: &[Memory],
+    candidates: Vec<(u64, u64, f32)>,
+    threshold: f32,
+) -> Vec<(u64, u64, f32)> {
+    let by_id: HashMap<u64, &Memory> = memories.iter().map(|m| (m.id, m)).collect();
+    let mut pairs: Vec<_> = candidates
         .into_iter()
         .filter(|&(a, b, s)| a != b && s >= threshold)
         .filter_map(|(a, b, s)| {
@@ -42,11 +51,20 @@ pub fn plan(memories: &[Memory], candidates: Vec<(u64, u64, f32)>, threshold: f3
             (ma.namespace == mb.namespace).then_some((a.min(b), a.max(b), s))
         })
         .collect();
-    candidates.sort_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1)));
-    candidates.dedup_by(|x, y| x.0 == y.0 && x.1 == y.1);
+    // The two directions of a pair may differ in the last digits (vectors are stored at
+    // f16): keep the higher, then order most similar first.
+    pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)));
+    pairs.dedup_by(|later, kept| (later.0, later.1) == (kept.0, kept.1));
+    pairs.sort_by(|x, y| y.2.total_cmp(&x.2).then(x.0.cmp(&y.0)).then(x.1.cmp(&y.1)));
+    pairs
+}
+
+/// Decides which memories go, given candidate similar pairs `(a, b, similarity)` by id.
+pub fn plan(memories: &[Memory], candidates: Vec<(u64, u64, f32)>, threshold: f32) -> Vec<Pair> {
+    let by_id: HashMap<u64, &Memory> = memories.iter().map(|m| (m.id, m)).collect();
     let mut removed = HashSet::new();
     let mut pairs = Vec::new();
-    for (a, b, similarity) in candidates {
+    for (a, b, similarity) in similar_pairs(memories, candidates, threshold) {
         if removed.contains(&a) || removed.contains(&b) {
             continue;
         }

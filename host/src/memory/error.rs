@@ -2,7 +2,10 @@
 //! them into `invalid_<field>`); storage and index failures are internal and never shown
 //! to callers in detail.
 
-use super::{embed::EmbedError, index::IndexError};
+use std::time::Duration;
+
+use super::{consolidate::Refusal, embed::EmbedError, index::IndexError};
+use crate::mind::MindError;
 
 /// Everything a memory operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +38,30 @@ pub enum MemoryError {
     /// The writer thread is gone (the service is shutting down).
     #[error("memory writer stopped")]
     Stopped,
+    /// The Mind could not write a consolidation summary; nothing was changed.
+    #[error("mind: {0}")]
+    Mind(#[from] MindError),
+    /// A consolidation may not start now (one is running, or one just wrote).
+    #[error("{}", refused_message(.refusal, .cooldown))]
+    ConsolidateRefused {
+        refusal: Refusal,
+        /// The configured cooldown after a consolidation that wrote.
+        cooldown: Duration,
+    },
+}
+
+fn refused_message(refusal: &Refusal, cooldown: &Duration) -> String {
+    match refusal {
+        Refusal::InProgress => "a consolidation of this account is already running; \
+            retry once it has finished"
+            .into(),
+        Refusal::CoolingDown { remaining } => format!(
+            "consolidation may run once every {} s after it wrote something; retry in {} s \
+             (it spends the Mind's tokens: do not call it in a loop)",
+            cooldown.as_secs(),
+            remaining.as_secs_f64().ceil()
+        ),
+    }
 }
 
 impl MemoryError {

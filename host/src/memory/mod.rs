@@ -5,6 +5,7 @@
 //! nothing here knows about HTTP. Writes go through one writer thread (group commit);
 //! reads are redb snapshots and index queries that run concurrently with it.
 
+mod consolidate;
 mod dedupe;
 mod derived;
 pub mod embed;
@@ -18,6 +19,9 @@ mod store;
 mod transfer;
 mod writer;
 
+pub use consolidate::{
+    DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Refusal,
+};
 pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};
 pub use error::{MemoryError, Result};
 pub use input::{
@@ -26,6 +30,9 @@ pub use input::{
 };
 pub use record::{Memory, Source};
 pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
-pub use service::{DedupeReport, Deleted, ListQuery, MemoryService};
+pub use service::{
+    ClusterOutcome, ConsolidateQuery, ConsolidateReport, DedupeReport, Deleted, ListQuery,
+    MemoryService,
+};
 pub use store::{ListPage, PutOutcome};
 pub use transfer::{ImportItem, ImportReport, ItemError, Rejected};

@@ -54,6 +54,10 @@ pub struct Memory {
     pub version: u32,
     /// The version this one superseded, if any.
     pub previous: Option<u64>,
+    /// `memory_id` of the consolidation summary that replaced this (soft-deleted) memory.
+    /// Absent in rows written before consolidation existed, hence the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consolidated_into: Option<String>,
 }
 
 impl Memory {
@@ -93,6 +97,7 @@ pub(crate) fn sample(id: u64) -> Memory {
         deleted_at: None,
         version: 1,
         previous: None,
+        consolidated_into: None,
     }
 }
 

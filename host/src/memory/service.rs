@@ -1,20 +1,28 @@
 //! `MemoryService`: the operations of the memory API over store, indexes and embedder.
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{collections::HashMap, path::Path, sync::Arc, time::Duration};
 
 use super::{
     MemoryError, PutInput, Result,
+    consolidate::{self, Gate},
     dedupe::{self, Pair},
     derived::Indexes,
     embed::EmbedService,
     index::SearchFilter,
     record::Memory,
     search::{self, SearchHit, SearchQuery},
-    store::{self, ListPage, PutOutcome, Reader},
+    store::{self, ListPage, Merge, PutOutcome, Reader},
     transfer::{self, ImportItem, ImportReport},
     writer::Writer,
 };
-use crate::{clock::now_ms, config::MemoryConfig};
+use crate::{
+    clock::now_ms,
+    config::MemoryConfig,
+    mind::{Mind, Note, Usage},
+};
+
+/// Neighbours asked of the vector index per memory by dedupe.
+const DEDUPE_NEIGHBOURS: usize = 16;
 
 /// A list request: live memories newest first.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +52,35 @@ pub struct DedupeReport {
     pub removed: usize,
 }
 
+/// A consolidation request (§4.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsolidateQuery {
+    /// Only this namespace; every namespace (each on its own) when `None`.
+    pub namespace: Option<String>,
+    pub threshold: f32,
+    pub min_cluster_size: usize,
+    /// Only report the clusters: no Mind calls, no writes, and not held by the gate.
+    pub dry_run: bool,
+}
+
+/// One cluster and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterOutcome {
+    pub namespace: String,
+    /// The summary's (memory_id, key); `None` on a dry run.
+    pub summary: Option<(String, String)>,
+    /// memory_ids of the originals replaced (on a dry run: that would be).
+    pub replaced: Vec<String>,
+}
+
+/// What a consolidation did (or, dry, would do).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsolidateReport {
+    pub clusters: Vec<ClusterOutcome>,
+    /// Groups of similar memories left alone (see `consolidate`).
+    pub skipped: usize,
+}
+
 /// The memory domain's entry point; cheap to clone.
 #[derive(Clone)]
 pub struct MemoryService {
@@ -56,6 +93,7 @@ struct Inner {
     indexes: Arc<Indexes>,
     writer: Writer,
     decay_half_life_days: f64,
+    consolidations: Gate,
 }
 
 impl MemoryService {
@@ -77,6 +115,7 @@ impl MemoryService {
                 indexes,
                 writer,
                 decay_half_life_days: config.decay_half_life_days,
+                consolidations: Gate::new(Duration::from_secs(config.consolidate_cooldown_secs)),
             }),
         };
         service.start_checkpoints(Duration::from_secs(config.checkpoint_interval_secs.max(1)));
@@ -215,23 +254,8 @@ impl MemoryService {
         threshold: f32,
         dry_run: bool,
     ) -> Result<DedupeReport> {
-        self.reap_if_due(account).await?;
-        let memories = self.read(|r, now| {
-            r.all_live(account, now, |m| {
-                namespace.is_none_or(|ns| m.namespace == ns)
-            })
-        })?;
-        let mut candidates = Vec::new();
-        for m in &memories {
-            for (other, similarity) in self
-                .inner
-                .indexes
-                .vector
-                .neighbours(account, m.id, 16, threshold)?
-            {
-                candidates.push((m.id, other, similarity));
-            }
-        }
+        let memories = self.live_in(account, namespace).await?;
+        let candidates = self.neighbour_pairs(account, &memories, DEDUPE_NEIGHBOURS, threshold)?;
         let pairs = dedupe::plan(&memories, candidates, threshold);
         let public_id = |id: u64| {
             memories
@@ -260,6 +284,111 @@ impl MemoryService {
                 .collect(),
             removed,
         })
+    }
+
+    /// Folds each cluster of similar live memories into one summary the Mind writes
+    /// (see `consolidate` for the clusters and the summaries). All or nothing: every
+    /// summary is asked for first, and only when all arrived are they and the retirement
+    /// of their originals written in one batch. Returns the tokens the Mind spent whatever
+    /// happened, so the caller can meter them.
+    pub async fn consolidate(
+        &self,
+        account: &str,
+        q: &ConsolidateQuery,
+        mind: &dyn Mind,
+    ) -> (Usage, Result<ConsolidateReport>) {
+        let mut spent = Usage::default();
+        let result = self.consolidate_metered(account, q, mind, &mut spent).await;
+        (spent, result)
+    }
+
+    async fn consolidate_metered(
+        &self,
+        account: &str,
+        q: &ConsolidateQuery,
+        mind: &dyn Mind,
+        spent: &mut Usage,
+    ) -> Result<ConsolidateReport> {
+        let gate = &self.inner.consolidations;
+        let mut permit =
+            match q.dry_run {
+                true => None,
+                false => Some(gate.enter(account).map_err(|refusal| {
+                    MemoryError::ConsolidateRefused {
+                        refusal,
+                        cooldown: gate.cooldown(),
+                    }
+                })?),
+            };
+        let memories = self.live_in(account, q.namespace.as_deref()).await?;
+        let candidates =
+            self.neighbour_pairs(account, &memories, consolidate::NEIGHBOURS, q.threshold)?;
+        let pairs = dedupe::similar_pairs(&memories, candidates, q.threshold);
+        let plan = consolidate::plan(&memories, &pairs, q.min_cluster_size);
+        let by_id: HashMap<u64, &Memory> = memories.iter().map(|m| (m.id, m)).collect();
+        let clusters: Vec<Vec<&Memory>> = plan
+            .clusters
+            .iter()
+            .map(|ids| ids.iter().map(|id| by_id[id]).collect())
+            .collect();
+        let mut report = ConsolidateReport {
+            clusters: clusters
+                .iter()
+                .map(|members| ClusterOutcome {
+                    namespace: members[0].namespace.clone(),
+                    summary: None,
+                    replaced: members.iter().map(|m| m.memory_id.clone()).collect(),
+                })
+                .collect(),
+            skipped: plan.skipped,
+        };
+        // A dry run, or nothing to consolidate: the report is all there is.
+        let Some(permit) = permit.as_mut().filter(|_| !clusters.is_empty()) else {
+            return Ok(report);
+        };
+        let mut inputs = Vec::with_capacity(clusters.len());
+        for members in &clusters {
+            let notes: Vec<Note> = members
+                .iter()
+                .map(|m| Note {
+                    key: m.key.clone(),
+                    value: m.value.clone(),
+                })
+                .collect();
+            let summary = mind.summarize(&notes).await?;
+            spent.input_tokens = spent
+                .input_tokens
+                .saturating_add(summary.usage.input_tokens);
+            spent.output_tokens = spent
+                .output_tokens
+                .saturating_add(summary.usage.output_tokens);
+            inputs.push(consolidate::summary_input(members, &summary, now_ms())?);
+        }
+        consolidate::distinct_keys(&mut inputs);
+        let values = inputs.iter().map(|i| i.value.clone()).collect();
+        let embeddings = self.inner.embed.embed_documents(values).await?;
+        let merges: Vec<Merge> = inputs
+            .into_iter()
+            .zip(embeddings)
+            .zip(&plan.clusters)
+            .map(|((summary, embedding), originals)| Merge {
+                summary,
+                embedding,
+                originals: originals.clone(),
+            })
+            .collect();
+        permit.writing();
+        let owner = account.to_string();
+        let merged = self
+            .inner
+            .writer
+            .run(move |b| b.consolidate(&owner, &merges))
+            .await?;
+        for (outcome, done) in report.clusters.iter_mut().zip(merged) {
+            outcome.summary = Some((done.summary.memory_id, done.summary.key));
+            outcome.replaced = done.replaced.into_iter().map(|m| m.memory_id).collect();
+        }
+        Ok(report)
     }
 
     /// Saves the vector index and forgets the oplog entries both indexes now hold.
@@ -335,6 +464,40 @@ impl MemoryService {
             .embed_documents(vec![text.to_string()])
             .await?;
         v.pop().ok_or(MemoryError::Stopped)
+    }
+
+    /// Every live memory of `account` (in `namespace` when given), oldest first.
+    async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>> {
+        self.reap_if_due(account).await?;
+        self.read(|r, now| {
+            r.all_live(account, now, |m| {
+                namespace.is_none_or(|ns| m.namespace == ns)
+            })
+        })
+    }
+
+    /// Candidate similar pairs `(memory, neighbour, similarity)` among `memories`: up to
+    /// `k` vector-index neighbours of each at or above `threshold` (to be normalized by
+    /// `dedupe::similar_pairs`).
+    fn neighbour_pairs(
+        &self,
+        account: &str,
+        memories: &[Memory],
+        k: usize,
+        threshold: f32,
+    ) -> Result<Vec<(u64, u64, f32)>> {
+        let mut candidates = Vec::new();
+        for m in memories {
+            for (other, similarity) in self
+                .inner
+                .indexes
+                .vector
+                .neighbours(account, m.id, k, threshold)?
+            {
+                candidates.push((m.id, other, similarity));
+            }
+        }
+        Ok(candidates)
     }
 
     /// Reaps expired memories of `account` first, so counts and quotas are exact.

@@ -88,6 +88,14 @@ pub struct Options {
 }
 
 impl Options {
+    /// The lexical hash embedder, everything else default.
+    pub fn hash_embedder() -> Self {
+        Self {
+            hash_embedder: true,
+            ..Self::default()
+        }
+    }
+
     /// The Mind is the OpenAI-protocol provider at `base_url` (a fake in tests), model
     /// `fake-gpt`, key `sk-test`.
     pub fn openai_mind(self, base_url: &str) -> Self {

@@ -14,7 +14,7 @@ mod write;
 use redb::{ReadableTable, TableDefinition};
 
 pub use read::{ListPage, Reader};
-pub use write::{Batch, PutOutcome};
+pub use write::{Batch, Merge, PutOutcome};
 
 use super::{Result, record::Memory};
 

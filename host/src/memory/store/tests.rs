@@ -189,6 +189,134 @@ fn oplog_replay_and_truncation() {
     assert_eq!(r.all_counted_ids().unwrap(), vec![2]);
 }
 
+fn merge(summary: PutInput, originals: &[u64]) -> Merge {
+    Merge {
+        summary,
+        embedding: vec![1.0],
+        originals: originals.to_vec(),
+    }
+}
+
+#[test]
+fn consolidation_supersedes_and_links_in_one_batch() {
+    let (_d, db) = db();
+    let ((), _) = batch(&db, 1, |b| {
+        for k in ["a", "b", "c", "keep"] {
+            b.put(&input("acct", "n", k, k), &[1.0], 4).unwrap();
+        }
+    });
+    let mut summary = input("acct", "n", "abc_summary", "a b c");
+    summary.source = Source::Consolidated;
+    // Quota 4 is full, yet the batch needs no room: it replaces three with one.
+    let (merged, ops) = batch(&db, 2, |b| {
+        b.consolidate("acct", &[merge(summary.clone(), &[1, 2, 3])])
+    });
+    let merged = merged.unwrap();
+    assert_eq!(merged.len(), 1);
+    let written = &merged[0].summary;
+    assert_eq!(
+        (written.key.as_str(), written.source),
+        ("abc_summary", Source::Consolidated)
+    );
+    assert_eq!(merged[0].replaced.len(), 3);
+    assert_eq!(ops.len(), 4, "three removed from the indexes, one added");
+    let r = Reader::new(&db).unwrap();
+    for id in 1..=3 {
+        let original = r.memory(id).unwrap().unwrap();
+        assert!(!original.is_latest && original.deleted_at == Some(2));
+        assert_eq!(
+            original.consolidated_into.as_ref(),
+            Some(&written.memory_id)
+        );
+    }
+    let live: Vec<String> = r
+        .all_live("acct", 3, |_| true)
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect();
+    assert_eq!(live, ["keep", "abc_summary"]);
+    assert_eq!(r.namespaces("acct").unwrap(), vec![("n".to_string(), 2)]);
+}
+
+#[test]
+fn consolidation_keys_follow_versioning() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| {
+        for k in ["a", "b", "c", "d", "e", "topic"] {
+            b.put(&input("acct", "n", k, k), &[1.0], 10).unwrap();
+        }
+    });
+    // One summary reuses an original's key, the other a live key outside its cluster.
+    let (merged, _) = batch(&db, 2, |b| {
+        b.consolidate(
+            "acct",
+            &[
+                merge(input("acct", "n", "a", "a and b"), &[1, 2]),
+                merge(input("acct", "n", "topic", "c d e"), &[3, 4, 5]),
+            ],
+        )
+    });
+    let merged = merged.unwrap();
+    assert_eq!(
+        (merged[0].summary.version, merged[0].summary.created_at),
+        (2, 2)
+    );
+    assert_eq!(
+        merged[1].summary.version, 2,
+        "a new version of the live key"
+    );
+    assert_eq!(
+        merged[1].summary.created_at, 1,
+        "created_at kept across versions"
+    );
+    let r = Reader::new(&db).unwrap();
+    let history = r.history("acct", "n", "a").unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[1].consolidated_into.as_ref(),
+        Some(&history[0].memory_id)
+    );
+    let live: BTreeMap<String, String> = r
+        .all_live("acct", 3, |_| true)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.key, m.value))
+        .collect();
+    assert_eq!(
+        live,
+        BTreeMap::from([
+            ("a".to_string(), "a and b".to_string()),
+            ("topic".to_string(), "c d e".to_string()),
+        ])
+    );
+}
+
+#[test]
+fn an_invalid_summary_changes_nothing() {
+    let (_d, db) = db();
+    batch(&db, 1, |b| {
+        b.put(&input("acct", "n", "a", "a"), &[1.0], 10).unwrap();
+        b.put(&input("acct", "n", "b", "b"), &[1.0], 10).unwrap();
+    });
+    let (out, ops) = batch(&db, 2, |b| {
+        b.consolidate(
+            "acct",
+            &[
+                merge(input("acct", "n", "fine", "v"), &[1]),
+                merge(input("acct", "n", "Not-Snake", "v"), &[2]),
+            ],
+        )
+    });
+    assert!(matches!(
+        out,
+        Err(MemoryError::Invalid { field: "key", .. })
+    ));
+    assert!(ops.is_empty());
+    let r = Reader::new(&db).unwrap();
+    assert_eq!(r.all_live("acct", 3, |_| true).unwrap().len(), 2);
+}
+
 /// Random operations against a reference model of the live set.
 #[test]
 fn matches_a_reference_model() {
@@ -207,17 +335,41 @@ fn matches_a_reference_model() {
         let key = format!("k{}", rand(8));
         let value = format!("v{}", rand(3));
         let now = 100 + step;
-        let op = rand(10);
+        let op = rand(11);
+        // A consolidation folds up to three live keys of `ns` into `key`.
+        let originals: Vec<(String, String)> = model
+            .keys()
+            .filter(|(n, _)| *n == ns)
+            .take(3)
+            .cloned()
+            .collect();
         let (result, _) = batch(&db, now, |b| match op {
             0..=5 => b
                 .put(&input("acct", &ns, &key, &value), &[1.0, 0.0], LIMIT)
                 .map(|_| ()),
             6 | 7 => b.soft_delete("acct", &ns, &key).map(|_| ()),
             8 => b.hard_delete("acct", &ns, &key).map(|_| ()),
-            _ => b.touch("acct", &ns, &key).map(|_| ()),
+            9 => b.touch("acct", &ns, &key).map(|_| ()),
+            _ => {
+                let r = Reader::new(&db).unwrap();
+                let ids = originals
+                    .iter()
+                    .map(|(n, k)| r.live("acct", n, k, now).unwrap().unwrap().id)
+                    .collect::<Vec<_>>();
+                let summary = input("acct", &ns, &key, &value);
+                b.consolidate("acct", &[merge(summary, &ids)]).map(|_| ())
+            }
         });
         let k = (ns.clone(), key.clone());
+        if op == 10 {
+            assert!(result.is_ok(), "consolidation at step {step}: {result:?}");
+            for original in &originals {
+                model.remove(original);
+            }
+            model.insert(k.clone(), value.clone());
+        }
         match op {
+            10 => {}
             0..=5 => {
                 let fits = model.contains_key(&k) || (model.len() as u64) < LIMIT;
                 assert_eq!(result.is_ok(), fits, "put at step {step}");

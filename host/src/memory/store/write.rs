@@ -22,6 +22,24 @@ pub struct PutOutcome {
     pub created: bool,
 }
 
+/// One summary of a consolidation: the put that writes it and the originals it replaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub summary: PutInput,
+    pub embedding: Vec<f32>,
+    /// Internal ids of the live memories the summary replaces.
+    pub originals: Vec<u64>,
+}
+
+/// What one merge did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    /// The summary's version after the put (the existing one when it was identical).
+    pub summary: Memory,
+    /// The originals soft-deleted and linked to it (those still live at the write).
+    pub replaced: Vec<Memory>,
+}
+
 /// Open tables of one write transaction plus the index changes it produced.
 pub struct Batch<'t> {
     memories: Table<'t, u64, &'static [u8]>,
@@ -115,6 +133,7 @@ impl<'t> Batch<'t> {
             deleted_at: None,
             version: previous.as_ref().map_or(1, |m| m.version + 1),
             previous: previous.as_ref().map(|m| m.id),
+            consolidated_into: None,
         };
         if let Some(mut old) = previous {
             if old.is_latest {
@@ -163,6 +182,34 @@ impl<'t> Batch<'t> {
             }
         }
         Ok(removed)
+    }
+
+    /// Consolidation of `account`: soft-deletes every original still live, then writes
+    /// each summary as a put (a new key, or a new version of a live one under the usual
+    /// rules) and links its originals to it through `consolidated_into`. Originals go
+    /// first so that a summary reusing an original's key starts a fresh version after it.
+    /// Each merge replaces at least as many live memories as it adds, so no quota room is
+    /// needed (an account already over a lowered quota may still consolidate). Every
+    /// summary is validated before anything changes.
+    pub fn consolidate(&mut self, account: &str, merges: &[Merge]) -> Result<Vec<Merged>> {
+        for merge in merges {
+            debug_assert_eq!(merge.summary.account, account);
+            merge.summary.validate()?;
+        }
+        let retired: Vec<Vec<Memory>> = merges
+            .iter()
+            .map(|m| self.soft_delete_ids(account, &m.originals))
+            .collect::<Result<_>>()?;
+        let mut merged = Vec::with_capacity(merges.len());
+        for (merge, mut replaced) in merges.iter().zip(retired) {
+            let summary = self.put(&merge.summary, &merge.embedding, u64::MAX)?.memory;
+            for original in &mut replaced {
+                original.consolidated_into = Some(summary.memory_id.clone());
+                self.save(original)?;
+            }
+            merged.push(Merged { summary, replaced });
+        }
+        Ok(merged)
     }
 
     /// Hard delete: every version of (namespace, key), live or not, is removed for good.

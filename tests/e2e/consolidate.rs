@@ -1,0 +1,305 @@
+//! `POST /api/v1/memory/consolidate`: clusters folded into Mind-written summaries, all or
+//! nothing, at most one at a time per account and not again within the cooldown.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{
+    Client, Options, Server,
+    fake_mind::{COMPLETION_TOKENS, FakeMind, PROMPT_TOKENS, Reply},
+    put, server_with_keys,
+};
+
+const CONSOLIDATE: &str = "/api/v1/memory/consolidate";
+
+fn config(cooldown_secs: u64) -> Option<String> {
+    Some(format!(
+        "[memory]\nconsolidate_cooldown_secs = {cooldown_secs}\n"
+    ))
+}
+
+/// A server (hash embedder, 30 s cooldown) whose Mind is `mind`, and a key on it.
+fn server_with_mind(mind: &FakeMind) -> (tempfile::TempDir, Server, String) {
+    let options = Options {
+        config: config(30),
+        ..Options::hash_embedder()
+    }
+    .openai_mind(&mind.base_url());
+    let (tmp, server, mut keys) = server_with_keys(&[("acme", "free")], &options);
+    (tmp, server, keys.remove(0))
+}
+
+/// memory_ids of every live memory, newest first.
+fn live_ids(c: &Client) -> Vec<Value> {
+    let list = c.get("/api/v1/memory/list?limit=200");
+    assert_eq!(list.status, 200, "{:#}", list.body);
+    list.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["memory_id"].clone())
+        .collect()
+}
+
+/// Three copies of one fact, close under any embedder.
+fn put_cluster(c: &Client) -> Vec<Value> {
+    ["", "!", "."]
+        .iter()
+        .enumerate()
+        .map(|(i, end)| {
+            put(
+                c,
+                &json!({ "key": format!("colour_{i}"), "value": format!("The user's favourite colour is blue{end}") }),
+            )["memory_id"]
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn paraphrases_become_one_summary_and_a_second_call_does_nothing() {
+    let options = Options {
+        config: config(0),
+        ..Default::default()
+    };
+    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let c = server.client(&keys[0]);
+    let colour = [
+        (
+            "favourite_colour",
+            "The user's favourite colour is blue.",
+            8,
+            json!(["prefs"]),
+        ),
+        (
+            "colour_preference",
+            "Blue is the user's favourite colour.",
+            4,
+            json!(["colour"]),
+        ),
+        (
+            "likes_blue",
+            "The user's favorite color is blue.",
+            5,
+            json!(["prefs", "ui"]),
+        ),
+    ];
+    let originals: Vec<Value> = colour
+        .iter()
+        .map(|(key, value, importance, tags)| {
+            put(
+                &c,
+                &json!({ "key": key, "value": value, "importance": importance, "tags": tags }),
+            )
+        })
+        .collect();
+    put(
+        &c,
+        &json!({ "key": "dog_name", "value": "The user's dog is called Rex." }),
+    );
+    put(
+        &c,
+        &json!({ "key": "pet_dog", "value": "The user's dog's name is Rex." }),
+    );
+    put(
+        &c,
+        &json!({ "key": "quarterly", "value": "Quarterly revenue grew by eight percent." }),
+    );
+    let before = live_ids(&c);
+
+    // A dry run reports and changes nothing; the pair of dog facts is too small a cluster.
+    let dry = c.post(CONSOLIDATE, &json!({ "dry_run": true }));
+    assert_eq!(dry.status, 200, "{:#}", dry.body);
+    assert_eq!(
+        (dry.body["clusters"].clone(), dry.body["skipped"].clone()),
+        (json!(1), json!(1)),
+        "{:#}",
+        dry.body
+    );
+    let planned = &dry.body["consolidated"][0];
+    assert_eq!(
+        (planned["memory_id"].clone(), planned["key"].clone()),
+        (Value::Null, Value::Null)
+    );
+    assert_eq!(
+        planned["replaced"][0], originals[0]["memory_id"],
+        "the most important is the centre"
+    );
+    assert_eq!(planned["replaced"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        dry.body["usage"],
+        json!({ "input_tokens": 0, "output_tokens": 0 })
+    );
+    assert_eq!(live_ids(&c), before);
+    let pairs = c.post(
+        CONSOLIDATE,
+        &json!({ "dry_run": true, "min_cluster_size": 2 }),
+    );
+    assert_eq!(pairs.body["clusters"], 2, "{:#}", pairs.body);
+
+    let done = c.post(CONSOLIDATE, &json!({}));
+    assert_eq!(done.status, 200, "{:#}", done.body);
+    assert_eq!(
+        (
+            done.body["dry_run"].clone(),
+            done.body["clusters"].clone(),
+            done.body["skipped"].clone()
+        ),
+        (json!(false), json!(1), json!(1))
+    );
+    assert!(done.body["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    let merged = &done.body["consolidated"][0];
+    assert_eq!(merged["replaced"], planned["replaced"]);
+    assert_eq!(merged["namespace"], "default");
+    let key = merged["key"].as_str().unwrap();
+    let summary = c.get(&format!("/api/v1/memory?key={key}"));
+    assert_eq!(summary.status, 200, "{:#}", summary.body);
+    assert_eq!(summary.body["memory_id"], merged["memory_id"]);
+    assert_eq!(summary.body["source"], "consolidated");
+    assert_eq!(summary.body["importance"], 8);
+    let mut tags: Vec<&str> = summary.body["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    tags.sort_unstable();
+    assert_eq!(
+        tags,
+        ["colour", "prefs", "ui"],
+        "the union of the originals' tags"
+    );
+    assert!(summary.body["value"].as_str().unwrap().contains("blue"));
+
+    for original in &originals {
+        let key = original["key"].as_str().unwrap();
+        c.get(&format!("/api/v1/memory?key={key}"))
+            .assert_error(404, "not_found");
+        let history = c.get(&format!("/api/v1/memory/history?key={key}")).body;
+        let version = &history["data"][0];
+        assert_eq!(version["isLatestVersion"], false);
+        assert!(version["deletedAt"].as_u64().is_some());
+        assert_eq!(version["consolidated_into"], merged["memory_id"]);
+        assert_eq!(version["consolidatedInto"], merged["memory_id"]);
+    }
+    let found = c.post(
+        "/api/v1/memory/search",
+        &json!({ "query": "What colour does the user like?" }),
+    );
+    assert_eq!(
+        found.body["results"][0]["memory_id"], merged["memory_id"],
+        "{:#}",
+        found.body
+    );
+    assert_eq!(found.body["results"][0]["source"], "consolidated");
+    for key in ["dog_name", "pet_dog", "quarterly"] {
+        assert_eq!(c.get(&format!("/api/v1/memory?key={key}")).status, 200);
+    }
+
+    // The originals are no longer live: nothing to do, nothing written (cooldown 0).
+    let after = live_ids(&c);
+    assert_eq!(after.len(), before.len() - 2);
+    let again = c.post(CONSOLIDATE, &json!({}));
+    assert_eq!(again.status, 200, "{:#}", again.body);
+    assert_eq!(
+        (
+            again.body["clusters"].clone(),
+            again.body["consolidated"].clone()
+        ),
+        (json!(0), json!([]))
+    );
+    assert_eq!(
+        again.body["usage"],
+        json!({ "input_tokens": 0, "output_tokens": 0 })
+    );
+    assert_eq!(live_ids(&c), after);
+}
+
+#[test]
+fn one_at_a_time_then_a_cooldown() {
+    let summary =
+        json!({ "key": "colour_summary", "value": "The user's favourite colour is blue." });
+    let mind =
+        FakeMind::start([Reply::tool_call("write_summary", summary).after(Duration::from_secs(2))]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
+    let replaced = put_cluster(&c);
+
+    let first = {
+        let c = server.client(&key);
+        std::thread::spawn(move || c.post(CONSOLIDATE, &json!({})))
+    };
+    assert!(mind.wait_for_requests(1, Duration::from_secs(20)));
+    let busy = c.post(CONSOLIDATE, &json!({}));
+    busy.assert_error(429, "rate_limited");
+    assert_eq!(busy.retry_after.as_deref(), Some("5"));
+    assert_eq!(
+        busy.body["error"]["details"],
+        json!({ "reason": "in_progress", "cooldownSecs": 30 })
+    );
+    // A dry run writes nothing and asks no Mind: it is not held back.
+    let dry = c.post(CONSOLIDATE, &json!({ "dry_run": true }));
+    assert_eq!((dry.status, dry.body["clusters"].clone()), (200, json!(1)));
+
+    let done = first.join().unwrap();
+    assert_eq!(done.status, 200, "{:#}", done.body);
+    assert_eq!(done.body["consolidated"][0]["key"], "colour_summary");
+    assert_eq!(
+        done.body["consolidated"][0]["replaced"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    for id in &replaced {
+        assert!(
+            done.body["consolidated"][0]["replaced"]
+                .as_array()
+                .unwrap()
+                .contains(id)
+        );
+    }
+    assert_eq!(
+        done.body["usage"],
+        json!({ "input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS })
+    );
+    assert_eq!(mind.request_count(), 1, "one cluster, one summary");
+
+    let cooling = c.post(CONSOLIDATE, &json!({}));
+    cooling.assert_error(429, "rate_limited");
+    let retry: u64 = cooling.retry_after.as_deref().unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry), "Retry-After {retry}");
+    assert_eq!(
+        cooling.body["error"]["details"],
+        json!({ "reason": "cooldown", "cooldownSecs": 30 })
+    );
+    assert_eq!(mind.request_count(), 1);
+}
+
+#[test]
+fn a_mind_failure_changes_nothing() {
+    // 400 is a refusal: not retried, so the test needs no backoff.
+    let mind = FakeMind::start([Reply::status(400)]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
+    put_cluster(&c);
+    let before = live_ids(&c);
+
+    let failed = c.post(CONSOLIDATE, &json!({}));
+    failed.assert_error(503, "mind_unavailable");
+    assert!(failed.retry_after.is_some(), "503 without Retry-After");
+    assert_eq!(live_ids(&c), before);
+    for i in 0..3 {
+        let got = c.get(&format!("/api/v1/memory?key=colour_{i}"));
+        assert_eq!(got.status, 200);
+        assert_eq!(got.body["consolidated_into"], Value::Null);
+    }
+
+    // A failure starts no cooldown: the next call reaches the Mind again, whose reply
+    // (plain text, no summary) is unusable — still nothing changes.
+    let unusable = c.post(CONSOLIDATE, &json!({}));
+    unusable.assert_error(503, "mind_unavailable");
+    assert_eq!(mind.request_count(), 2);
+    assert_eq!(live_ids(&c), before);
+}
