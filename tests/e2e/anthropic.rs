@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::{
-    agents::{spawn, wait_terminal},
+    agents::wait_terminal,
     common::{
         Options,
         fake_anthropic::{FakeAnthropic, Reply},
@@ -32,8 +32,14 @@ fn default_agent_uses_memory_tools_over_messages() {
     .anthropic_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
-    let id = spawn(&c, "Remember that my favourite tea is sencha");
-    let done = wait_terminal(&c, &id);
+    // Named and `explicit`: no title or extraction requests, only the agent's own two.
+    let spawned = c.post(
+        "/api/v1/agents",
+        &json!({ "task": "Remember that my favourite tea is sencha", "name": "tea", "memory_mode": "explicit" }),
+    );
+    assert_eq!(spawned.status, 201, "{:#}", spawned.body);
+    let id = spawned.body["agent_id"].as_str().unwrap();
+    let done = wait_terminal(&c, id);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(done["final_result"], "Noted your tea.");
     assert_eq!(done["model"], "fake-claude");

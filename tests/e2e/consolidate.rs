@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     Client, Options, Server,
-    fake_mind::{COMPLETION_TOKENS, FakeMind, PROMPT_TOKENS, Reply},
+    fake_mind::{FakeMind, INPUT_TOKENS, OUTPUT_TOKENS, Reply},
     put, server_with_keys,
 };
 
@@ -262,7 +262,7 @@ fn one_at_a_time_then_a_cooldown() {
     }
     assert_eq!(
         done.body["usage"],
-        json!({ "input_tokens": PROMPT_TOKENS, "output_tokens": COMPLETION_TOKENS })
+        json!({ "input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS })
     );
     assert_eq!(mind.request_count(), 1, "one cluster, one summary");
 

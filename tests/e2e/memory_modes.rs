@@ -24,7 +24,7 @@ fn offline() -> Options {
 }
 
 /// Spawns with `extra` fields; asserts 201; returns the agent id.
-fn spawn_with(c: &Client, task: &str, extra: Value) -> String {
+fn spawn_with(c: &Client, task: &str, extra: &Value) -> String {
     let mut body = json!({ "task": task });
     body.as_object_mut()
         .unwrap()
@@ -60,7 +60,7 @@ fn source(m: &Value) -> &str {
 fn auto_mode_extracts_memories_that_search_finds_and_titles_the_agent() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &offline());
     let c = server.client(&keys[0]);
-    let id = spawn_with(&c, REMEMBER, json!({}));
+    let id = spawn_with(&c, REMEMBER, &json!({}));
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(done["memory_mode"], "auto");
@@ -111,7 +111,7 @@ fn explicit_mode_writes_only_what_the_agent_put_and_off_mode_gives_no_memory() {
     let explicit = spawn_with(
         &c,
         REMEMBER,
-        json!({ "memory_mode": "explicit", "name": "wifi" }),
+        &json!({ "memory_mode": "explicit", "name": "wifi" }),
     );
     let done = wait_terminal(&c, &explicit);
     assert_eq!(
@@ -130,7 +130,7 @@ fn explicit_mode_writes_only_what_the_agent_put_and_off_mode_gives_no_memory() {
     let off = spawn_with(
         &c,
         "remember that the printer is on floor 3",
-        json!({ "memory_mode": "off" }),
+        &json!({ "memory_mode": "off" }),
     );
     let done = wait_terminal(&c, &off);
     assert_eq!(done["status"], "completed", "{done:#}");
@@ -182,7 +182,7 @@ fn invalid_and_over_quota_proposals_are_logged_not_fatal() {
     .openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
     let c = server.client(&keys[0]);
-    let id = spawn_with(&c, "Note the ops facts", json!({ "memory_mode": "both" }));
+    let id = spawn_with(&c, "Note the ops facts", &json!({ "memory_mode": "both" }));
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(done["final_result"], "Noted.");

@@ -395,6 +395,7 @@ mod tests {
             started_at: None,
             ended_at: None,
             usage: Usage::default(),
+            memory_mode: MemoryMode::default(),
             seq: 0,
         }
     }

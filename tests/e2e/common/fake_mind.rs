@@ -19,8 +19,8 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::fake_server::{Call, Fake, OUTPUT_TOKENS, Protocol};
-pub use super::fake_server::{DEFAULT_TEXT, DEFAULT_TITLE, INPUT_TOKENS, Reply};
+use super::fake_server::{Call, Fake, Protocol};
+pub use super::fake_server::{DEFAULT_TEXT, DEFAULT_TITLE, INPUT_TOKENS, OUTPUT_TOKENS, Reply};
 
 /// The OpenAI chat-completions protocol.
 pub struct OpenAi;
