@@ -27,7 +27,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
     let services = &ctx.services;
     let proposals = tokio::select! {
         proposals = services.mind.extract(&run) => proposals,
-        () = ctx.stop.wait() => return Usage::default(),
+        _ = ctx.stop.wait() => return Usage::default(),
     };
     let proposals = match proposals {
         Ok(p) => p,

@@ -315,6 +315,20 @@ impl Runtime {
                 agent_id,
                 Instant::now(),
             );
+            // A CPU-bound guest holds its task until its slice ends, so the grace timer
+            // is seen only at the next epoch tick (up to 10 ms late). Advancing the epoch
+            // when the grace ends makes every running guest yield at once — this one is
+            // then dropped, the others just start a new slice. (Called outside the async
+            // runtime, as at shutdown, the next tick does it.)
+            let (engine, agent) = (self.inner.compiled.engine.clone(), agent.clone());
+            let grace = grace(&self.inner.config);
+            let Ok(tokio) = tokio::runtime::Handle::try_current() else {
+                return;
+            };
+            tokio.spawn(async move {
+                tokio::time::sleep_until(agent.stop.wait().await + grace).await;
+                engine.increment_epoch();
+            });
         }
     }
 
@@ -425,6 +439,11 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
 
 /// Instantiates and runs the guest until it returns, fails, runs out of time, or its stop
 /// grace ends — then drops the store, wherever the guest is.
+/// How long a stopped agent may go on before it is dropped.
+fn grace(config: &RuntimeConfig) -> Duration {
+    Duration::from_secs_f64(config.stop_grace_secs.max(0.0))
+}
+
 async fn run(
     inner: &Inner,
     ctx: &Arc<AgentCtx>,
@@ -444,7 +463,7 @@ async fn run(
             Box::pin(tokio::task::yield_now()),
         ))
     });
-    let grace = Duration::from_secs_f64(config.stop_grace_secs.max(0.0));
+    let grace = grace(config);
     let result = {
         let run = async {
             let instantiating = Instant::now();
@@ -465,7 +484,7 @@ async fn run(
         // no further slice.
         tokio::select! {
             biased;
-            () = async { ctx.stop.wait().await; tokio::time::sleep(grace).await } => None,
+            () = async { tokio::time::sleep_until(ctx.stop.wait().await + grace).await } => None,
             () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
             result = run => Some(result),
         }

@@ -120,7 +120,7 @@ impl mind::Host for AgentState {
         }
         let answer = tokio::select! {
             answer = agent.services.mind.complete(&messages, &tools) => answer,
-            () = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
+            _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
         };
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
