@@ -41,6 +41,8 @@ mod guests;
 mod harness;
 #[path = "agents/instantiate.rs"]
 mod instantiate;
+#[path = "shared.rs"]
+mod shared;
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -3,27 +3,21 @@
 //! `cargo bench -p wasmind --bench embed`; the model directory is taken from
 //! `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, MiniLm};
 
+#[path = "shared.rs"]
+mod shared;
+
 const QUERIES: usize = 200;
 const BATCH: usize = 32;
 const BATCHES: usize = 12;
 
 fn main() {
-    let dir = std::env::var_os("WASMIND_MODEL_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../models/all-MiniLM-L6-v2"
-            ))
-        },
-        PathBuf::from,
-    );
+    let dir = shared::model_dir();
     let started = Instant::now();
     let model = Arc::new(MiniLm::load(&dir).unwrap_or_else(|e| panic!("{e}")));
     println!("load: {:.0} ms", ms(started.elapsed()));

@@ -32,6 +32,8 @@ mod put;
 mod report;
 #[path = "memory/search.rs"]
 mod search;
+#[path = "shared.rs"]
+mod shared;
 #[path = "memory/text.rs"]
 mod text;
 

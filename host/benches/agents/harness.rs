@@ -179,13 +179,7 @@ pub struct Reply {
 
 impl Client {
     pub fn new(base: &str, key: &str) -> Self {
-        let http = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
-            .timeout(Duration::from_secs(120))
-            .build()
-            .expect("http client");
+        let http = crate::shared::keep_alive_client();
         Self {
             http,
             base: base.to_string(),

@@ -3,7 +3,7 @@
 //! client the measurements use.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,20 +15,7 @@ use wasmind::data_dir::DataDir;
 use wasmind::memory::MemoryService;
 use wasmind::memory::embed::{EmbedderConfig, EmbedderKind};
 
-/// The model directory: `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
-pub fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("WASMIND_MODEL_DIR").map_or_else(
-        || {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../models/all-MiniLM-L6-v2"
-            ))
-        },
-        PathBuf::from,
-    );
-    dir.canonicalize()
-        .unwrap_or_else(|e| panic!("model dir {}: {e} (run scripts/setup)", dir.display()))
-}
+pub use crate::shared::model_dir;
 
 /// The configuration every bench server runs with: defaults, the given embedder kind,
 /// the model dir made absolute, and a lightyear plan big enough for `memories`.
@@ -172,13 +159,7 @@ pub struct Client {
 
 impl Client {
     pub fn new(base: &str, key: &str) -> Self {
-        let http = reqwest::blocking::Client::builder()
-            .no_proxy()
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1)
-            .timeout(Duration::from_secs(120))
-            .build()
-            .expect("http client");
+        let http = crate::shared::keep_alive_client();
         Self {
             http,
             base: base.to_string(),
