@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use super::{
-    records::{Progress, Usage},
+    records::{AgentStore, Progress, RecordError, Usage},
     state::AgentCtx,
 };
 use crate::{
@@ -77,28 +77,33 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
         kind: "info".into(),
         message: format!("automatic extraction remembered {written} memories"),
     };
-    let (records, id) = (services.records.clone(), ctx.agent_id.clone());
-    let noted = tokio::task::spawn_blocking(move || {
-        records.update(&id, |r| {
+    record(ctx, "the extraction summary", move |records, id| {
+        records.update(id, |r| {
             r.progress.push(summary);
             true
         })
     })
     .await;
-    if !matches!(noted, Ok(Ok(_))) {
-        tracing::error!(agent = %ctx.agent_id, "recording the extraction summary failed");
-    }
-    Usage {
-        input_tokens: u64::from(proposals.usage.input_tokens),
-        output_tokens: u64::from(proposals.usage.output_tokens),
-    }
+    proposals.usage.into()
 }
 
 async fn log(ctx: &AgentCtx, message: String, data: Option<serde_json::Value>) {
+    record(ctx, "an extraction event", move |records, id| {
+        records.append_log(id, LOG_KIND, message, data)
+    })
+    .await;
+}
+
+/// Runs `write` on the agent's records off the async workers. A failure is only logged:
+/// nothing of extraction may fail the run.
+async fn record<T: Send + 'static>(
+    ctx: &AgentCtx,
+    what: &'static str,
+    write: impl FnOnce(&AgentStore, &str) -> Result<T, RecordError> + Send + 'static,
+) {
     let (records, id) = (ctx.services.records.clone(), ctx.agent_id.clone());
-    let logged =
-        tokio::task::spawn_blocking(move || records.append_log(&id, LOG_KIND, message, data)).await;
-    if !matches!(logged, Ok(Ok(_))) {
-        tracing::error!(agent = %ctx.agent_id, "recording an extraction event failed");
+    let done = tokio::task::spawn_blocking(move || write(&records, &id)).await;
+    if !matches!(done, Ok(Ok(_))) {
+        tracing::error!(agent = %ctx.agent_id, "recording {what} failed");
     }
 }

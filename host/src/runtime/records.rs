@@ -12,7 +12,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::clock::now_ms;
+use crate::{accounts::MonthUsage, clock::now_ms};
 
 /// agent_id → record (JSON).
 const AGENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("agents");
@@ -122,6 +122,33 @@ pub struct Failure {
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+}
+
+impl From<crate::mind::Usage> for Usage {
+    fn from(u: crate::mind::Usage) -> Self {
+        Usage {
+            input_tokens: u64::from(u.input_tokens),
+            output_tokens: u64::from(u.output_tokens),
+        }
+    }
+}
+
+impl Usage {
+    /// These tokens and `run_ms` of run time, as the account's monthly usage counts them.
+    pub fn month(self, run_ms: u64) -> MonthUsage {
+        MonthUsage {
+            run_ms,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+        }
+    }
 }
 
 /// One agent.

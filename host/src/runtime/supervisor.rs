@@ -23,7 +23,7 @@ use super::{
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
 };
-use crate::{accounts::MonthUsage, clock::now_ms, config::RuntimeConfig, mind::RunReport};
+use crate::{clock::now_ms, config::RuntimeConfig, mind::RunReport};
 
 /// Why a spawn was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,22 +281,17 @@ impl Runtime {
                     return;
                 }
             };
-            let spent = MonthUsage {
-                run_ms: 0,
-                input_tokens: u64::from(title.usage.input_tokens),
-                output_tokens: u64::from(title.usage.output_tokens),
-            };
+            let spent = Usage::from(title.usage);
             blocking(move || {
                 let titled = services.records.update(&id, |r| {
                     r.name = title.text;
-                    r.usage.input_tokens += spent.input_tokens;
-                    r.usage.output_tokens += spent.output_tokens;
+                    r.usage += spent;
                     true
                 });
                 if let Err(e) = titled {
                     tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
                 }
-                if let Err(e) = services.usage.add(&account, now_ms(), spent) {
+                if let Err(e) = services.usage.add(&account, now_ms(), spent.month(0)) {
                     tracing::error!(error = %e, "recording the title's usage failed");
                 }
             })
@@ -396,15 +391,12 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
             conversation,
             answer: answer.clone(),
         };
-        let spent = extraction::extract(ctx, report).await;
-        usage.input_tokens += spent.input_tokens;
-        usage.output_tokens += spent.output_tokens;
+        usage += extraction::extract(ctx, report).await;
     }
     let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
     blocking(move || {
         let ended = records.update(&id, |r| {
-            r.usage.input_tokens += usage.input_tokens;
-            r.usage.output_tokens += usage.output_tokens;
+            r.usage += usage;
             if !r.status.is_terminal() {
                 r.ended_at = Some(now_ms());
                 match outcome {
@@ -425,12 +417,7 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
             let _ = records.append_log(&id, "terminal", r.status.as_str().into(), Some(data));
         }
-        let delta = MonthUsage {
-            run_ms,
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-        };
-        if let Err(e) = usage_store.add(&account, now_ms(), delta) {
+        if let Err(e) = usage_store.add(&account, now_ms(), usage.month(run_ms)) {
             tracing::error!(error = %e, "recording agent usage failed");
         }
     })

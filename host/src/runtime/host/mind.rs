@@ -127,8 +127,7 @@ impl mind::Host for AgentState {
         }
         Ok(match answer {
             Ok(c) => {
-                self.usage.input_tokens += u64::from(c.usage.input_tokens);
-                self.usage.output_tokens += u64::from(c.usage.output_tokens);
+                self.usage += c.usage.into();
                 self.conversation = messages;
                 self.conversation.push(m::Message::assistant(
                     c.text.clone().unwrap_or_default(),
