@@ -116,8 +116,9 @@ pub async fn spawn(
             format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}"),
         ));
     }
-    let titled = body.get("name").is_some_and(|n| !n.is_null());
-    let name = match f.opt_string("name")? {
+    let given = f.opt_string("name")?;
+    let untitled = given.is_none();
+    let name = match given {
         Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS => {
             return Err(ApiError::invalid_field(
                 "name",
@@ -239,7 +240,7 @@ pub async fn spawn(
     let records = state.records.clone();
     let record = blocking(move || records.create(record)).await?;
     state.runtime.launch(slot, &record, limits.memories);
-    if !titled {
+    if untitled {
         state.runtime.retitle(&record);
     }
     let body = json!({
