@@ -32,7 +32,7 @@ use crate::common::{
 };
 
 /// The checked-in document; the server must serve exactly this.
-const DOCUMENT_FILE: &str = include_str!("../../host/src/api/openapi.json");
+const DOCUMENT_FILE: &str = include_str!("../../src/api/openapi.json");
 
 /// The operation keys of an OpenAPI path item.
 const HTTP_METHODS: [&str; 8] = [

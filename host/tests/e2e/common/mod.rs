@@ -15,23 +15,9 @@ use std::{
 
 use serde_json::Value;
 
-/// The `wasmind` binary under test: `WASMIND_BIN`, or the one cargo built beside this test.
+/// The `wasmind` binary under test: the one cargo built for this very test run.
 pub fn binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("WASMIND_BIN") {
-        return path.into();
-    }
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let bin = profile_dir.join("wasmind");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first (`cargo build -p wasmind`, which scripts/test does)",
-        bin.display()
-    );
-    bin
+    PathBuf::from(env!("CARGO_BIN_EXE_wasmind"))
 }
 
 /// The embedding model fetched by scripts/setup.

@@ -1,4 +1,5 @@
-//! End-to-end tests: the real `wasmind` binary on a loopback port with a temp data dir,
+//! End-to-end tests: the real `wasmind` binary (built by cargo for this run,
+//! `CARGO_BIN_EXE_wasmind`) on a loopback port with a temp data dir,
 //! driven over HTTP. One test binary (faster links), one module per area.
 
 mod common;
