@@ -15,7 +15,7 @@ pub use texts::{
     NOT_CONFIGURED, QUOTA_EXCEEDED, TOOL_FAILURE_PREFIX, not_found, quota_exceeded, tool_failure,
 };
 pub use validate::{
-    RuleError, Write, list_limit, search_limit, unknown_mode, validate_expires_in_days,
-    validate_importance, validate_key, validate_namespace, validate_query, validate_tags,
-    validate_value,
+    RuleError, Write, list_limit, search_limit, unknown_mode, validate_address,
+    validate_expires_in_days, validate_filters, validate_importance, validate_key,
+    validate_namespace, validate_query, validate_tags, validate_value,
 };

@@ -177,6 +177,18 @@ pub fn validate_expires_in_days(days: Option<f64>) -> Checked {
     }
 }
 
+/// The address of one memory: a valid key in a valid namespace.
+pub fn validate_address(key: &str, namespace: &str) -> Checked {
+    validate_key(key)?;
+    validate_namespace(namespace)
+}
+
+/// The filters of a list or a search: the namespace when one is given, and the tags.
+pub fn validate_filters(namespace: Option<&str>, tags: &[String]) -> Checked {
+    namespace.map_or(Ok(()), validate_namespace)?;
+    validate_tags(tags)
+}
+
 /// A search query says something.
 pub fn validate_query(query: &str) -> Checked {
     if query.trim().is_empty() {

@@ -149,6 +149,16 @@ fn a_write_reports_its_first_fault() {
 }
 
 #[test]
+fn addresses_and_filters() {
+    assert_eq!(validate_address("k", "n"), Ok(()));
+    assert_eq!(fault(validate_address("Bad", "")).0, "key");
+    assert_eq!(fault(validate_address("k", "")).0, "namespace");
+    assert_eq!(validate_filters(None, &[]), Ok(()));
+    assert_eq!(fault(validate_filters(Some(""), &[])).0, "namespace");
+    assert_eq!(fault(validate_filters(None, &[String::new()])).0, "tags");
+}
+
+#[test]
 fn queries_modes_and_limits() {
     assert_eq!(validate_query("q"), Ok(()));
     assert_eq!(
