@@ -4,7 +4,7 @@
 
 fn main() {
     let guests = wasmind_guest_build::Guests::from_env();
-    guests.rerun_if_changed(&["wit", "guest-sdk", "examples/default-agent"]);
+    guests.rerun_if_changed(&["wit", "rules", "guest-sdk", "examples/default-agent"]);
     let [agent] = guests.build(&["default-agent"]).try_into().unwrap();
     println!(
         "cargo:rustc-env=WASMIND_DEFAULT_AGENT_WASM={}",
