@@ -6,6 +6,10 @@
 //! is the one approximation: there are no embeddings, so "meaning" is the share of the
 //! query's words found in the memory (key, value and tags); only memories sharing a word
 //! with the query are found. Scores use the host's weights and lie in [0, 1].
+//!
+//! The rules and their words are not copied here: they come from `wasmind-rules`, the crate
+//! the host validates with, and the host's tests run one script of calls against this
+//! double and against the real memory tools and require the same answers.
 
 use std::{
     collections::{HashMap, HashSet},
