@@ -131,6 +131,15 @@ mod tests {
         }
     }
 
+    /// One consolidation of `account` that wrote, from start to end.
+    fn wrote(gate: &Gate, account: &str) {
+        gate.enter(account).unwrap().writing();
+    }
+
+    fn cooling(remaining: Duration) -> Option<Refusal> {
+        Some(Refusal::CoolingDown { remaining })
+    }
+
     #[test]
     fn one_at_a_time_per_account() {
         let gate = Gate::new(Duration::from_secs(60));
@@ -147,9 +156,7 @@ mod tests {
     fn cooldown_after_a_write() {
         let clock = HandClock::new();
         let gate = clock.gate(Duration::from_secs(60));
-        let mut permit = gate.enter("a").unwrap();
-        permit.writing();
-        drop(permit);
+        wrote(&gate, "a");
         clock.advance(Duration::from_secs(1));
         match gate.enter("a") {
             Err(Refusal::CoolingDown { remaining }) => {
@@ -166,9 +173,7 @@ mod tests {
     #[test]
     fn zero_cooldown_disables_it() {
         let gate = Gate::new(Duration::ZERO);
-        let mut permit = gate.enter("a").unwrap();
-        permit.writing();
-        drop(permit);
+        wrote(&gate, "a");
         assert!(gate.enter("a").is_ok());
     }
 
@@ -176,17 +181,10 @@ mod tests {
     fn cooldowns_expire() {
         let clock = HandClock::new();
         let gate = clock.gate(Duration::from_millis(20));
-        let mut permit = gate.enter("a").unwrap();
-        permit.writing();
-        drop(permit);
+        wrote(&gate, "a");
         assert!(gate.enter("a").is_err());
         clock.advance(Duration::from_millis(19));
-        assert_eq!(
-            gate.enter("a").err(),
-            Some(Refusal::CoolingDown {
-                remaining: Duration::from_millis(1)
-            })
-        );
+        assert_eq!(gate.enter("a").err(), cooling(Duration::from_millis(1)));
         clock.advance(Duration::from_millis(1));
         assert!(gate.enter("a").is_ok());
     }
@@ -200,11 +198,6 @@ mod tests {
         clock.advance(Duration::from_secs(30));
         drop(permit);
         clock.advance(Duration::from_secs(59));
-        assert_eq!(
-            gate.enter("a").err(),
-            Some(Refusal::CoolingDown {
-                remaining: Duration::from_secs(1)
-            })
-        );
+        assert_eq!(gate.enter("a").err(), cooling(Duration::from_secs(1)));
     }
 }

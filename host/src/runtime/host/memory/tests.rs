@@ -249,15 +249,25 @@ fn the_sdk_double_answers_every_call_as_the_host_does() {
         ScriptedMind::default(),
         InMemoryMemory::new().with_quota(QUOTA),
     );
-    let mut failures = 0;
+    let mut failures = Vec::new();
     for (i, call) in script().iter().enumerate() {
         let (sdk, host) = (
             on_sdk(double.ctx().memory(), call),
             on_host(&rt, &host, call),
         );
         assert_eq!(sdk, host, "call {i}: {call:?}");
-        failures += usize::from(matches!(host, Seen::Failed(_)));
+        if let Seen::Failed(text) = host {
+            failures.push(text);
+        }
     }
-    // The script reaches what it means to: every invalid call failed on both sides.
-    assert_eq!(failures, 34);
+    // The script reaches what it means to: every invalid call failed on both sides, each
+    // failure reads as spec §4.4 says, and both puts past the quota said so.
+    assert_eq!(failures.len(), 34, "{failures:#?}");
+    assert!(
+        failures
+            .iter()
+            .all(|f| f.starts_with("Service Memory failed: "))
+    );
+    let quota = "Service Memory failed: memory quota exceeded: 5 of 5 live memories in use";
+    assert_eq!(failures.iter().filter(|f| f.starts_with(quota)).count(), 2);
 }
