@@ -231,7 +231,7 @@ pub enum MemoryError {
     #[error("{0}")]
     NotFound(String),
     /// This agent was given no memory.
-    #[error("memory channel is not configured.")]
+    #[error("{}", wasmind_rules::NOT_CONFIGURED)]
     NotConfigured,
     /// A stop was requested.
     #[error("the agent is stopping")]
@@ -242,11 +242,18 @@ pub enum MemoryError {
 }
 
 fn quota_text(detail: &str) -> String {
-    const PREFIX: &str = "memory quota exceeded";
+    const PREFIX: &str = wasmind_rules::QUOTA_EXCEEDED;
     match detail {
         "" => PREFIX.to_string(),
         d if d.starts_with(PREFIX) => d.to_string(),
         d => format!("{PREFIX}: {d}"),
+    }
+}
+
+/// A broken rule of the shared rules is bad input, in the rule's words.
+impl From<wasmind_rules::RuleError> for MemoryError {
+    fn from(e: wasmind_rules::RuleError) -> Self {
+        MemoryError::Invalid(e.message)
     }
 }
 

@@ -52,7 +52,7 @@ pub fn memory_tools() -> Vec<ToolSpec> {
     let namespace = |what: &str| json!({ "type": "string", "maxLength": limits::MAX_NAMESPACE_CHARS, "description": what });
     let key = json!({
         "type": "string",
-        "pattern": "^[a-z][a-z0-9_]*$",
+        "pattern": limits::KEY_PATTERN,
         "maxLength": limits::MAX_KEY_CHARS,
         "description": "snake_case identifier, unique per namespace, e.g. `favourite_food`",
     });
@@ -244,12 +244,12 @@ pub fn call_memory_tool(memory: &Memory, call: &ToolCall) -> String {
     match outcome {
         Ok(value) => value.to_string(),
         Err(Failure::Arguments(what)) => invalid(&what),
-        Err(Failure::Memory(e)) => format!("Service Memory failed: {e}"),
+        Err(Failure::Memory(e)) => wasmind_rules::tool_failure(e),
     }
 }
 
 fn invalid(what: &str) -> String {
-    format!("Service Memory failed: invalid arguments: {what}")
+    wasmind_rules::tool_failure(format_args!("invalid arguments: {what}"))
 }
 
 enum Failure {

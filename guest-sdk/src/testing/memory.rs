@@ -6,6 +6,10 @@
 //! is the one approximation: there are no embeddings, so "meaning" is the share of the
 //! query's words found in the memory (key, value and tags); only memories sharing a word
 //! with the query are found. Scores use the host's weights and lie in [0, 1].
+//!
+//! The rules and their words are not copied here: they come from `wasmind-rules`, the crate
+//! the host validates with, and the host's tests run one script of calls against this
+//! double and against the real memory tools and require the same answers.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -13,10 +17,17 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use wasmind_rules::{
+    Write, list_limit, not_found, quota_exceeded, search_limit, unknown_mode, validate_address,
+    validate_filters, validate_query,
+};
+
 use super::StopFlag;
 use crate::{
     Breakdown, ListRequest, MemoryError, MemoryRecord, PutRequest, PutResult, SearchHit,
-    SearchRequest, limits::*, memory::MemoryBackend,
+    SearchRequest,
+    limits::{DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE},
+    memory::MemoryBackend,
 };
 
 /// Half-life of the search time decay, in days (the host's default).
@@ -248,7 +259,15 @@ impl MemoryBackend for InMemoryMemory {
             .clone()
             .unwrap_or_else(|| DEFAULT_NAMESPACE.into());
         let importance = request.importance.unwrap_or(DEFAULT_IMPORTANCE);
-        validate_put(request, &namespace, importance)?;
+        let write = Write {
+            key: &request.key,
+            value: &request.value,
+            namespace: &namespace,
+            tags: &request.tags,
+            importance,
+            expires_in_days: request.expires_in_days,
+        };
+        write.validate()?;
         let (mut store, now) = self.begin()?;
         let live = store.live(&namespace, &request.key, now);
         if let Some(i) = live
@@ -266,10 +285,7 @@ impl MemoryBackend for InMemoryMemory {
         {
             let used = store.live_count() as u64;
             if used >= limit {
-                return Err(MemoryError::QuotaExceeded(format!(
-                    "memory quota exceeded: {used} of {limit} live memories in use; run POST \
-                     /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan"
-                )));
+                return Err(MemoryError::QuotaExceeded(quota_exceeded(used, limit)));
             }
         }
         let address = (namespace.clone(), request.key.clone());
@@ -308,8 +324,7 @@ impl MemoryBackend for InMemoryMemory {
 
     fn get(&self, key: &str, namespace: Option<&str>) -> Result<Option<MemoryRecord>, MemoryError> {
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
-        validate_key(key)?;
-        validate_namespace(namespace)?;
+        validate_address(key, namespace)?;
         let (mut store, now) = self.begin()?;
         Ok(store.live(namespace, key, now).map(|i| {
             let record = &mut store.versions[i].record;
@@ -319,11 +334,8 @@ impl MemoryBackend for InMemoryMemory {
     }
 
     fn list(&self, request: &ListRequest) -> Result<Vec<MemoryRecord>, MemoryError> {
-        if let Some(namespace) = &request.namespace {
-            validate_namespace(namespace)?;
-        }
-        validate_tags(&request.tags)?;
-        let limit = limit(request.limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)?;
+        validate_filters(request.namespace.as_deref(), &request.tags)?;
+        let limit = list_limit(request.limit)? as usize;
         let (store, now) = self.begin()?;
         Ok(store
             .live_newest_first(now)
@@ -341,13 +353,10 @@ impl MemoryBackend for InMemoryMemory {
 
     fn delete(&self, key: &str, namespace: Option<&str>) -> Result<(), MemoryError> {
         let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
-        validate_key(key)?;
-        validate_namespace(namespace)?;
+        validate_address(key, namespace)?;
         let (mut store, now) = self.begin()?;
         let Some(i) = store.live(namespace, key, now) else {
-            return Err(MemoryError::NotFound(format!(
-                "no memory with key {key:?} in namespace {namespace:?}"
-            )));
+            return Err(MemoryError::NotFound(not_found(key, namespace)));
         };
         let version = &mut store.versions[i];
         version.deleted_at = Some(now);
@@ -356,23 +365,14 @@ impl MemoryBackend for InMemoryMemory {
     }
 
     fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, MemoryError> {
-        if request.query.trim().is_empty() {
-            return Err(MemoryError::Invalid("query must not be empty".into()));
-        }
-        if let Some(namespace) = &request.namespace {
-            validate_namespace(namespace)?;
-        }
-        validate_tags(&request.tags)?;
-        let limit = limit(request.limit, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)?;
+        validate_query(&request.query)?;
+        validate_filters(request.namespace.as_deref(), &request.tags)?;
+        let limit = search_limit(request.limit)? as usize;
         let weights = match request.mode.as_deref().unwrap_or("hybrid") {
             "hybrid" => [0.6, 0.2, 0.1, 0.1],
             "semantic" => [0.8, 0.0, 0.1, 0.1],
             "keyword" => [0.0, 0.8, 0.1, 0.1],
-            other => {
-                return Err(MemoryError::Invalid(format!(
-                    "mode {other:?} is unknown: use hybrid, semantic or keyword"
-                )));
-            }
+            other => return Err(unknown_mode(other).into()),
         };
         let query = words(&request.query);
         let (store, now) = self.begin()?;
@@ -453,98 +453,6 @@ fn words(text: &str) -> HashSet<String> {
 
 fn has_all(tags: &[String], wanted: &[String]) -> bool {
     wanted.iter().all(|w| tags.contains(w))
-}
-
-/// A request's limit: the default when absent, at most `max`, never 0.
-fn limit(requested: Option<u32>, default: u32, max: u32) -> Result<usize, MemoryError> {
-    match requested {
-        None => Ok(default as usize),
-        Some(0) => Err(MemoryError::Invalid(format!(
-            "limit must be a whole number from 1 to {max}"
-        ))),
-        Some(n) => Ok(n.min(max) as usize),
-    }
-}
-
-// The checks below use the host's words (host/src/memory/input.rs), so an agent tested here
-// reads the same failure texts as in production.
-
-fn validate_put(request: &PutRequest, namespace: &str, importance: f64) -> Result<(), MemoryError> {
-    validate_key(&request.key)?;
-    let chars = request.value.chars().count();
-    if chars > MAX_VALUE_CHARS {
-        return invalid(format!(
-            "value is {chars} characters; the limit is {MAX_VALUE_CHARS}"
-        ));
-    }
-    if request.value.trim().is_empty() {
-        return invalid("value must not be empty".into());
-    }
-    validate_namespace(namespace)?;
-    validate_tags(&request.tags)?;
-    if !(1.0..=10.0).contains(&importance) {
-        return invalid(format!(
-            "importance must be a number from 1 to 10, got {importance}"
-        ));
-    }
-    if let Some(days) = request.expires_in_days
-        && !(days.is_finite() && days > 0.0)
-    {
-        return invalid("expires_in_days must be a positive number of days".into());
-    }
-    Ok(())
-}
-
-fn validate_key(key: &str) -> Result<(), MemoryError> {
-    if key.is_empty() {
-        return invalid("key is required".into());
-    }
-    if key.len() > MAX_KEY_CHARS {
-        return invalid(format!(
-            "key is {} characters; the limit is {MAX_KEY_CHARS}",
-            key.len()
-        ));
-    }
-    let mut chars = key.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    if !first_ok || !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
-        return invalid(format!(
-            "key {key:?} must be snake_case: a lowercase letter, then lowercase letters, digits or underscores"
-        ));
-    }
-    Ok(())
-}
-
-fn validate_namespace(namespace: &str) -> Result<(), MemoryError> {
-    let chars = namespace.chars().count();
-    if chars == 0 || chars > MAX_NAMESPACE_CHARS || namespace.chars().any(char::is_control) {
-        return invalid(format!(
-            "namespace must be 1 to {MAX_NAMESPACE_CHARS} characters without control characters"
-        ));
-    }
-    Ok(())
-}
-
-fn validate_tags(tags: &[String]) -> Result<(), MemoryError> {
-    if tags.len() > MAX_TAGS {
-        return invalid(format!(
-            "{} tags given; the limit is {MAX_TAGS}",
-            tags.len()
-        ));
-    }
-    for tag in tags {
-        let chars = tag.chars().count();
-        if chars == 0 || chars > MAX_TAG_CHARS {
-            return invalid(format!(
-                "tags: each tag must be 1 to {MAX_TAG_CHARS} characters; {tag:?} is {chars}"
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn invalid(message: String) -> Result<(), MemoryError> {
-    Err(MemoryError::Invalid(message))
 }
 
 #[cfg(test)]

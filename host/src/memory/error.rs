@@ -17,12 +17,10 @@ pub enum MemoryError {
         message: String,
     },
     /// No live memory at (namespace, key).
-    #[error("no memory with key {key:?} in namespace {namespace:?}")]
+    #[error("{}", wasmind_rules::not_found(key, namespace))]
     NotFound { key: String, namespace: String },
     /// The account's live-memory pool is full.
-    #[error(
-        "memory quota exceeded: {used} of {limit} live memories in use; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan"
-    )]
+    #[error("{}", wasmind_rules::quota_exceeded(*used, *limit))]
     QuotaExceeded { limit: u64, used: u64 },
     #[error("embedding: {0}")]
     Embed(#[from] EmbedError),

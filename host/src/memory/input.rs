@@ -5,20 +5,8 @@ use serde_json::{Map, Value};
 
 use super::{MemoryError, Result, record::Source};
 
-/// Longest key accepted.
-pub const MAX_KEY_CHARS: usize = 128;
-/// Longest value accepted (§8).
-pub const MAX_VALUE_CHARS: usize = 5_000;
-/// Most tags on one memory (§8).
-pub const MAX_TAGS: usize = 20;
-/// Longest tag (§8).
-pub const MAX_TAG_CHARS: usize = 50;
-/// Longest namespace accepted.
-pub const MAX_NAMESPACE_CHARS: usize = 128;
-/// The namespace used when none is given.
-pub const DEFAULT_NAMESPACE: &str = "default";
-/// Importance when none is given.
-pub const DEFAULT_IMPORTANCE: f64 = 5.0;
+pub use wasmind_rules::limits::{DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_TAGS};
+use wasmind_rules::{RuleError, Write};
 
 /// A validated write of one memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,39 +41,18 @@ impl PutInput {
         Ok(input)
     }
 
-    /// Checks every bound, naming the field at fault.
+    /// Checks every bound, naming the field at fault (the shared rules: the guest SDK's
+    /// test doubles check the same).
     pub fn validate(&self) -> Result<()> {
-        validate_key(&self.key)?;
-        let chars = self.value.chars().count();
-        if chars > MAX_VALUE_CHARS {
-            return Err(MemoryError::invalid(
-                "value",
-                format!("value is {chars} characters; the limit is {MAX_VALUE_CHARS}"),
-            ));
-        }
-        if self.value.trim().is_empty() {
-            return Err(MemoryError::invalid("value", "value must not be empty"));
-        }
-        validate_namespace(&self.namespace)?;
-        validate_tags(&self.tags)?;
-        if !(1.0..=10.0).contains(&self.importance) {
-            return Err(MemoryError::invalid(
-                "importance",
-                format!(
-                    "importance must be a number from 1 to 10, got {}",
-                    self.importance
-                ),
-            ));
-        }
-        if let Some(days) = self.expires_in_days
-            && !(days.is_finite() && days > 0.0)
-        {
-            return Err(MemoryError::invalid(
-                "expires_in_days",
-                "expires_in_days must be a positive number of days",
-            ));
-        }
-        Ok(())
+        let write = Write {
+            key: &self.key,
+            value: &self.value,
+            namespace: &self.namespace,
+            tags: &self.tags,
+            importance: self.importance,
+            expires_in_days: self.expires_in_days,
+        };
+        Ok(write.validate()?)
     }
 
     /// The expiry instant for a write at `now` (epoch ms).
@@ -136,67 +103,25 @@ fn number(obj: &Map<String, Value>, field: &'static str) -> Result<Option<f64>> 
     }
 }
 
+impl From<RuleError> for MemoryError {
+    fn from(e: RuleError) -> Self {
+        MemoryError::invalid(e.field, e.message)
+    }
+}
+
 /// A key is snake_case: `^[a-z][a-z0-9_]*$`, at most 128 characters.
 pub fn validate_key(key: &str) -> Result<()> {
-    if key.is_empty() {
-        return Err(MemoryError::invalid("key", "key is required"));
-    }
-    if key.len() > MAX_KEY_CHARS {
-        return Err(MemoryError::invalid(
-            "key",
-            format!(
-                "key is {} characters; the limit is {MAX_KEY_CHARS}",
-                key.len()
-            ),
-        ));
-    }
-    let mut chars = key.chars();
-    let first_ok = chars.next().is_some_and(|c| c.is_ascii_lowercase());
-    if !first_ok || !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
-        return Err(MemoryError::invalid(
-            "key",
-            format!(
-                "key {key:?} must be snake_case: a lowercase letter, then lowercase letters, digits or underscores"
-            ),
-        ));
-    }
-    Ok(())
+    Ok(wasmind_rules::validate_key(key)?)
 }
 
 /// A namespace is 1–128 characters with no control characters.
 pub fn validate_namespace(namespace: &str) -> Result<()> {
-    let chars = namespace.chars().count();
-    if chars == 0 || chars > MAX_NAMESPACE_CHARS || namespace.chars().any(char::is_control) {
-        return Err(MemoryError::invalid(
-            "namespace",
-            format!(
-                "namespace must be 1 to {MAX_NAMESPACE_CHARS} characters without control characters"
-            ),
-        ));
-    }
-    Ok(())
+    Ok(wasmind_rules::validate_namespace(namespace)?)
 }
 
 /// At most 20 tags, each 1–50 characters.
 pub fn validate_tags(tags: &[String]) -> Result<()> {
-    if tags.len() > MAX_TAGS {
-        return Err(MemoryError::invalid(
-            "tags",
-            format!("{} tags given; the limit is {MAX_TAGS}", tags.len()),
-        ));
-    }
-    for tag in tags {
-        let chars = tag.chars().count();
-        if chars == 0 || chars > MAX_TAG_CHARS {
-            return Err(MemoryError::invalid(
-                "tags",
-                format!(
-                    "tags: each tag must be 1 to {MAX_TAG_CHARS} characters; {tag:?} is {chars}"
-                ),
-            ));
-        }
-    }
-    Ok(())
+    Ok(wasmind_rules::validate_tags(tags)?)
 }
 
 #[cfg(test)]
@@ -223,23 +148,14 @@ mod tests {
         }
     }
 
+    /// The rules themselves (every good and bad key, with their words) are tested in the
+    /// rules crate; here, that the host's names keep the field at fault.
     #[test]
     fn keys() {
-        for good in ["a", "user_name", "x9_", &"k".repeat(128)] {
-            validate_key(good).unwrap();
-        }
-        for bad in [
-            "",
-            "User",
-            "9lives",
-            "_x",
-            "a-b",
-            "a b",
-            "é",
-            &"k".repeat(129),
-        ] {
-            assert_eq!(field_of(validate_key(bad)), "key", "{bad}");
-        }
+        validate_key(&"k".repeat(MAX_KEY_CHARS)).unwrap();
+        assert_eq!(field_of(validate_key("9lives")), "key");
+        assert_eq!(field_of(validate_namespace("")), "namespace");
+        assert_eq!(field_of(validate_tags(&[String::new()])), "tags");
     }
 
     #[test]

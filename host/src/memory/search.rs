@@ -36,10 +36,7 @@ impl FromStr for Mode {
             "hybrid" => Ok(Mode::Hybrid),
             "semantic" => Ok(Mode::Semantic),
             "keyword" => Ok(Mode::Keyword),
-            other => Err(MemoryError::invalid(
-                "mode",
-                format!("mode {other:?} is unknown: use hybrid, semantic or keyword"),
-            )),
+            other => Err(wasmind_rules::unknown_mode(other).into()),
         }
     }
 }
@@ -64,9 +61,9 @@ impl Mode {
     }
 }
 
-/// Default and maximum results per search (§4.2).
-pub const DEFAULT_LIMIT: usize = 10;
-pub const MAX_LIMIT: usize = 50;
+/// Default and maximum results per search (§4.2), the shared rules' numbers.
+pub const DEFAULT_LIMIT: usize = wasmind_rules::limits::SEARCH_DEFAULT_LIMIT as usize;
+pub const MAX_LIMIT: usize = wasmind_rules::limits::SEARCH_MAX_LIMIT as usize;
 
 /// A validated search request.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,19 +25,29 @@ enum Slot {
     CoolingUntil(Instant),
 }
 
+/// Where a gate reads the time: the monotonic clock, or a test's hand-moved one (so a test
+/// of cooldowns says exactly when, instead of sleeping past them).
+type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 /// Per-account consolidation state; cheap to clone.
 #[derive(Clone)]
 pub struct Gate {
     cooldown: Duration,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+    now: Clock,
 }
 
 impl Gate {
     /// A gate with `cooldown` after each consolidation that wrote (zero: none).
     pub fn new(cooldown: Duration) -> Self {
+        Self::with_clock(cooldown, Arc::new(Instant::now))
+    }
+
+    fn with_clock(cooldown: Duration, now: Clock) -> Self {
         Self {
             cooldown,
             slots: Arc::default(),
+            now,
         }
     }
 
@@ -49,7 +59,7 @@ impl Gate {
     /// Lets one consolidation of `account` start, or says why not. The account is busy
     /// until the permit is dropped — also when the caller's future is dropped mid-way.
     pub fn enter(&self, account: &str) -> Result<Permit, Refusal> {
-        let now = Instant::now();
+        let now = (self.now)();
         let mut slots = self.slots.lock();
         slots.retain(|_, slot| !matches!(slot, Slot::CoolingUntil(until) if *until <= now));
         match slots.get(account) {
@@ -91,7 +101,7 @@ impl Drop for Permit {
         match self.wrote && !self.gate.cooldown.is_zero() {
             true => slots.insert(
                 std::mem::take(&mut self.account),
-                Slot::CoolingUntil(Instant::now() + self.gate.cooldown),
+                Slot::CoolingUntil((self.gate.now)() + self.gate.cooldown),
             ),
             false => slots.remove(&self.account),
         };
@@ -101,6 +111,34 @@ impl Drop for Permit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A clock that moves only when told to.
+    #[derive(Clone)]
+    struct HandClock(Arc<Mutex<Instant>>);
+
+    impl HandClock {
+        fn new() -> Self {
+            Self(Arc::new(Mutex::new(Instant::now())))
+        }
+
+        fn advance(&self, by: Duration) {
+            *self.0.lock() += by;
+        }
+
+        fn gate(&self, cooldown: Duration) -> Gate {
+            let clock = self.clone();
+            Gate::with_clock(cooldown, Arc::new(move || *clock.0.lock()))
+        }
+    }
+
+    /// One consolidation of `account` that wrote, from start to end.
+    fn wrote(gate: &Gate, account: &str) {
+        gate.enter(account).unwrap().writing();
+    }
+
+    fn cooling(remaining: Duration) -> Option<Refusal> {
+        Some(Refusal::CoolingDown { remaining })
+    }
 
     #[test]
     fn one_at_a_time_per_account() {
@@ -116,15 +154,16 @@ mod tests {
 
     #[test]
     fn cooldown_after_a_write() {
-        let gate = Gate::new(Duration::from_secs(60));
-        let mut permit = gate.enter("a").unwrap();
-        permit.writing();
-        drop(permit);
+        let clock = HandClock::new();
+        let gate = clock.gate(Duration::from_secs(60));
+        wrote(&gate, "a");
+        clock.advance(Duration::from_secs(1));
         match gate.enter("a") {
             Err(Refusal::CoolingDown { remaining }) => {
                 assert!(
                     remaining <= Duration::from_secs(60) && remaining > Duration::from_secs(58)
                 );
+                assert_eq!(remaining, Duration::from_secs(59));
             }
             other => panic!("expected a cooldown, got {:?}", other.err()),
         }
@@ -134,20 +173,31 @@ mod tests {
     #[test]
     fn zero_cooldown_disables_it() {
         let gate = Gate::new(Duration::ZERO);
-        let mut permit = gate.enter("a").unwrap();
-        permit.writing();
-        drop(permit);
+        wrote(&gate, "a");
         assert!(gate.enter("a").is_ok());
     }
 
     #[test]
     fn cooldowns_expire() {
-        let gate = Gate::new(Duration::from_millis(20));
+        let clock = HandClock::new();
+        let gate = clock.gate(Duration::from_millis(20));
+        wrote(&gate, "a");
+        assert!(gate.enter("a").is_err());
+        clock.advance(Duration::from_millis(19));
+        assert_eq!(gate.enter("a").err(), cooling(Duration::from_millis(1)));
+        clock.advance(Duration::from_millis(1));
+        assert!(gate.enter("a").is_ok());
+    }
+
+    #[test]
+    fn the_cooldown_runs_from_the_end_of_the_write() {
+        let clock = HandClock::new();
+        let gate = clock.gate(Duration::from_secs(60));
         let mut permit = gate.enter("a").unwrap();
         permit.writing();
+        clock.advance(Duration::from_secs(30));
         drop(permit);
-        assert!(gate.enter("a").is_err());
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(gate.enter("a").is_ok());
+        clock.advance(Duration::from_secs(59));
+        assert_eq!(gate.enter("a").err(), cooling(Duration::from_secs(1)));
     }
 }

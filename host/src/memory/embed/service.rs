@@ -149,7 +149,10 @@ impl fmt::Debug for EmbedService {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Waker};
     use std::time::Duration;
+
+    use tokio::sync::Notify;
 
     use super::*;
     use crate::memory::embed::{HashEmbedder, MiniLm};
@@ -162,11 +165,14 @@ mod tests {
         }
     }
 
-    /// A hash embedder that records each call, can be held, and fails or panics on cue.
+    /// A hash embedder that records each call, can be held (and says when it is), and fails
+    /// or panics on cue.
     struct Probe {
         inner: HashEmbedder,
         calls: AtomicUsize,
         hold: Mutex<mpsc::Receiver<()>>,
+        /// Notified when a worker is inside a held call.
+        held: Notify,
     }
 
     impl Probe {
@@ -176,6 +182,7 @@ mod tests {
                 inner: HashEmbedder::new(64),
                 calls: AtomicUsize::new(0),
                 hold: Mutex::new(rx),
+                held: Notify::new(),
             };
             (Arc::new(probe), tx)
         }
@@ -191,6 +198,7 @@ mod tests {
         fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             if texts.contains(&"hold") {
+                self.held.notify_one();
                 let _ = self.hold.lock().recv();
             }
             if texts.contains(&"fail") {
@@ -211,23 +219,25 @@ mod tests {
             let service = service.clone();
             async move { service.embed_documents(vec!["hold".to_owned()]).await }
         });
-        while probe.calls.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        let writers: Vec<_> = (0..16)
-            .map(|i| {
-                let service = service.clone();
-                let texts = vec![format!("note {i} about cats"), format!("deploy {i}")];
-                tokio::spawn(async move { (service.embed_documents(texts.clone()).await, texts) })
-            })
+        probe.held.notified().await;
+        let texts: Vec<_> = (0..16)
+            .map(|i| vec![format!("note {i} about cats"), format!("deploy {i}")])
             .collect();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut writers: Vec<_> = texts
+            .iter()
+            .map(|t| Box::pin(service.embed_documents(t.clone())))
+            .collect();
+        // A writer queues its texts on its first poll: poll each once, and all 16 are queued
+        // behind the held call before it is released (no guessing how long that takes).
+        let mut cx = Context::from_waker(Waker::noop());
+        for writer in &mut writers {
+            assert!(writer.as_mut().poll(&mut cx).is_pending());
+        }
         release.send(()).unwrap();
         held.await.unwrap().unwrap();
-        for writer in writers {
-            let (got, texts) = writer.await.unwrap();
+        for (writer, texts) in writers.into_iter().zip(&texts) {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            assert_eq!(got.unwrap(), probe.inner.embed(&refs).unwrap());
+            assert_eq!(writer.await.unwrap(), probe.inner.embed(&refs).unwrap());
         }
         // One held call, then all 32 queued texts in one batch.
         assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
@@ -241,9 +251,7 @@ mod tests {
             let service = service.clone();
             async move { service.embed_documents(vec!["hold".to_owned()]).await }
         });
-        while probe.calls.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        probe.held.notified().await;
         let wait = Duration::from_secs(10);
         let first = tokio::time::timeout(wait, service.embed_query("where is the key"));
         let first = first.await.expect("query waited behind bulk").unwrap();

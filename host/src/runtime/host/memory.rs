@@ -1,30 +1,40 @@
 //! `memory`: the memory service, scoped to the agent's account and its plan's quota,
-//! with the same validation, defaults and limits as the HTTP API.
+//! with the shared rules (`wasmind-rules`) of the HTTP API and the guest SDK: the same
+//! validation, defaults, limits and words.
+
+use wasmind_rules::{
+    RuleError, list_limit, search_limit, validate_address, validate_filters, validate_query,
+};
 
 use crate::{
     memory::{
-        DEFAULT_IMPORTANCE, DEFAULT_LIMIT, DEFAULT_NAMESPACE, ListQuery, MAX_LIMIT, Memory,
-        MemoryError, Mode, PutInput, SearchHit, SearchQuery, Source,
+        DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, ListQuery, Memory, MemoryError, MemoryService, Mode,
+        PutInput, SearchHit, SearchQuery, Source,
     },
     runtime::{bindings::memory, state::AgentState},
 };
 
-/// List size: default and maximum (§8 list tool limit).
-const LIST_DEFAULT: u32 = 50;
-const LIST_MAX: u32 = 200;
-
 type Answer<T> = wasmtime::Result<Result<T, memory::MemoryError>>;
+type Outcome<T> = Result<T, memory::MemoryError>;
 
 /// A domain error as the guest sees it; storage faults stay opaque.
-fn guest_error(e: MemoryError) -> memory::MemoryError {
-    match e {
-        MemoryError::Invalid { .. } => memory::MemoryError::Invalid(e.to_string()),
-        MemoryError::QuotaExceeded { .. } => memory::MemoryError::QuotaExceeded(e.to_string()),
-        MemoryError::NotFound { .. } => memory::MemoryError::NotFound(e.to_string()),
-        other => {
-            tracing::error!(error = %other, "memory tool failed");
-            memory::MemoryError::Internal("the memory service failed; try again".into())
+impl From<MemoryError> for memory::MemoryError {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Invalid { .. } => memory::MemoryError::Invalid(e.to_string()),
+            MemoryError::QuotaExceeded { .. } => memory::MemoryError::QuotaExceeded(e.to_string()),
+            MemoryError::NotFound { .. } => memory::MemoryError::NotFound(e.to_string()),
+            other => {
+                tracing::error!(error = %other, "memory tool failed");
+                memory::MemoryError::Internal("the memory service failed; try again".into())
+            }
         }
+    }
+}
+
+impl From<RuleError> for memory::MemoryError {
+    fn from(e: RuleError) -> Self {
+        memory::MemoryError::Invalid(e.message)
     }
 }
 
@@ -59,26 +69,21 @@ fn hit(h: SearchHit) -> memory::SearchHit {
     }
 }
 
-impl AgentState {
-    /// The answer to any memory call when the agent has no memory or is stopping.
-    fn refused<T>(&self) -> Option<Result<T, memory::MemoryError>> {
-        if !self.agent.memory_mode.has_memory() {
-            return Some(Err(memory::MemoryError::NotConfigured));
-        }
-        self.agent
-            .stop
-            .requested()
-            .then_some(Err(memory::MemoryError::Stopped))
-    }
+/// One account's memory as its agents reach it through the `memory` interface: everything
+/// the interface does apart from the agent's own state (its memory mode, its stop), so the
+/// guest SDK's test double can be held against exactly this (see the tests).
+#[derive(Clone)]
+pub(crate) struct AccountMemory {
+    pub service: MemoryService,
+    pub account: String,
+    /// The account plan's live-memory quota.
+    pub quota: u64,
 }
 
-impl memory::Host for AgentState {
-    async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
-        if let Some(refused) = self.refused() {
-            return Ok(refused);
-        }
+impl AccountMemory {
+    pub async fn put(&self, request: memory::PutRequest) -> Outcome<memory::PutResult> {
         let input = PutInput {
-            account: self.agent.account.clone(),
+            account: self.account.clone(),
             key: request.key,
             value: request.value,
             namespace: request
@@ -89,19 +94,93 @@ impl memory::Host for AgentState {
             expires_in_days: request.expires_in_days,
             source: Source::Manual,
         };
-        let outcome = self
-            .agent
-            .services
-            .memory
-            .put(input, self.agent.memory_quota)
-            .await;
-        Ok(outcome
-            .map(|o| memory::PutResult {
-                memory_id: o.memory.memory_id,
-                key: o.memory.key,
-                namespace: o.memory.namespace,
-            })
-            .map_err(guest_error))
+        let o = self.service.put(input, self.quota).await?;
+        Ok(memory::PutResult {
+            memory_id: o.memory.memory_id,
+            key: o.memory.key,
+            namespace: o.memory.namespace,
+        })
+    }
+
+    pub async fn get(
+        &self,
+        key: String,
+        namespace: Option<String>,
+    ) -> Outcome<Option<memory::MemoryRecord>> {
+        let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
+        validate_address(&key, &namespace)?;
+        match self.service.get(&self.account, &namespace, &key).await {
+            Ok(m) => Ok(Some(record(m))),
+            Err(MemoryError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn list(&self, request: memory::ListRequest) -> Outcome<Vec<memory::MemoryRecord>> {
+        validate_filters(request.namespace.as_deref(), &request.tags)?;
+        let query = ListQuery {
+            limit: list_limit(request.limit)? as usize,
+            namespace: request.namespace,
+            tags: request.tags,
+            before: None,
+        };
+        let page = self.service.list(&self.account, query).await?;
+        Ok(page.memories.into_iter().map(record).collect())
+    }
+
+    pub async fn delete(&self, key: String, namespace: Option<String>) -> Outcome<()> {
+        let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
+        validate_address(&key, &namespace)?;
+        self.service
+            .delete(&self.account, &namespace, &key, false)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn search(&self, request: memory::SearchRequest) -> Outcome<Vec<memory::SearchHit>> {
+        validate_query(&request.query)?;
+        validate_filters(request.namespace.as_deref(), &request.tags)?;
+        let limit = search_limit(request.limit)? as usize;
+        let mode = request
+            .mode
+            .as_deref()
+            .map(str::parse::<Mode>)
+            .transpose()?;
+        let query = SearchQuery {
+            query: request.query,
+            namespace: request.namespace,
+            tags: request.tags,
+            limit,
+            mode: mode.unwrap_or_default(),
+            min_score: 0.0,
+        };
+        let hits = self.service.search(&self.account, query).await?;
+        Ok(hits.into_iter().map(hit).collect())
+    }
+}
+
+impl AgentState {
+    /// The agent's account memory, or why the agent may not use it: it was given none, or
+    /// it is stopping.
+    fn memory(&self) -> Outcome<AccountMemory> {
+        if !self.agent.memory_mode.has_memory() {
+            return Err(memory::MemoryError::NotConfigured);
+        }
+        if self.agent.stop.requested() {
+            return Err(memory::MemoryError::Stopped);
+        }
+        Ok(AccountMemory {
+            service: self.agent.services.memory.clone(),
+            account: self.agent.account.clone(),
+            quota: self.agent.memory_quota,
+        })
+    }
+}
+
+impl memory::Host for AgentState {
+    async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
+        let memory = self.memory();
+        Ok(async { memory?.put(request).await }.await)
     }
 
     async fn get(
@@ -109,90 +188,25 @@ impl memory::Host for AgentState {
         key: String,
         namespace: Option<String>,
     ) -> Answer<Option<memory::MemoryRecord>> {
-        if let Some(refused) = self.refused() {
-            return Ok(refused);
-        }
-        let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
-        Ok(
-            match self
-                .agent
-                .services
-                .memory
-                .get(&self.agent.account, &namespace, &key)
-                .await
-            {
-                Ok(m) => Ok(Some(record(m))),
-                Err(MemoryError::NotFound { .. }) => Ok(None),
-                Err(e) => Err(guest_error(e)),
-            },
-        )
+        let memory = self.memory();
+        Ok(async { memory?.get(key, namespace).await }.await)
     }
 
     async fn list(&mut self, request: memory::ListRequest) -> Answer<Vec<memory::MemoryRecord>> {
-        if let Some(refused) = self.refused() {
-            return Ok(refused);
-        }
-        let query = ListQuery {
-            namespace: request.namespace,
-            tags: request.tags,
-            limit: request.limit.unwrap_or(LIST_DEFAULT).clamp(1, LIST_MAX) as usize,
-            before: None,
-        };
-        Ok(self
-            .agent
-            .services
-            .memory
-            .list(&self.agent.account, query)
-            .await
-            .map(|page| page.memories.into_iter().map(record).collect())
-            .map_err(guest_error))
+        let memory = self.memory();
+        Ok(async { memory?.list(request).await }.await)
     }
 
     async fn delete(&mut self, key: String, namespace: Option<String>) -> Answer<()> {
-        if let Some(refused) = self.refused() {
-            return Ok(refused);
-        }
-        let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
-        let outcome = self
-            .agent
-            .services
-            .memory
-            .delete(&self.agent.account, &namespace, &key, false)
-            .await;
-        Ok(outcome.map(|_| ()).map_err(guest_error))
+        let memory = self.memory();
+        Ok(async { memory?.delete(key, namespace).await }.await)
     }
 
     async fn search(&mut self, request: memory::SearchRequest) -> Answer<Vec<memory::SearchHit>> {
-        if let Some(refused) = self.refused() {
-            return Ok(refused);
-        }
-        let mode = match request.mode.as_deref().map(str::parse::<Mode>).transpose() {
-            Ok(mode) => mode.unwrap_or_default(),
-            Err(e) => return Ok(Err(guest_error(e))),
-        };
-        if request.query.trim().is_empty() {
-            return Ok(Err(memory::MemoryError::Invalid(
-                "query must not be empty".into(),
-            )));
-        }
-        let query = SearchQuery {
-            query: request.query,
-            namespace: request.namespace,
-            tags: request.tags,
-            limit: request
-                .limit
-                .map_or(DEFAULT_LIMIT, |l| l as usize)
-                .clamp(1, MAX_LIMIT),
-            mode,
-            min_score: 0.0,
-        };
-        Ok(self
-            .agent
-            .services
-            .memory
-            .search(&self.agent.account, query)
-            .await
-            .map(|hits| hits.into_iter().map(hit).collect())
-            .map_err(guest_error))
+        let memory = self.memory();
+        Ok(async { memory?.search(request).await }.await)
     }
 }
+
+#[cfg(test)]
+mod tests;
