@@ -38,15 +38,15 @@ fn snapshot(c: &Client) -> Vec<(Value, Value)> {
         .collect()
 }
 
+/// A search's results.
+fn hits(r: &Resp) -> Vec<Value> {
+    assert_eq!(r.status, 200, "{:#}", r.body);
+    r.body["results"].as_array().unwrap().clone()
+}
+
 /// The memory_ids of a search's results.
 fn hit_ids(r: &Resp) -> Vec<Value> {
-    assert_eq!(r.status, 200, "{:#}", r.body);
-    r.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["memory_id"].clone())
-        .collect()
+    hits(r).iter().map(id_of).collect()
 }
 
 /// A record's memory_id: every version of every memory has its own.
@@ -98,12 +98,18 @@ fn account_b_reaches_nothing_of_a() {
 
     // A finds its own data by every route B is about to try.
     for mode in ["hybrid", "semantic", "keyword"] {
-        for query in ["alice launch code 4242", "vault code 1234"] {
+        for (query, secret) in [
+            ("alice launch code 4242", "4242"),
+            ("vault code 1234", "1234"),
+        ] {
             let body = json!({ "query": query, "mode": mode });
-            let mine = hit_ids(&a.post("/api/v1/memory/search", &body));
+            let mine = a.post("/api/v1/memory/search", &body);
             assert!(
-                mine.iter().any(|id| a_ids.contains(id)),
-                "{mode} {query}: A finds nothing, so B finding nothing proves nothing"
+                hits(&mine)
+                    .iter()
+                    .any(|h| h["value"].as_str().unwrap().contains(secret)),
+                "{mode} {query}: A does not find it, so B not finding it proves nothing: {:#}",
+                mine.body
             );
             let theirs = hit_ids(&b.post("/api/v1/memory/search", &body));
             assert!(
