@@ -142,7 +142,7 @@ fn acknowledged_writes_survive_kill_9() {
         "too few writes acknowledged",
         || {
             let n = acked.load(Ordering::Relaxed);
-            if n >= 60 {
+            if n >= 120 {
                 Ok(())
             } else {
                 Err(format!("{n} so far"))
