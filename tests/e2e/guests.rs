@@ -1,7 +1,7 @@
 //! One test per guest component the build script produced, named after it: a guest that
 //! no test uses is a build error (`foreach_guest!` below).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -10,7 +10,7 @@ use crate::{
     common::{
         Options,
         fake_mind::{FakeMind, Reply},
-        server_with_keys,
+        now_ms, server_with_keys,
     },
 };
 
@@ -195,12 +195,6 @@ fn notes_agent() {
             .iter()
             .any(|m| m["value"].as_str().unwrap().contains("Porto"))
     );
-}
-
-/// Epoch milliseconds now, on the clock the server stamps progress and log events with.
-fn now_ms() -> u64 {
-    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-    u64::try_from(since_epoch.as_millis()).unwrap()
 }
 
 /// The `ts` of a progress entry or log event.

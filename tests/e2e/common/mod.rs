@@ -348,6 +348,14 @@ pub fn put(client: &Client, body: &Value) -> Value {
     r.body
 }
 
+/// Epoch milliseconds now, on the clock the server (same machine) stamps records with.
+pub fn now_ms() -> u64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    u64::try_from(since_epoch.as_millis()).unwrap()
+}
+
 /// Polls `probe` every 50 ms until it yields a value; panics with `what` and the last
 /// probe's report if `within` passes first. Tests wait on a condition, never a fixed time.
 #[track_caller]
