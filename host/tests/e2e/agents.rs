@@ -37,18 +37,24 @@ pub fn wait_terminal(c: &Client, id: &str) -> Value {
 }
 
 /// Waits for the host's `terminal` log event, which it writes once the agent's store is
-/// dropped; panics with `why` unless it comes within `within` of `since`.
+/// dropped, and returns it; panics with `why` unless it comes within `within` of `since`.
 #[track_caller]
-pub fn wait_for_terminal_event(c: &Client, id: &str, since: Instant, within: Duration, why: &str) {
+pub fn wait_for_terminal_event(
+    c: &Client,
+    id: &str,
+    since: Instant,
+    within: Duration,
+    why: &str,
+) -> Value {
     loop {
         let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        if logs["data"]
+        if let Some(event) = logs["data"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e["kind"] == "terminal")
+            .find(|e| e["kind"] == "terminal")
         {
-            return;
+            return event.clone();
         }
         assert!(since.elapsed() < within, "{why}");
         std::thread::sleep(Duration::from_millis(20));

@@ -220,8 +220,9 @@ fn paraphrases_become_one_summary_and_a_second_call_does_nothing() {
 fn one_at_a_time_then_a_cooldown() {
     let summary =
         json!({ "key": "colour_summary", "value": "The user's favourite colour is blue." });
-    let mind =
-        FakeMind::start([Reply::tool_call("write_summary", summary).after(Duration::from_secs(2))]);
+    // The summary is held back until the test has seen the second call refused, however
+    // slowly that goes.
+    let mind = FakeMind::start([Reply::tool_call("write_summary", summary).until_released()]);
     let (_tmp, server, key) = server_with_mind(&mind);
     let c = server.client(&key);
     let replaced = put_cluster(&c);
@@ -241,7 +242,9 @@ fn one_at_a_time_then_a_cooldown() {
     // A dry run writes nothing and asks no Mind: it is not held back.
     let dry = c.post(CONSOLIDATE, &json!({ "dry_run": true }));
     assert_eq!((dry.status, dry.body["clusters"].clone()), (200, json!(1)));
+    assert!(!first.is_finished(), "the first call waits for its summary");
 
+    mind.release();
     let done = first.join().unwrap();
     assert_eq!(done.status, 200, "{:#}", done.body);
     assert_eq!(done.body["consolidated"][0]["key"], "colour_summary");

@@ -3,14 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{
     agents::{spawn, wait_for, wait_for_terminal_event, wait_terminal, with_runtime},
     common::{
         Options,
         fake_mind::{FakeMind, Reply},
-        server_with_keys,
+        now_ms, server_with_keys,
     },
 };
 
@@ -63,7 +63,7 @@ fn default_agent() {
 
     let results = mind.tool_messages();
     assert_eq!(results.len(), 3, "{results:#?}");
-    let put: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
+    let put: Value = serde_json::from_str(&results[0]).unwrap();
     assert!(put["memory_id"].as_str().unwrap().starts_with("mem_"));
     assert_eq!(
         (put["key"].clone(), put["namespace"].clone()),
@@ -74,7 +74,7 @@ fn default_agent() {
         "{}",
         results[1]
     );
-    let found: serde_json::Value = serde_json::from_str(&results[2]).unwrap();
+    let found: Value = serde_json::from_str(&results[2]).unwrap();
     assert_eq!(found["results"][0]["key"], "favourite_food");
     // The task is the user message; the system prompt explains the tools.
     let first = &mind.requests()[0];
@@ -197,6 +197,13 @@ fn notes_agent() {
     );
 }
 
+/// The `ts` of a progress entry or log event.
+fn ts(event: &Value) -> u64 {
+    event["ts"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no ts: {event:#}"))
+}
+
 #[test]
 fn spin() {
     let (_tmp, server, keys) = server_with_keys(
@@ -209,7 +216,7 @@ fn spin() {
         a["progress"].as_array().is_some_and(|p| !p.is_empty())
     });
     assert_eq!(running["progress"][0]["message"], "spinning");
-    let stop_at = Instant::now();
+    let (stop_at, stop_ms) = (Instant::now(), now_ms());
     let r = c.delete(&format!("/api/v1/agents/{id}"));
     assert_eq!(r.body["status"], "stopped");
     assert_eq!(
@@ -217,13 +224,19 @@ fn spin() {
         "stopped",
         "stopped at once"
     );
-    // The terminal event is written once the store is dropped.
-    wait_for_terminal_event(
+    // The terminal event is written once the store is dropped: after the grace, not
+    // before it, and not long after.
+    let terminal = wait_for_terminal_event(
         &c,
         &id,
         stop_at,
         Duration::from_secs(4),
         "spinning guest outlived its grace",
+    );
+    assert!(
+        ts(&terminal) >= stop_ms + 1_000,
+        "store dropped {} ms after the stop, inside its 1 s grace",
+        ts(&terminal).saturating_sub(stop_ms)
     );
     let done = c.get(&format!("/api/v1/agents/{id}")).body;
     assert_eq!(
@@ -277,4 +290,78 @@ fn panicker() {
         assert_eq!(done["final_result"], json!(null));
     }
     assert_eq!(c.get("/api/v1/agents").status, 200);
+}
+
+/// A guest that ignores the stop keeps running through the grace (its store is not dropped
+/// early: its progress goes on until the grace is nearly over) and not beyond it (the store
+/// is dropped, and nothing more arrives).
+#[test]
+fn linger() {
+    const GRACE_MS: u64 = 2_000;
+    let (_tmp, server, keys) = server_with_keys(
+        &[("acme", "free")],
+        &with_runtime(&format!("component = {LINGER:?}\nstop_grace_secs = 2.0")),
+    );
+    let c = server.client(&keys[0]);
+    let id = spawn(&c, "linger");
+    let running = wait_for(&c, &id, Duration::from_secs(20), |a| {
+        a["progress"].as_array().is_some_and(|p| !p.is_empty())
+    });
+    assert_eq!(running["progress"][0]["message"], "lingering");
+    let (stop_at, stop_ms) = (Instant::now(), now_ms());
+    assert_eq!(
+        c.delete(&format!("/api/v1/agents/{id}")).body["status"],
+        "stopped"
+    );
+    let terminal = wait_for_terminal_event(
+        &c,
+        &id,
+        stop_at,
+        Duration::from_millis(GRACE_MS + 3_000),
+        "lingering guest outlived its grace",
+    );
+    let working = |record: &Value| -> Vec<u64> {
+        record["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["message"].as_str().unwrap().starts_with("still working"))
+            .map(ts)
+            .collect()
+    };
+    let after_stop = working(&c.get(&format!("/api/v1/agents/{id}")).body);
+    let last = *after_stop
+        .iter()
+        .max()
+        .expect("the guest did no work after the stop: dropped at once");
+    // It ticks every 100 ms; 500 ms of slack for a loaded machine.
+    assert!(
+        last + 500 >= stop_ms + GRACE_MS,
+        "last work {} ms after the stop: dropped before its {GRACE_MS} ms grace",
+        last.saturating_sub(stop_ms)
+    );
+    assert!(
+        ts(&terminal) >= stop_ms + GRACE_MS,
+        "store dropped {} ms after the stop, inside its {GRACE_MS} ms grace",
+        ts(&terminal).saturating_sub(stop_ms)
+    );
+    assert!(
+        last <= ts(&terminal),
+        "work recorded after the store was dropped"
+    );
+    // Absence takes a wait: half a second past the drop (five ticks), still nothing new.
+    let quiet_until = ts(&terminal) + 500;
+    while now_ms() < quiet_until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let later = c.get(&format!("/api/v1/agents/{id}")).body;
+    assert_eq!(
+        working(&later),
+        after_stop,
+        "the guest ran on after its drop"
+    );
+    assert_eq!(
+        (later["status"].clone(), later["final_result"].clone()),
+        (json!("stopped"), json!(null))
+    );
 }

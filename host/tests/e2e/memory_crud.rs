@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{Options, put, server_with_keys};
+use crate::common::{Options, now_ms, poll_until, put, server_with_keys};
 
 fn hash() -> Options {
     Options {
@@ -128,12 +128,19 @@ fn expiry_excludes_from_search_and_views() {
     put(&c, &json!({ "key": "stays", "value": "durable sparkle" }));
     let before = c.post("/api/v1/memory/search", &json!({ "query": "sparkle" }));
     assert_eq!(before.body["results"].as_array().unwrap().len(), 2);
-    assert!(
-        c.get("/api/v1/memory?key=flash").body["expires_at"]
-            .as_u64()
-            .is_some()
-    );
-    std::thread::sleep(Duration::from_millis(1_700));
+    let flash = c.get("/api/v1/memory?key=flash").body;
+    let expires_at = flash["expires_at"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no expires_at: {flash:#}"));
+    // Waits for the clock, not a fixed time: from expires_at on, it is no longer live.
+    poll_until(Duration::from_secs(10), "expires_at never came", || {
+        let now = now_ms();
+        if now > expires_at {
+            Ok(())
+        } else {
+            Err(format!("{} ms to go", expires_at - now))
+        }
+    });
     let after = c.post("/api/v1/memory/search", &json!({ "query": "sparkle" }));
     let results = after.body["results"].as_array().unwrap();
     assert_eq!(results.len(), 1);

@@ -59,6 +59,8 @@ pub enum Reply {
     },
     /// `reply`, after waiting `delay`.
     Delay(Duration, Box<Reply>),
+    /// `reply`, once [`Fake::release`] is called: a test decides when it arrives.
+    Held(Box<Reply>),
     /// No answer until [`Fake::release`]; then [`DEFAULT_TEXT`].
     Hang,
 }
@@ -93,6 +95,11 @@ impl Reply {
     /// This reply, after `delay`.
     pub fn after(self, delay: Duration) -> Reply {
         Reply::Delay(delay, Box::new(self))
+    }
+
+    /// This reply, once [`Fake::release`] is called.
+    pub fn until_released(self) -> Reply {
+        Reply::Held(Box::new(self))
     }
 }
 
@@ -289,10 +296,11 @@ async fn answer<P: Protocol>(
                 tokio::time::sleep(delay).await;
                 reply = *then;
             }
-            Reply::Hang => {
+            Reply::Hang => reply = Reply::text(DEFAULT_TEXT).until_released(),
+            Reply::Held(then) => {
                 let mut released = shared.released.subscribe();
                 let _ = released.wait_for(|r| *r).await;
-                reply = Reply::text(DEFAULT_TEXT);
+                reply = *then;
             }
             Reply::Text(text) => return Json(P::reply(n, Some(&text), &[])).into_response(),
             Reply::ToolCalls(calls) => {

@@ -333,3 +333,29 @@ pub fn put(client: &Client, body: &Value) -> Value {
     );
     r.body
 }
+
+/// Epoch milliseconds now, on the clock the server (same machine) stamps records with.
+pub fn now_ms() -> u64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    u64::try_from(since_epoch.as_millis()).unwrap()
+}
+
+/// Polls `probe` every 50 ms until it yields a value; panics with `what` and the last
+/// probe's report if `within` passes first. Tests wait on a condition, never a fixed time.
+#[track_caller]
+pub fn poll_until<T>(
+    within: Duration,
+    what: &str,
+    mut probe: impl FnMut() -> Result<T, String>,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        match probe() {
+            Ok(value) => return value,
+            Err(last) => assert!(start.elapsed() < within, "{what}: {last}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
