@@ -15,6 +15,7 @@
 
 pub mod accounts;
 pub mod api;
+mod blocking;
 pub mod cli;
 mod clock;
 pub mod config;
@@ -24,3 +25,4 @@ pub mod memory;
 pub mod mind;
 pub mod runtime;
 pub mod server;
+mod text;

@@ -154,7 +154,7 @@ impl Server {
             }
         }
         for id in &ids {
-            self.state.runtime.stop(id);
+            self.state.runtime.signal_stop(id);
         }
         let deadline = Instant::now() + timeout;
         while self.live() > 0 && Instant::now() < deadline {

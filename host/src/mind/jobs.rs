@@ -12,6 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Completion, Message, MindError, ToolSpec, Usage};
+use crate::text::shorten;
 
 /// Longest title kept, in characters.
 pub const MAX_TITLE_CHARS: usize = 60;
@@ -251,26 +252,6 @@ pub fn read_title(c: &Completion) -> Result<Title, MindError> {
     })
 }
 
-/// `text`'s first words, at most `max` characters (cut mid-word only when the first word
-/// is longer).
-pub fn shorten(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for word in text.split_whitespace() {
-        let extra = word.chars().count() + usize::from(!out.is_empty());
-        if out.chars().count() + extra > max {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    if out.is_empty() {
-        out = text.trim().chars().take(max).collect();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,7 +321,6 @@ mod tests {
                 <= 60
         );
         assert!(read_title(&reply(Some("  "), vec![])).is_err());
-        assert_eq!(shorten(&"x".repeat(100), 60).chars().count(), 60);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod engine;
 mod extraction;
 mod host;
 mod records;
+mod spawn;
 mod state;
 mod stop;
 mod supervisor;
@@ -19,5 +20,6 @@ pub use engine::admission_cap;
 pub use records::{
     AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
 };
+pub use spawn::{SpawnRefusal, SpawnRequest, StopError};
 pub use state::Services;
-pub use supervisor::{Refusal, Runtime, Slot, Timings};
+pub use supervisor::{Runtime, Timings};

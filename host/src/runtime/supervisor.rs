@@ -19,15 +19,18 @@ use wasmtime::{Store, UpdateDeadline};
 use super::{
     engine::{self, Compiled},
     extraction,
-    records::{AgentRecord, Failure, Status, Usage},
+    records::{AgentRecord, Failure, RecordError, Status, Usage},
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
 };
-use crate::{clock::now_ms, config::RuntimeConfig, mind::RunReport};
+use crate::{
+    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, config::RuntimeConfig,
+    mind::RunReport,
+};
 
 /// Why a spawn was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(super) enum Refusal {
     /// The host is at its admission cap.
     AtCapacity { cap: u32 },
     /// The account has `max` agents spawning or running.
@@ -121,22 +124,24 @@ impl Live {
     }
 }
 
-struct Inner {
+pub(super) struct Inner {
     compiled: Compiled,
-    services: Arc<Services>,
+    pub(super) services: Arc<Services>,
     config: RuntimeConfig,
     live: Mutex<Live>,
+    /// Every key's spawn-rate windows.
+    pub(super) rate: RateLimiter,
     timings: Mutex<Timings>,
 }
 
 /// The agent runtime; cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 /// An admitted spawn's place: released if dropped before `launch`.
-pub struct Slot {
+pub(super) struct Slot {
     inner: Arc<Inner>,
     account: String,
 }
@@ -174,6 +179,7 @@ impl Runtime {
                 services,
                 config: config.clone(),
                 live: Mutex::new(Live::new()),
+                rate: RateLimiter::default(),
                 timings: Mutex::default(),
             }),
         };
@@ -212,7 +218,7 @@ impl Runtime {
 
     /// Reserves a place for one more agent of `account`, within the account's `max` and the
     /// host's cap.
-    pub fn reserve(&self, account: &str, max: u32) -> Result<Slot, Refusal> {
+    pub(super) fn reserve(&self, account: &str, max: u32) -> Result<Slot, Refusal> {
         let mut live = self.inner.live.lock();
         let current = live.per_account.get(account).map_or(0, |a| a.admitted);
         if current >= max {
@@ -235,7 +241,7 @@ impl Runtime {
     }
 
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot.
-    pub fn launch(&self, slot: Slot, record: &AgentRecord, memory_quota: u64) {
+    pub(super) fn launch(&self, slot: Slot, record: &AgentRecord, memory_quota: u64) {
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),
             account: record.account.clone(),
@@ -266,7 +272,7 @@ impl Runtime {
 
     /// Has the Mind title the agent of `record` in the background (its provisional name
     /// stands until then, and if the Mind fails); the tokens count as the agent's.
-    pub fn retitle(&self, record: &AgentRecord) {
+    pub(super) fn retitle(&self, record: &AgentRecord) {
         let services = self.inner.services.clone();
         let (id, account, task) = (
             record.agent_id.clone(),
@@ -282,26 +288,31 @@ impl Runtime {
                 }
             };
             let spent = Usage::from(title.usage);
-            blocking(move || {
-                let titled = services.records.update(&id, |r| {
+            let (records, agent) = (services.records.clone(), id.clone());
+            let titled = run_blocking(move || {
+                records.update(&agent, |r| {
                     r.name = title.text;
                     r.usage += spent;
                     true
-                });
-                if let Err(e) = titled {
-                    tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
-                }
-                if let Err(e) = services.usage.add(&account, now_ms(), spent.month(0)) {
-                    tracing::error!(error = %e, "recording the title's usage failed");
-                }
+                })
             })
             .await;
+            if let Err(e) = titled {
+                tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
+            }
+            let usage = services.usage.clone();
+            if let Err(e) =
+                run_blocking(move || usage.add(&account, now_ms(), spent.month(0))).await
+            {
+                tracing::error!(error = %e, "recording the title's usage failed");
+            }
         });
     }
 
     /// Asks a live agent to stop: its pending host calls return at once, it sees the stop
-    /// flag, and after the grace period it is dropped wherever it is.
-    pub fn stop(&self, agent_id: &str) {
+    /// flag, and after the grace period it is dropped wherever it is. The record is left
+    /// to the caller ([`Runtime::stop`] turns it `stopped` first).
+    pub fn signal_stop(&self, agent_id: &str) {
         if let Some(agent) = self.inner.live.lock().agents.get(agent_id)
             && agent.stop.request()
         {
@@ -352,14 +363,10 @@ impl Runtime {
     }
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(f).await.ok()
-}
-
 async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
     let records = inner.services.records.clone();
     let id = ctx.agent_id.clone();
-    let started = blocking({
+    let started = run_blocking({
         let (records, id) = (records.clone(), id.clone());
         move || {
             records.update(&id, |r| {
@@ -373,10 +380,12 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
         }
     })
     .await;
-    if let Some(Ok(Some(r))) = started
-        && r.status == Status::Running
-    {
-        note(&mut inner.timings.lock().running, &id, Instant::now());
+    match started {
+        Ok(Some(r)) if r.status == Status::Running => {
+            note(&mut inner.timings.lock().running, &id, Instant::now());
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(agent = %id, error = %e, "recording the agent as running failed"),
     }
     let (outcome, mut usage, conversation) = match ctx.stop.requested() {
         true => (Outcome::Stopped, Usage::default(), Vec::new()),
@@ -393,8 +402,7 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
         };
         usage += extraction::extract(ctx, report).await;
     }
-    let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
-    blocking(move || {
+    let ended = run_blocking(move || {
         let ended = records.update(&id, |r| {
             r.usage += usage;
             if !r.status.is_terminal() {
@@ -412,16 +420,23 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
                 }
             }
             true
-        });
-        if let Ok(Some(r)) = &ended {
+        })?;
+        if let Some(r) = ended {
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
-            let _ = records.append_log(&id, "terminal", r.status.as_str().into(), Some(data));
+            records.append_log(&id, "terminal", r.status.as_str().into(), Some(data))?;
         }
-        if let Err(e) = usage_store.add(&account, now_ms(), usage.month(run_ms)) {
-            tracing::error!(error = %e, "recording agent usage failed");
-        }
+        Ok::<_, RecordError>(())
     })
     .await;
+    if let Err(e) = ended {
+        tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");
+    }
+    let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
+    if let Err(e) =
+        run_blocking(move || usage_store.add(&account, now_ms(), usage.month(run_ms))).await
+    {
+        tracing::error!(error = %e, "recording agent usage failed");
+    }
 }
 
 /// Instantiates and runs the guest until it returns, fails, runs out of time, or its stop

@@ -1,0 +1,91 @@
+//! The runtime's refusals of a spawn as the specification's errors (§4.3, §8): codes,
+//! `details`, messages that say what to do, and `Retry-After` where waiting helps.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use super::error::ApiError;
+use crate::{accounts::Window, clock::iso8601, runtime::SpawnRefusal};
+
+/// Seconds a client should wait before retrying at the concurrency cap or host capacity.
+const RETRY_BUSY_SECS: u64 = 5;
+
+impl From<SpawnRefusal> for ApiError {
+    fn from(refusal: SpawnRefusal) -> Self {
+        match refusal {
+            SpawnRefusal::MonthlyQuota {
+                plan,
+                used_hours,
+                limit_hours,
+                resets_at,
+            } => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "monthly_quota_exceeded",
+                format!(
+                    "the {plan} plan's {limit_hours} agent-hours for this month are used; the budget resets at {}",
+                    iso8601(resets_at)
+                ),
+            )
+            .with_details(json!({
+                "plan": plan.as_str(),
+                "usedHours": used_hours,
+                "limitHours": limit_hours,
+                "resetsAt": iso8601(resets_at),
+            })),
+            SpawnRefusal::ConcurrentLimit { plan, current, max } => {
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "concurrent_limit_reached",
+                    format!(
+                        "{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"
+                    ),
+                )
+                .with_details(json!({
+                    "plan": plan.as_str(),
+                    "currentConcurrent": current,
+                    "maxConcurrent": max,
+                }));
+                e.retry_after = Some(RETRY_BUSY_SECS);
+                e
+            }
+            SpawnRefusal::AtCapacity { cap } => {
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    format!("this host is running its maximum of {cap} agents; retry with backoff"),
+                );
+                e.retry_after = Some(RETRY_BUSY_SECS);
+                e
+            }
+            SpawnRefusal::RateLimited {
+                plan,
+                window,
+                retry_after_secs,
+                per_minute,
+                per_hour,
+            } => {
+                let limit = match window {
+                    Window::Minute => per_minute,
+                    Window::Hour => per_hour,
+                };
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "this API key spawned its {limit} agents per {}; retry in {retry_after_secs} s",
+                        window.as_str()
+                    ),
+                )
+                .with_details(json!({
+                    "plan": plan.as_str(),
+                    "window": window.as_str(),
+                    "limitPerMinute": per_minute,
+                    "limitPerHour": per_hour,
+                }));
+                e.retry_after = Some(retry_after_secs);
+                e
+            }
+            SpawnRefusal::Storage(e) => ApiError::internal(&e),
+        }
+    }
+}
