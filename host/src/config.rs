@@ -10,7 +10,7 @@ use std::{
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::{accounts::Plan, memory::embed::EmbedderConfig};
+use crate::{accounts::Plan, memory::embed::EmbedderConfig, secret::Secret};
 
 /// Everything configurable, with documented defaults (see README "Configuration").
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -103,8 +103,8 @@ pub struct MindConfig {
     /// [`MindConfig::base_url`]), so switching provider never sends one vendor's key to
     /// the other's URL.
     pub base_url: Option<String>,
-    /// Key for the provider, if it needs one.
-    pub api_key: Option<String>,
+    /// Key for the provider, if it needs one (never shown by `Debug`).
+    pub api_key: Option<Secret>,
     /// Model name reported on agent records and sent to the provider.
     pub model: String,
     /// Most tokens one completion may produce; Anthropic requires the bound, the OpenAI
@@ -222,7 +222,7 @@ impl Config {
             match name.as_str() {
                 "WASMIND_MIND" => self.mind.provider = value.clone(),
                 "WASMIND_MIND_BASE_URL" => self.mind.base_url = Some(value.clone()),
-                "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.clone()),
+                "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.as_str().into()),
                 "WASMIND_MIND_MODEL" => self.mind.model = value.clone(),
                 "WASMIND_EMBEDDER" => {
                     self.embedder.kind = value
@@ -321,5 +321,18 @@ mod tests {
         let mut c = Config::parse("[mind]\nmax_tokens = 0\n").unwrap();
         let err = c.apply_env(&BTreeMap::new()).unwrap_err().to_string();
         assert!(err.contains("max_tokens"), "{err}");
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let c = Config::parse(
+            "[mind]\napi_key = \"sk-mind-secret\"\n[embedder.openai]\napi_key = \"sk-embed-secret\"\n",
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("sk-mind-secret"), "{shown}");
+        assert!(!shown.contains("sk-embed-secret"), "{shown}");
+        assert!(shown.contains("api_key: Some(<redacted>)"), "{shown}");
+        assert_eq!(c.mind.api_key.unwrap().expose(), "sk-mind-secret");
     }
 }

@@ -24,5 +24,6 @@ mod id;
 pub mod memory;
 pub mod mind;
 pub mod runtime;
+mod secret;
 pub mod server;
 mod text;

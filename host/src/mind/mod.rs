@@ -74,7 +74,7 @@ pub trait Mind: Send + Sync + 'static {
     fn summarize<'a>(&'a self, notes: &'a [Note]) -> BoxFuture<'a, Result<Summary, MindError>> {
         Box::pin(async move {
             let (messages, tools) = jobs::summary_request(notes);
-            jobs::read_summary(&self.complete(&messages, &tools).await?)
+            jobs::read_summary(&self.complete(&messages, &tools).await?, notes)
         })
     }
 

@@ -33,7 +33,7 @@ impl Anthropic {
     pub fn new(cfg: &MindConfig) -> anyhow::Result<Self> {
         let api_key = match &cfg.api_key {
             Some(key) => {
-                let mut value = HeaderValue::from_str(key)
+                let mut value = HeaderValue::from_str(key.expose())
                     .map_err(|_| anyhow::anyhow!("the mind api_key is not a valid header"))?;
                 value.set_sensitive(true);
                 Some(value)
