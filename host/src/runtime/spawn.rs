@@ -10,8 +10,9 @@
 use std::time::Instant;
 
 use super::{
+    admission::Refusal,
+    lifecycle::Runtime,
     records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
-    supervisor::{Refusal, Runtime},
 };
 use crate::{
     accounts::{Plan, Window},
@@ -114,14 +115,16 @@ impl Runtime {
             });
         }
 
-        let slot =
-            self.reserve(&account, limits.concurrent_agents)
-                .map_err(|refusal| match refusal {
-                    Refusal::ConcurrentLimit { current, max } => {
-                        SpawnRefusal::ConcurrentLimit { plan, current, max }
-                    }
-                    Refusal::AtCapacity { cap } => SpawnRefusal::AtCapacity { cap },
-                })?;
+        let slot = self
+            .inner
+            .admission
+            .reserve(&account, limits.concurrent_agents)
+            .map_err(|refusal| match refusal {
+                Refusal::ConcurrentLimit { current, max } => {
+                    SpawnRefusal::ConcurrentLimit { plan, current, max }
+                }
+                Refusal::AtCapacity { cap } => SpawnRefusal::AtCapacity { cap },
+            })?;
 
         self.inner
             .rate
@@ -201,6 +204,45 @@ impl Runtime {
         .ok_or(StopError::NotFound)?;
         self.signal_stop(&updated.agent_id);
         Ok(updated.status)
+    }
+
+    /// Has the Mind title the agent of `record` in the background (its provisional name
+    /// stands until then, and if the Mind fails); the tokens count as the agent's.
+    pub(super) fn retitle(&self, record: &AgentRecord) {
+        let services = self.inner.services.clone();
+        let (id, account, task) = (
+            record.agent_id.clone(),
+            record.account.clone(),
+            record.task.clone(),
+        );
+        tokio::spawn(async move {
+            let title = match services.mind.title(&task).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(agent = %id, error = %e, "titling the agent failed");
+                    return;
+                }
+            };
+            let spent = Usage::from(title.usage);
+            let (records, agent) = (services.records.clone(), id.clone());
+            let titled = run_blocking(move || {
+                records.update(&agent, |r| {
+                    r.name = title.text;
+                    r.usage += spent;
+                    true
+                })
+            })
+            .await;
+            if let Err(e) = titled {
+                tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
+            }
+            let usage = services.usage.clone();
+            if let Err(e) =
+                run_blocking(move || usage.add(&account, now_ms(), spent.month(0))).await
+            {
+                tracing::error!(error = %e, "recording the title's usage failed");
+            }
+        });
     }
 }
 
