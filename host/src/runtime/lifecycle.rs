@@ -14,6 +14,7 @@ use serde_json::json;
 
 use super::{
     admission::{Admission, Slot},
+    config::RuntimeConfig,
     engine::{self, Compiled},
     extraction,
     records::{AgentRecord, Failure, RecordError, Status, Usage},
@@ -22,10 +23,7 @@ use super::{
     stop::StopSignal,
     timings::Recorder,
 };
-use crate::{
-    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, config::RuntimeConfig,
-    mind::RunReport,
-};
+use crate::{accounts::RateLimiter, blocking::run_blocking, clock::now_ms, mind::RunReport};
 
 pub(super) struct Inner {
     pub(super) compiled: Compiled,

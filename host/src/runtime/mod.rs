@@ -10,6 +10,7 @@
 
 mod admission;
 mod bindings;
+mod config;
 mod engine;
 mod extraction;
 mod host;
@@ -21,6 +22,7 @@ mod state;
 mod stop;
 mod timings;
 
+pub use config::RuntimeConfig;
 pub use engine::admission_cap;
 pub use lifecycle::Runtime;
 pub use records::{

@@ -15,10 +15,9 @@ use super::{
     records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
 };
 use crate::{
-    accounts::{Plan, Window},
+    accounts::{Plan, PlanLimits, Window},
     blocking::{BlockingError, run_blocking},
     clock::{next_month_start, now_ms},
-    config::PlanLimits,
     id::new_id,
     mind::jobs::MAX_TITLE_CHARS,
     text::shorten,

@@ -11,7 +11,7 @@ mod tests;
 use reqwest::header::HeaderValue;
 
 use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
-use crate::config::MindConfig;
+use crate::mind::MindConfig;
 
 /// The API version whose request and reply shapes `wire` speaks.
 const API_VERSION: &str = "2023-06-01";

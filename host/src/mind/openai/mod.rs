@@ -9,7 +9,7 @@ mod wire;
 mod tests;
 
 use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
-use crate::{config::MindConfig, secret::Secret};
+use crate::{mind::MindConfig, secret::Secret};
 
 /// A client for one OpenAI-compatible endpoint and model. Not retried by itself: wrap it
 /// in [`Retrying`](super::Retrying) (as [`from_config`](super::from_config) does).
