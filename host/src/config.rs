@@ -1,16 +1,25 @@
 //! One `Config`, read once at start-up: defaults, then the TOML file, then environment
 //! overrides. Unknown keys in the file are an error naming them, so a typo never silently
 //! falls back to a default. Nothing below start-up reads the environment.
+//!
+//! Each section belongs to the domain it configures (`accounts` its plans, `mind` its
+//! provider, `memory` its embedder and tuning, `runtime` its limits); this module only
+//! puts them together, loads the file and applies the environment.
 
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
 };
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde::Deserialize;
 
-use crate::{accounts::Plan, memory::embed::EmbedderConfig};
+use crate::{
+    accounts::Plans,
+    memory::{MemoryConfig, embed::EmbedderConfig},
+    mind::MindConfig,
+    runtime::RuntimeConfig,
+};
 
 /// Everything configurable, with documented defaults (see README "Configuration").
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -26,172 +35,6 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// The wasm agent runtime.
     pub runtime: RuntimeConfig,
-}
-
-/// The three plan tiers of the specification.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct Plans {
-    pub free: PlanLimits,
-    pub liftoff: PlanLimits,
-    pub lightyear: PlanLimits,
-}
-
-impl Default for Plans {
-    fn default() -> Self {
-        Self {
-            free: PlanLimits {
-                spawns_per_minute: 5,
-                spawns_per_hour: 30,
-                concurrent_agents: 2,
-                memories: 1_000,
-                agent_hours_per_month: 10.0,
-            },
-            liftoff: PlanLimits {
-                spawns_per_minute: 5,
-                spawns_per_hour: 30,
-                concurrent_agents: 5,
-                memories: 25_000,
-                agent_hours_per_month: 100.0,
-            },
-            lightyear: PlanLimits {
-                spawns_per_minute: 30,
-                spawns_per_hour: 500,
-                concurrent_agents: 25,
-                memories: 250_000,
-                agent_hours_per_month: 1_000.0,
-            },
-        }
-    }
-}
-
-impl Plans {
-    /// The limits of one tier.
-    pub fn limits(&self, plan: Plan) -> &PlanLimits {
-        match plan {
-            Plan::Free => &self.free,
-            Plan::Liftoff => &self.liftoff,
-            Plan::Lightyear => &self.lightyear,
-        }
-    }
-}
-
-/// Limits of one plan tier. Every member must be given when a `[plans.X]` table is written,
-/// so a partial table cannot silently mix tiers.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct PlanLimits {
-    /// Spawns per API key in any rolling 60 s window.
-    pub spawns_per_minute: u32,
-    /// Spawns per API key in any rolling 3,600 s window.
-    pub spawns_per_hour: u32,
-    /// Agents spawning or running at once, per account.
-    pub concurrent_agents: u32,
-    /// Live memories per account, across all its keys and namespaces.
-    pub memories: u64,
-    /// Agent run time per account per calendar month (UTC), in hours.
-    pub agent_hours_per_month: f64,
-}
-
-/// The `[mind]` section: which provider agents think with.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct MindConfig {
-    /// `offline` (rule-based, network-free, the default), `openai` or `anthropic`.
-    pub provider: String,
-    /// Base URL of the provider's API; `None` means the provider's own (see
-    /// [`MindConfig::base_url`]), so switching provider never sends one vendor's key to
-    /// the other's URL.
-    pub base_url: Option<String>,
-    /// Key for the provider, if it needs one.
-    pub api_key: Option<String>,
-    /// Model name reported on agent records and sent to the provider.
-    pub model: String,
-    /// Most tokens one completion may produce; Anthropic requires the bound, the OpenAI
-    /// protocol leaves it to the server.
-    pub max_tokens: u32,
-}
-
-/// The providers `[mind] provider` may name, for error messages.
-pub const MIND_PROVIDERS: &str = "\"offline\", \"openai\" or \"anthropic\"";
-
-impl MindConfig {
-    /// The base URL requests go to: the configured one, else the provider's public API.
-    pub fn base_url(&self) -> &str {
-        self.base_url
-            .as_deref()
-            .unwrap_or(match self.provider.as_str() {
-                "anthropic" => "https://api.anthropic.com/v1",
-                _ => "https://api.openai.com/v1",
-            })
-    }
-}
-
-impl Default for MindConfig {
-    fn default() -> Self {
-        Self {
-            provider: "offline".into(),
-            base_url: None,
-            api_key: None,
-            model: "wasmind-offline".into(),
-            max_tokens: 4096,
-        }
-    }
-}
-
-/// The `[memory]` section.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct MemoryConfig {
-    /// Half-life of the search `timeDecay` factor, in days.
-    pub decay_half_life_days: f64,
-    /// Seconds between vector-index checkpoints to disk.
-    pub checkpoint_interval_secs: u64,
-    /// Seconds an account waits after a consolidation that wrote something before the
-    /// next (each spends the Mind's tokens); 0 disables the wait.
-    pub consolidate_cooldown_secs: u64,
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        Self {
-            decay_half_life_days: 30.0,
-            checkpoint_interval_secs: 30,
-            consolidate_cooldown_secs: 60,
-        }
-    }
-}
-
-/// The `[runtime]` section: limits of each agent's sandbox.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct RuntimeConfig {
-    /// Most live agents the host admits; the default (and the ceiling) is derived from the
-    /// process's mapping limit (`vm.max_map_count`) and reported at start-up.
-    pub max_agents: Option<u32>,
-    /// Linear-memory limit of one agent, in MiB.
-    pub memory_limit_mib: u32,
-    /// Most elements any one table of an agent may grow to.
-    pub table_elements_limit: u32,
-    /// Longest an agent may run, in seconds.
-    pub max_run_secs: u64,
-    /// Grace between a stop request and the agent's forced end, in seconds.
-    pub stop_grace_secs: f64,
-    /// The agent component every spawn runs; default: the built-in default agent.
-    pub component: Option<PathBuf>,
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        Self {
-            max_agents: None,
-            memory_limit_mib: 64,
-            table_elements_limit: 20_000,
-            max_run_secs: 3_600,
-            stop_grace_secs: 10.0,
-            component: None,
-        }
-    }
 }
 
 impl Config {
@@ -222,7 +65,7 @@ impl Config {
             match name.as_str() {
                 "WASMIND_MIND" => self.mind.provider = value.clone(),
                 "WASMIND_MIND_BASE_URL" => self.mind.base_url = Some(value.clone()),
-                "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.clone()),
+                "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.as_str().into()),
                 "WASMIND_MIND_MODEL" => self.mind.model = value.clone(),
                 "WASMIND_EMBEDDER" => {
                     self.embedder.kind = value
@@ -233,19 +76,7 @@ impl Config {
                 _ => {}
             }
         }
-        if !matches!(
-            self.mind.provider.as_str(),
-            "offline" | "openai" | "anthropic"
-        ) {
-            bail!(
-                "unknown mind provider {:?}: use {MIND_PROVIDERS}",
-                self.mind.provider
-            );
-        }
-        if self.mind.max_tokens == 0 {
-            bail!("[mind] max_tokens must be at least 1");
-        }
-        Ok(())
+        self.mind.check()
     }
 }
 
@@ -321,5 +152,18 @@ mod tests {
         let mut c = Config::parse("[mind]\nmax_tokens = 0\n").unwrap();
         let err = c.apply_env(&BTreeMap::new()).unwrap_err().to_string();
         assert!(err.contains("max_tokens"), "{err}");
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let c = Config::parse(
+            "[mind]\napi_key = \"sk-mind-secret\"\n[embedder.openai]\napi_key = \"sk-embed-secret\"\n",
+        )
+        .unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("sk-mind-secret"), "{shown}");
+        assert!(!shown.contains("sk-embed-secret"), "{shown}");
+        assert!(shown.contains("api_key: Some(<redacted>)"), "{shown}");
+        assert_eq!(c.mind.api_key.unwrap().expose(), "sk-mind-secret");
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod accounts;
 pub mod api;
+mod blocking;
 pub mod cli;
 mod clock;
 pub mod config;
@@ -23,4 +24,6 @@ mod id;
 pub mod memory;
 pub mod mind;
 pub mod runtime;
+mod secret;
 pub mod server;
+mod text;

@@ -7,8 +7,9 @@ use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
 use anyhow::Context;
 
 use crate::{
-    accounts::{KeyStore, RateLimiter, UsageStore},
+    accounts::{KeyStore, UsageStore},
     api::{AppState, app},
+    blocking::run_blocking,
     config::Config,
     data_dir::DataDir,
     memory::{MemoryService, embed},
@@ -44,7 +45,7 @@ pub fn serve(
             .with_graceful_shutdown(shutdown_signal())
             .await?;
         tracing::info!("shutting down: saving indexes");
-        tokio::task::spawn_blocking(move || memory.checkpoint()).await??;
+        run_blocking(move || memory.checkpoint()).await?;
         anyhow::Ok(())
     })?;
     // Agents still winding down hold the services (and so the database): end them, then
@@ -73,7 +74,6 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     )
     .context("opening the memory store")?;
     let mind = mind::from_config(&config.mind)?;
-    let model = mind.model().to_string();
     let records = AgentStore::new(dir.db().clone())?;
     let usage = UsageStore::new(dir.db().clone())?;
     let services = Arc::new(Services {
@@ -91,9 +91,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         runtime,
         records,
         usage,
-        rate: Arc::new(RateLimiter::default()),
         mind,
-        model,
     })
 }
 

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wasmind::accounts::Plan;
 use wasmind::api::{AppState, app};
-use wasmind::config::{Config, MindConfig, PlanLimits, RuntimeConfig};
 use wasmind::data_dir::DataDir;
 use wasmind::memory::embed::EmbedderKind;
+use wasmind::{accounts::PlanLimits, config::Config, mind::MindConfig, runtime::RuntimeConfig};
 
 /// The account every bench key belongs to.
 pub const ACCOUNT: &str = "bench";
@@ -154,7 +154,7 @@ impl Server {
             }
         }
         for id in &ids {
-            self.state.runtime.stop(id);
+            self.state.runtime.signal_stop(id);
         }
         let deadline = Instant::now() + timeout;
         while self.live() > 0 && Instant::now() < deadline {

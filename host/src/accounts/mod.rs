@@ -10,6 +10,6 @@ mod rate;
 mod usage;
 
 pub use keys::{KeyInfo, KeyStore, Principal};
-pub use plan::Plan;
+pub use plan::{Plan, PlanLimits, Plans};
 pub use rate::{RateLimiter, RateRefusal, Window};
 pub use usage::{MonthUsage, UsageStore};

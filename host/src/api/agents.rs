@@ -1,7 +1,5 @@
 //! `/api/v1/agents…` handlers (§4.3): spawn within the plan's limits, list, get, stop, logs.
 
-use std::time::Instant;
-
 use axum::{
     Json,
     extract::{Path, State, rejection::PathRejection},
@@ -19,10 +17,9 @@ use super::{
     fields::Fields,
 };
 use crate::{
-    clock::{iso8601, next_month_start, now_ms},
-    id::new_id,
-    mind::jobs,
-    runtime::{AgentRecord, LogEvent, MemoryMode, Refusal, Status, Usage},
+    blocking::run_blocking,
+    clock::iso8601,
+    runtime::{AgentRecord, LogEvent, MemoryMode, SpawnRequest, Status, StopError, Usage},
 };
 
 /// Longest task (§8).
@@ -40,8 +37,6 @@ const LOGS_MAX: usize = 1_000;
 /// Cursor kinds of the agent list and of log pages.
 const AGENTS_CURSOR: &str = "a1";
 const LOGS_CURSOR: &str = "l1";
-/// Seconds a client should wait before retrying at the concurrency cap or host capacity.
-const RETRY_BUSY_SECS: u64 = 5;
 
 fn agent_not_found() -> ApiError {
     ApiError::new(
@@ -55,17 +50,11 @@ fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     path.map(|Path(id)| id).map_err(|_| agent_not_found())
 }
 
-fn blocking_err(e: impl std::fmt::Display) -> ApiError {
-    ApiError::internal(&e)
-}
-
+/// Runs storage work off the async workers; any failure is a 500.
 async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> ApiResult<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(blocking_err)?
-        .map_err(blocking_err)
+    run_blocking(f).await.map_err(|e| ApiError::internal(&e))
 }
 
 fn usage(u: Usage) -> Value {
@@ -117,17 +106,15 @@ pub async fn spawn(
         ));
     }
     let given = f.opt_string("name")?;
-    let untitled = given.is_none();
-    let name = match given {
-        Some(n) if n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS => {
-            return Err(ApiError::invalid_field(
-                "name",
-                format!("name must be 1 to {MAX_NAME_CHARS} characters and not blank"),
-            ));
-        }
-        Some(n) => n,
-        None => jobs::shorten(&task, jobs::MAX_TITLE_CHARS),
-    };
+    if given
+        .as_ref()
+        .is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS)
+    {
+        return Err(ApiError::invalid_field(
+            "name",
+            format!("name must be 1 to {MAX_NAME_CHARS} characters and not blank"),
+        ));
+    }
     let region = f.opt_string("region")?.unwrap_or_else(|| REGION.into());
     if region != REGION {
         return Err(ApiError::invalid_field(
@@ -146,103 +133,16 @@ pub async fn spawn(
             )
         })?,
     };
-    let plan = who.plan;
-    let limits = state.config.plans.limits(plan).clone();
-    let now = now_ms();
-
-    let account = who.account.to_string();
-    let usage_store = state.usage.clone();
-    let finished_ms = blocking(move || usage_store.month(&account, now))
-        .await?
-        .run_ms;
-    let used_ms = finished_ms + state.runtime.running_ms(&who.account);
-    let budget_ms = (limits.agent_hours_per_month * 3_600_000.0) as u64;
-    if used_ms >= budget_ms {
-        let resets = next_month_start(now);
-        return Err(ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
-            "monthly_quota_exceeded",
-            format!("the {plan} plan's {} agent-hours for this month are used; the budget resets at {}", limits.agent_hours_per_month, iso8601(resets)),
-        )
-        .with_details(json!({ "plan": plan.as_str(), "usedHours": used_ms as f64 / 3_600_000.0, "limitHours": limits.agent_hours_per_month, "resetsAt": iso8601(resets) })));
-    }
-
-    let slot = state.runtime.reserve(&who.account, limits.concurrent_agents).map_err(|refusal| match refusal {
-        Refusal::ConcurrentLimit { current, max } => {
-            let mut e = ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "concurrent_limit_reached",
-                format!("{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"),
-            )
-            .with_details(json!({ "plan": plan.as_str(), "currentConcurrent": current, "maxConcurrent": max }));
-            e.retry_after = Some(RETRY_BUSY_SECS);
-            e
-        }
-        Refusal::AtCapacity { cap } => {
-            let mut e = ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                format!("this host is running its maximum of {cap} agents; retry with backoff"),
-            );
-            e.retry_after = Some(RETRY_BUSY_SECS);
-            e
-        }
-    })?;
-
-    if let Err(refusal) = state.rate.try_acquire(
-        &who.key_id,
-        limits.spawns_per_minute,
-        limits.spawns_per_hour,
-        Instant::now(),
-    ) {
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!(
-                "this API key spawned its {} agents per {}; retry in {} s",
-                match refusal.window.as_str() {
-                    "minute" => limits.spawns_per_minute,
-                    _ => limits.spawns_per_hour,
-                },
-                refusal.window.as_str(),
-                refusal.retry_after_secs
-            ),
-        )
-        .with_details(json!({
-            "plan": plan.as_str(),
-            "window": refusal.window.as_str(),
-            "limitPerMinute": limits.spawns_per_minute,
-            "limitPerHour": limits.spawns_per_hour,
-        }));
-        e.retry_after = Some(refusal.retry_after_secs);
-        return Err(e);
-    }
-
-    let record = AgentRecord {
-        agent_id: new_id("ag_"),
+    let request = SpawnRequest {
         account: who.account.to_string(),
         key_id: who.key_id.to_string(),
-        name,
-        status: Status::Spawning,
+        plan: who.plan,
+        limits: state.config.plans.limits(who.plan).clone(),
         task,
-        created_at: now,
-        updated_at: now,
-        final_result: None,
-        progress: Vec::new(),
-        error: None,
-        model: state.model.clone(),
-        started_at: None,
-        ended_at: None,
-        usage: Usage::default(),
+        name: given,
         memory_mode,
-        seq: 0,
     };
-    let records = state.records.clone();
-    let record = blocking(move || records.create(record)).await?;
-    state.runtime.launch(slot, &record, limits.memories);
-    if untitled {
-        state.runtime.retitle(&record);
-    }
+    let record = state.runtime.spawn(request).await?;
     let body = json!({
         "agent_id": record.agent_id,
         "name": record.name,
@@ -299,30 +199,16 @@ pub async fn stop(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<Value>> {
-    let record = owned(&state, &who.account, agent_id(path)?).await?;
-    if record.status.is_terminal() {
-        return Ok(Json(
-            json!({ "agent_id": record.agent_id, "status": record.status.as_str() }),
-        ));
-    }
-    let records = state.records.clone();
-    let id = record.agent_id.clone();
-    let updated = blocking(move || {
-        records.update(&id, |r| {
-            let alive = !r.status.is_terminal();
-            if alive {
-                r.status = Status::Stopped;
-                r.ended_at = Some(now_ms());
-            }
-            alive
-        })
-    })
-    .await?
-    .ok_or_else(agent_not_found)?;
-    state.runtime.stop(&updated.agent_id);
-    Ok(Json(
-        json!({ "agent_id": updated.agent_id, "status": updated.status.as_str() }),
-    ))
+    let id = agent_id(path)?;
+    let status = state
+        .runtime
+        .stop(&who.account, &id)
+        .await
+        .map_err(|e| match e {
+            StopError::NotFound => agent_not_found(),
+            StopError::Storage(e) => ApiError::internal(&e),
+        })?;
+    Ok(Json(json!({ "agent_id": id, "status": status.as_str() })))
 }
 
 /// GET /api/v1/agents/{id}/logs?limit&cursor

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::{
     accounts::MonthUsage,
+    blocking::run_blocking,
     clock::now_ms,
     memory::{
         ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_LIMIT, DEFAULT_MIN_CLUSTER_SIZE,
@@ -260,9 +261,7 @@ pub async fn consolidate(
             input_tokens: spent.input_tokens.into(),
             output_tokens: spent.output_tokens.into(),
         };
-        let recorded =
-            tokio::task::spawn_blocking(move || usage.add(&account, now_ms(), delta)).await;
-        if let Err(e) = recorded.map_err(anyhow::Error::from).and_then(|r| r) {
+        if let Err(e) = run_blocking(move || usage.add(&account, now_ms(), delta)).await {
             tracing::error!(error = %e, "recording consolidation usage failed");
         }
     }

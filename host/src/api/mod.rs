@@ -10,6 +10,7 @@ mod extract;
 mod fields;
 mod memory;
 mod openapi;
+mod refusal;
 mod views;
 
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use axum::{
 pub use error::{ApiError, ApiResult};
 
 use crate::{
-    accounts::{KeyStore, RateLimiter, UsageStore},
+    accounts::{KeyStore, UsageStore},
     config::Config,
     memory::MemoryService,
     mind::Mind,
@@ -45,11 +46,8 @@ pub struct AppState {
     pub runtime: Runtime,
     pub records: AgentStore,
     pub usage: UsageStore,
-    pub rate: Arc<RateLimiter>,
     /// The Mind, for the host's own jobs (consolidation summaries).
     pub mind: Arc<dyn Mind>,
-    /// The Mind's model name, reported on agent records.
-    pub model: String,
 }
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).

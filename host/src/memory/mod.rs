@@ -5,6 +5,7 @@
 //! nothing here knows about HTTP. Writes go through one writer thread (group commit);
 //! reads are redb snapshots and index queries that run concurrently with it.
 
+mod config;
 mod consolidate;
 mod dedupe;
 mod derived;
@@ -19,6 +20,7 @@ mod store;
 mod transfer;
 mod writer;
 
+pub use config::MemoryConfig;
 pub use consolidate::{
     DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Refusal,
 };

@@ -2,6 +2,7 @@
 
 use std::{collections::HashMap, path::Path, sync::Arc, time::Duration};
 
+use super::MemoryConfig;
 use super::{
     MemoryError, PutInput, Result,
     consolidate::{self, Gate},
@@ -17,7 +18,6 @@ use super::{
 };
 use crate::{
     clock::now_ms,
-    config::MemoryConfig,
     mind::{Mind, Note, Usage},
 };
 

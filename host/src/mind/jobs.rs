@@ -12,6 +12,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Completion, Message, MindError, ToolSpec, Usage};
+use crate::text::shorten;
 
 /// Longest title kept, in characters.
 pub const MAX_TITLE_CHARS: usize = 60;
@@ -210,9 +211,14 @@ pub fn read_proposals(c: &Completion) -> Result<Proposals, MindError> {
     })
 }
 
-/// Reads the summary of a consolidation reply.
-pub fn read_summary(c: &Completion) -> Result<Summary, MindError> {
-    let args = tool_arguments(c, WRITE_SUMMARY, "summary")?;
+/// Reads the summary of a consolidation reply. A reply in plain text instead of the
+/// tool call (many OpenAI-compatible servers ignore the tool) is taken as the summary's
+/// value, under a key named after the cluster's centre, `notes[0]`: `<its key>_summary`.
+pub fn read_summary(c: &Completion, notes: &[Note]) -> Result<Summary, MindError> {
+    let args = match tool_arguments(c, WRITE_SUMMARY, "summary") {
+        Ok(args) => args,
+        Err(e) => return plain_summary(c, notes).ok_or(e),
+    };
     let field = |name: &str| match args.get(name) {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
         _ => Err(unreadable("summary", format!("no {name:?} string"))),
@@ -220,6 +226,20 @@ pub fn read_summary(c: &Completion) -> Result<Summary, MindError> {
     Ok(Summary {
         key: field("key")?,
         value: field("value")?,
+        usage: c.usage,
+    })
+}
+
+/// The reply's text as the summary, when it did not call the tool and said something.
+fn plain_summary(c: &Completion, notes: &[Note]) -> Option<Summary> {
+    if c.tool_calls.iter().any(|call| call.name == WRITE_SUMMARY) {
+        return None;
+    }
+    let value = c.text.as_deref()?.trim();
+    let centre = notes.first().map_or("memory", |n| n.key.as_str());
+    (!value.is_empty()).then(|| Summary {
+        key: format!("{centre}_summary"),
+        value: value.to_string(),
         usage: c.usage,
     })
 }
@@ -249,26 +269,6 @@ pub fn read_title(c: &Completion) -> Result<Title, MindError> {
         text,
         usage: c.usage,
     })
-}
-
-/// `text`'s first words, at most `max` characters (cut mid-word only when the first word
-/// is longer).
-pub fn shorten(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for word in text.split_whitespace() {
-        let extra = word.chars().count() + usize::from(!out.is_empty());
-        if out.chars().count() + extra > max {
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    if out.is_empty() {
-        out = text.trim().chars().take(max).collect();
-    }
-    out
 }
 
 #[cfg(test)]
@@ -316,10 +316,40 @@ mod tests {
     #[test]
     fn summaries_need_a_key_and_a_value() {
         let ok = call(WRITE_SUMMARY, &json!({ "key": "k", "value": " v " }));
-        let s = read_summary(&reply(None, vec![ok])).unwrap();
+        let s = read_summary(&reply(None, vec![ok]), &notes()).unwrap();
         assert_eq!((s.key.as_str(), s.value.as_str()), ("k", "v"));
         let blank = call(WRITE_SUMMARY, &json!({ "key": "k", "value": "" }));
-        assert!(read_summary(&reply(None, vec![blank])).is_err());
+        assert!(read_summary(&reply(None, vec![blank]), &notes()).is_err());
+        assert!(read_summary(&reply(Some("  "), vec![]), &notes()).is_err());
+    }
+
+    #[test]
+    fn a_plain_text_summary_is_the_value_under_the_centre_s_key() {
+        let s = read_summary(
+            &reply(Some(" The user drinks green tea. "), vec![]),
+            &notes(),
+        )
+        .unwrap();
+        assert_eq!(s.key, "tea_pref_summary");
+        assert_eq!(s.value, "The user drinks green tea.");
+        assert_eq!(s.usage.input_tokens, 7);
+        // A JSON object in the text is still read as the tool's arguments.
+        let json_text = json!({ "key": "k", "value": "v" }).to_string();
+        assert_eq!(
+            read_summary(&reply(Some(&json_text), vec![]), &notes())
+                .unwrap()
+                .key,
+            "k"
+        );
+    }
+
+    fn notes() -> Vec<Note> {
+        ["tea_pref", "tea"]
+            .map(|key| Note {
+                key: key.into(),
+                value: "green tea".into(),
+            })
+            .to_vec()
     }
 
     #[test]
@@ -340,7 +370,6 @@ mod tests {
                 <= 60
         );
         assert!(read_title(&reply(Some("  "), vec![])).is_err());
-        assert_eq!(shorten(&"x".repeat(100), 60).chars().count(), 60);
     }
 
     #[test]

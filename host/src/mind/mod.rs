@@ -24,6 +24,7 @@
 //! ```
 
 mod anthropic;
+mod config;
 mod conversation;
 mod error;
 pub mod jobs;
@@ -35,14 +36,13 @@ mod retry;
 use std::{future::Future, pin::Pin, sync::Arc};
 
 pub use anthropic::Anthropic;
+pub use config::{MIND_PROVIDERS, MindConfig};
 pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
 pub use error::{Failure, MindError};
 pub use jobs::{Note, Proposals, RunReport, Summary, Title};
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
-
-use crate::config::{MIND_PROVIDERS, MindConfig};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -74,7 +74,7 @@ pub trait Mind: Send + Sync + 'static {
     fn summarize<'a>(&'a self, notes: &'a [Note]) -> BoxFuture<'a, Result<Summary, MindError>> {
         Box::pin(async move {
             let (messages, tools) = jobs::summary_request(notes);
-            jobs::read_summary(&self.complete(&messages, &tools).await?)
+            jobs::read_summary(&self.complete(&messages, &tools).await?, notes)
         })
     }
 

@@ -17,11 +17,11 @@ use wasmtime::{
     component::{Component, HasSelf, Linker},
 };
 
+use super::config::RuntimeConfig;
 use super::{
     bindings::{Agent, AgentPre},
     state::AgentState,
 };
-use crate::config::RuntimeConfig;
 
 /// The default agent, built from `examples/default-agent` by the build script.
 const DEFAULT_AGENT: &[u8] = include_bytes!(env!("WASMIND_DEFAULT_AGENT_WASM"));

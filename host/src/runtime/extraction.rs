@@ -14,6 +14,7 @@ use super::{
     state::AgentCtx,
 };
 use crate::{
+    blocking::run_blocking,
     clock::now_ms,
     memory::{MemoryError, PutInput, Source},
     mind::RunReport,
@@ -102,8 +103,7 @@ async fn record<T: Send + 'static>(
     write: impl FnOnce(&AgentStore, &str) -> Result<T, RecordError> + Send + 'static,
 ) {
     let (records, id) = (ctx.services.records.clone(), ctx.agent_id.clone());
-    let done = tokio::task::spawn_blocking(move || write(&records, &id)).await;
-    if !matches!(done, Ok(Ok(_))) {
-        tracing::error!(agent = %ctx.agent_id, "recording {what} failed");
+    if let Err(e) = run_blocking(move || write(&records, &id)).await {
+        tracing::error!(agent = %ctx.agent_id, error = %e, "recording {what} failed");
     }
 }

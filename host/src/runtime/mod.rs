@@ -1,23 +1,34 @@
 //! Agents: each a WebAssembly component in its own wasmtime `Store`, run as a tokio task.
 //!
 //! One engine (pooling allocator sized to an admission cap, epoch interruption driven by
-//! one ticker thread), one precompiled component linked once (`InstancePre`), and a
-//! supervisor that admits, runs and stops agents. Each interface of `wit/agent.wit` has its
-//! host side in `host/`. Records and log events are durable in redb (`records`).
+//! one ticker thread), one precompiled component linked once (`InstancePre`). A spawn
+//! (`spawn`) is admitted within the plan's and the host's limits (`admission`), then
+//! supervised from launch to its recorded end (`lifecycle`) around the run itself
+//! (`run`). Each interface of `wit/agent.wit` has its host side in `host/`. Records and
+//! log events are durable in redb (`records`).
 //! Nothing outside this module knows wasmtime.
 
+mod admission;
 mod bindings;
+mod config;
 mod engine;
 mod extraction;
 mod host;
+mod lifecycle;
 mod records;
+mod run;
+mod spawn;
 mod state;
 mod stop;
-mod supervisor;
+mod timings;
 
+pub use config::RuntimeConfig;
 pub use engine::admission_cap;
+pub use lifecycle::Runtime;
 pub use records::{
     AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
 };
+pub use spawn::{SpawnRefusal, SpawnRequest, StopError};
 pub use state::Services;
-pub use supervisor::{Refusal, Runtime, Slot, Timings};
+#[cfg(feature = "bench")]
+pub use timings::Timings;

@@ -11,12 +11,12 @@ use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
 
 use super::{
+    config::RuntimeConfig,
     records::{AgentStore, MemoryMode, Usage},
     stop::StopSignal,
 };
 use crate::{
     accounts::UsageStore,
-    config::RuntimeConfig,
     memory::MemoryService,
     mind::{Message, Mind},
 };

@@ -283,7 +283,11 @@ fn one_at_a_time_then_a_cooldown() {
 #[test]
 fn a_mind_failure_changes_nothing() {
     // 400 is a refusal: not retried, so the test needs no backoff.
-    let mind = FakeMind::start([Reply::status(400)]);
+    let no_value = json!({ "key": "colour_summary" });
+    let mind = FakeMind::start([
+        Reply::status(400),
+        Reply::tool_call("write_summary", no_value),
+    ]);
     let (_tmp, server, key) = server_with_mind(&mind);
     let c = server.client(&key);
     put_cluster(&c);
@@ -300,9 +304,39 @@ fn a_mind_failure_changes_nothing() {
     }
 
     // A failure starts no cooldown: the next call reaches the Mind again, whose reply
-    // (plain text, no summary) is unusable — still nothing changes.
+    // (a summary without a value) is unusable — still nothing changes.
     let unusable = c.post(CONSOLIDATE, &json!({}));
     unusable.assert_error(503, "mind_unavailable");
     assert_eq!(mind.request_count(), 2);
     assert_eq!(live_ids(&c), before);
+}
+
+/// Many OpenAI-compatible servers ignore the forced tool and answer in prose: the prose is
+/// the summary, under the key of the cluster's centre.
+#[test]
+fn a_summary_in_plain_text_is_kept_under_the_centre_s_key() {
+    let prose = "The user's favourite colour is blue, in any wording.";
+    let mind = FakeMind::start([Reply::text(prose)]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
+    let ids = put_cluster(&c);
+    let dry = c.post(CONSOLIDATE, &json!({ "dry_run": true }));
+    let centre = &dry.body["consolidated"][0]["replaced"][0];
+    let i = ids.iter().position(|id| id == centre).unwrap();
+
+    let done = c.post(CONSOLIDATE, &json!({}));
+    assert_eq!(done.status, 200, "{:#}", done.body);
+    let merged = &done.body["consolidated"][0];
+    let summary_key = format!("colour_{i}_summary");
+    assert_eq!(merged["key"], summary_key.as_str());
+    assert_eq!(merged["replaced"].as_array().unwrap().len(), 3);
+    let summary = c.get(&format!("/api/v1/memory?key={summary_key}"));
+    assert_eq!(summary.status, 200, "{:#}", summary.body);
+    assert_eq!(summary.body["memory_id"], merged["memory_id"]);
+    assert_eq!(summary.body["value"], prose);
+    assert_eq!(summary.body["source"], "consolidated");
+    assert_eq!(live_ids(&c), [merged["memory_id"].clone()]);
+    let asked = mind.requests();
+    assert_eq!(asked.len(), 1, "one cluster, one request, no retry");
+    assert_eq!(asked[0]["tools"][0]["function"]["name"], "write_summary");
 }

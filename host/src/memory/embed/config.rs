@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use crate::secret::Secret;
+
 /// The `[embedder]` section of the TOML config file: which embedder to run and how.
 ///
 /// Every field has a default, so an absent section means the local MiniLM model.
@@ -91,13 +93,13 @@ impl FromStr for EmbedderKind {
 /// The `[embedder.openai]` section: an OpenAI-compatible embeddings endpoint.
 ///
 /// `Debug` redacts the API key so configs can be logged.
-#[derive(Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct OpenAiEmbedConfig {
     /// API root; requests go to `{base_url}/embeddings`.
     pub base_url: String,
     /// Sent as a bearer token; `None` sends no `Authorization` header (local servers).
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// Provider model name.
     pub model: String,
     /// Vector length asked for with the `dimensions` request field, and checked on replies.
@@ -112,17 +114,6 @@ impl Default for OpenAiEmbedConfig {
             model: "text-embedding-3-small".to_owned(),
             dims: 384,
         }
-    }
-}
-
-impl fmt::Debug for OpenAiEmbedConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiEmbedConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
-            .field("dims", &self.dims)
-            .finish()
     }
 }
 
@@ -142,7 +133,7 @@ mod tests {
     #[test]
     fn debug_redacts_api_key() {
         let cfg = OpenAiEmbedConfig {
-            api_key: Some("sk-secret".to_owned()),
+            api_key: Some("sk-secret".into()),
             ..OpenAiEmbedConfig::default()
         };
         let shown = format!("{cfg:?}");

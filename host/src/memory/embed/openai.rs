@@ -6,6 +6,7 @@ use reqwest::blocking::Client;
 use serde::{Deserialize, Serialize};
 
 use super::{EmbedError, Embedder, OpenAiEmbedConfig, l2_normalize};
+use crate::secret::Secret;
 
 /// Longest wait for the TCP/TLS connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -21,7 +22,7 @@ const ERROR_BODY_CHARS: usize = 300;
 pub struct OpenAiEmbedder {
     client: Client,
     url: String,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     model: String,
     dims: usize,
 }
@@ -113,7 +114,7 @@ impl Embedder for OpenAiEmbedder {
         };
         let mut request = self.client.post(&self.url).json(&body);
         if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
+            request = request.bearer_auth(key.expose());
         }
         let remote = |e: reqwest::Error| EmbedError::Remote(format!("POST {}: {e}", self.url));
         let response = request.send().map_err(remote)?;
@@ -176,7 +177,7 @@ mod tests {
     fn embedder(base_url: String, dims: usize) -> OpenAiEmbedder {
         OpenAiEmbedder::new(&OpenAiEmbedConfig {
             base_url,
-            api_key: Some("sk-test".to_owned()),
+            api_key: Some("sk-test".into()),
             model: "text-embedding-3-small".to_owned(),
             dims,
         })

@@ -11,7 +11,7 @@ mod tests;
 use reqwest::header::HeaderValue;
 
 use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
-use crate::config::MindConfig;
+use crate::mind::MindConfig;
 
 /// The API version whose request and reply shapes `wire` speaks.
 const API_VERSION: &str = "2023-06-01";
@@ -33,7 +33,7 @@ impl Anthropic {
     pub fn new(cfg: &MindConfig) -> anyhow::Result<Self> {
         let api_key = match &cfg.api_key {
             Some(key) => {
-                let mut value = HeaderValue::from_str(key)
+                let mut value = HeaderValue::from_str(key.expose())
                     .map_err(|_| anyhow::anyhow!("the mind api_key is not a valid header"))?;
                 value.set_sensitive(true);
                 Some(value)

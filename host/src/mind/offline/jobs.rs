@@ -7,9 +7,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::{SIGNATURE, approx_tokens, usage};
-use crate::mind::{
-    Note, Proposals, RunReport, Summary, Title,
-    jobs::{MAX_TITLE_CHARS, shorten},
+use crate::{
+    mind::{Note, Proposals, RunReport, Summary, Title, jobs::MAX_TITLE_CHARS},
+    text::shorten,
 };
 
 /// Longest key and value the memory service accepts (§8).

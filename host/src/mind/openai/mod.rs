@@ -9,13 +9,13 @@ mod wire;
 mod tests;
 
 use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
-use crate::config::MindConfig;
+use crate::{mind::MindConfig, secret::Secret};
 
 /// A client for one OpenAI-compatible endpoint and model. Not retried by itself: wrap it
 /// in [`Retrying`](super::Retrying) (as [`from_config`](super::from_config) does).
 pub struct OpenAi {
     endpoint: Endpoint,
-    api_key: Option<String>,
+    api_key: Option<Secret>,
     model: String,
 }
 
@@ -46,7 +46,7 @@ impl Provider for OpenAi {
                 .endpoint
                 .post(&wire::Request::new(&self.model, messages, tools));
             if let Some(key) = &self.api_key {
-                request = request.bearer_auth(key);
+                request = request.bearer_auth(key.expose());
             }
             let reply: wire::Response = self.endpoint.send(request).await?;
             reply

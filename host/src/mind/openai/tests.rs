@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::mind::{
-    BACKOFF, Mind, MindError, RecordingSleep, Retrying, ToolCall, Usage,
+    BACKOFF, Mind, MindError, Note, RecordingSleep, Retrying, ToolCall, Usage,
     remote::fake::{self, Fake, Reply, ok, status},
 };
 
@@ -180,4 +180,27 @@ async fn retried_over_http_500_but_not_400() {
     assert!(matches!(error, MindError::Unavailable(_)), "{error:?}");
     assert_eq!(sleep.requested(), BACKOFF);
     assert_eq!(fake.bodies().len(), 4);
+}
+
+/// Many OpenAI-compatible servers ignore the offered tool and answer in prose: the prose is
+/// the summary, under the cluster centre's key.
+#[tokio::test]
+async fn a_summary_answered_in_plain_text_is_kept() {
+    let prose = "The user drinks green tea, never coffee.";
+    let (cfg, fake) = serve(vec![ok(&final_text(prose))]).await;
+    let mind = Retrying::with_sleep(OpenAi::new(&cfg).unwrap(), RecordingSleep::default());
+    let notes = [
+        ("tea_pref", "The user drinks green tea."),
+        ("no_coffee", "Never coffee."),
+    ]
+    .map(|(key, value)| Note {
+        key: key.into(),
+        value: value.into(),
+    });
+    let summary = mind.summarize(&notes).await.unwrap();
+    assert_eq!(summary.key, "tea_pref_summary");
+    assert_eq!(summary.value, prose);
+    let seen = fake.bodies();
+    assert_eq!(seen.len(), 1, "a prose answer is not retried");
+    assert_eq!(seen[0]["tools"][0]["function"]["name"], "write_summary");
 }

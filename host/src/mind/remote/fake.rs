@@ -14,7 +14,7 @@ use axum::{
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::config::MindConfig;
+use crate::mind::MindConfig;
 
 /// One scripted reply: status, `Retry-After`, body; or a reply that comes too late.
 pub(in crate::mind) enum Reply {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::blocking;
 use crate::{
+    blocking::run_blocking,
     clock::now_ms,
     runtime::{bindings::progress, records::Progress, state::AgentState},
 };
@@ -34,13 +34,13 @@ impl progress::Host for AgentState {
             self.agent.services.records.clone(),
             self.agent.agent_id.clone(),
         );
-        blocking(move || {
+        run_blocking(move || {
             records.update(&id, |r| {
                 r.progress.push(entry);
                 true
             })
         })
-        .await?
+        .await
         .map_err(wasmtime::Error::msg)?;
         Ok(())
     }
@@ -64,8 +64,8 @@ impl progress::Host for AgentState {
             self.agent.services.records.clone(),
             self.agent.agent_id.clone(),
         );
-        blocking(move || records.append_log(&id, kind, message, data))
-            .await?
+        run_blocking(move || records.append_log(&id, kind, message, data))
+            .await
             .map_err(wasmtime::Error::msg)?;
         Ok(())
     }

@@ -1,0 +1,184 @@
+//! The runtime's refusals of a spawn as the specification's errors (§4.3, §8): codes,
+//! `details`, messages that say what to do, and `Retry-After` where waiting helps.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use super::error::ApiError;
+use crate::{accounts::Window, clock::iso8601, runtime::SpawnRefusal};
+
+/// Seconds a client should wait before retrying at the concurrency cap or host capacity.
+const RETRY_BUSY_SECS: u64 = 5;
+
+impl From<SpawnRefusal> for ApiError {
+    fn from(refusal: SpawnRefusal) -> Self {
+        match refusal {
+            SpawnRefusal::MonthlyQuota {
+                plan,
+                used_hours,
+                limit_hours,
+                resets_at,
+            } => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "monthly_quota_exceeded",
+                format!(
+                    "the {plan} plan's {limit_hours} agent-hours for this month are used; the budget resets at {}",
+                    iso8601(resets_at)
+                ),
+            )
+            .with_details(json!({
+                "plan": plan.as_str(),
+                "usedHours": used_hours,
+                "limitHours": limit_hours,
+                "resetsAt": iso8601(resets_at),
+            })),
+            SpawnRefusal::ConcurrentLimit { plan, current, max } => {
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "concurrent_limit_reached",
+                    format!(
+                        "{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"
+                    ),
+                )
+                .with_details(json!({
+                    "plan": plan.as_str(),
+                    "currentConcurrent": current,
+                    "maxConcurrent": max,
+                }));
+                e.retry_after = Some(RETRY_BUSY_SECS);
+                e
+            }
+            SpawnRefusal::AtCapacity { cap } => {
+                let mut e = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    format!("this host is running its maximum of {cap} agents; retry with backoff"),
+                );
+                e.retry_after = Some(RETRY_BUSY_SECS);
+                e
+            }
+            SpawnRefusal::RateLimited {
+                plan,
+                window,
+                retry_after_secs,
+                per_minute,
+                per_hour,
+            } => {
+                let limit = match window {
+                    Window::Minute => per_minute,
+                    Window::Hour => per_hour,
+                };
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "this API key spawned its {limit} agents per {}; retry in {retry_after_secs} s",
+                        window.as_str()
+                    ),
+                )
+                .with_details(json!({
+                    "plan": plan.as_str(),
+                    "window": window.as_str(),
+                    "limitPerMinute": per_minute,
+                    "limitPerHour": per_hour,
+                }));
+                e.retry_after = Some(retry_after_secs);
+                e
+            }
+            SpawnRefusal::Storage(e) => ApiError::internal(&e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::Plan;
+
+    #[test]
+    fn the_monthly_budget_is_402_with_when_it_resets() {
+        let e = ApiError::from(SpawnRefusal::MonthlyQuota {
+            plan: Plan::Free,
+            used_hours: 10.5,
+            limit_hours: 10.0,
+            resets_at: 1_798_761_600_000,
+        });
+        assert_eq!(
+            (e.status, e.code.as_str(), e.retry_after),
+            (StatusCode::PAYMENT_REQUIRED, "monthly_quota_exceeded", None)
+        );
+        assert_eq!(
+            e.message,
+            "the free plan's 10 agent-hours for this month are used; the budget resets at 2027-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            e.details,
+            Some(json!({
+                "plan": "free",
+                "usedHours": 10.5,
+                "limitHours": 10.0,
+                "resetsAt": "2027-01-01T00:00:00.000Z",
+            }))
+        );
+    }
+
+    #[test]
+    fn a_full_host_is_503_and_a_full_account_429_both_retried_after_5_s() {
+        let e = ApiError::from(SpawnRefusal::AtCapacity { cap: 7 });
+        assert_eq!(
+            (e.status, e.code.as_str(), e.retry_after, e.details),
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "temporarily_unavailable",
+                Some(5),
+                None
+            )
+        );
+        assert_eq!(
+            e.message,
+            "this host is running its maximum of 7 agents; retry with backoff"
+        );
+        let e = ApiError::from(SpawnRefusal::ConcurrentLimit {
+            plan: Plan::Liftoff,
+            current: 5,
+            max: 5,
+        });
+        assert_eq!(
+            (e.status, e.code.as_str(), e.retry_after),
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                "concurrent_limit_reached",
+                Some(5)
+            )
+        );
+        assert_eq!(
+            e.details,
+            Some(json!({ "plan": "liftoff", "currentConcurrent": 5, "maxConcurrent": 5 }))
+        );
+    }
+
+    #[test]
+    fn the_rate_names_the_window_that_refused() {
+        let e = ApiError::from(SpawnRefusal::RateLimited {
+            plan: Plan::Lightyear,
+            window: Window::Hour,
+            retry_after_secs: 42,
+            per_minute: 30,
+            per_hour: 500,
+        });
+        assert_eq!(
+            (e.status, e.code.as_str(), e.retry_after),
+            (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
+        );
+        assert_eq!(
+            e.message,
+            "this API key spawned its 500 agents per hour; retry in 42 s"
+        );
+        assert_eq!(
+            e.details,
+            Some(
+                json!({ "plan": "lightyear", "window": "hour", "limitPerMinute": 30, "limitPerHour": 500 })
+            )
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! Admission: the agents each account and the host have live, kept so that every figure a
+//! spawn checks is O(1) — an account's concurrent agents, the host's total under its cap,
+//! and the run time so far of an account's running agents (for the monthly budget).
+
+use std::{collections::HashMap, sync::Arc, time::Instant};
+
+use parking_lot::Mutex;
+
+use super::{lifecycle::Runtime, state::AgentCtx};
+
+/// Why a place was not reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The host is at its admission cap.
+    AtCapacity { cap: u32 },
+    /// The account has `max` agents spawning or running.
+    ConcurrentLimit { current: u32, max: u32 },
+}
+
+/// The live agents, under one lock.
+pub(super) struct Admission {
+    cap: u32,
+    live: Mutex<Live>,
+}
+
+struct Live {
+    agents: HashMap<String, Arc<AgentCtx>>,
+    per_account: HashMap<String, AccountLive>,
+    total: u32,
+    /// Origin of the launch offsets in [`AccountLive`].
+    epoch: Instant,
+}
+
+/// One account's live agents.
+#[derive(Default)]
+struct AccountLive {
+    /// Admitted agents: reserved or launched.
+    admitted: u32,
+    /// Launched agents whose run has not ended.
+    launched: u64,
+    /// Sum of their launch instants, in ms since [`Live::epoch`]: with `launched` it gives
+    /// their total run time so far without visiting them.
+    launched_sum_ms: u64,
+}
+
+impl Live {
+    fn offset_ms(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64
+    }
+}
+
+/// An admitted spawn's place: given back when dropped (before launch, or when the agent's
+/// run has ended).
+pub(super) struct Slot {
+    admission: Arc<Admission>,
+    account: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut live = self.admission.live.lock();
+        live.total -= 1;
+        if let Some(a) = live.per_account.get_mut(&self.account) {
+            a.admitted -= 1;
+            if a.admitted == 0 {
+                live.per_account.remove(&self.account);
+            }
+        }
+    }
+}
+
+impl Admission {
+    /// No agent live yet; at most `cap` at once.
+    pub(super) fn new(cap: u32) -> Arc<Self> {
+        Arc::new(Self {
+            cap,
+            live: Mutex::new(Live {
+                agents: HashMap::new(),
+                per_account: HashMap::new(),
+                total: 0,
+                epoch: Instant::now(),
+            }),
+        })
+    }
+
+    /// Reserves a place for one more agent of `account`, within the account's `max` and
+    /// the host's cap.
+    pub(super) fn reserve(self: &Arc<Self>, account: &str, max: u32) -> Result<Slot, Refusal> {
+        let mut live = self.live.lock();
+        let current = live.per_account.get(account).map_or(0, |a| a.admitted);
+        if current >= max {
+            return Err(Refusal::ConcurrentLimit { current, max });
+        }
+        if live.total >= self.cap {
+            return Err(Refusal::AtCapacity { cap: self.cap });
+        }
+        live.total += 1;
+        live.per_account
+            .entry(account.to_string())
+            .or_default()
+            .admitted += 1;
+        Ok(Slot {
+            admission: self.clone(),
+            account: account.to_string(),
+        })
+    }
+
+    /// Counts a launched agent in: findable by id, its run time metered.
+    pub(super) fn launched(&self, ctx: &Arc<AgentCtx>) {
+        let mut live = self.live.lock();
+        let offset = live.offset_ms(ctx.started);
+        live.agents.insert(ctx.agent_id.clone(), ctx.clone());
+        let a = live.per_account.entry(ctx.account.clone()).or_default();
+        a.launched += 1;
+        a.launched_sum_ms += offset;
+    }
+
+    /// Counts an agent whose run has ended out (its slot is given back separately).
+    pub(super) fn ended(&self, ctx: &AgentCtx) {
+        let mut live = self.live.lock();
+        let offset = live.offset_ms(ctx.started);
+        live.agents.remove(&ctx.agent_id);
+        if let Some(a) = live.per_account.get_mut(&ctx.account) {
+            a.launched -= 1;
+            a.launched_sum_ms -= offset;
+        }
+    }
+
+    /// The live agent `agent_id`, if it is.
+    pub(super) fn agent(&self, agent_id: &str) -> Option<Arc<AgentCtx>> {
+        self.live.lock().agents.get(agent_id).cloned()
+    }
+}
+
+impl Runtime {
+    /// The most live agents this host admits.
+    pub fn cap(&self) -> u32 {
+        self.inner.admission.cap
+    }
+
+    /// Agents of `account` spawning or running.
+    pub fn concurrent(&self, account: &str) -> u32 {
+        let live = self.inner.admission.live.lock();
+        live.per_account.get(account).map_or(0, |a| a.admitted)
+    }
+
+    /// Run time so far of the account's running agents, in ms.
+    pub fn running_ms(&self, account: &str) -> u64 {
+        let live = self.inner.admission.live.lock();
+        let now = live.offset_ms(Instant::now());
+        live.per_account
+            .get(account)
+            .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
+    }
+}

@@ -1,0 +1,37 @@
+//! The `[runtime]` section: limits of each agent's sandbox and of the host's admission.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// The `[runtime]` section of the config file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Most live agents the host admits; the default (and the ceiling) is derived from the
+    /// process's mapping limit (`vm.max_map_count`) and reported at start-up.
+    pub max_agents: Option<u32>,
+    /// Linear-memory limit of one agent, in MiB.
+    pub memory_limit_mib: u32,
+    /// Most elements any one table of an agent may grow to.
+    pub table_elements_limit: u32,
+    /// Longest an agent may run, in seconds.
+    pub max_run_secs: u64,
+    /// Grace between a stop request and the agent's forced end, in seconds.
+    pub stop_grace_secs: f64,
+    /// The agent component every spawn runs; default: the built-in default agent.
+    pub component: Option<PathBuf>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            max_agents: None,
+            memory_limit_mib: 64,
+            table_elements_limit: 20_000,
+            max_run_secs: 3_600,
+            stop_grace_secs: 10.0,
+            component: None,
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! An agent's life around its run: the runtime starts by failing the agents a previous
+//! process left alive (`host_restarted`); each launched agent is a tokio task that marks
+//! it `running`, runs it (`run`), has its memories extracted when its mode asks, and
+//! records how it ended; a stop request lets it go on for the grace period, then it is
+//! dropped wherever it is.
+
+use std::{
+    path::Path,
+    sync::{Arc, atomic::AtomicBool},
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+
+use super::{
+    admission::{Admission, Slot},
+    config::RuntimeConfig,
+    engine::{self, Compiled},
+    extraction,
+    records::{AgentRecord, Failure, RecordError, Status, Usage},
+    run::{Ended, Outcome, run},
+    state::{AgentCtx, Services},
+    stop::StopSignal,
+    timings::Recorder,
+};
+use crate::{accounts::RateLimiter, blocking::run_blocking, clock::now_ms, mind::RunReport};
+
+pub(super) struct Inner {
+    pub(super) compiled: Compiled,
+    pub(super) services: Arc<Services>,
+    pub(super) config: RuntimeConfig,
+    pub(super) admission: Arc<Admission>,
+    /// Every key's spawn-rate windows.
+    pub(super) rate: RateLimiter,
+    pub(super) timings: Recorder,
+}
+
+/// The agent runtime; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(super) inner: Arc<Inner>,
+}
+
+/// How long a stopped agent may go on before it is dropped.
+pub(super) fn grace(config: &RuntimeConfig) -> Duration {
+    Duration::from_secs_f64(config.stop_grace_secs.max(0.0))
+}
+
+impl Runtime {
+    /// Compiles the agent component, then marks agents a previous process left alive as
+    /// failed (nothing stays `running` forever).
+    pub fn start(
+        config: &RuntimeConfig,
+        cache_dir: &Path,
+        services: Arc<Services>,
+    ) -> anyhow::Result<Self> {
+        let compiled = engine::compile(config, cache_dir)?;
+        tracing::info!(admission_cap = compiled.cap, "agent runtime ready");
+        let runtime = Self {
+            inner: Arc::new(Inner {
+                admission: Admission::new(compiled.cap),
+                compiled,
+                services,
+                config: config.clone(),
+                rate: RateLimiter::default(),
+                timings: Recorder::new(),
+            }),
+        };
+        runtime.fail_orphans()?;
+        Ok(runtime)
+    }
+
+    /// The timings recorded since the last call, leaving none behind.
+    #[cfg(feature = "bench")]
+    pub fn take_timings(&self) -> super::Timings {
+        self.inner.timings.take()
+    }
+
+    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot.
+    pub(super) fn launch(&self, slot: Slot, record: &AgentRecord, memory_quota: u64) {
+        let ctx = Arc::new(AgentCtx {
+            agent_id: record.agent_id.clone(),
+            account: record.account.clone(),
+            memory_quota,
+            memory_mode: record.memory_mode,
+            stop: StopSignal::default(),
+            mind_failed: AtomicBool::new(false),
+            started: Instant::now(),
+            services: self.inner.services.clone(),
+        });
+        self.inner.admission.launched(&ctx);
+        let inner = self.inner.clone();
+        let task = record.task.clone();
+        tokio::spawn(async move {
+            supervise(&inner, &ctx, &task).await;
+            inner.admission.ended(&ctx);
+            drop(slot);
+        });
+    }
+
+    /// Asks a live agent to stop: its pending host calls return at once, it sees the stop
+    /// flag, and after the grace period it is dropped wherever it is. The record is left
+    /// to the caller ([`Runtime::stop`] turns it `stopped` first).
+    pub fn signal_stop(&self, agent_id: &str) {
+        let Some(agent) = self.inner.admission.agent(agent_id) else {
+            return;
+        };
+        if !agent.stop.request() {
+            return;
+        }
+        self.inner.timings.stop_requested(agent_id);
+        // A CPU-bound guest holds its task until its slice ends, so the grace timer is seen
+        // only at the next epoch tick (up to 10 ms late). Advancing the epoch when the
+        // grace ends makes every running guest yield at once — this one is then dropped,
+        // the others just start a new slice. (Called outside the async runtime, as at
+        // shutdown, the next tick does it.)
+        let engine = self.inner.compiled.engine.clone();
+        let grace = grace(&self.inner.config);
+        let Ok(tokio) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        tokio.spawn(async move {
+            tokio::time::sleep_until(agent.stop.wait().await + grace).await;
+            engine.increment_epoch();
+        });
+    }
+
+    fn fail_orphans(&self) -> anyhow::Result<()> {
+        let records = &self.inner.services.records;
+        for id in records.alive()? {
+            let failed = records.update(&id, |r| {
+                r.status = Status::Failed;
+                r.ended_at = Some(now_ms());
+                r.error = Some(Failure {
+                    code: "host_restarted".into(),
+                    message: "the host restarted while this agent was alive; spawn it again".into(),
+                });
+                true
+            })?;
+            if let Some(r) = failed {
+                records.append_log(
+                    &id,
+                    "terminal",
+                    "failed".into(),
+                    Some(json!({ "status": "failed", "error": r.error })),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The agent's task: marks it running, runs it unless already stopped, extracts, records.
+async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
+    let records = inner.services.records.clone();
+    let id = ctx.agent_id.clone();
+    let started = run_blocking({
+        let (records, id) = (records.clone(), id.clone());
+        move || {
+            records.update(&id, |r| {
+                let starting = r.status == Status::Spawning;
+                if starting {
+                    r.status = Status::Running;
+                    r.started_at = Some(now_ms());
+                }
+                starting
+            })
+        }
+    })
+    .await;
+    match started {
+        Ok(Some(r)) if r.status == Status::Running => inner.timings.running(&id),
+        Ok(_) => {}
+        Err(e) => tracing::error!(agent = %id, error = %e, "recording the agent as running failed"),
+    }
+    let Ended {
+        outcome,
+        mut usage,
+        conversation,
+    } = match ctx.stop.requested() {
+        true => Ended {
+            outcome: Outcome::Stopped,
+            usage: Usage::default(),
+            conversation: Vec::new(),
+        },
+        false => run(inner, ctx, task).await,
+    };
+    let run_ms = ctx.started.elapsed().as_millis() as u64;
+    if let Outcome::Completed(answer) = &outcome
+        && ctx.memory_mode.extracts()
+    {
+        let report = RunReport {
+            task: task.to_string(),
+            conversation,
+            answer: answer.clone(),
+        };
+        usage += extraction::extract(ctx, report).await;
+    }
+    let ended = run_blocking(move || {
+        let ended = records.update(&id, |r| {
+            r.usage += usage;
+            if !r.status.is_terminal() {
+                r.ended_at = Some(now_ms());
+                match outcome {
+                    Outcome::Completed(text) => {
+                        r.status = Status::Completed;
+                        r.final_result = Some(text);
+                    }
+                    Outcome::Failed(f) => {
+                        r.status = Status::Failed;
+                        r.error = Some(f);
+                    }
+                    Outcome::Stopped => r.status = Status::Stopped,
+                }
+            }
+            true
+        })?;
+        if let Some(r) = ended {
+            let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
+            records.append_log(&id, "terminal", r.status.as_str().into(), Some(data))?;
+        }
+        Ok::<_, RecordError>(())
+    })
+    .await;
+    if let Err(e) = ended {
+        tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");
+    }
+    let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
+    if let Err(e) =
+        run_blocking(move || usage_store.add(&account, now_ms(), usage.month(run_ms))).await
+    {
+        tracing::error!(error = %e, "recording agent usage failed");
+    }
+}

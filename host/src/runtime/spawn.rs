@@ -1,0 +1,262 @@
+//! Spawn and stop, the two operations callers ask of the runtime, each one call.
+//!
+//! A spawn is checked in a fixed order, each check the refusal a client can act on first:
+//! the account's monthly agent-hour budget (finished runs plus the run time of its running
+//! agents), then a place among the account's concurrent agents and under the host's
+//! admission cap, then the key's rolling spawn-rate windows, which count admitted spawns
+//! only. An admitted spawn is stored as `spawning`, launched, and, when no name was given,
+//! named from its task until the Mind titles it.
+
+use std::time::Instant;
+
+use super::{
+    admission::Refusal,
+    lifecycle::Runtime,
+    records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
+};
+use crate::{
+    accounts::{Plan, PlanLimits, Window},
+    blocking::{BlockingError, run_blocking},
+    clock::{next_month_start, now_ms},
+    id::new_id,
+    mind::jobs::MAX_TITLE_CHARS,
+    text::shorten,
+};
+
+const MS_PER_HOUR: f64 = 3_600_000.0;
+
+/// What a caller asks to spawn, on behalf of whom.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest {
+    pub account: String,
+    /// The API key spawning: rate windows are per key.
+    pub key_id: String,
+    pub plan: Plan,
+    /// The plan's limits.
+    pub limits: PlanLimits,
+    pub task: String,
+    /// The display name given; `None` names the agent from its task's first words and has
+    /// the Mind title it in the background.
+    pub name: Option<String>,
+    pub memory_mode: MemoryMode,
+}
+
+/// Why a spawn was not admitted, with what the caller needs to say so.
+#[derive(Debug)]
+pub enum SpawnRefusal {
+    /// The account's agent hours of this month are used up.
+    MonthlyQuota {
+        plan: Plan,
+        used_hours: f64,
+        limit_hours: f64,
+        /// When the budget resets (ms since the epoch): the next month's start, UTC.
+        resets_at: u64,
+    },
+    /// The account has its plan's maximum of agents spawning or running.
+    ConcurrentLimit { plan: Plan, current: u32, max: u32 },
+    /// The host runs its maximum of agents.
+    AtCapacity { cap: u32 },
+    /// The key spawned its plan's maximum in one rolling window.
+    RateLimited {
+        plan: Plan,
+        window: Window,
+        retry_after_secs: u64,
+        per_minute: u32,
+        per_hour: u32,
+    },
+    /// Reading usage or storing the record failed.
+    Storage(anyhow::Error),
+}
+
+/// Why a stop could not be done.
+#[derive(Debug)]
+pub enum StopError {
+    /// The account has no agent with that id.
+    NotFound,
+    /// Reading or updating the record failed.
+    Storage(anyhow::Error),
+}
+
+/// The name an unnamed agent has until the Mind titles it: its task's first words, within
+/// the title's bound.
+fn provisional_name(task: &str) -> String {
+    shorten(task, MAX_TITLE_CHARS)
+}
+
+impl Runtime {
+    /// Admits, stores and launches one agent, or says why not (see the module's order).
+    pub async fn spawn(&self, req: SpawnRequest) -> Result<AgentRecord, SpawnRefusal> {
+        let SpawnRequest {
+            account,
+            key_id,
+            plan,
+            limits,
+            task,
+            name,
+            memory_mode,
+        } = req;
+        let services = &self.inner.services;
+        let now = now_ms();
+
+        let (usage, who) = (services.usage.clone(), account.clone());
+        let finished_ms = run_blocking(move || usage.month(&who, now))
+            .await
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?
+            .run_ms;
+        let used_ms = finished_ms + self.running_ms(&account);
+        let budget_ms = (limits.agent_hours_per_month * MS_PER_HOUR) as u64;
+        if used_ms >= budget_ms {
+            return Err(SpawnRefusal::MonthlyQuota {
+                plan,
+                used_hours: used_ms as f64 / MS_PER_HOUR,
+                limit_hours: limits.agent_hours_per_month,
+                resets_at: next_month_start(now),
+            });
+        }
+
+        let slot = self
+            .inner
+            .admission
+            .reserve(&account, limits.concurrent_agents)
+            .map_err(|refusal| match refusal {
+                Refusal::ConcurrentLimit { current, max } => {
+                    SpawnRefusal::ConcurrentLimit { plan, current, max }
+                }
+                Refusal::AtCapacity { cap } => SpawnRefusal::AtCapacity { cap },
+            })?;
+
+        self.inner
+            .rate
+            .try_acquire(
+                &key_id,
+                limits.spawns_per_minute,
+                limits.spawns_per_hour,
+                Instant::now(),
+            )
+            .map_err(|refused| SpawnRefusal::RateLimited {
+                plan,
+                window: refused.window,
+                retry_after_secs: refused.retry_after_secs,
+                per_minute: limits.spawns_per_minute,
+                per_hour: limits.spawns_per_hour,
+            })?;
+
+        let untitled = name.is_none();
+        let record = AgentRecord {
+            agent_id: new_id("ag_"),
+            account,
+            key_id,
+            name: name.unwrap_or_else(|| provisional_name(&task)),
+            status: Status::Spawning,
+            task,
+            created_at: now,
+            updated_at: now,
+            final_result: None,
+            progress: Vec::new(),
+            error: None,
+            model: services.mind.model().to_string(),
+            started_at: None,
+            ended_at: None,
+            usage: Usage::default(),
+            memory_mode,
+            seq: 0,
+        };
+        let records = services.records.clone();
+        let record = run_blocking(move || records.create(record))
+            .await
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        self.launch(slot, &record, limits.memories);
+        if untitled {
+            self.retitle(&record);
+        }
+        Ok(record)
+    }
+
+    /// Stops the account's agent `agent_id`: its record turns `stopped` at once and the
+    /// agent is signalled, then dropped after its grace. Idempotent: a terminal agent is
+    /// left as it is. Returns the agent's status afterwards.
+    pub async fn stop(&self, account: &str, agent_id: &str) -> Result<Status, StopError> {
+        let storage = |e: BlockingError<RecordError>| StopError::Storage(e.into());
+        let records = self.inner.services.records.clone();
+        let (account, id) = (account.to_string(), agent_id.to_string());
+        let record = run_blocking(move || records.get(&account, &id))
+            .await
+            .map_err(storage)?
+            .ok_or(StopError::NotFound)?;
+        if record.status.is_terminal() {
+            return Ok(record.status);
+        }
+        let records = self.inner.services.records.clone();
+        let id = record.agent_id;
+        let updated = run_blocking(move || {
+            records.update(&id, |r| {
+                let alive = !r.status.is_terminal();
+                if alive {
+                    r.status = Status::Stopped;
+                    r.ended_at = Some(now_ms());
+                }
+                alive
+            })
+        })
+        .await
+        .map_err(storage)?
+        .ok_or(StopError::NotFound)?;
+        self.signal_stop(&updated.agent_id);
+        Ok(updated.status)
+    }
+
+    /// Has the Mind title the agent of `record` in the background (its provisional name
+    /// stands until then, and if the Mind fails); the tokens count as the agent's.
+    pub(super) fn retitle(&self, record: &AgentRecord) {
+        let services = self.inner.services.clone();
+        let (id, account, task) = (
+            record.agent_id.clone(),
+            record.account.clone(),
+            record.task.clone(),
+        );
+        tokio::spawn(async move {
+            let title = match services.mind.title(&task).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(agent = %id, error = %e, "titling the agent failed");
+                    return;
+                }
+            };
+            let spent = Usage::from(title.usage);
+            let (records, agent) = (services.records.clone(), id.clone());
+            let titled = run_blocking(move || {
+                records.update(&agent, |r| {
+                    r.name = title.text;
+                    r.usage += spent;
+                    true
+                })
+            })
+            .await;
+            if let Err(e) = titled {
+                tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
+            }
+            let usage = services.usage.clone();
+            if let Err(e) =
+                run_blocking(move || usage.add(&account, now_ms(), spent.month(0))).await
+            {
+                tracing::error!(error = %e, "recording the title's usage failed");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::provisional_name;
+    use crate::mind::jobs::MAX_TITLE_CHARS;
+
+    #[test]
+    fn provisional_names_are_the_task_s_first_words() {
+        assert_eq!(
+            provisional_name("Summarize the quarterly report"),
+            "Summarize the quarterly report"
+        );
+        let long = "word ".repeat(40);
+        assert!(provisional_name(&long).chars().count() <= MAX_TITLE_CHARS);
+    }
+}
