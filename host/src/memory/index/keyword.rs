@@ -2,7 +2,9 @@
 //!
 //! Account isolation lives in the posting lists: `key`/`value` (and `namespace`/`tags`) are
 //! indexed as terms prefixed with the owning account, so a query built from one account's
-//! terms cannot match another account's docs, and BM25 document frequencies are per account.
+//! terms cannot match another account's docs, and BM25 document frequencies are per
+//! account; so are the document count and average lengths BM25 scores with ([`stats`]),
+//! so no tenant's writes move another's scores.
 //! The query is then a plain union of term queries, which tantivy answers with Block-WAND
 //! (skipping docs that cannot reach the top k); account, namespace, tags and expiry are
 //! checked per candidate inside that scoring loop by [`collect::TopMatching`]. Measured ~10x
@@ -12,6 +14,7 @@
 
 mod collect;
 mod deferred;
+mod stats;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -30,6 +33,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDo
 
 use self::collect::{TopMatching, Wanted};
 use self::deferred::DeferredSync;
+use self::stats::AccountStats;
 use super::{IndexDoc, IndexError, IndexOp, SearchFilter};
 
 /// Name the English analyzer is registered under (the `key`/`value` fields' tokenizer).
@@ -160,6 +164,7 @@ pub struct KeywordIndex {
     /// tantivy allows one writer per index; the mutex serializes `apply`/`clear`/`checkpoint`.
     writer: Mutex<IndexWriter>,
     directory: DeferredSync,
+    stats: AccountStats,
     /// Payload of the last commit (visible, maybe not yet on disk).
     committed: AtomicU64,
     /// Payload as of the last [`checkpoint`](Self::checkpoint) (or open): on disk.
@@ -203,6 +208,7 @@ impl KeywordIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         Ok(KeywordIndex {
+            stats: AccountStats::new(fields.key, fields.value),
             fields,
             analyzer,
             reader,
@@ -254,6 +260,7 @@ impl KeywordIndex {
         self.committed.store(seq, Ordering::Release);
         drop(writer);
         self.reader.reload()?;
+        self.stats.retain(&self.reader.searcher());
         Ok(())
     }
 
@@ -321,7 +328,9 @@ impl KeywordIndex {
                 ]))
             }
         };
-        Ok(searcher.search(query.as_ref(), &TopMatching { k, wanted: &wanted })?)
+        let stats = self.stats.scoped(&searcher, filter.account)?;
+        let top = TopMatching { k, wanted: &wanted };
+        Ok(searcher.search_with_statistics_provider(query.as_ref(), &top, &stats)?)
     }
 
     /// Finds the namespace/tag term with the fewest docs (counts include not-yet-merged

@@ -219,6 +219,35 @@ fn filters_hold_on_both_the_pruned_union_and_the_rare_filter_paths() {
     assert_eq!(ids(&idx, &f, "common"), want);
 }
 
+/// BM25's document count and average length are the account's own: another tenant's
+/// writes (here 60 long memories full of the query's terms) leave this account's scores,
+/// and so its keyword breakdown, exactly as they were.
+#[test]
+fn another_accounts_writes_leave_scores_unchanged() {
+    let (_dir, idx) = open();
+    let mine = upserts(vec![
+        doc(1, "a", "n", "apple cherry pie", &[]),
+        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
+        doc(3, "a", "n", "cherry blossom in spring", &[]),
+        doc(4, "a", "n", "a quiet walk by the river", &[]),
+    ]);
+    idx.apply(&mine, 1).unwrap();
+    let before = idx.search(&in_account("a"), "apple cherry", 10).unwrap();
+    assert_eq!(before.len(), 3);
+    for round in 0..3u64 {
+        let theirs = (0..20)
+            .map(|i| {
+                let id = 100 + round * 20 + i;
+                let value = format!("apple {id} and more apple words than anyone needs, {i}");
+                doc(id, "b", "n", &value, &[])
+            })
+            .collect();
+        idx.apply(&upserts(theirs), 2 + round).unwrap();
+    }
+    let after = idx.search(&in_account("a"), "apple cherry", 10).unwrap();
+    assert_eq!(before, after);
+}
+
 /// Commits are not synced, so a power loss can tear the files of recent segments; such an
 /// index is recreated empty (watermark 0) for the caller to rebuild from the store.
 #[test]
