@@ -103,12 +103,17 @@ fn catch_up(
         return Ok(0);
     }
     let count = ids.len();
-    for chunk in ids.chunks(REBUILD_CHUNK) {
+    let chunks = ids.chunks(REBUILD_CHUNK);
+    let final_chunk = chunks.len() - 1;
+    for (i, chunk) in chunks.enumerate() {
         let mut ops = Vec::with_capacity(chunk.len());
         for (id, account) in chunk {
             ops.push(sync_op(reader, *id, account.as_deref(), now)?);
         }
-        apply(&ops, last)?;
+        // Only the final chunk records `last`: a crash halfway leaves the old watermark
+        // (0 after a clear), so the next start replays the rest instead of skipping it.
+        let seq = if i == final_chunk { last } else { 0 };
+        apply(&ops, seq)?;
     }
     Ok(count)
 }
