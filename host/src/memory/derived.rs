@@ -2,9 +2,10 @@
 //!
 //! Each index records the highest oplog seq it holds durably (its watermark). At start-up
 //! each replays the oplog after its watermark — or rebuilds from every live row when the
-//! entries it needs were already truncated (a deleted or brand-new index folder). Vectors
-//! are saved by periodic checkpoints; after each, oplog entries both indexes hold are
-//! truncated.
+//! entries it needs were already truncated (a deleted or brand-new index folder). Neither
+//! index syncs per write (redb's commit is the write's durability): periodic checkpoints
+//! save vectors and sync the keyword folder; after each, oplog entries both indexes hold
+//! are truncated.
 
 use std::path::Path;
 
@@ -45,6 +46,9 @@ impl Indexes {
             |ops, seq| indexes.vector.apply(ops, seq),
             || indexes.vector.clear(),
         )?;
+        if keyword > 0 {
+            indexes.keyword.checkpoint()?;
+        }
         if vector > 0 {
             indexes.vector.checkpoint()?;
         }
@@ -63,8 +67,9 @@ impl Indexes {
         Ok(())
     }
 
-    /// Saves vectors; returns the oplog seq both indexes now hold durably.
+    /// Makes both indexes durable; returns the oplog seq both now hold durably.
     pub fn checkpoint(&self) -> Result<u64> {
+        self.keyword.checkpoint()?;
         self.vector.checkpoint()?;
         Ok(self.keyword.watermark().min(self.vector.watermark()))
     }
@@ -98,12 +103,17 @@ fn catch_up(
         return Ok(0);
     }
     let count = ids.len();
-    for chunk in ids.chunks(REBUILD_CHUNK) {
+    let chunks = ids.chunks(REBUILD_CHUNK);
+    let final_chunk = chunks.len() - 1;
+    for (i, chunk) in chunks.enumerate() {
         let mut ops = Vec::with_capacity(chunk.len());
         for (id, account) in chunk {
             ops.push(sync_op(reader, *id, account.as_deref(), now)?);
         }
-        apply(&ops, last)?;
+        // Only the final chunk records `last`: a crash halfway leaves the old watermark
+        // (0 after a clear), so the next start replays the rest instead of skipping it.
+        let seq = if i == final_chunk { last } else { 0 };
+        apply(&ops, seq)?;
     }
     Ok(count)
 }

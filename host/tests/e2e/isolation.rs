@@ -273,3 +273,37 @@ fn account_b_reaches_nothing_of_a() {
         "completed"
     );
 }
+
+/// Keyword scores use the account's own BM25 statistics (document count, average length):
+/// B storing 60 memories full of A's query terms leaves A's keyword breakdown exactly as it
+/// was. With index-wide statistics it moved, and so told A something about B's data.
+#[test]
+fn another_accounts_memories_leave_keyword_scores_unchanged() {
+    let (_tmp, server, keys) = server_with_keys(
+        &[("alice", "free"), ("bob", "lightyear")],
+        &Options::hash_embedder(),
+    );
+    let (a, b) = (server.client(&keys[0]), server.client(&keys[1]));
+    for (key, value) in [
+        ("pie", "apple cherry pie"),
+        ("day", "an apple a day keeps the doctor away"),
+        ("spring", "cherry blossom in spring"),
+        ("walk", "a quiet walk by the river"),
+    ] {
+        put(&a, &json!({ "key": key, "value": value }));
+    }
+    let keyword_breakdown = || -> Vec<(Value, Value)> {
+        let query = json!({ "query": "apple cherry", "mode": "keyword" });
+        hits(&a.post("/api/v1/memory/search", &query))
+            .iter()
+            .map(|h| (h["key"].clone(), h["breakdown"]["keyword"].clone()))
+            .collect()
+    };
+    let before = keyword_breakdown();
+    assert_eq!(before.len(), 3, "{before:?}");
+    for i in 0..60 {
+        let value = format!("apple number {i} and more apple words than anyone needs");
+        put(&b, &json!({ "key": format!("b{i}"), "value": value }));
+    }
+    assert_eq!(keyword_breakdown(), before);
+}

@@ -130,6 +130,8 @@ fn watermark_survives_reopen_and_clear_resets_it() {
         idx.apply(&upserts(vec![doc(1, "a", "n", "kept", &[])]), 42)
             .unwrap();
         idx.apply(&[], 41).unwrap();
+        assert_eq!(idx.watermark(), 0, "durable only after a checkpoint");
+        idx.checkpoint().unwrap();
         assert_eq!(idx.watermark(), 42, "watermark never moves backwards");
     }
     let idx = KeywordIndex::open(dir.path()).unwrap();
@@ -215,4 +217,58 @@ fn filters_hold_on_both_the_pruned_union_and_the_rare_filter_paths() {
         .filter(|id| id % 1000 == 0 && id % 7 != 0)
         .collect();
     assert_eq!(ids(&idx, &f, "common"), want);
+}
+
+/// BM25's document count and average length are the account's own: another tenant's
+/// writes (here 60 long memories full of the query's terms) leave this account's scores,
+/// and so its keyword breakdown, exactly as they were.
+#[test]
+fn another_accounts_writes_leave_scores_unchanged() {
+    let (_dir, idx) = open();
+    let mine = upserts(vec![
+        doc(1, "a", "n", "apple cherry pie", &[]),
+        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
+        doc(3, "a", "n", "cherry blossom in spring", &[]),
+        doc(4, "a", "n", "a quiet walk by the river", &[]),
+    ]);
+    idx.apply(&mine, 1).unwrap();
+    let before = idx.search(&in_account("a"), "apple cherry", 10).unwrap();
+    assert_eq!(before.len(), 3);
+    for round in 0..3u64 {
+        let theirs = (0..20)
+            .map(|i| {
+                let id = 100 + round * 20 + i;
+                let value = format!("apple {id} and more apple words than anyone needs, {i}");
+                doc(id, "b", "n", &value, &[])
+            })
+            .collect();
+        idx.apply(&upserts(theirs), 2 + round).unwrap();
+    }
+    let after = idx.search(&in_account("a"), "apple cherry", 10).unwrap();
+    assert_eq!(before, after);
+}
+
+/// Commits are not synced, so a power loss can tear the files of recent segments; such an
+/// index is recreated empty (watermark 0) for the caller to rebuild from the store.
+#[test]
+fn a_torn_index_is_recreated_empty_for_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let idx = KeywordIndex::open(dir.path()).unwrap();
+        idx.apply(&upserts(vec![doc(1, "a", "n", "torn pages", &[])]), 7)
+            .unwrap();
+        idx.checkpoint().unwrap();
+        assert_eq!(idx.watermark(), 7);
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "idx") {
+            let len = std::fs::metadata(&path).unwrap().len();
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            file.set_len(len / 2).unwrap();
+        }
+    }
+    let idx = KeywordIndex::open(dir.path()).unwrap();
+    assert_eq!(idx.watermark(), 0);
+    assert!(ids(&idx, &in_account("a"), "torn pages").is_empty());
 }
