@@ -22,5 +22,6 @@ pub mod data_dir;
 mod id;
 pub mod memory;
 pub mod mind;
+mod object;
 pub mod runtime;
 pub mod server;
