@@ -19,6 +19,14 @@ fn capped(n: Option<u64>, max: usize) -> Option<usize> {
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX).min(max))
 }
 
+/// A JSON number that is whole (`3` or `3.0`, as JSON Schema's `integer`), saturating.
+fn whole(given: &Value) -> Option<u64> {
+    given.as_u64().or_else(|| {
+        let f = given.as_f64()?;
+        (f.fract() == 0.0 && f >= 0.0).then_some(f as u64)
+    })
+}
+
 fn limit_rule(max: usize) -> String {
     format!("limit must be a whole number of at least 1 (above {max} counts as {max})")
 }
@@ -38,7 +46,7 @@ impl<const D: usize, const M: usize> Default for QueryLimit<D, M> {
 impl<'de, const D: usize, const M: usize> Deserialize<'de> for Limit<D, M> {
     fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
         let given = Value::deserialize(d)?;
-        capped(given.as_u64(), M)
+        capped(whole(&given), M)
             .map(Self)
             .ok_or_else(|| De::Error::custom(limit_rule(M)))
     }

@@ -47,6 +47,20 @@ fn logs_limit() -> Schema {
     schema::limit(LOGS_DEFAULT, LOGS_MAX).into()
 }
 
+fn agents_cursor() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(super::super::cursor::pattern(super::AGENTS_CURSOR)))
+        .into()
+}
+
+fn logs_cursor() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(super::super::cursor::pattern(super::LOGS_CURSOR)))
+        .into()
+}
+
 /// The memory modes, default first.
 pub fn memory_mode() -> utoipa::openapi::ObjectBuilder {
     schema::one_of(MemoryMode::ALL.map(MemoryMode::as_str)).description(Some(
@@ -85,7 +99,8 @@ impl Fields for SpawnBody {
 pub struct ListQuery {
     #[param(schema_with = list_limit)]
     pub limit: Option<QueryLimit<LIST_DEFAULT, LIST_MAX>>,
-    /// `next_cursor` of the previous page, unchanged.
+    /// `next_cursor` of the previous page, unchanged (opaque).
+    #[param(schema_with = agents_cursor)]
     pub cursor: Option<String>,
 }
 
@@ -95,7 +110,8 @@ pub struct ListQuery {
 pub struct LogsQuery {
     #[param(schema_with = logs_limit)]
     pub limit: Option<QueryLimit<LOGS_DEFAULT, LOGS_MAX>>,
-    /// `next_cursor` of the previous page, unchanged.
+    /// `next_cursor` of the previous page, unchanged (opaque).
+    #[param(schema_with = logs_cursor)]
     pub cursor: Option<String>,
 }
 

@@ -54,6 +54,13 @@ fn search_limit() -> Schema {
     schema::or_null(schema::limit(DEFAULT_LIMIT, MAX_LIMIT))
 }
 
+fn list_cursor() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(super::super::cursor::pattern(super::LIST_CURSOR)))
+        .into()
+}
+
 fn mode_or_null() -> Schema {
     schema::or_null(
         schema::one_of(["hybrid", "semantic", "keyword"])
@@ -113,7 +120,8 @@ pub struct ListQuery {
     pub tags: Option<String>,
     #[param(schema_with = list_limit)]
     pub limit: Option<QueryLimit<LIST_DEFAULT, LIST_MAX>>,
-    /// `next_cursor` of the previous page, unchanged.
+    /// `next_cursor` of the previous page, unchanged (opaque).
+    #[param(schema_with = list_cursor)]
     pub cursor: Option<String>,
 }
 
