@@ -23,6 +23,7 @@ pub mod data_dir;
 mod id;
 pub mod memory;
 pub mod mind;
+mod object;
 pub mod runtime;
 mod secret;
 pub mod server;

@@ -10,8 +10,13 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
+use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::{
+    doc::{ErrorBody, ErrorEnvelope},
+    memory::{ConsolidateRateLimitDetails, QuotaDetails},
+};
 use crate::memory::{MemoryError, Refusal, embed::EmbedError};
 
 /// `Retry-After` when a consolidation of the account is already running: its length
@@ -41,9 +46,9 @@ impl ApiError {
         }
     }
 
-    /// Adds structured context.
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+    /// Adds structured context (a typed `details` of the route's documented shape).
+    pub fn with_details(mut self, details: impl Serialize) -> Self {
+        self.details = Some(serde_json::to_value(details).expect("details serialize"));
         self
     }
 
@@ -83,11 +88,14 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut error = json!({ "code": self.code, "message": self.message });
-        if let Some(details) = self.details {
-            error["details"] = details;
-        }
-        let mut response = (self.status, axum::Json(json!({ "error": error }))).into_response();
+        let envelope = ErrorEnvelope {
+            error: ErrorBody {
+                code: self.code,
+                message: self.message,
+                details: self.details,
+            },
+        };
+        let mut response = (self.status, axum::Json(envelope)).into_response();
         if let Some(secs) = self.retry_after {
             response
                 .headers_mut()
@@ -109,7 +117,7 @@ impl From<MemoryError> for ApiError {
                 "memory_quota_exceeded",
                 e.to_string(),
             )
-            .with_details(json!({ "limit": limit, "used": used })),
+            .with_details(QuotaDetails { limit, used }),
             MemoryError::Embed(EmbedError::Remote(ref cause)) => {
                 tracing::warn!(%cause, "embedding provider failed");
                 let mut err = ApiError::new(
@@ -140,9 +148,10 @@ impl From<MemoryError> for ApiError {
                 };
                 let mut err =
                     ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", e.to_string())
-                        .with_details(
-                            json!({ "reason": reason, "cooldownSecs": cooldown.as_secs() }),
-                        );
+                        .with_details(ConsolidateRateLimitDetails {
+                            reason,
+                            cooldown_secs: cooldown.as_secs(),
+                        });
                 err.retry_after = Some(retry_after);
                 err
             }

@@ -1,7 +1,12 @@
 //! Request extractors whose rejections are `ApiError`s, so even a malformed request is
 //! answered in the specification's envelope, never with the framework's plain text.
+//!
+//! A body is read as a JSON object and then as its typed request ([`Body`]); a query
+//! string as a map of parameters, each given at most once, and then as its typed query
+//! ([`Query`]). A field that does not fit is `invalid_<field>` (body) or `invalid_query`
+//! naming the parameter, with what to fix.
 
-use std::collections::BTreeMap;
+use std::collections::btree_map::{BTreeMap, Entry};
 
 use axum::{
     body::Bytes,
@@ -11,12 +16,13 @@ use axum::{
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
+use crate::object::{self, Fault, FieldError, Fields};
 
-/// A JSON object body.
+/// A JSON object body, read as `T`.
 #[derive(Debug)]
-pub struct JsonObject(pub Map<String, Value>);
+pub struct Body<T>(pub T);
 
-impl<S: Send + Sync> FromRequest<S> for JsonObject {
+impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -31,90 +37,62 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
                 ApiError::invalid_body(format!("could not read the request body: {rejection}"))
             }
         })?;
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(Value::Object(map)) => Ok(JsonObject(map)),
-            Ok(_) => Err(ApiError::invalid_body(
-                "the request body must be a JSON object",
-            )),
-            Err(e) => Err(ApiError::invalid_body(format!(
-                "the request body is not valid JSON: {e}"
-            ))),
-        }
+        let object = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                return Err(ApiError::invalid_body(
+                    "the request body must be a JSON object",
+                ));
+            }
+            Err(e) => {
+                return Err(ApiError::invalid_body(format!(
+                    "the request body is not valid JSON: {e}"
+                )));
+            }
+        };
+        Ok(Body(object::read(object)?))
     }
 }
 
-/// Query-string parameters, each given at most once.
-#[derive(Debug, Default)]
-pub struct QueryParams(pub BTreeMap<String, String>);
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        ApiError::invalid_field(e.field, e.message())
+    }
+}
 
-impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+/// Query-string parameters, each given at most once, read as `T`.
+#[derive(Debug)]
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: Fields> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or("");
-        let pairs: Vec<(String, String)> = serde_urlencoded_pairs(query)?;
-        let mut out = BTreeMap::new();
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+                .map_err(|e| ApiError::invalid_query("", format!("malformed query string: {e}")))?;
+        let mut given = BTreeMap::new();
         for (name, value) in pairs {
-            if out.insert(name.clone(), value).is_some() {
-                return Err(ApiError::invalid_query(
-                    &name,
-                    format!("query parameter {name:?} is given more than once"),
-                ));
+            match given.entry(name) {
+                Entry::Occupied(e) => {
+                    let name = e.key();
+                    return Err(ApiError::invalid_query(
+                        name,
+                        format!("query parameter {name:?} is given more than once"),
+                    ));
+                }
+                Entry::Vacant(e) => {
+                    e.insert(Value::String(value));
+                }
             }
         }
-        Ok(QueryParams(out))
-    }
-}
-
-fn serde_urlencoded_pairs(query: &str) -> Result<Vec<(String, String)>, ApiError> {
-    axum::extract::Query::<Vec<(String, String)>>::try_from_uri(
-        &format!("/?{query}")
-            .parse()
-            .map_err(|_| ApiError::invalid_query("", "malformed query string"))?,
-    )
-    .map(|q| q.0)
-    .map_err(|e| ApiError::invalid_query("", format!("malformed query string: {e}")))
-}
-
-impl QueryParams {
-    /// A parameter's value, if given.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
-    }
-
-    /// A required parameter.
-    pub fn required(&self, name: &str) -> Result<&str, ApiError> {
-        self.get(name).ok_or_else(|| {
-            ApiError::invalid_query(name, format!("query parameter {name:?} is required"))
+        let map: Map<String, Value> = given.into_iter().collect();
+        object::read(map).map(Query).map_err(|e| {
+            let message = match e.fault {
+                Fault::Missing => format!("query parameter {:?} is required", e.field),
+                _ => e.message(),
+            };
+            ApiError::invalid_query(e.field, message)
         })
-    }
-
-    /// A boolean parameter (`true`/`false`, `1`/`0`).
-    pub fn bool(&self, name: &str, default: bool) -> Result<bool, ApiError> {
-        match self.get(name) {
-            None => Ok(default),
-            Some("true" | "1") => Ok(true),
-            Some("false" | "0") => Ok(false),
-            Some(other) => Err(ApiError::invalid_query(
-                name,
-                format!("{name} must be true or false, got {other:?}"),
-            )),
-        }
-    }
-
-    /// A page size: default when absent, capped at `max`, at least 1.
-    pub fn limit(&self, default: usize, max: usize) -> Result<usize, ApiError> {
-        match self.get("limit") {
-            None => Ok(default),
-            Some(text) => match text.parse::<usize>() {
-                Ok(n) if n >= 1 => Ok(n.min(max)),
-                _ => Err(ApiError::invalid_query(
-                    "limit",
-                    format!(
-                        "limit must be a whole number of at least 1 (above {max} counts as {max}), got {text:?}"
-                    ),
-                )),
-            },
-        }
     }
 }

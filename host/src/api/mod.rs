@@ -1,26 +1,25 @@
 //! The HTTP API (axum): routes of the specification under `/api/v1`, the bearer-key
-//! extractor, the error envelope, and the OpenAPI document. Handlers translate between
-//! JSON and the domain types and nothing more; nothing below this module knows HTTP.
+//! extractor, the error envelope, and the OpenAPI document generated from the handlers'
+//! request and response types. Handlers read a typed request, call the domain, and render
+//! a typed response; nothing below this module knows HTTP.
 
 mod agents;
 mod auth;
 mod cursor;
+mod doc;
 mod error;
 mod extract;
-mod fields;
 mod memory;
-mod openapi;
+mod params;
 mod refusal;
+mod schema;
 mod views;
 
 use std::sync::Arc;
 
-use axum::{
-    Router,
-    extract::DefaultBodyLimit,
-    http::StatusCode,
-    routing::{get, post},
-};
+use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, routing::get};
+use utoipa::OpenApi;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use error::{ApiError, ApiResult};
 
@@ -52,32 +51,47 @@ pub struct AppState {
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .route(
-            "/api/v1/memory",
-            post(memory::put).get(memory::get).delete(memory::delete),
-        )
-        .route("/api/v1/memory/history", get(memory::history))
-        .route("/api/v1/memory/search", post(memory::search))
-        .route("/api/v1/memory/list", get(memory::list))
-        .route("/api/v1/memory/dedupe", post(memory::dedupe))
-        .route("/api/v1/memory/consolidate", post(memory::consolidate))
-        .route("/api/v1/memory/namespaces", get(memory::namespaces))
-        .route("/api/v1/memory/export", get(memory::export))
-        .route(
-            "/api/v1/memory/import",
-            post(memory::import).layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
-        )
-        .route("/api/v1/agents", post(agents::spawn).get(agents::list))
-        .route("/api/v1/agents/{id}", get(agents::get).delete(agents::stop))
-        .route("/api/v1/agents/{id}/logs", get(agents::logs))
-        .route("/api/v1/openapi.json", get(openapi::document))
+    let (api, document) = routes().split_for_parts();
+    let served = doc::Served::new(&doc::finish(&document));
+    let (d, i, f) = (served.clone(), served.clone(), served);
+    api.route("/api/v1/openapi.json", get(move || doc::document(d)))
+        .route("/api/v1/docs", get(doc::page))
+        .route("/api/v1/docs/", get(move || doc::index(i)))
+        .route("/api/v1/docs/{file}", get(move |file| doc::file(f, file)))
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state)
 }
 
+/// The OpenAPI document, as served.
+pub fn openapi() -> serde_json::Value {
+    doc::finish(&routes().into_openapi())
+}
+
+/// Every keyed route with its document entry: one declaration each.
+fn routes() -> OpenApiRouter<AppState> {
+    let (schemas, paths, import) = routes!(memory::import);
+    OpenApiRouter::with_openapi(doc::ApiDoc::openapi())
+        .routes(routes!(memory::put, memory::get, memory::delete))
+        .routes(routes!(memory::history))
+        .routes(routes!(memory::search))
+        .routes(routes!(memory::list))
+        .routes(routes!(memory::dedupe))
+        .routes(routes!(memory::consolidate))
+        .routes(routes!(memory::namespaces))
+        .routes(routes!(memory::export))
+        .routes((
+            schemas,
+            paths,
+            import.layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
+        ))
+        .routes(routes!(agents::spawn, agents::list))
+        .routes(routes!(agents::get, agents::stop))
+        .routes(routes!(agents::logs))
+}
+
+/// 404 `route_not_found`.
 fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,

@@ -2,9 +2,11 @@
 //! `details`, messages that say what to do, and `Retry-After` where waiting helps.
 
 use axum::http::StatusCode;
-use serde_json::json;
 
-use super::error::ApiError;
+use super::{
+    agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails},
+    error::ApiError,
+};
 use crate::{accounts::Window, clock::iso8601, runtime::SpawnRefusal};
 
 /// Seconds a client should wait before retrying at the concurrency cap or host capacity.
@@ -26,12 +28,12 @@ impl From<SpawnRefusal> for ApiError {
                     iso8601(resets_at)
                 ),
             )
-            .with_details(json!({
-                "plan": plan.as_str(),
-                "usedHours": used_hours,
-                "limitHours": limit_hours,
-                "resetsAt": iso8601(resets_at),
-            })),
+            .with_details(MonthlyQuotaDetails {
+                plan: plan.as_str(),
+                used_hours,
+                limit_hours,
+                resets_at: iso8601(resets_at),
+            }),
             SpawnRefusal::ConcurrentLimit { plan, current, max } => {
                 let mut e = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -40,11 +42,11 @@ impl From<SpawnRefusal> for ApiError {
                         "{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"
                     ),
                 )
-                .with_details(json!({
-                    "plan": plan.as_str(),
-                    "currentConcurrent": current,
-                    "maxConcurrent": max,
-                }));
+                .with_details(ConcurrentLimitDetails {
+                    plan: plan.as_str(),
+                    current_concurrent: current.into(),
+                    max_concurrent: max.into(),
+                });
                 e.retry_after = Some(RETRY_BUSY_SECS);
                 e
             }
@@ -76,12 +78,12 @@ impl From<SpawnRefusal> for ApiError {
                         window.as_str()
                     ),
                 )
-                .with_details(json!({
-                    "plan": plan.as_str(),
-                    "window": window.as_str(),
-                    "limitPerMinute": per_minute,
-                    "limitPerHour": per_hour,
-                }));
+                .with_details(RateLimitDetails {
+                    plan: plan.as_str(),
+                    window: window.as_str(),
+                    limit_per_minute: per_minute,
+                    limit_per_hour: per_hour,
+                });
                 e.retry_after = Some(retry_after_secs);
                 e
             }
@@ -92,6 +94,8 @@ impl From<SpawnRefusal> for ApiError {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::accounts::Plan;
 

@@ -1,84 +1,188 @@
-//! JSON renderings of domain values, in the field names of the specification.
+//! Renderings of memory records, in the field names of the specification.
 //!
 //! The full memory record carries both spellings of the access counter the spec uses
 //! (`access_count` and `accessCount`); `isLatestVersion` and `deletedAt` (epoch ms or null)
 //! are spelled as the spec spells them, and the consolidation link likewise comes in both
 //! spellings (`consolidated_into`, `consolidatedInto`).
 
-use serde_json::{Value, json};
+use serde::{Serialize, Serializer};
+use utoipa::ToSchema;
 
 use crate::memory::{Memory, SearchHit};
 
 /// Importance as a JSON number: whole numbers stay integers (`5`, not `5.0`).
-fn importance(value: f64) -> Value {
+fn importance<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
     if value.fract() == 0.0 {
-        json!(value as i64)
+        s.serialize_i64(*value as i64)
     } else {
-        json!(value)
+        s.serialize_f64(*value)
     }
 }
 
-/// The fields every rendering of a memory shares, plus `extra`'s.
-fn with(m: &Memory, extra: Value) -> Value {
-    let mut view = json!({
-        "key": m.key,
-        "value": m.value,
-        "namespace": m.namespace,
-        "tags": m.tags,
-        "importance": importance(m.importance),
-        "source": m.source.as_str(),
-        "created_at": m.created_at,
-    });
-    if let (Value::Object(view), Value::Object(extra)) = (&mut view, extra) {
-        view.extend(extra);
-    }
-    view
+/// Where a memory came from.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceView {
+    Manual,
+    AutoExtracted,
+    Consolidated,
 }
 
-/// The full memory record (put, get, list, history).
-pub fn memory(m: &Memory) -> Value {
-    with(
-        m,
-        json!({
-            "memory_id": m.memory_id,
-            "updated_at": m.updated_at,
-            "access_count": m.access_count,
-            "accessCount": m.access_count,
-            "expires_at": m.expires_at,
-            "isLatestVersion": m.is_latest,
-            "deletedAt": m.deleted_at,
-            "version": m.version,
-            "consolidated_into": m.consolidated_into,
-            "consolidatedInto": m.consolidated_into,
-        }),
-    )
+impl From<crate::memory::Source> for SourceView {
+    fn from(s: crate::memory::Source) -> Self {
+        use crate::memory::Source;
+        match s {
+            Source::Manual => Self::Manual,
+            Source::AutoExtracted => Self::AutoExtracted,
+            Source::Consolidated => Self::Consolidated,
+        }
+    }
+}
+
+/// The fields every rendering of a memory shares.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MemoryCore {
+    pub key: String,
+    pub value: String,
+    pub namespace: String,
+    pub tags: Vec<String>,
+    #[serde(serialize_with = "importance")]
+    #[schema(minimum = 1, maximum = 10)]
+    pub importance: f64,
+    pub source: SourceView,
+    /// Epoch milliseconds.
+    pub created_at: u64,
+}
+
+impl From<&Memory> for MemoryCore {
+    fn from(m: &Memory) -> Self {
+        Self {
+            key: m.key.clone(),
+            value: m.value.clone(),
+            namespace: m.namespace.clone(),
+            tags: m.tags.clone(),
+            importance: m.importance,
+            source: m.source.into(),
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// The full memory record (put, get, list, history, a soft delete).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Memory)]
+pub struct MemoryView {
+    #[serde(flatten)]
+    pub core: MemoryCore,
+    pub memory_id: String,
+    /// Epoch milliseconds.
+    pub updated_at: u64,
+    pub access_count: u64,
+    /// The same count, in the specification's other spelling.
+    #[serde(rename = "accessCount")]
+    pub access_count_camel: u64,
+    /// Epoch milliseconds, or null when the memory never expires.
+    pub expires_at: Option<u64>,
+    #[serde(rename = "isLatestVersion")]
+    pub is_latest_version: bool,
+    /// Epoch milliseconds of a soft delete, or null.
+    #[serde(rename = "deletedAt")]
+    pub deleted_at: Option<u64>,
+    #[schema(minimum = 1)]
+    pub version: u32,
+    /// The summary's memory_id when consolidation replaced this memory.
+    pub consolidated_into: Option<String>,
+    #[serde(rename = "consolidatedInto")]
+    pub consolidated_into_camel: Option<String>,
+}
+
+impl From<&Memory> for MemoryView {
+    fn from(m: &Memory) -> Self {
+        Self {
+            core: m.into(),
+            memory_id: m.memory_id.clone(),
+            updated_at: m.updated_at,
+            access_count: m.access_count,
+            access_count_camel: m.access_count,
+            expires_at: m.expires_at,
+            is_latest_version: m.is_latest,
+            deleted_at: m.deleted_at,
+            version: m.version,
+            consolidated_into: m.consolidated_into.clone(),
+            consolidated_into_camel: m.consolidated_into.clone(),
+        }
+    }
+}
+
+/// How a search score was made (§2.2); each part from 0 to 1.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchBreakdown)]
+pub struct BreakdownView {
+    pub semantic: f64,
+    pub keyword: f64,
+    pub importance: f64,
+    #[serde(rename = "timeDecay")]
+    pub time_decay: f64,
 }
 
 /// A search result item (§2.2).
-pub fn search_hit(h: &SearchHit) -> Value {
-    with(
-        &h.memory,
-        json!({
-            "memory_id": h.memory.memory_id,
-            "score": h.score,
-            "breakdown": {
-                "semantic": h.breakdown.semantic,
-                "keyword": h.breakdown.keyword,
-                "importance": h.breakdown.importance,
-                "timeDecay": h.breakdown.time_decay,
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = SearchResult)]
+pub struct SearchHitView {
+    #[serde(flatten)]
+    pub core: MemoryCore,
+    pub memory_id: String,
+    #[schema(minimum = 0, maximum = 1)]
+    pub score: f64,
+    pub breakdown: BreakdownView,
+}
+
+impl From<&SearchHit> for SearchHitView {
+    fn from(h: &SearchHit) -> Self {
+        let b = &h.breakdown;
+        Self {
+            core: (&h.memory).into(),
+            memory_id: h.memory.memory_id.clone(),
+            score: h.score,
+            breakdown: BreakdownView {
+                semantic: b.semantic,
+                keyword: b.keyword,
+                importance: b.importance,
+                time_decay: b.time_decay,
             },
-        }),
-    )
+        }
+    }
 }
 
 /// One memory of an export document: what import needs to recreate it, plus provenance.
-pub fn export_item(m: &Memory, now: u64) -> Value {
-    let remaining = m
-        .expires_at
-        .map(|at| at.saturating_sub(now) as f64 / 86_400_000.0);
-    let mut item = with(m, json!({ "updated_at": m.updated_at }));
-    if let Some(days) = remaining {
-        item["expires_in_days"] = json!(days);
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ExportItem {
+    #[serde(flatten)]
+    pub core: MemoryCore,
+    /// Epoch milliseconds.
+    pub updated_at: u64,
+    /// Days left before the memory expires; absent when it never does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub expires_in_days: Option<f64>,
+}
+
+impl ExportItem {
+    /// `m` as exported at `now` (epoch ms).
+    pub fn new(m: &Memory, now: u64) -> Self {
+        Self {
+            core: m.into(),
+            updated_at: m.updated_at,
+            expires_in_days: m
+                .expires_at
+                .map(|at| at.saturating_sub(now) as f64 / 86_400_000.0),
+        }
     }
-    item
+}
+
+/// Tokens a Mind spent.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{MemoryError, Result, record::Source};
+use crate::object::{self, FieldError, Fields};
 
 pub use wasmind_rules::limits::{DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_TAGS};
 use wasmind_rules::{RuleError, Write};
@@ -22,19 +23,56 @@ pub struct PutInput {
     pub source: Source,
 }
 
+/// One memory as a writer gives it — a put body, an import item, a memory the Mind
+/// proposed — before the account and source are known and before any bound is checked.
+/// `key` and `value` are required; the rest take the defaults of §4.2.
+#[derive(Debug, Clone, PartialEq, Default, serde::Deserialize)]
+pub struct MemoryDraft {
+    pub key: String,
+    pub value: String,
+    pub namespace: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub importance: Option<f64>,
+    pub expires_in_days: Option<f64>,
+}
+
+impl Fields for MemoryDraft {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("key", "a string"),
+        ("value", "a string"),
+        ("namespace", "a string"),
+        ("tags", "an array of strings"),
+        ("importance", "a number"),
+        ("expires_in_days", "a number"),
+    ];
+}
+
+impl MemoryDraft {
+    /// Reads a draft from an untrusted JSON object (an import item, a Mind proposal).
+    pub fn from_object(object: Map<String, Value>) -> Result<Self> {
+        object::read(object).map_err(MemoryError::from)
+    }
+}
+
+impl From<FieldError> for MemoryError {
+    fn from(e: FieldError) -> Self {
+        MemoryError::invalid(e.field, e.message())
+    }
+}
+
 impl PutInput {
-    /// Reads and validates one memory's write fields from a JSON object — a put body, an
-    /// import item, or a memory the Mind proposed — so all of them are held to exactly the
-    /// same rules, with the same words.
-    pub fn from_json(account: &str, obj: &Map<String, Value>, source: Source) -> Result<Self> {
+    /// The write of `draft` into `account`, held to every bound of [`validate`](Self::validate):
+    /// the one way a put body, an import item and a Mind proposal become a write, so all of
+    /// them are refused with the same words.
+    pub fn new(account: &str, draft: MemoryDraft, source: Source) -> Result<Self> {
         let input = PutInput {
             account: account.to_string(),
-            key: string(obj, "key")?.ok_or_else(|| required("key"))?,
-            value: string(obj, "value")?.ok_or_else(|| required("value"))?,
-            namespace: string(obj, "namespace")?.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
-            tags: strings(obj, "tags")?,
-            importance: number(obj, "importance")?.unwrap_or(DEFAULT_IMPORTANCE),
-            expires_in_days: number(obj, "expires_in_days")?,
+            key: draft.key,
+            value: draft.value,
+            namespace: draft.namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into()),
+            tags: draft.tags.unwrap_or_default(),
+            importance: draft.importance.unwrap_or(DEFAULT_IMPORTANCE),
+            expires_in_days: draft.expires_in_days,
             source,
         };
         input.validate()?;
@@ -59,47 +97,6 @@ impl PutInput {
     pub fn expires_at(&self, now: u64) -> Option<u64> {
         self.expires_in_days
             .map(|d| now.saturating_add((d * 86_400_000.0).ceil() as u64))
-    }
-}
-
-fn required(field: &'static str) -> MemoryError {
-    MemoryError::invalid(field, format!("{field} is required"))
-}
-
-/// An optional string field (`null` counts as absent).
-fn string(obj: &Map<String, Value>, field: &'static str) -> Result<Option<String>> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(MemoryError::invalid(
-            field,
-            format!("{field} must be a string"),
-        )),
-    }
-}
-
-/// An optional array of strings.
-fn strings(obj: &Map<String, Value>, field: &'static str) -> Result<Vec<String>> {
-    let wrong = || MemoryError::invalid(field, format!("{field} must be an array of strings"));
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(wrong))
-            .collect(),
-        Some(_) => Err(wrong()),
-    }
-}
-
-/// An optional number.
-fn number(obj: &Map<String, Value>, field: &'static str) -> Result<Option<f64>> {
-    match obj.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(_) => Err(MemoryError::invalid(
-            field,
-            format!("{field} must be a number"),
-        )),
     }
 }
 
@@ -184,6 +181,64 @@ mod tests {
         let mut i = input();
         i.namespace = String::new();
         assert_eq!(field_of(i.validate()), "namespace");
+    }
+
+    #[test]
+    fn drafts_become_inputs_through_one_check() {
+        let object = |v: Value| v.as_object().unwrap().clone();
+        let draft = MemoryDraft::from_object(object(serde_json::json!({
+            "key": "favourite_colour", "value": "blue", "namespace": null, "tags": ["a"],
+        })))
+        .unwrap();
+        let made = PutInput::new("acme", draft, Source::Manual).unwrap();
+        assert_eq!(
+            made,
+            PutInput {
+                tags: vec!["a".into()],
+                ..input()
+            }
+        );
+        for (bad, field, message) in [
+            (
+                serde_json::json!({ "value": "v" }),
+                "key",
+                "key is required",
+            ),
+            (
+                serde_json::json!({ "key": "k", "value": 5 }),
+                "value",
+                "value must be a string",
+            ),
+            (
+                serde_json::json!({ "key": "k", "value": "v", "tags": "a" }),
+                "tags",
+                "tags must be an array of strings",
+            ),
+            (
+                serde_json::json!({ "key": "k", "value": "v", "importance": "high" }),
+                "importance",
+                "importance must be a number",
+            ),
+        ] {
+            match MemoryDraft::from_object(object(bad)) {
+                Err(MemoryError::Invalid {
+                    field: f,
+                    message: m,
+                }) => {
+                    assert_eq!((f, m.as_str()), (field, message));
+                }
+                other => panic!("expected invalid {field}, got {other:?}"),
+            }
+        }
+        let draft = MemoryDraft {
+            key: "k".into(),
+            value: " ".into(),
+            ..MemoryDraft::default()
+        };
+        assert!(matches!(
+            PutInput::new("acme", draft, Source::Manual),
+            Err(MemoryError::Invalid { field: "value", .. })
+        ));
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub use consolidate::{
 pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};
 pub use error::{MemoryError, Result};
 pub use input::{
-    DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, PutInput, validate_key, validate_namespace,
+    DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS,
+    MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft, PutInput, validate_key, validate_namespace,
     validate_tags,
 };
 pub use record::{Memory, Source};

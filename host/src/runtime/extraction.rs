@@ -2,6 +2,9 @@
 //! reads the run and proposes memories, and each goes through the API's put path (same
 //! validation, versioning, idempotency and quota) with source `auto_extracted`.
 //!
+//! A proposal is read like an import item: into the same `MemoryDraft` a put body is, then
+//! into a `PutInput` by the one constructor that validates.
+//!
 //! The run has already succeeded, so nothing here can fail it: a Mind failure, a proposal
 //! the put path rejects and a full quota are each logged on the agent as an `extraction`
 //! event, and what was written is logged too (with its `memory_id`). A stop requested
@@ -16,7 +19,7 @@ use super::{
 use crate::{
     blocking::run_blocking,
     clock::now_ms,
-    memory::{MemoryError, PutInput, Source},
+    memory::{MemoryDraft, MemoryError, PutInput, Source},
     mind::RunReport,
 };
 
@@ -42,7 +45,9 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
         if ctx.stop.requested() {
             break;
         }
-        let put = match PutInput::from_json(&ctx.account, &proposal, Source::AutoExtracted) {
+        let input = MemoryDraft::from_object(proposal.clone())
+            .and_then(|draft| PutInput::new(&ctx.account, draft, Source::AutoExtracted));
+        let put = match input {
             Ok(input) => services.memory.put(input, ctx.memory_quota).await,
             Err(e) => Err(e),
         };

@@ -1,0 +1,200 @@
+//! What the agent routes answer, and the `details` of their refusals.
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::{ToSchema, openapi::Schema};
+
+use super::super::{schema, views::TokenUsage};
+use crate::{
+    clock::iso8601,
+    runtime::{AgentRecord, LogEvent},
+};
+
+fn status() -> Schema {
+    schema::one_of(["spawning", "running", "completed", "stopped", "failed"]).into()
+}
+
+fn memory_mode() -> Schema {
+    super::request::memory_mode().into()
+}
+
+/// Where a spawned agent runs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Container {
+    /// Always "iad".
+    pub region: &'static str,
+    /// Always "starting".
+    pub status: &'static str,
+}
+
+/// POST /api/v1/agents
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpawnedAgent {
+    pub agent_id: String,
+    pub name: String,
+    #[schema(schema_with = status)]
+    pub status: &'static str,
+    pub task: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    pub model: String,
+    pub container: Container,
+}
+
+/// A progress entry (§2.3).
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AgentProgress)]
+pub struct ProgressView {
+    /// Epoch milliseconds.
+    pub ts: u64,
+    pub kind: String,
+    pub message: String,
+}
+
+/// Why an agent failed.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AgentError)]
+pub struct FailureView {
+    pub code: String,
+    pub message: String,
+}
+
+/// The agent record as list and get return it.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Agent)]
+pub struct AgentView {
+    pub agent_id: String,
+    pub name: String,
+    #[schema(schema_with = status)]
+    pub status: &'static str,
+    pub task: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+    /// The agent's answer once completed.
+    pub final_result: Option<String>,
+    pub progress: Vec<ProgressView>,
+    pub error: Option<FailureView>,
+    pub model: String,
+    pub usage: TokenUsage,
+    #[schema(schema_with = memory_mode)]
+    pub memory_mode: &'static str,
+}
+
+impl From<&AgentRecord> for AgentView {
+    fn from(r: &AgentRecord) -> Self {
+        Self {
+            agent_id: r.agent_id.clone(),
+            name: r.name.clone(),
+            status: r.status.as_str(),
+            task: r.task.clone(),
+            created_at: iso8601(r.created_at),
+            updated_at: iso8601(r.updated_at),
+            final_result: r.final_result.clone(),
+            progress: r
+                .progress
+                .iter()
+                .map(|p| ProgressView {
+                    ts: p.ts,
+                    kind: p.kind.clone(),
+                    message: p.message.clone(),
+                })
+                .collect(),
+            error: r.error.as_ref().map(|e| FailureView {
+                code: e.code.clone(),
+                message: e.message.clone(),
+            }),
+            model: r.model.clone(),
+            usage: TokenUsage {
+                input_tokens: r.usage.input_tokens,
+                output_tokens: r.usage.output_tokens,
+            },
+            memory_mode: r.memory_mode.as_str(),
+        }
+    }
+}
+
+/// GET /api/v1/agents
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentList {
+    /// Newest first.
+    pub data: Vec<AgentView>,
+    /// Pass back as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// DELETE /api/v1/agents/{id}
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StopResult {
+    pub agent_id: String,
+    #[schema(schema_with = status)]
+    pub status: &'static str,
+}
+
+/// One log event of an agent.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AgentLogEvent)]
+pub struct LogEventView {
+    pub seq: u64,
+    /// Epoch milliseconds.
+    pub ts: u64,
+    pub kind: String,
+    pub message: String,
+    /// Structured context, when the event has any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    pub data: Option<Value>,
+}
+
+impl From<&LogEvent> for LogEventView {
+    fn from(e: &LogEvent) -> Self {
+        Self {
+            seq: e.seq,
+            ts: e.ts,
+            kind: e.kind.clone(),
+            message: e.message.clone(),
+            data: e.data.clone(),
+        }
+    }
+}
+
+/// GET /api/v1/agents/{id}/logs
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = AgentLogPage)]
+pub struct LogPage {
+    /// Oldest first.
+    pub data: Vec<LogEventView>,
+    pub next_cursor: Option<String>,
+}
+
+/// `details` of 402 `monthly_quota_exceeded`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MonthlyQuotaDetails {
+    pub plan: &'static str,
+    pub used_hours: f64,
+    pub limit_hours: f64,
+    #[schema(format = DateTime)]
+    pub resets_at: String,
+}
+
+/// `details` of 429 `concurrent_limit_reached`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcurrentLimitDetails {
+    pub plan: &'static str,
+    pub current_concurrent: u64,
+    pub max_concurrent: u64,
+}
+
+/// `details` of 429 `rate_limited` on spawn.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RateLimitDetails {
+    pub plan: &'static str,
+    /// "minute" or "hour".
+    pub window: &'static str,
+    pub limit_per_minute: u32,
+    pub limit_per_hour: u32,
+}

@@ -1,0 +1,513 @@
+//! `/api/v1/memory…` handlers (§4.2): read the typed request, call the memory service
+//! scoped to the caller's account, render the result.
+
+mod request;
+mod response;
+
+use axum::{
+    Json,
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde_json::Value;
+
+pub use self::request::{
+    AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, ImportBody, ListQuery, SearchBody,
+};
+use self::request::{IMPORT_MAX_ITEMS, LIST_DEFAULT, MEMORIES_RULE};
+pub use self::response::*;
+use super::{
+    AppState,
+    auth::Auth,
+    cursor,
+    doc::ErrorEnvelope,
+    error::{ApiError, ApiResult},
+    extract::{Body, Query},
+    views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
+};
+use crate::{
+    accounts::MonthUsage,
+    blocking::run_blocking,
+    clock::now_ms,
+    memory::{
+        ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_NAMESPACE,
+        DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery as Listing, MemoryDraft, MemoryError,
+        Mode, PutInput, Rejected, SearchQuery, Source, validate_key, validate_namespace,
+        validate_tags,
+    },
+    mind::Usage,
+};
+
+/// Cursor kind of memory list pages.
+const LIST_CURSOR: &str = "m1";
+
+fn quota(state: &AppState, auth: &Auth) -> u64 {
+    state.config.plans.limits(auth.0.plan).memories
+}
+
+/// A body's optional `namespace`, validated.
+fn namespace_field(namespace: Option<String>) -> ApiResult<Option<String>> {
+    if let Some(ns) = &namespace {
+        validate_namespace(ns)?;
+    }
+    Ok(namespace)
+}
+
+/// An optional number of a body that must lie in `[0, 1]` (a cosine or a score).
+fn unit_field(field: &str, value: Option<f64>) -> ApiResult<Option<f64>> {
+    match value {
+        Some(n) if !(0.0..=1.0).contains(&n) => Err(ApiError::invalid_field(
+            field,
+            format!("{field} must be from 0 to 1, got {n}"),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// The (namespace, key) a GET or DELETE names in its query string.
+fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
+    validate_key(key).map_err(|e| ApiError::invalid_query("key", e.to_string()))?;
+    let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
+    validate_namespace(namespace)
+        .map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+    Ok((namespace.to_string(), key.to_string()))
+}
+
+/// Write a memory; a new version when the key exists with other content.
+#[utoipa::path(post, path = "/api/v1/memory", tag = "memory", request_body = MemoryDraft,
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 201, description = "a memory or a new version was created", body = MemoryView),
+        (status = 200, description = "identical to the live memory: nothing written", body = MemoryView),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+    ))]
+pub async fn put(
+    State(state): State<AppState>,
+    auth: Auth,
+    Body(draft): Body<MemoryDraft>,
+) -> ApiResult<Response> {
+    let input = PutInput::new(&auth.0.account, draft, Source::Manual)?;
+    let outcome = state.memory.put(input, quota(&state, &auth)).await?;
+    let status = if outcome.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(MemoryView::from(&outcome.memory))).into_response())
+}
+
+/// Read a live memory; counts the access.
+#[utoipa::path(get, path = "/api/v1/memory", tag = "memory", params(AddressQuery),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "the memory", body = MemoryView),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn get(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(q): Query<AddressQuery>,
+) -> ApiResult<Json<MemoryView>> {
+    let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
+    let memory = state.memory.get(&auth.0.account, &namespace, &key).await?;
+    Ok(Json(MemoryView::from(&memory)))
+}
+
+/// Delete a memory: soft (history kept) or hard (every version removed).
+#[utoipa::path(delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "deleted", body = DeleteResponse),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(q): Query<DeleteQuery>,
+) -> ApiResult<Json<DeleteResponse>> {
+    let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
+    let hard = q.hard.unwrap_or_default().0;
+    let deleted = state
+        .memory
+        .delete(&auth.0.account, &namespace, &key, hard)
+        .await?;
+    let (versions_removed, memory) = match deleted {
+        Deleted::Soft(memory) => (0, Some(MemoryView::from(&*memory))),
+        Deleted::Hard(n) => (n, None),
+    };
+    Ok(Json(DeleteResponse {
+        deleted: true,
+        hard,
+        key,
+        namespace,
+        versions_removed,
+        memory,
+    }))
+}
+
+/// Every version of a memory, newest first.
+#[utoipa::path(get, path = "/api/v1/memory/history", tag = "memory", params(AddressQuery),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "the versions", body = History),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn history(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(q): Query<AddressQuery>,
+) -> ApiResult<Json<History>> {
+    let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
+    let versions = state.memory.history(&auth.0.account, &namespace, &key)?;
+    if versions.is_empty() {
+        return Err(MemoryError::NotFound { key, namespace }.into());
+    }
+    Ok(Json(History {
+        data: versions.iter().map(MemoryView::from).collect(),
+    }))
+}
+
+/// Hybrid, semantic or keyword search over live memories.
+#[utoipa::path(post, path = "/api/v1/memory/search", tag = "memory", request_body = SearchBody,
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "results, best first", body = SearchResponse),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+    ))]
+pub async fn search(
+    State(state): State<AppState>,
+    auth: Auth,
+    Body(body): Body<SearchBody>,
+) -> ApiResult<Json<SearchResponse>> {
+    if body.query.trim().is_empty() {
+        return Err(ApiError::invalid_field("query", "query must not be empty"));
+    }
+    let tags = body.tags.unwrap_or_default();
+    validate_tags(&tags)?;
+    let q = SearchQuery {
+        query: body.query,
+        namespace: namespace_field(body.namespace)?,
+        tags,
+        limit: body.limit.unwrap_or_default().0,
+        mode: body.mode.map_or(Ok(Mode::default()), |m| m.parse())?,
+        min_score: unit_field("min_score", body.min_score)?.unwrap_or(0.0),
+    };
+    let hits = state.memory.search(&auth.0.account, q).await?;
+    Ok(Json(SearchResponse {
+        results: hits.iter().map(SearchHitView::from).collect(),
+    }))
+}
+
+/// A page of live memories, newest first.
+#[utoipa::path(get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "a page", body = MemoryList),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Auth,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<MemoryList>> {
+    if let Some(ns) = &q.namespace {
+        validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+    }
+    let tags: Vec<String> = q
+        .tags
+        .as_deref()
+        .map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
+    let before = q
+        .cursor
+        .as_deref()
+        .map(|c| cursor::decode(LIST_CURSOR, c))
+        .transpose()?;
+    let query = Listing {
+        namespace: q.namespace,
+        tags,
+        limit: q.limit.map_or(LIST_DEFAULT, |l| l.0),
+        before,
+    };
+    let page = state.memory.list(&auth.0.account, query).await?;
+    Ok(Json(MemoryList {
+        data: page.memories.iter().map(MemoryView::from).collect(),
+        next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
+    }))
+}
+
+/// Remove near-duplicate memories, keeping the more useful of each pair.
+#[utoipa::path(post, path = "/api/v1/memory/dedupe", tag = "memory", request_body = DedupeBody,
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "what was (or, dry, would be) removed", body = DedupeResponse),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn dedupe(
+    State(state): State<AppState>,
+    auth: Auth,
+    Body(body): Body<DedupeBody>,
+) -> ApiResult<Json<DedupeResponse>> {
+    let namespace = namespace_field(body.namespace)?;
+    let threshold =
+        unit_field("threshold", body.threshold)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
+    let dry_run = body.dry_run.unwrap_or(false);
+    let report = state
+        .memory
+        .dedupe(&auth.0.account, namespace.as_deref(), threshold, dry_run)
+        .await?;
+    Ok(Json(DedupeResponse {
+        removed: report.removed,
+        kept: report.scanned - report.removed,
+        dry_run,
+        pairs: report
+            .pairs
+            .into_iter()
+            .map(|(p, kept, removed)| DedupePair {
+                kept,
+                removed,
+                similarity: p.similarity,
+            })
+            .collect(),
+    }))
+}
+
+/// Summarize clusters of similar memories with the Mind; its tokens are metered whatever
+/// happens.
+#[utoipa::path(post, path = "/api/v1/memory/consolidate", tag = "memory", request_body = ConsolidateBody,
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 429, description = "A consolidation of this account is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`). Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+        (status = 503, description = "The Mind could not summarize a cluster, or the embedding provider failed; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+    ))]
+pub async fn consolidate(
+    State(state): State<AppState>,
+    auth: Auth,
+    Body(body): Body<ConsolidateBody>,
+) -> ApiResult<Json<ConsolidateResponse>> {
+    let min_cluster_size = match body.min_cluster_size {
+        None => DEFAULT_MIN_CLUSTER_SIZE,
+        Some(n) if n.fract() == 0.0 && n >= 2.0 && n <= u64::MAX as f64 => n as usize,
+        Some(_) => {
+            return Err(ApiError::invalid_field(
+                "min_cluster_size",
+                "min_cluster_size must be a whole number of at least 2",
+            ));
+        }
+    };
+    let q = ConsolidateQuery {
+        namespace: namespace_field(body.namespace)?,
+        threshold: unit_field("threshold", body.threshold)?
+            .map_or(DEFAULT_CLUSTER_THRESHOLD, |t| t as f32),
+        min_cluster_size,
+        dry_run: body.dry_run.unwrap_or(false),
+    };
+    let account = auth.0.account.clone();
+    let (spent, result) = state
+        .memory
+        .consolidate(&account, &q, state.mind.as_ref())
+        .await;
+    if spent != Usage::default() {
+        let usage = state.usage.clone();
+        let delta = MonthUsage {
+            run_ms: 0,
+            input_tokens: spent.input_tokens.into(),
+            output_tokens: spent.output_tokens.into(),
+        };
+        if let Err(e) = run_blocking(move || usage.add(&account, now_ms(), delta)).await {
+            tracing::error!(error = %e, "recording consolidation usage failed");
+        }
+    }
+    let report = result?;
+    Ok(Json(ConsolidateResponse {
+        dry_run: q.dry_run,
+        clusters: report.clusters.len(),
+        skipped: report.skipped,
+        consolidated: report
+            .clusters
+            .into_iter()
+            .map(|c| {
+                let (memory_id, key) = c.summary.unzip();
+                ConsolidatedCluster {
+                    memory_id,
+                    key,
+                    namespace: c.namespace,
+                    replaced: c.replaced,
+                }
+            })
+            .collect(),
+        usage: TokenUsage {
+            input_tokens: spent.input_tokens.into(),
+            output_tokens: spent.output_tokens.into(),
+        },
+    }))
+}
+
+/// The account's namespaces and their live-memory counts.
+#[utoipa::path(get, path = "/api/v1/memory/namespaces", tag = "memory",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "the namespaces", body = Namespaces),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Namespaces>> {
+    let list = state.memory.namespaces(&auth.0.account).await?;
+    Ok(Json(Namespaces {
+        namespaces: list
+            .into_iter()
+            .map(|(namespace, count)| NamespaceEntry { namespace, count })
+            .collect(),
+    }))
+}
+
+/// Every live memory of the account, in a document import takes back.
+#[utoipa::path(get, path = "/api/v1/memory/export", tag = "memory",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "the export document", body = ExportDocument),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<ExportDocument>> {
+    let memories = state.memory.export(&auth.0.account).await?;
+    let now = now_ms();
+    Ok(Json(ExportDocument {
+        format: EXPORT_FORMAT,
+        version: 1,
+        exported_at: now,
+        count: memories.len(),
+        memories: memories.iter().map(|m| ExportItem::new(m, now)).collect(),
+    }))
+}
+
+/// One import item, read on its own so a bad one is reported and the rest go on.
+fn import_item(account: &str, index: usize, item: Value) -> ImportItem {
+    let key = item.get("key").and_then(Value::as_str).map(str::to_string);
+    let input = match item {
+        Value::Object(object) => MemoryDraft::from_object(object)
+            .and_then(|draft| PutInput::new(account, draft, Source::Manual))
+            .map_err(Rejected::from),
+        _ => Err(Rejected {
+            code: "invalid_memory".into(),
+            message: "each memory must be a JSON object".into(),
+        }),
+    };
+    ImportItem { index, key, input }
+}
+
+/// Write many memories in order; halts at the quota with 402 and what it did.
+#[utoipa::path(post, path = "/api/v1/memory/import", tag = "memory", request_body = ImportBody,
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "counts; refused items are in `errors`", body = ImportResult),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_memories`.", body = ErrorEnvelope),
+        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
+        (status = 402, description = "The import halted at the live-memory quota; what it did so far is in `details`. Codes: `memory_quota_exceeded`. Details: ImportQuotaDetails.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 64 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+    ))]
+pub async fn import(
+    State(state): State<AppState>,
+    auth: Auth,
+    Body(body): Body<ImportBody>,
+) -> ApiResult<Json<ImportResult>> {
+    let Some(raw) = body.memories else {
+        return Err(ApiError::invalid_field(
+            "memories",
+            format!("memories must be {MEMORIES_RULE}"),
+        ));
+    };
+    if raw.len() > IMPORT_MAX_ITEMS {
+        return Err(ApiError::invalid_field(
+            "memories",
+            format!(
+                "{} memories given; one import takes at most {IMPORT_MAX_ITEMS}",
+                raw.len()
+            ),
+        ));
+    }
+    let account = &auth.0.account;
+    let items = raw
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| import_item(account, index, item))
+        .collect();
+    let report = state
+        .memory
+        .import(account, items, quota(&state, &auth))
+        .await?;
+    let counts = ImportResult {
+        imported: report.imported,
+        failed: report.failed,
+        errors: report
+            .errors
+            .into_iter()
+            .map(|e| ImportItemError {
+                index: e.index,
+                key: e.key,
+                code: e.rejected.code,
+                message: e.rejected.message,
+            })
+            .collect(),
+    };
+    match report.halted {
+        None => Ok(Json(counts)),
+        Some((limit, used)) => Err(ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "memory_quota_exceeded",
+            format!(
+                "memory quota exceeded after importing {} item(s): {used} of {limit} live memories in use; \
+                 run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan",
+                counts.imported
+            ),
+        )
+        .with_details(ImportQuotaDetails {
+            counts,
+            limit,
+            used,
+        })),
+    }
+}

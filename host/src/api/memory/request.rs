@@ -1,0 +1,258 @@
+//! What the memory routes read: bodies and query strings as typed requests, each field
+//! with the schema of the bounds the handler and the memory domain enforce.
+
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema, openapi::Schema};
+
+use super::super::{
+    params::{Hard, Limit, QueryLimit},
+    schema,
+};
+use crate::{
+    memory::{DEFAULT_LIMIT, MAX_LIMIT},
+    object::Fields,
+};
+
+/// List page size: default and cap (§8 list limits).
+pub const LIST_DEFAULT: usize = 50;
+pub const LIST_MAX: usize = 200;
+/// Most items one import may carry.
+pub const IMPORT_MAX_ITEMS: usize = 10_000;
+
+fn key() -> Schema {
+    schema::key().into()
+}
+
+fn namespace() -> Schema {
+    schema::namespace().into()
+}
+
+fn namespace_or_null() -> Schema {
+    schema::or_null(schema::namespace())
+}
+
+fn tags_or_null() -> Schema {
+    schema::or_null(schema::tags())
+}
+
+fn unit_or_null() -> Schema {
+    schema::or_null(schema::number_in(0.0, 1.0))
+}
+
+fn bool_or_null() -> Schema {
+    schema::or_null(
+        utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::Boolean),
+    )
+}
+
+fn list_limit() -> Schema {
+    schema::limit(LIST_DEFAULT, LIST_MAX).into()
+}
+
+fn search_limit() -> Schema {
+    schema::or_null(schema::limit(DEFAULT_LIMIT, MAX_LIMIT))
+}
+
+fn list_cursor() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(super::super::cursor::pattern(super::LIST_CURSOR)))
+        .into()
+}
+
+fn mode_or_null() -> Schema {
+    schema::or_null(
+        schema::one_of(["hybrid", "semantic", "keyword"])
+            .default(Some(Value::from("hybrid")))
+            .description(Some("how candidates are found and weighted")),
+    )
+}
+
+/// The (namespace, key) a GET of a memory or its history names.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AddressQuery {
+    /// The memory's key.
+    #[param(schema_with = key)]
+    pub key: String,
+    /// Its namespace; default "default".
+    #[param(schema_with = namespace)]
+    pub namespace: Option<String>,
+}
+
+impl Fields for AddressQuery {
+    const FIELDS: &'static [(&'static str, &'static str)] =
+        &[("key", "a string"), ("namespace", "a string")];
+}
+
+/// DELETE /api/v1/memory: the address and whether to remove every version.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DeleteQuery {
+    /// The memory's key.
+    #[param(schema_with = key)]
+    pub key: String,
+    /// Its namespace; default "default".
+    #[param(schema_with = namespace)]
+    pub namespace: Option<String>,
+    #[param(schema_with = Hard::schema)]
+    pub hard: Option<Hard>,
+}
+
+impl Fields for DeleteQuery {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("key", "a string"),
+        ("namespace", "a string"),
+        ("hard", "true or false"),
+    ];
+}
+
+/// GET /api/v1/memory/list
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Only this namespace.
+    #[param(schema_with = namespace)]
+    pub namespace: Option<String>,
+    /// Comma-separated tags a memory must all carry (at most 20, each 1 to 50 characters
+    /// once trimmed; empty entries are ignored).
+    pub tags: Option<String>,
+    #[param(schema_with = list_limit)]
+    pub limit: Option<QueryLimit<LIST_DEFAULT, LIST_MAX>>,
+    /// `next_cursor` of the previous page, unchanged (opaque).
+    #[param(schema_with = list_cursor)]
+    pub cursor: Option<String>,
+}
+
+impl Fields for ListQuery {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("namespace", "a string"),
+        ("tags", "a string"),
+        ("limit", "a whole number"),
+        ("cursor", "a string"),
+    ];
+}
+
+/// POST /api/v1/memory/search
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = SearchRequest)]
+pub struct SearchBody {
+    /// What to look for; not blank.
+    #[schema(schema_with = query_text)]
+    pub query: String,
+    /// Only this namespace.
+    #[schema(schema_with = namespace_or_null)]
+    pub namespace: Option<String>,
+    /// Tags a result must all carry.
+    #[schema(schema_with = tags_or_null)]
+    pub tags: Option<Vec<String>>,
+    #[schema(schema_with = search_limit)]
+    pub limit: Option<Limit<DEFAULT_LIMIT, MAX_LIMIT>>,
+    #[schema(schema_with = mode_or_null)]
+    pub mode: Option<String>,
+    /// Results scoring below this are left out; default 0.
+    #[schema(schema_with = unit_or_null)]
+    pub min_score: Option<f64>,
+}
+
+fn query_text() -> Schema {
+    schema::text(None).into()
+}
+
+impl Fields for SearchBody {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("query", "a string"),
+        ("namespace", "a string"),
+        ("tags", "an array of strings"),
+        ("limit", "a whole number"),
+        ("mode", "a string"),
+        ("min_score", "a number"),
+    ];
+}
+
+/// POST /api/v1/memory/dedupe
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = DedupeRequest)]
+pub struct DedupeBody {
+    /// Only this namespace; every namespace when absent.
+    #[schema(schema_with = namespace_or_null)]
+    pub namespace: Option<String>,
+    /// Cosine similarity from which two memories are duplicates; default 0.95.
+    #[schema(schema_with = unit_or_null)]
+    pub threshold: Option<f64>,
+    /// Report without removing; default false.
+    #[schema(schema_with = bool_or_null)]
+    pub dry_run: Option<bool>,
+}
+
+impl Fields for DedupeBody {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("namespace", "a string"),
+        ("threshold", "a number"),
+        ("dry_run", "true or false"),
+    ];
+}
+
+/// POST /api/v1/memory/consolidate
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = ConsolidateRequest)]
+pub struct ConsolidateBody {
+    /// Only this namespace; every namespace (each on its own) when absent.
+    #[schema(schema_with = namespace_or_null)]
+    pub namespace: Option<String>,
+    /// Cosine similarity from which memories cluster; default 0.85.
+    #[schema(schema_with = unit_or_null)]
+    pub threshold: Option<f64>,
+    /// Smallest cluster summarized; default 3.
+    #[schema(schema_with = cluster_size_or_null)]
+    pub min_cluster_size: Option<f64>,
+    /// Report the clusters without calling the Mind or writing; default false.
+    #[schema(schema_with = bool_or_null)]
+    pub dry_run: Option<bool>,
+}
+
+fn cluster_size_or_null() -> Schema {
+    schema::or_null(
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::Integer)
+            .minimum(Some(2)),
+    )
+}
+
+impl Fields for ConsolidateBody {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("namespace", "a string"),
+        ("threshold", "a number"),
+        ("min_cluster_size", "a number"),
+        ("dry_run", "true or false"),
+    ];
+}
+
+/// What `memories` must be, said when it is not.
+pub const MEMORIES_RULE: &str = "an array of { key, value, namespace?, tags?, importance? }";
+
+/// POST /api/v1/memory/import: items are read one by one, so a bad item is an entry of
+/// `errors` and the rest still go in.
+#[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = ImportRequest)]
+pub struct ImportBody {
+    /// The memories to write, in order (an export document's `memories` fits).
+    #[schema(schema_with = import_items, required = true)]
+    pub memories: Option<Vec<Value>>,
+}
+
+fn import_items() -> Schema {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(schema::any())
+        .max_items(Some(IMPORT_MAX_ITEMS))
+        .description(Some(
+            "each item a MemoryDraft (an export document's items fit); an item that is not \
+             one is reported in `errors` with its index and the rest are still imported",
+        ))
+        .into()
+}
+
+impl Fields for ImportBody {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[("memories", MEMORIES_RULE)];
+}

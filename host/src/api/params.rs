@@ -1,0 +1,92 @@
+//! Parameter types shared by several routes: page sizes (capped, never refused for being
+//! large) and the `hard` flag, each with the words that say what to fix.
+
+use serde::{Deserialize, Deserializer, de::Error};
+use serde_json::Value;
+use utoipa::openapi::{ObjectBuilder, Schema, Type};
+
+/// A page size given as a JSON number: at least 1; above `MAX` counts as `MAX`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit<const DEFAULT: usize, const MAX: usize>(pub usize);
+
+/// A page size given in the query string; the same rule, quoting what was given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueryLimit<const DEFAULT: usize, const MAX: usize>(pub usize);
+
+/// `n` as a page size capped at `max`, if it is one.
+fn capped(n: Option<u64>, max: usize) -> Option<usize> {
+    n.filter(|&n| n >= 1)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX).min(max))
+}
+
+/// A JSON number that is whole (`3` or `3.0`, as JSON Schema's `integer`), saturating.
+fn whole(given: &Value) -> Option<u64> {
+    given.as_u64().or_else(|| {
+        let f = given.as_f64()?;
+        (f.fract() == 0.0 && f >= 0.0).then_some(f as u64)
+    })
+}
+
+fn limit_rule(max: usize) -> String {
+    format!("limit must be a whole number of at least 1 (above {max} counts as {max})")
+}
+
+impl<const D: usize, const M: usize> Default for Limit<D, M> {
+    fn default() -> Self {
+        Self(D)
+    }
+}
+
+impl<const D: usize, const M: usize> Default for QueryLimit<D, M> {
+    fn default() -> Self {
+        Self(D)
+    }
+}
+
+impl<'de, const D: usize, const M: usize> Deserialize<'de> for Limit<D, M> {
+    fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
+        let given = Value::deserialize(d)?;
+        capped(whole(&given), M)
+            .map(Self)
+            .ok_or_else(|| De::Error::custom(limit_rule(M)))
+    }
+}
+
+impl<'de, const D: usize, const M: usize> Deserialize<'de> for QueryLimit<D, M> {
+    fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
+        let text = String::deserialize(d)?;
+        capped(text.parse().ok(), M)
+            .map(Self)
+            .ok_or_else(|| De::Error::custom(format!("{}, got {text:?}", limit_rule(M))))
+    }
+}
+
+/// `hard`: `true`/`false`, or `1`/`0`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Hard(pub bool);
+
+impl<'de> Deserialize<'de> for Hard {
+    fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
+        match String::deserialize(d)?.as_str() {
+            "true" | "1" => Ok(Hard(true)),
+            "false" | "0" => Ok(Hard(false)),
+            other => Err(De::Error::custom(format!(
+                "hard must be true or false, got {other:?}"
+            ))),
+        }
+    }
+}
+
+impl Hard {
+    /// The schema of `hard`: the four spellings accepted.
+    pub fn schema() -> Schema {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["true", "false", "1", "0"]))
+            .default(Some(Value::from("false")))
+            .description(Some(
+                "true removes every version for good; false (default) keeps history",
+            ))
+            .into()
+    }
+}
