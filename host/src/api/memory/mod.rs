@@ -103,7 +103,7 @@ pub async fn put(
 }
 
 /// Read a live memory; counts the access.
-#[utoipa::path(get, path = "/api/v1/memory", tag = "memory", params(AddressQuery),
+#[utoipa::path(operation_id = "get_memory", get, path = "/api/v1/memory", tag = "memory", params(AddressQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the memory", body = MemoryView),
@@ -123,7 +123,7 @@ pub async fn get(
 }
 
 /// Delete a memory: soft (history kept) or hard (every version removed).
-#[utoipa::path(delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
+#[utoipa::path(operation_id = "delete_memory", delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
@@ -219,7 +219,7 @@ pub async fn search(
 }
 
 /// A page of live memories, newest first.
-#[utoipa::path(get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
+#[utoipa::path(operation_id = "list_memories", get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),
