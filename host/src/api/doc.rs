@@ -223,7 +223,7 @@ pub async fn page() -> Redirect {
 #[utoipa::path(get, path = "/api/v1/docs/", tag = "meta", security(()),
     responses((status = 200, description = "the reference page", body = String, content_type = "text/html")))]
 pub async fn index(served: Served) -> Response {
-    asset(served, String::new())
+    asset(&served, "")
 }
 
 /// One asset of the reference page.
@@ -234,11 +234,11 @@ pub async fn index(served: Served) -> Response {
         (status = 404, description = "No such asset. Codes: `route_not_found`.", body = ErrorEnvelope),
     ))]
 pub async fn file(served: Served, Path(file): Path<String>) -> Response {
-    asset(served, file)
+    asset(&served, &file)
 }
 
-fn asset(served: Served, file: String) -> Response {
-    match utoipa_swagger_ui::serve(&file, served.page.clone()) {
+fn asset(served: &Served, file: &str) -> Response {
+    match utoipa_swagger_ui::serve(file, served.page.clone()) {
         Ok(Some(found)) => (
             [(header::CONTENT_TYPE, found.content_type)],
             found.bytes.into_owned(),
@@ -310,7 +310,7 @@ mod tests {
     async fn the_page_fetches_nothing_from_elsewhere() {
         let served = Served::new(&super::super::openapi());
         for file in ["", "index.html", "swagger-initializer.js"] {
-            let response = asset(served.clone(), file.to_string());
+            let response = asset(&served, file);
             assert_eq!(response.status(), 200, "{file:?}");
             let body = axum::body::to_bytes(response.into_body(), usize::MAX)
                 .await
@@ -321,7 +321,7 @@ mod tests {
                 "{file:?} names another host:\n{text}"
             );
         }
-        let missing = asset(served, "nope.js".into());
+        let missing = asset(&served, "nope.js");
         assert_eq!(missing.status(), 404);
     }
 }

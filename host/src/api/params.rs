@@ -55,7 +55,10 @@ impl<'de, const D: usize, const M: usize> Deserialize<'de> for Limit<D, M> {
 impl<'de, const D: usize, const M: usize> Deserialize<'de> for QueryLimit<D, M> {
     fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
         let text = String::deserialize(d)?;
-        capped(text.parse().ok(), M)
+        // Digits beyond u64 are a very large page size: capped like any other.
+        let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        let n = text.parse().ok().or(digits.then_some(u64::MAX));
+        capped(n, M)
             .map(Self)
             .ok_or_else(|| De::Error::custom(format!("{}, got {text:?}", limit_rule(M))))
     }

@@ -90,6 +90,11 @@ pub fn one_of<'a>(values: impl IntoIterator<Item = &'a str>) -> ObjectBuilder {
 /// `schema` or `null`: an optional body field, where `null` counts as absent.
 pub fn or_null(schema: impl Into<Schema>) -> Schema {
     let mut schema = schema.into();
+    if let Schema::Object(o) = &mut schema
+        && let Some(values) = &mut o.enum_values
+    {
+        values.push(Value::Null);
+    }
     let slot = match &mut schema {
         Schema::Object(o) => &mut o.schema_type,
         Schema::Array(a) => &mut a.schema_type,

@@ -134,7 +134,7 @@ pub async fn spawn(
 }
 
 /// The account's agents, newest first.
-#[utoipa::path(get, path = "/api/v1/agents", tag = "agents", params(ListQuery),
+#[utoipa::path(operation_id = "list_agents", get, path = "/api/v1/agents", tag = "agents", params(ListQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = AgentList),
@@ -171,7 +171,7 @@ async fn owned(state: &AppState, account: &str, id: String) -> ApiResult<AgentRe
 }
 
 /// One agent: status, progress, result, usage.
-#[utoipa::path(get, path = "/api/v1/agents/{id}", tag = "agents",
+#[utoipa::path(operation_id = "get_agent", get, path = "/api/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "the agent's id (`ag_…`)")),
     security(("bearerAuth" = [])),
     responses(
@@ -190,7 +190,7 @@ pub async fn get(
 }
 
 /// Stop an agent; idempotent: a finished agent is returned unchanged, and it stays readable.
-#[utoipa::path(delete, path = "/api/v1/agents/{id}", tag = "agents",
+#[utoipa::path(operation_id = "stop_agent", delete, path = "/api/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "the agent's id (`ag_…`)")),
     security(("bearerAuth" = [])),
     responses(

@@ -104,7 +104,7 @@ pub async fn put(
 }
 
 /// Read a live memory; counts the access.
-#[utoipa::path(get, path = "/api/v1/memory", tag = "memory", params(AddressQuery),
+#[utoipa::path(operation_id = "get_memory", get, path = "/api/v1/memory", tag = "memory", params(AddressQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the memory", body = MemoryView),
@@ -124,7 +124,7 @@ pub async fn get(
 }
 
 /// Delete a memory: soft (history kept) or hard (every version removed).
-#[utoipa::path(delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
+#[utoipa::path(operation_id = "delete_memory", delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
@@ -220,7 +220,7 @@ pub async fn search(
 }
 
 /// A page of live memories, newest first.
-#[utoipa::path(get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
+#[utoipa::path(operation_id = "list_memories", get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),

@@ -20,10 +20,6 @@ pub const LIST_MAX: usize = 200;
 /// Most items one import may carry.
 pub const IMPORT_MAX_ITEMS: usize = 10_000;
 
-fn key() -> Schema {
-    schema::key().into()
-}
-
 fn namespace() -> Schema {
     schema::namespace().into()
 }
@@ -74,7 +70,7 @@ fn mode_or_null() -> Schema {
 #[into_params(parameter_in = Query)]
 pub struct AddressQuery {
     /// The memory's key.
-    #[param(schema_with = key)]
+    #[param(pattern = "^[a-z][a-z0-9_]*$", min_length = 1, max_length = 128)]
     pub key: String,
     /// Its namespace; default "default".
     #[param(schema_with = namespace)]
@@ -91,7 +87,7 @@ impl Fields for AddressQuery {
 #[into_params(parameter_in = Query)]
 pub struct DeleteQuery {
     /// The memory's key.
-    #[param(schema_with = key)]
+    #[param(pattern = "^[a-z][a-z0-9_]*$", min_length = 1, max_length = 128)]
     pub key: String,
     /// Its namespace; default "default".
     #[param(schema_with = namespace)]
