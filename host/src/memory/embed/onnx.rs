@@ -176,7 +176,9 @@ impl Embedder for OnnxEmbedder {
     }
 }
 
-/// One session on `model` with `threads` intra-op threads, fully optimized.
+/// One session on `model` with `threads` intra-op threads, fully optimized, its threads
+/// sleeping rather than spinning between runs: on a shared 2-core box spinning sessions
+/// starve each other (embed bench under load: 28 ms p50 per query spinning, 11 ms not).
 fn session(env: &Environment, model: &Path, threads: usize) -> Result<Session, EmbedError> {
     let load = |e: &dyn std::fmt::Display| EmbedError::Load(format!("{}: {e}", model.display()));
     Session::builder(env)
@@ -186,6 +188,8 @@ fn session(env: &Environment, model: &Path, threads: usize) -> Result<Session, E
         .with_intra_threads(threads)
         .map_err(|e| load(&e))?
         .with_inter_threads(1)
+        .map_err(|e| load(&e))?
+        .with_intra_op_spinning(false)
         .map_err(|e| load(&e))?
         .commit_from_file(model)
         .map_err(|e| load(&e))
