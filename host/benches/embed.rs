@@ -1,30 +1,53 @@
-//! Embedding speed with the real all-MiniLM-L6-v2 model: query latency and bulk throughput.
+//! Embedding speed of the local models: query latency and bulk throughput, for the int8
+//! all-MiniLM-L6-v2 on ONNX Runtime (`onnx`, the default) and the fp32 one in candle (`minilm`).
 //!
-//! `cargo bench -p wasmind --bench embed`; the model directory is taken from
-//! `WASMIND_MODEL_DIR`, else `models/all-MiniLM-L6-v2` at the workspace root.
+//! `cargo bench -p wasmind --bench embed [-- onnx|minilm]` (both when none is named); the
+//! files are found as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use wasmind::memory::embed::{EmbedService, Embedder, EmbedderConfig, MiniLm};
-
-#[path = "shared.rs"]
-mod shared;
+use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind};
 
 const QUERIES: usize = 200;
 const BATCH: usize = 32;
 const BATCHES: usize = 12;
 
 fn main() {
-    let dir = shared::model_dir();
+    let named: Vec<EmbedderKind> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let kinds = if named.is_empty() {
+        vec![EmbedderKind::Onnx, EmbedderKind::Minilm]
+    } else {
+        named
+    };
+    for kind in kinds {
+        bench(kind);
+    }
+}
+
+/// Every measurement for one embedder kind, with the default `[embedder]` settings.
+fn bench(kind: EmbedderKind) {
+    let cfg = EmbedderConfig {
+        kind,
+        ..EmbedderConfig::default()
+    };
     let started = Instant::now();
-    let model = Arc::new(MiniLm::load(&dir).unwrap_or_else(|e| panic!("{e}")));
-    println!("load: {:.0} ms", ms(started.elapsed()));
+    let model = embed::from_config(&cfg).unwrap_or_else(|e| panic!("{e}"));
     println!(
-        "candle CPU threads: {} (set RAYON_NUM_THREADS to change)",
-        candle_core::utils::get_num_threads()
+        "== {kind} ({}): load {:.0} ms",
+        model.name(),
+        ms(started.elapsed())
     );
+    if kind == EmbedderKind::Minilm {
+        println!(
+            "candle CPU threads: {} (set RAYON_NUM_THREADS to change)",
+            candle_core::utils::get_num_threads()
+        );
+    }
     model.embed(&["warm up the thread pools"]).expect("warm-up");
 
     let texts = sentences(QUERIES + BATCH * BATCHES * 4);
@@ -33,7 +56,7 @@ fn main() {
     let direct = latencies(texts.by_ref().take(QUERIES), |t| {
         model.embed(&[t]).expect("embed");
     });
-    report("query, direct MiniLm::embed", &direct);
+    report("query, direct Embedder::embed", &direct);
 
     let batches: Vec<Vec<String>> = (0..BATCHES)
         .map(|_| texts.by_ref().take(BATCH).cloned().collect())
@@ -44,10 +67,9 @@ fn main() {
         model.embed(&refs).expect("embed");
     }
     println!(
-        "bulk, direct MiniLm::embed, batches of {BATCH}: {:.0} texts/s",
+        "bulk, direct Embedder::embed, batches of {BATCH}: {:.0} texts/s",
         (BATCH * BATCHES) as f64 / started.elapsed().as_secs_f64()
     );
-
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -57,7 +79,7 @@ fn main() {
         let cfg = EmbedderConfig {
             threads,
             batch_size: BATCH,
-            ..EmbedderConfig::default()
+            ..cfg.clone()
         };
         let service = EmbedService::new(model.clone(), &cfg);
         let batches: Vec<Vec<String>> = (0..BATCHES)
@@ -82,7 +104,7 @@ fn main() {
         );
     }
 
-    let service = EmbedService::new(model, &EmbedderConfig::default());
+    let service = EmbedService::new(model, &cfg);
     let queries: Vec<String> = sentences(QUERIES * 2)[QUERIES..].to_vec();
     let idle = latencies(queries[..QUERIES / 2].iter(), |t| {
         rt.block_on(service.embed_query(t)).expect("query");

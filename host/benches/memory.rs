@@ -125,7 +125,7 @@ fn main() {
     );
     let model_cfg = EmbedderConfig {
         kind: EmbedderKind::Minilm,
-        model_dir: harness::model_dir(),
+        model_dir: Some(harness::model_dir()),
         ..EmbedderConfig::default()
     };
     let load_started = Instant::now();

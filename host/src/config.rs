@@ -72,7 +72,7 @@ impl Config {
                         .parse()
                         .map_err(|e| anyhow::anyhow!("WASMIND_EMBEDDER: {e}"))?;
                 }
-                "WASMIND_MODEL_DIR" => self.embedder.model_dir = PathBuf::from(value),
+                "WASMIND_MODEL_DIR" => self.embedder.model_dir = Some(PathBuf::from(value)),
                 _ => {}
             }
         }

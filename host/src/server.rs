@@ -65,6 +65,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         dims = embedder.dims(),
         "embedder loaded"
     );
+    embed::check_identity(dir.db(), config.embedder.kind, &*embedder)?;
     let embed = embed::EmbedService::new(embedder, &config.embedder);
     let memory = MemoryService::open(
         dir.db().clone(),

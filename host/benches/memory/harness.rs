@@ -23,7 +23,7 @@ pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     let mut config = Config {
         embedder: EmbedderConfig {
             kind,
-            model_dir: model_dir(),
+            model_dir: Some(model_dir()),
             ..EmbedderConfig::default()
         },
         ..Config::default()

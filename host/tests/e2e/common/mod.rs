@@ -20,11 +20,6 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wasmind"))
 }
 
-/// The embedding model fetched by scripts/setup.
-pub fn model_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/all-MiniLM-L6-v2")
-}
-
 /// Runs a `wasmind` CLI command; returns (success, stdout, stderr).
 pub fn cli(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(binary())
@@ -124,7 +119,9 @@ impl Server {
             "--listen",
             "127.0.0.1:0",
         ])
-        .env("WASMIND_MODEL_DIR", model_dir())
+        // The binary finds the checkout's models/ itself (walking up from target/debug).
+        .env_remove("WASMIND_MODEL_DIR")
+        .env_remove("WASMIND_HOME")
         .env("WASMIND_LOG", "info")
         .env_remove("WASMIND_CONFIG")
         .stdout(Stdio::null())
