@@ -6,7 +6,10 @@ use serde_json::{Map, Value};
 use super::{MemoryError, Result, record::Source};
 use crate::object::{self, FieldError, Fields};
 
-pub use wasmind_rules::limits::{DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_TAGS};
+pub use wasmind_rules::limits::{
+    DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS,
+    MAX_TAGS, MAX_VALUE_CHARS,
+};
 use wasmind_rules::{RuleError, Write};
 
 /// A validated write of one memory.
