@@ -207,3 +207,58 @@ fn validation_codes_name_the_field() {
     c.post("/api/v1/memory/import", &json!({ "memories": "no" }))
         .assert_error(400, "invalid_memories");
 }
+
+/// What the server itself answers without a key, for every operation its document lists:
+/// 401 `invalid_api_key` everywhere but the document and its reference page, whatever the
+/// body or parameters (the document's own `security` is held to the same list by a unit test).
+#[test]
+fn only_the_document_and_its_reference_page_answer_without_a_key() {
+    let (_tmp, server, _keys) = server_with_keys(
+        &[],
+        &Options {
+            hash_embedder: true,
+            ..Default::default()
+        },
+    );
+    let http = reqwest::blocking::Client::new();
+    let document: serde_json::Value = http
+        .get(format!("{}/api/v1/openapi.json", server.base))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let mut keyless = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            let Ok(verb) = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            else {
+                continue;
+            };
+            let url = path
+                .replace("{id}", "ag_0000000000")
+                .replace("{file}", "index.html");
+            let r = http
+                .request(verb.clone(), format!("{}{url}", server.base))
+                .header("content-type", "application/json")
+                .body("{}")
+                .send()
+                .unwrap();
+            if r.status().as_u16() == 401 {
+                let body: serde_json::Value = r.json().unwrap();
+                assert_eq!(body["error"]["code"], "invalid_api_key", "{verb} {path}");
+            } else {
+                keyless.push(format!("{verb} {path}"));
+            }
+        }
+    }
+    keyless.sort();
+    assert_eq!(
+        keyless,
+        [
+            "GET /api/v1/docs",
+            "GET /api/v1/docs/",
+            "GET /api/v1/docs/{file}",
+            "GET /api/v1/openapi.json",
+        ]
+    );
+}
