@@ -200,9 +200,7 @@ pub async fn search(
     auth: Auth,
     Body(body): Body<SearchBody>,
 ) -> ApiResult<Json<SearchResponse>> {
-    if body.query.trim().is_empty() {
-        return Err(ApiError::invalid_field("query", "query must not be empty"));
-    }
+    wasmind_rules::validate_query(&body.query).map_err(MemoryError::from)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
     let q = SearchQuery {

@@ -5,16 +5,15 @@
 use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
+use wasmind_rules::limits::{MAX_KEY_CHARS, MAX_VALUE_CHARS};
 
 use super::{SIGNATURE, approx_tokens, usage};
+
 use crate::{
     mind::{Note, Proposals, RunReport, Summary, Title, jobs::MAX_TITLE_CHARS},
     text::shorten,
 };
 
-/// Longest key and value the memory service accepts (§8).
-const MAX_KEY_CHARS: usize = 128;
-const MAX_VALUE_CHARS: usize = 5_000;
 /// Words of the task that name an extracted memory.
 const KEY_WORDS: usize = 6;
 /// Where extracted run memories go.

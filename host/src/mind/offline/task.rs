@@ -2,6 +2,7 @@
 //! step.
 
 use serde_json::json;
+use wasmind_rules::limits::MAX_KEY_CHARS;
 
 use super::{DELETE, Offered, PUT, SEARCH, Step};
 
@@ -37,8 +38,6 @@ const FORGET: [&str; 3] = ["forget about ", "forget that ", "forget "];
 
 /// Words of the subject a derived key keeps.
 const KEY_WORDS: usize = 5;
-/// The memory service's key length limit (`put-request.key` in wit/agent.wit).
-const MAX_KEY_CHARS: usize = 128;
 
 impl Intent {
     /// Reads `task` (case-insensitively; the subject keeps its case).
