@@ -1,15 +1,16 @@
 //! Memory service benchmarks against the real server over loopback HTTP.
 //!
 //! `cargo bench -p wasmind --bench memory` runs, in order:
-//! 1. put latency and throughput with the real all-MiniLM-L6-v2 embedder;
+//! 1. put latency and throughput with the default embedder (int8 all-MiniLM-L6-v2 on ONNX
+//!    Runtime; `WASMIND_BENCH_PUT_EMBEDDER=minilm|hash` for the others);
 //! 2. search latency over one account of 100,000 memories (keyword, hybrid, semantic;
 //!    distinct queries and cached query embeddings);
 //! 3. cold start of the real `wasmind` binary on that data dir, and its RSS;
 //! 4. search latency over 1,000 accounts × 1,000 memories.
 //!
 //! The search data sets are loaded with the `hash` embedder (same 384 dimensions) through
-//! `MemoryService::import`, then served with MiniLM: stored vectors are not MiniLM's, which
-//! is fine for latency (the graph and the work per query have the same shape).
+//! `MemoryService::import`, then served with the default embedder: the stored vectors are not
+//! its, which is fine for latency (the graph and the work per query have the same shape).
 //!
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
@@ -124,15 +125,14 @@ fn main() {
         settings.per_account
     );
     let model_cfg = EmbedderConfig {
-        kind: EmbedderKind::Minilm,
-        model_dir: Some(harness::model_dir()),
+        kind: EmbedderKind::Onnx,
         ..EmbedderConfig::default()
     };
     let load_started = Instant::now();
-    let model =
-        wasmind::memory::embed::from_config(&model_cfg).expect("load MiniLM (run scripts/setup)");
+    let model = wasmind::memory::embed::from_config(&model_cfg)
+        .expect("load the embedder (run scripts/setup)");
     println!(
-        "MiniLM loaded in {:.2} s",
+        "embedder loaded in {:.2} s",
         load_started.elapsed().as_secs_f64()
     );
     let mut dirs = Vec::new();

@@ -17,13 +17,14 @@ use wasmind::memory::embed::{EmbedderConfig, EmbedderKind};
 
 pub use crate::shared::model_dir;
 
-/// The configuration every bench server runs with: defaults, the given embedder kind,
-/// the model dir made absolute, and a lightyear plan big enough for `memories`.
+/// The configuration every bench server runs with: defaults, the given embedder kind (the
+/// fp32 candle model from its absolute dir; the others found as `serve` finds them), and a
+/// lightyear plan big enough for `memories`.
 pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     let mut config = Config {
         embedder: EmbedderConfig {
             kind,
-            model_dir: Some(model_dir()),
+            model_dir: (kind == EmbedderKind::Minilm).then(model_dir),
             ..EmbedderConfig::default()
         },
         ..Config::default()

@@ -15,12 +15,14 @@ use super::{Settings, bench_dir};
 
 const SECTION: &str = "put";
 
-/// The embedder serving the HTTP puts: MiniLM, or with `WASMIND_BENCH_PUT_EMBEDDER=hash`
-/// the hash embedder, so the HTTP rows show storage + HTTP without inference.
+/// The embedder serving the HTTP puts: the default (int8 MiniLM on ONNX Runtime), candle's
+/// fp32 MiniLM with `WASMIND_BENCH_PUT_EMBEDDER=minilm`, or with `=hash` the hash embedder,
+/// so the HTTP rows show storage + HTTP without inference.
 fn put_embedder() -> EmbedderKind {
     match std::env::var("WASMIND_BENCH_PUT_EMBEDDER").as_deref() {
         Ok("hash") => EmbedderKind::Hash,
-        _ => EmbedderKind::Minilm,
+        Ok("minilm") => EmbedderKind::Minilm,
+        _ => EmbedderKind::Onnx,
     }
 }
 
@@ -168,7 +170,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .collect();
     table.latency(
         SECTION,
-        "breakdown: MiniLm::embed of one text (direct)",
+        "breakdown: Embedder::embed of one text (direct)",
         &embed,
         None,
     );
@@ -191,7 +193,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let cpu = per_put(harness::cpu_time() - cpu, 160);
     table.value(
         SECTION,
-        "breakdown: MiniLm::embed batches of 32, 1 caller",
+        "breakdown: Embedder::embed batches of 32, 1 caller",
         format!("{per_s:.0} texts/s ({:.1} ms CPU per text)", ms(cpu)),
         "",
         None,

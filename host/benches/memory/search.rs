@@ -1,4 +1,4 @@
-//! Search latency over a loaded data set, served with the real MiniLM embedder: keyword,
+//! Search latency over a loaded data set, served with the real default embedder: keyword,
 //! hybrid and semantic over HTTP (distinct queries, and a small repeated set whose query
 //! embeddings are cached), then the same on the library and on each index alone.
 
@@ -31,7 +31,7 @@ pub fn run(
 ) {
     let opened = harness::open(
         path,
-        harness::config(EmbedderKind::Minilm, per_account as u64),
+        harness::config(EmbedderKind::Onnx, per_account as u64),
     );
     table.value(
         section,
