@@ -76,6 +76,7 @@ impl Config {
                 _ => {}
             }
         }
+        self.mind.key_from_vendor_variable(env);
         self.mind.check()
     }
 }
@@ -139,6 +140,7 @@ mod tests {
                 "WASMIND_MIND_BASE_URL".to_string(),
                 "http://127.0.0.1:9/v1".to_string(),
             ),
+            ("WASMIND_MIND_MODEL".to_string(), "claude-x".to_string()),
         ]);
         c.apply_env(&env).unwrap();
         assert_eq!(c.mind.base_url(), "http://127.0.0.1:9/v1");

@@ -14,13 +14,16 @@
 //! ```
 
 pub mod accounts;
+pub mod admin;
 pub mod api;
 mod blocking;
 pub mod cli;
 mod clock;
 pub mod config;
 pub mod data_dir;
+pub mod health;
 mod id;
+mod logging;
 pub mod memory;
 pub mod mind;
 mod object;

@@ -1,19 +1,22 @@
-//! `wasmind serve`: open the data dir, load the embedder, replay the indexes, compile the
-//! agent component, fail agents a previous process left alive, serve HTTP
-//! until SIGINT/SIGTERM, then checkpoint the indexes so the next start is quick.
+//! `wasmind serve`: open the data dir, answer the admin socket and HTTP at once (health
+//! routes, and 503 for the API while loading), load the embedder, replay the indexes,
+//! compile the agent component, fail agents a previous process left alive, then serve the
+//! API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick.
 
-use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
+use std::{collections::BTreeMap, future::IntoFuture, net::SocketAddr, path::Path, sync::Arc};
 
 use anyhow::Context;
 
 use crate::{
     accounts::{KeyStore, UsageStore},
-    api::{AppState, app},
+    admin::{self, Admin},
+    api::{AppSlot, AppState, app, front},
     blocking::run_blocking,
     config::Config,
     data_dir::DataDir,
+    health::{Part, Readiness},
     memory::{MemoryService, embed},
-    mind,
+    mind::{self, MindCheck, MindStatus},
     runtime::{AgentStore, Runtime, Services},
 };
 
@@ -27,23 +30,42 @@ pub fn serve(
     config_file: Option<&Path>,
     env: &BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
-    init_logging();
     let (config, _) = Config::load(config_file, env)?;
     let dir = DataDir::open(data_dir)?;
-    let state = open_state(&dir, config)?;
-    let memory = state.memory.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
+    let admin_socket = admin::socket::bind(data_dir)?;
+    let admin = Admin::open(dir.db())?;
+    let admin_listener = admin_socket.listener()?;
+    runtime.spawn(async move {
+        if let Err(e) = admin::socket::serve(admin_listener, admin).await {
+            tracing::error!(error = %e, "the admin socket stopped");
+        }
+    });
+    let readiness = Arc::new(Readiness::new(MindCheck::checking(&config.mind)));
+    runtime.spawn(check_mind(config.mind.clone(), readiness.clone()));
+    let slot = AppSlot::default();
+    let (listener, addr) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
-        tracing::info!("wasmind listening on http://{addr}");
-        axum::serve(listener, app(state))
+        anyhow::Ok((listener, addr))
+    })?;
+    tracing::info!("wasmind loading on http://{addr}: GET /readyz answers 200 once ready");
+    let server = runtime.spawn(
+        axum::serve(listener, front(readiness.clone(), slot.clone()))
             .with_graceful_shutdown(shutdown_signal())
-            .await?;
+            .into_future(),
+    );
+    // Loads on this thread while the runtime's workers already answer health checks.
+    let state = load_state(&dir, config, &readiness)?;
+    let memory = state.memory.clone();
+    let _ = slot.set(app(state));
+    tracing::info!("wasmind ready, listening on http://{addr}");
+    runtime.block_on(async move {
+        server.await??;
         tracing::info!("shutting down: saving indexes");
         run_blocking(move || memory.checkpoint()).await?;
         anyhow::Ok(())
@@ -51,14 +73,20 @@ pub fn serve(
     // Agents still winding down hold the services (and so the database): end them, then
     // let the memory writer finish before the database closes.
     runtime.shutdown_timeout(SHUTDOWN_PATIENCE);
+    drop(admin_socket);
     dir.close(SHUTDOWN_PATIENCE);
     Ok(())
 }
 
 /// Everything the API serves, opened on `dir`: the embedder, the memory store and its
-/// indexes, the Mind, agent records and the agent runtime. `serve` and the benchmarks
-/// both start from here.
+/// indexes, the Mind, agent records and the agent runtime. The benchmarks start from here.
 pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
+    let readiness = Readiness::new(MindCheck::checking(&config.mind));
+    load_state(dir, config, &readiness)
+}
+
+/// [`open_state`], marking each part on `readiness` as it comes up.
+fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::Result<AppState> {
     let embedder = embed::from_config(&config.embedder)?;
     tracing::info!(
         embedder = embedder.name(),
@@ -66,6 +94,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         "embedder loaded"
     );
     embed::check_identity(dir.db(), config.embedder.kind, &*embedder)?;
+    readiness.mark(Part::Embedder);
     let embed = embed::EmbedService::new(embedder, &config.embedder);
     let memory = MemoryService::open(
         dir.db().clone(),
@@ -74,6 +103,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
         &config.memory,
     )
     .context("opening the memory store")?;
+    readiness.mark(Part::Indexes);
     let mind = mind::from_config(&config.mind)?;
     let records = AgentStore::new(dir.db().clone())?;
     let usage = UsageStore::new(dir.db().clone())?;
@@ -85,6 +115,7 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     });
     let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
         .context("starting the agent runtime")?;
+    readiness.mark(Part::Runtime);
     Ok(AppState {
         keys: KeyStore::new(dir.db().clone())?,
         memory,
@@ -96,13 +127,19 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     })
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("WASMIND_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+/// Checks the Mind's provider once, and says what it found in the log and on `/readyz`.
+async fn check_mind(cfg: mind::MindConfig, readiness: Arc<Readiness>) {
+    let check = mind::probe(&cfg).await;
+    match check.status {
+        MindStatus::Ok | MindStatus::Offline => {
+            tracing::info!(provider = %check.provider, model = %check.model, "mind: {}", check.message);
+        }
+        _ => {
+            tracing::warn!(provider = %check.provider, model = %check.model, status = ?check.status,
+                "mind: {}; agents will fail until this is fixed", check.message);
+        }
+    }
+    readiness.set_mind(check);
 }
 
 async fn shutdown_signal() {

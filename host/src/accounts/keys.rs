@@ -43,13 +43,23 @@ pub struct Principal {
 }
 
 /// What `keys list` shows of a key: never the secret.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyInfo {
     pub id: String,
     pub account: String,
     pub plan: Plan,
     pub created_at: u64,
     pub revoked_at: Option<u64>,
+}
+
+/// What `accounts list` shows of an account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountInfo {
+    pub name: String,
+    pub plan: Plan,
+    pub created_at: u64,
+    /// Keys of the account not revoked.
+    pub active_keys: u32,
 }
 
 /// Accounts and keys over the shared database.
@@ -184,6 +194,54 @@ impl KeyStore {
         Ok(out)
     }
 
+    /// Every account, by name, with its count of unrevoked keys.
+    pub fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+        let txn = self.db.begin_read()?;
+        let mut active = std::collections::HashMap::<String, u32>::new();
+        for entry in txn.open_table(API_KEYS)?.iter()? {
+            let (_, value) = entry?;
+            let record: KeyRecord = serde_json::from_str(value.value())?;
+            if record.revoked_at.is_none() {
+                *active.entry(record.account).or_default() += 1;
+            }
+        }
+        let mut out = Vec::new();
+        for entry in txn.open_table(ACCOUNTS)?.iter()? {
+            let (name, value) = entry?;
+            let record: AccountRecord = serde_json::from_str(value.value())?;
+            out.push(AccountInfo {
+                name: name.value().to_string(),
+                plan: record.plan,
+                created_at: record.created_at,
+                active_keys: active.get(name.value()).copied().unwrap_or(0),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Moves an existing account to `plan`; its keys act on the new plan from their next
+    /// request, as [`KeyStore::authenticate`] reads the plan afresh each time.
+    pub fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+        let txn = self.db.begin_write()?;
+        let mut record: AccountRecord = {
+            let accounts = txn.open_table(ACCOUNTS)?;
+            let guard = accounts.get(account)?.with_context(|| {
+                format!("no account {account:?} (`keys create` makes accounts)")
+            })?;
+            serde_json::from_str(guard.value())?
+        };
+        record.plan = plan;
+        txn.open_table(ACCOUNTS)?
+            .insert(account, serde_json::to_string(&record)?.as_str())?;
+        txn.commit()?;
+        let info = self
+            .accounts()?
+            .into_iter()
+            .find(|a| a.name == account)
+            .context("account vanished")?;
+        Ok(info)
+    }
+
     /// The principal a presented key acts for; `None` for unknown or revoked keys.
     pub fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
         let txn = self.db.begin_read()?;
@@ -265,6 +323,34 @@ mod tests {
         assert!(s.authenticate(&k2).unwrap().is_some());
         assert!(s.revoke("key_unknown").is_err());
         assert!(s.create("bad name", None).is_err());
+    }
+
+    #[test]
+    fn accounts_list_and_plan_changes_apply_to_the_next_authentication() {
+        let (_dir, s) = store();
+        let (k1, _) = s.create("acme", None).unwrap();
+        s.create("acme", None).unwrap();
+        s.create("zeta", Some(Plan::Liftoff)).unwrap();
+        s.revoke(&k1).unwrap();
+        let listed: Vec<(String, Plan, u32)> = s
+            .accounts()
+            .unwrap()
+            .into_iter()
+            .map(|a| (a.name, a.plan, a.active_keys))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("acme".into(), Plan::Free, 1),
+                ("zeta".into(), Plan::Liftoff, 1)
+            ]
+        );
+        let (k3, _) = s.create("zeta", None).unwrap();
+        let changed = s.set_plan("zeta", Plan::Lightyear).unwrap();
+        assert_eq!((changed.plan, changed.active_keys), (Plan::Lightyear, 2));
+        assert_eq!(s.authenticate(&k3).unwrap().unwrap().plan, Plan::Lightyear);
+        let err = s.set_plan("nobody", Plan::Free).unwrap_err().to_string();
+        assert!(err.contains("nobody"), "{err}");
     }
 
     #[test]

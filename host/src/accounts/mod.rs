@@ -9,7 +9,7 @@ mod plan;
 mod rate;
 mod usage;
 
-pub use keys::{KeyInfo, KeyStore, Principal};
+pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
 pub use plan::{Plan, PlanLimits, Plans};
 pub use rate::{RateLimiter, RateRefusal, Window};
 pub use usage::{MonthUsage, UsageStore};

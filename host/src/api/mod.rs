@@ -9,6 +9,7 @@ mod cursor;
 mod doc;
 mod error;
 mod extract;
+mod front;
 mod memory;
 mod params;
 mod refusal;
@@ -22,6 +23,7 @@ use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use error::{ApiError, ApiResult};
+pub use front::{AppSlot, front};
 
 use crate::{
     accounts::{KeyStore, UsageStore},

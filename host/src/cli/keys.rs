@@ -1,12 +1,13 @@
-//! `wasmind keys create|revoke|list`: API keys on the data dir's files.
+//! `wasmind keys create|revoke|list`: API keys, through the running server when there is
+//! one (live at once), else on the data dir's files.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
 use crate::{
-    accounts::{KeyStore, Plan},
-    data_dir::DataDir,
+    accounts::Plan,
+    admin::{self, Request, Response},
 };
 
 #[derive(Subcommand)]
@@ -35,28 +36,24 @@ pub(super) enum KeysCommand {
 }
 
 pub(super) fn run(command: KeysCommand) -> anyhow::Result<()> {
-    match command {
+    let (data_dir, request) = match command {
         KeysCommand::Create {
             data_dir,
             account,
             plan,
-        } => {
-            let dir = DataDir::open(&data_dir)?;
-            let (secret, _) = KeyStore::new(dir.db().clone())?.create(&account, plan)?;
-            println!("{secret}");
-        }
-        KeysCommand::Revoke { data_dir, key } => {
-            let dir = DataDir::open(&data_dir)?;
-            let info = KeyStore::new(dir.db().clone())?.revoke(&key)?;
-            println!("revoked {} (account {})", info.id, info.account);
-        }
-        KeysCommand::List { data_dir } => {
-            let dir = DataDir::open(&data_dir)?;
+        } => (data_dir, Request::CreateKey { account, plan }),
+        KeysCommand::Revoke { data_dir, key } => (data_dir, Request::RevokeKey { key }),
+        KeysCommand::List { data_dir } => (data_dir, Request::ListKeys),
+    };
+    match admin::run(&data_dir, request)? {
+        Response::KeyCreated { secret, .. } => println!("{secret}"),
+        Response::KeyRevoked { key } => println!("revoked {} (account {})", key.id, key.account),
+        Response::Keys { keys } => {
             println!(
                 "{:<32} {:<24} {:<10} {:<15} REVOKED",
                 "ID", "ACCOUNT", "PLAN", "CREATED"
             );
-            for k in KeyStore::new(dir.db().clone())?.list()? {
+            for k in keys {
                 let revoked = k.revoked_at.map_or("-".to_string(), |t| t.to_string());
                 println!(
                     "{:<32} {:<24} {:<10} {:<15} {revoked}",
@@ -64,6 +61,7 @@ pub(super) fn run(command: KeysCommand) -> anyhow::Result<()> {
                 );
             }
         }
+        _ => anyhow::bail!("unexpected answer to a keys command"),
     }
     Ok(())
 }

@@ -1,15 +1,21 @@
-//! The operator's command line: `serve`, `keys create|revoke|list` and `usage`, one module
-//! per command group.
+//! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
+//! list|set-plan` and `usage`, one module per command group. The operator commands go
+//! through the running server's admin socket when there is one (`admin`), else to the files.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
-use crate::server;
+use crate::{
+    logging::{self, LogFormat},
+    server,
+};
 
+mod accounts;
 mod keys;
 mod usage;
 
+use accounts::AccountsCommand;
 use keys::KeysCommand;
 
 #[derive(Parser)]
@@ -36,14 +42,23 @@ enum Command {
         /// TOML configuration file (plans, embedder, mind, memory).
         #[arg(long, env = "WASMIND_CONFIG")]
         config: Option<PathBuf>,
+        /// Log lines as `text` (for people) or `json` (one object per line, for machines).
+        #[arg(long, env = "WASMIND_LOG_FORMAT", default_value = "text")]
+        log_format: LogFormat,
     },
-    /// Manages API keys (only while no server holds the data dir).
+    /// Manages API keys (live through a running server, else on the files).
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Lists accounts and changes their plans (live through a running server, else on the
+    /// files).
+    Accounts {
+        #[command(subcommand)]
+        command: AccountsCommand,
+    },
     /// Prints metered usage, one line per account and month: agent run hours and the
-    /// tokens agents' Minds spent (only while no server holds the data dir).
+    /// tokens agents' Minds spent.
     Usage {
         #[arg(long, env = "WASMIND_DATA_DIR")]
         data_dir: PathBuf,
@@ -74,11 +89,14 @@ fn execute(command: Command) -> anyhow::Result<()> {
             data_dir,
             listen,
             config,
+            log_format,
         } => {
+            logging::init(log_format);
             let env: BTreeMap<String, String> = std::env::vars().collect();
             server::serve(&data_dir, listen, config.as_deref(), &env)
         }
         Command::Keys { command } => keys::run(command),
+        Command::Accounts { command } => accounts::run(command),
         Command::Usage {
             data_dir,
             month,

@@ -1,27 +1,31 @@
-//! `wasmind usage`: metered usage per account and month.
+//! `wasmind usage`: metered usage per account and month, from the running server when
+//! there is one, else from the data dir's files.
 
 use std::path::Path;
 
-use crate::{accounts::UsageStore, data_dir::DataDir};
+use crate::admin::{self, Request, Response};
 
 pub(super) fn run(
     data_dir: &Path,
     month: Option<&str>,
     account: Option<&str>,
 ) -> anyhow::Result<()> {
-    let dir = DataDir::open(data_dir)?;
+    let request = Request::Usage {
+        month: month.map(str::to_owned),
+        account: account.map(str::to_owned),
+    };
+    let Response::Usage { rows } = admin::run(data_dir, request)? else {
+        anyhow::bail!("unexpected answer to a usage command");
+    };
     println!(
         "{:<24} {:<7} {:>10} {:>14} {:>14}",
         "ACCOUNT", "MONTH", "RUN_HOURS", "INPUT_TOKENS", "OUTPUT_TOKENS"
     );
-    for (row_account, row_month, used) in UsageStore::new(dir.db().clone())?.all()? {
-        if account.is_some_and(|a| a != row_account) || month.is_some_and(|m| m != row_month) {
-            continue;
-        }
-        let hours = used.run_ms as f64 / 3_600_000.0;
+    for row in rows {
+        let hours = row.usage.run_ms as f64 / 3_600_000.0;
         println!(
-            "{row_account:<24} {row_month:<7} {hours:>10.4} {:>14} {:>14}",
-            used.input_tokens, used.output_tokens
+            "{:<24} {:<7} {hours:>10.4} {:>14} {:>14}",
+            row.account, row.month, row.usage.input_tokens, row.usage.output_tokens
         );
     }
     Ok(())

@@ -1,5 +1,7 @@
 //! The `[mind]` section: which provider agents think with, and how to reach it.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
 use crate::secret::Secret;
@@ -23,6 +25,9 @@ pub struct MindConfig {
     pub max_tokens: u32,
 }
 
+/// The offline Mind's model name, the default; a remote provider must be given its own.
+const OFFLINE_MODEL: &str = "wasmind-offline";
+
 /// The providers `[mind] provider` may name, for error messages.
 pub const MIND_PROVIDERS: &str = "\"offline\", \"openai\" or \"anthropic\"";
 
@@ -37,11 +42,48 @@ impl MindConfig {
             })
     }
 
-    /// Refuses a provider that does not exist and a `max_tokens` of 0, at start-up.
+    /// The vendor's own key variable for the provider in use, as its SDKs read it.
+    fn vendor_key_variable(&self) -> Option<&'static str> {
+        match self.provider.as_str() {
+            "openai" => Some("OPENAI_API_KEY"),
+            "anthropic" => Some("ANTHROPIC_API_KEY"),
+            _ => None,
+        }
+    }
+
+    /// Where the key can be set, for messages: `[mind] api_key`, `WASMIND_MIND_API_KEY`,
+    /// and the vendor's variable.
+    pub fn key_settings(&self) -> String {
+        let mut settings = "[mind] api_key or WASMIND_MIND_API_KEY".to_string();
+        if let Some(variable) = self.vendor_key_variable() {
+            settings = format!("{settings} (or {variable})");
+        }
+        settings
+    }
+
+    /// Takes the key from the vendor's variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`)
+    /// when neither the file nor `WASMIND_MIND_API_KEY` gave one, as people set them up.
+    pub fn key_from_vendor_variable(&mut self, env: &BTreeMap<String, String>) {
+        if self.api_key.is_none()
+            && let Some(value) = self.vendor_key_variable().and_then(|v| env.get(v))
+        {
+            self.api_key = Some(value.as_str().into());
+        }
+    }
+
+    /// Refuses, at start-up, a provider that does not exist, a remote provider without a
+    /// model of its own (it would be sent `wasmind-offline`), and a `max_tokens` of 0.
     pub fn check(&self) -> anyhow::Result<()> {
         if !matches!(self.provider.as_str(), "offline" | "openai" | "anthropic") {
             anyhow::bail!(
                 "unknown mind provider {:?}: use {MIND_PROVIDERS}",
+                self.provider
+            );
+        }
+        if self.provider != "offline" && matches!(self.model.as_str(), OFFLINE_MODEL | "") {
+            anyhow::bail!(
+                "mind provider {:?} needs a model: set [mind] model or WASMIND_MIND_MODEL \
+                 to one the provider serves",
                 self.provider
             );
         }
@@ -58,8 +100,59 @@ impl Default for MindConfig {
             provider: "offline".into(),
             base_url: None,
             api_key: None,
-            model: "wasmind-offline".into(),
+            model: OFFLINE_MODEL.into(),
             max_tokens: 4096,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_vendor_variable_of_the_provider_in_use_fills_a_missing_key() {
+        let vars = env(&[("OPENAI_API_KEY", "sk-o"), ("ANTHROPIC_API_KEY", "sk-a")]);
+        for (provider, want) in [("openai", Some("sk-o")), ("anthropic", Some("sk-a"))] {
+            let mut cfg = MindConfig {
+                provider: provider.into(),
+                ..MindConfig::default()
+            };
+            cfg.key_from_vendor_variable(&vars);
+            assert_eq!(cfg.api_key.as_ref().map(Secret::expose), want);
+        }
+        let mut offline = MindConfig::default();
+        offline.key_from_vendor_variable(&vars);
+        assert_eq!(offline.api_key, None);
+        let mut given = MindConfig {
+            provider: "openai".into(),
+            api_key: Some("sk-wasmind".into()),
+            ..MindConfig::default()
+        };
+        given.key_from_vendor_variable(&vars);
+        assert_eq!(given.api_key.unwrap().expose(), "sk-wasmind");
+    }
+
+    #[test]
+    fn a_remote_provider_without_a_model_is_refused_naming_the_setting() {
+        let mut cfg = MindConfig {
+            provider: "anthropic".into(),
+            ..MindConfig::default()
+        };
+        let err = cfg.check().unwrap_err().to_string();
+        assert!(
+            err.contains("WASMIND_MIND_MODEL") && err.contains("[mind] model"),
+            "{err}"
+        );
+        cfg.model = "claude-x".into();
+        cfg.check().unwrap();
+        MindConfig::default().check().unwrap();
     }
 }

@@ -30,6 +30,7 @@ mod error;
 pub mod jobs;
 mod offline;
 mod openai;
+mod probe;
 mod remote;
 mod retry;
 
@@ -42,6 +43,7 @@ pub use error::{Failure, MindError};
 pub use jobs::{Note, Proposals, RunReport, Summary, Title};
 pub use offline::Offline;
 pub use openai::OpenAi;
+pub use probe::{MindCheck, MindStatus, probe};
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.

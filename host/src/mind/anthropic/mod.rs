@@ -14,7 +14,7 @@ use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote:
 use crate::mind::MindConfig;
 
 /// The API version whose request and reply shapes `wire` speaks.
-const API_VERSION: &str = "2023-06-01";
+pub(super) const API_VERSION: &str = "2023-06-01";
 
 /// A client for one Messages API endpoint and model. Not retried by itself: wrap it in
 /// [`Retrying`](super::Retrying) (as [`from_config`](super::from_config) does).

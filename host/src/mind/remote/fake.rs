@@ -1,5 +1,6 @@
 //! A scripted provider for the remote providers' unit tests: an axum router on
-//! 127.0.0.1:0 answering `POST /v1/{path}` from a script and recording what it was sent.
+//! 127.0.0.1:0 answering `POST` and `GET /v1/{path}` from a script and recording what it
+//! was sent (a `GET`'s body is recorded as `null`).
 //! It knows no wire format; each provider's tests write the bodies.
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
@@ -58,7 +59,10 @@ impl Fake {
 }
 
 async fn handle(State(fake): State<Arc<Fake>>, headers: HeaderMap, body: String) -> Response {
-    let body = serde_json::from_str(&body).unwrap();
+    let body = match body.as_str() {
+        "" => Value::Null,
+        text => serde_json::from_str(text).unwrap(),
+    };
     fake.seen.lock().push((headers, body));
     let reply = fake
         .replies
@@ -95,7 +99,7 @@ pub(in crate::mind) async fn serve(
         ..Fake::default()
     });
     let app = Router::new()
-        .route(&format!("/v1/{path}"), post(handle))
+        .route(&format!("/v1/{path}"), post(handle).get(handle))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

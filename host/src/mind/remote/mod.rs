@@ -21,7 +21,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::Failure;
 
 /// Longest wait for the TCP/TLS connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest wait for a whole completion, so a stuck provider cannot hang an agent.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Characters of a provider's reply quoted in an error message.
@@ -154,7 +154,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 
 /// The provider's own error message when the body is the usual `{"error": {"message"}}`
 /// (OpenAI and Anthropic alike) or `{"error": "..."}`, else an excerpt of the body.
-fn error_text(body: &[u8]) -> String {
+pub(super) fn error_text(body: &[u8]) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let message = error

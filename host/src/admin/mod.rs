@@ -1,0 +1,31 @@
+//! Operator actions on a data dir — keys, accounts and plans, usage — as one typed
+//! [`Request`] → [`Response`] exchange, so the CLI does the same thing whether or not a
+//! server holds the data dir. With a server running, the CLI sends the request over the
+//! data dir's admin socket ([`socket`]) and the server runs it on its own open database, so
+//! the change is live at once; with none, the CLI opens the files itself. Either way the
+//! work is [`Admin::execute`]: one implementation, two transports.
+//!
+//! Nothing here knows HTTP; the socket is local and owner-only, so it needs no secret.
+
+mod ops;
+pub mod socket;
+
+pub use ops::{Admin, Request, Response, UsageRow};
+
+use std::path::Path;
+
+use crate::data_dir::DataDir;
+
+/// Runs `request` on the data dir at `data_dir`: through the running server's admin socket
+/// when one answers, else on the files (which takes the data dir's lock, as the server
+/// does). A socket file left by a killed server refuses connections, so it leads to the
+/// files too.
+pub fn run(data_dir: &Path, request: Request) -> anyhow::Result<Response> {
+    match socket::connect(data_dir) {
+        Some(stream) => socket::call(&stream, &request),
+        None => {
+            let dir = DataDir::open(data_dir)?;
+            Admin::open(dir.db())?.execute(request)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The operator's requests, their answers, and the one implementation of each.
+
+use std::sync::Arc;
+
+use redb::Database;
+use serde::{Deserialize, Serialize};
+
+use crate::accounts::{AccountInfo, KeyInfo, KeyStore, MonthUsage, Plan, UsageStore};
+
+/// What the operator asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Creates a key (and the account, if new); an explicit plan also moves the account.
+    CreateKey { account: String, plan: Option<Plan> },
+    /// Revokes a key given the key itself or its `key_…` id.
+    RevokeKey { key: String },
+    /// Every key, oldest first, never a secret.
+    ListKeys,
+    /// Every account by name.
+    ListAccounts,
+    /// Moves an existing account to another plan.
+    SetPlan { account: String, plan: Plan },
+    /// Usage rows by account then month, narrowed to one month and/or account.
+    Usage {
+        month: Option<String>,
+        account: Option<String>,
+    },
+}
+
+/// The answer to each [`Request`], in the same order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Response {
+    /// The secret is shown once, here, and stored nowhere.
+    KeyCreated {
+        secret: String,
+        key: KeyInfo,
+    },
+    KeyRevoked {
+        key: KeyInfo,
+    },
+    Keys {
+        keys: Vec<KeyInfo>,
+    },
+    Accounts {
+        accounts: Vec<AccountInfo>,
+    },
+    PlanSet {
+        account: AccountInfo,
+    },
+    Usage {
+        rows: Vec<UsageRow>,
+    },
+}
+
+/// One account's usage in one calendar month (UTC).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageRow {
+    pub account: String,
+    /// `YYYY-MM`.
+    pub month: String,
+    pub usage: MonthUsage,
+}
+
+/// The stores the operator's requests act on. Blocking (redb transactions).
+#[derive(Clone)]
+pub struct Admin {
+    keys: KeyStore,
+    usage: UsageStore,
+}
+
+impl Admin {
+    /// Opens the stores on `db` (creating their tables on first use).
+    pub fn open(db: &Arc<Database>) -> anyhow::Result<Self> {
+        Ok(Self {
+            keys: KeyStore::new(db.clone())?,
+            usage: UsageStore::new(db.clone())?,
+        })
+    }
+
+    /// Does what `request` asks.
+    pub fn execute(&self, request: Request) -> anyhow::Result<Response> {
+        Ok(match request {
+            Request::CreateKey { account, plan } => {
+                let (secret, key) = self.keys.create(&account, plan)?;
+                Response::KeyCreated { secret, key }
+            }
+            Request::RevokeKey { key } => Response::KeyRevoked {
+                key: self.keys.revoke(&key)?,
+            },
+            Request::ListKeys => Response::Keys {
+                keys: self.keys.list()?,
+            },
+            Request::ListAccounts => Response::Accounts {
+                accounts: self.keys.accounts()?,
+            },
+            Request::SetPlan { account, plan } => Response::PlanSet {
+                account: self.keys.set_plan(&account, plan)?,
+            },
+            Request::Usage { month, account } => {
+                let rows = self.usage.all()?.into_iter();
+                let rows = rows
+                    .filter(|(a, m, _)| {
+                        account.as_ref().is_none_or(|want| want == a)
+                            && month.as_ref().is_none_or(|want| want == m)
+                    })
+                    .map(|(account, month, usage)| UsageRow {
+                        account,
+                        month,
+                        usage,
+                    });
+                Response::Usage {
+                    rows: rows.collect(),
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_act_on_the_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Database::create(dir.path().join("db")).unwrap());
+        let admin = Admin::open(&db).unwrap();
+        let create = Request::CreateKey {
+            account: "acme".into(),
+            plan: None,
+        };
+        let Response::KeyCreated { secret, key } = admin.execute(create).unwrap() else {
+            panic!("not a created key")
+        };
+        assert_eq!(key.plan, Plan::Free);
+        let set = Request::SetPlan {
+            account: "acme".into(),
+            plan: Plan::Liftoff,
+        };
+        let Response::PlanSet { account } = admin.execute(set).unwrap() else {
+            panic!("not a plan change")
+        };
+        assert_eq!((account.plan, account.active_keys), (Plan::Liftoff, 1));
+        let keys = KeyStore::new(db.clone()).unwrap();
+        assert_eq!(
+            keys.authenticate(&secret).unwrap().unwrap().plan,
+            Plan::Liftoff
+        );
+        let revoke = Request::RevokeKey { key: key.id };
+        assert!(matches!(
+            admin.execute(revoke).unwrap(),
+            Response::KeyRevoked { key } if key.revoked_at.is_some()
+        ));
+        assert!(keys.authenticate(&secret).unwrap().is_none());
+
+        let usage = UsageStore::new(db).unwrap();
+        let nov = 1_795_233_312_005;
+        let delta = MonthUsage {
+            run_ms: 5,
+            ..MonthUsage::default()
+        };
+        usage.add("acme", nov, delta).unwrap();
+        usage.add("zeta", nov, delta).unwrap();
+        let only_zeta = Request::Usage {
+            month: None,
+            account: Some("zeta".into()),
+        };
+        let Response::Usage { rows } = admin.execute(only_zeta).unwrap() else {
+            panic!("not usage")
+        };
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].account.as_str(), rows[0].usage), ("zeta", delta));
+        let other_month = Request::Usage {
+            month: Some("1999-01".into()),
+            account: None,
+        };
+        assert_eq!(
+            admin.execute(other_month).unwrap(),
+            Response::Usage { rows: vec![] }
+        );
+    }
+
+    #[test]
+    fn requests_travel_as_tagged_json() {
+        let request = Request::SetPlan {
+            account: "acme".into(),
+            plan: Plan::Lightyear,
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        assert_eq!(
+            text,
+            r#"{"op":"set_plan","account":"acme","plan":"lightyear"}"#
+        );
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+    }
+}

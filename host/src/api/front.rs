@@ -1,0 +1,177 @@
+//! What listens on the socket from the first moment: `GET /healthz` and `GET /readyz`
+//! (outside `/api/v1`, keyless, not in the OpenAPI document), and every other route handed
+//! to the API once it is loaded — until then 503 `temporarily_unavailable` with
+//! `Retry-After`. Every response carries `x-request-id` (the client's, else a new UUID), and
+//! each request is logged once when answered, inside a span holding that id.
+
+use std::{
+    convert::Infallible,
+    sync::{Arc, OnceLock},
+};
+
+use axum::{
+    Json, Router,
+    extract::{Request, State},
+    http::{HeaderName, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use serde_json::json;
+use tower::{ServiceBuilder, ServiceExt, service_fn};
+use tower_http::{
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::{DefaultOnResponse, TraceLayer},
+};
+use tracing::Level;
+
+use super::ApiError;
+use crate::health::Readiness;
+
+/// The request id header.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// `Retry-After` while the server loads: loading takes seconds.
+const LOADING_RETRY_SECS: u64 = 1;
+
+/// Where the API is put once loaded.
+pub type AppSlot = Arc<OnceLock<Router>>;
+
+/// The router served from the first moment: health, then `app` once it is set.
+pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
+    let api = service_fn(move |request: Request| {
+        let loaded = app.get().cloned();
+        async move {
+            Ok::<_, Infallible>(match loaded {
+                Some(app) => app.oneshot(request).await?,
+                None => loading().into_response(),
+            })
+        }
+    });
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|request: &Request| {
+            let id = request
+                .headers()
+                .get(&REQUEST_ID)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            tracing::info_span!(
+                "request",
+                method = %request.method(),
+                path = request.uri().path(),
+                request_id = id,
+            )
+        })
+        .on_response(DefaultOnResponse::new().level(Level::INFO));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(readiness)
+        .fallback_service(api)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(trace)
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
+        )
+}
+
+/// 200 while the process runs.
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// 200 once every part is loaded, else 503; both with each part's state and the Mind's.
+async fn readyz(State(readiness): State<Arc<Readiness>>) -> Response {
+    let report = readiness.report();
+    let status = if report.ready() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(report)).into_response()
+}
+
+/// 503 `temporarily_unavailable` for the API while the server loads.
+fn loading() -> ApiError {
+    let mut err = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "temporarily_unavailable",
+        "the server is starting (loading the embedder, indexes and agent runtime); retry \
+         shortly: GET /readyz answers 200 once it is ready",
+    );
+    err.retry_after = Some(LOADING_RETRY_SECS);
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::{Body, to_bytes};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::{
+        health::Part,
+        mind::{MindCheck, MindConfig},
+    };
+
+    async fn send(router: &Router, path: &str, id: Option<&str>) -> (StatusCode, Response) {
+        let mut request = Request::get(path);
+        if let Some(id) = id {
+            request = request.header("x-request-id", id);
+        }
+        let response = router
+            .clone()
+            .oneshot(request.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        (response.status(), response)
+    }
+
+    async fn json(response: Response) -> Value {
+        serde_json::from_slice(&to_bytes(response.into_body(), 1 << 20).await.unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn loading_then_serving() {
+        let readiness = Arc::new(Readiness::new(MindCheck::checking(&MindConfig::default())));
+        let slot = AppSlot::default();
+        let router = front(readiness.clone(), slot.clone());
+
+        let (status, response) = send(&router, "/healthz", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(json(response).await, json!({"status": "ok"}));
+
+        let (status, response) = send(&router, "/readyz", None).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        let body = json(response).await;
+        assert_eq!(body["status"], "loading");
+        assert_eq!(body["checks"]["embedder"], "loading");
+        assert_eq!(body["mind"]["status"], "checking");
+
+        let (status, response) = send(&router, "/api/v1/memory", Some("req-7")).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()["retry-after"], "1");
+        assert_eq!(response.headers()["x-request-id"], "req-7");
+        assert_eq!(
+            json(response).await["error"]["code"],
+            "temporarily_unavailable"
+        );
+
+        for part in [Part::Embedder, Part::Indexes, Part::Runtime] {
+            readiness.mark(part);
+        }
+        let served = Router::new().route("/api/v1/memory", get(|| async { "served" }));
+        slot.set(served).unwrap();
+        let (status, response) = send(&router, "/readyz", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(json(response).await["status"], "ready");
+        let (status, response) = send(&router, "/api/v1/memory", None).await;
+        assert_eq!(status, StatusCode::OK);
+        let generated = response.headers()["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(generated.len(), 36, "a UUID: {generated}");
+        let (_, again) = send(&router, "/api/v1/memory", None).await;
+        assert_ne!(again.headers()["x-request-id"].to_str().unwrap(), generated);
+    }
+}
