@@ -15,6 +15,7 @@ mod memory_crud;
 mod memory_modes;
 mod memory_search;
 mod openapi;
+mod operator;
 mod persistence;
 mod quota;
 mod transfer;

@@ -7,7 +7,7 @@
 // Each end-to-end test uses only some of these helpers.
 #![allow(dead_code)]
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 pub use super::fake_server::Reply;
@@ -59,6 +59,22 @@ impl Protocol for Messages {
 
     fn system_prompt(body: &Value) -> Option<&str> {
         body["system"].as_str()
+    }
+
+    fn models(ids: &[&str]) -> Value {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| {
+                json!({"type": "model", "id": id, "display_name": id,
+                       "created_at": "2025-01-01T00:00:00Z"})
+            })
+            .collect();
+        json!({"data": data, "has_more": false,
+               "first_id": ids.first(), "last_id": ids.last()})
+    }
+
+    fn presented_key(headers: &HeaderMap) -> Option<&str> {
+        headers.get("x-api-key")?.to_str().ok()
     }
 }
 

@@ -16,7 +16,7 @@
 // Each end-to-end test uses only some of these helpers.
 #![allow(dead_code)]
 
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use super::fake_server::{Call, Fake, Protocol};
@@ -68,6 +68,19 @@ impl Protocol for OpenAi {
     fn system_prompt(body: &Value) -> Option<&str> {
         let first = &body["messages"][0];
         (first["role"] == "system").then(|| first["content"].as_str())?
+    }
+
+    fn models(ids: &[&str]) -> Value {
+        let data: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}))
+            .collect();
+        json!({"object": "list", "data": data})
+    }
+
+    fn presented_key(headers: &HeaderMap) -> Option<&str> {
+        let value = headers.get("authorization")?.to_str().ok()?;
+        value.strip_prefix("Bearer ")
     }
 }
 

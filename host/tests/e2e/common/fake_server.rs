@@ -7,7 +7,10 @@
 //! Once the script is used up every request is answered [`DEFAULT_TEXT`]. The host's title
 //! requests race the agent's own (it titles an agent in the background as it starts), so
 //! they keep out of the script and the record: they take [`Fake::push_title`]'s replies,
-//! else [`DEFAULT_TITLE`], and are recorded apart ([`Fake::title_requests`]). The server stops
+//! else [`DEFAULT_TITLE`], and are recorded apart ([`Fake::title_requests`]). The models
+//! listing (`GET /v1/models`, what the host probes at start) lists [`LISTED_MODELS`],
+//! refuses keys other than one [`Fake::require_key`] names with a
+//! 401, and stays out of the record too. The server stops
 //! when the [`Fake`] is dropped, cancelling requests still delayed or hanging.
 
 // Each end-to-end test uses only some of these helpers.
@@ -28,7 +31,7 @@ use axum::{
     extract::State,
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
 };
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
@@ -39,6 +42,8 @@ pub const DEFAULT_TEXT: &str = "Done. (fake Mind default reply)";
 pub const DEFAULT_TITLE: &str = "Fake Mind Title";
 /// How the host's title prompt starts (`mind::jobs`).
 const TITLE_PROMPT_START: &str = "Write a title";
+/// The models the listing names by default: those the e2e options configure.
+pub const LISTED_MODELS: &[&str] = &["fake-gpt", "fake-claude"];
 /// Input tokens reported on every successful reply.
 pub const INPUT_TOKENS: u32 = 10;
 /// Output tokens reported on every successful reply.
@@ -123,6 +128,10 @@ pub trait Protocol: Send + Sync + 'static {
     fn error(status: StatusCode) -> Value;
     /// The system prompt of a request, if it has one.
     fn system_prompt(body: &Value) -> Option<&str>;
+    /// The models listing naming `ids`.
+    fn models(ids: &[&str]) -> Value;
+    /// The API key a request presents.
+    fn presented_key(headers: &HeaderMap) -> Option<&str>;
 }
 
 /// One request as received.
@@ -140,6 +149,8 @@ struct Shared {
     title_requests: Mutex<Vec<Recorded>>,
     calls: Mutex<u64>,
     released: watch::Sender<bool>,
+    required_key: Mutex<Option<String>>,
+    listings: Mutex<usize>,
 }
 
 /// A running fake provider speaking `P`.
@@ -161,12 +172,15 @@ impl<P: Protocol> Fake<P> {
             title_requests: Mutex::new(Vec::new()),
             calls: Mutex::new(0),
             released: watch::Sender::new(false),
+            required_key: Mutex::new(None),
+            listings: Mutex::new(0),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the fake Mind");
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let app = Router::new()
             .route(P::PATH, post(answer::<P>))
+            .route("/v1/models", get(models::<P>))
             .with_state(shared.clone());
         let (shutdown, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -254,6 +268,16 @@ impl<P: Protocol> Fake<P> {
         true
     }
 
+    /// Answers the models listing with 401 unless the request presents `key`.
+    pub fn require_key(&self, key: &str) {
+        *self.shared.required_key.lock().unwrap() = Some(key.to_string());
+    }
+
+    /// How many times the models listing was asked for.
+    pub fn listings(&self) -> usize {
+        *self.shared.listings.lock().unwrap()
+    }
+
     /// Lets every hanging request (now and later) answer [`DEFAULT_TEXT`].
     pub fn release(&self) {
         self.shared.released.send_replace(true);
@@ -270,6 +294,16 @@ impl<P> Drop for Fake<P> {
             let _ = thread.join();
         }
     }
+}
+
+async fn models<P: Protocol>(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    *shared.listings.lock().unwrap() += 1;
+    let required = shared.required_key.lock().unwrap().clone();
+    if required.is_some_and(|key| P::presented_key(&headers) != Some(key.as_str())) {
+        let status = StatusCode::UNAUTHORIZED;
+        return (status, Json(P::error(status))).into_response();
+    }
+    Json(P::models(LISTED_MODELS)).into_response()
 }
 
 async fn answer<P: Protocol>(

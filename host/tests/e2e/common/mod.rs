@@ -142,7 +142,9 @@ impl Server {
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("listening on ").nth(1) {
+                // The address ends the line in text logs and the message in JSON ones.
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let addr = rest.split(['"', ' ']).next().unwrap_or_default();
                     let _ = tx.send(addr.trim().to_string());
                 }
                 sink.lock().unwrap().push_str(&(line + "\n"));
