@@ -53,7 +53,7 @@ pub fn serve(
         let addr = listener.local_addr()?;
         anyhow::Ok((listener, addr))
     })?;
-    tracing::info!("wasmind loading on http://{addr}: GET /readyz answers 200 once ready");
+    tracing::info!("wasmind loading (GET /readyz answers 200 once ready), bound to http://{addr}");
     let server = runtime.spawn(
         axum::serve(listener, front(readiness.clone(), slot.clone()))
             .with_graceful_shutdown(shutdown_signal())

@@ -74,9 +74,12 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, "invalid_api_key", message)
     }
 
-    /// 500 `internal_error`; `cause` is logged, never sent.
+    /// 500 `internal_error`; `cause` is logged, never sent. The message quotes the
+    /// request's `x-request-id` (a fresh id outside a request) so a report leads to the log.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
-        let request_id = crate::id::new_id("");
+        let request_id = super::front::current_request_id()
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| crate::id::new_id(""));
         tracing::error!(%request_id, %cause, "internal error");
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -35,29 +35,36 @@ const LOADING_RETRY_SECS: u64 = 1;
 /// Where the API is put once loaded.
 pub type AppSlot = Arc<OnceLock<Router>>;
 
+tokio::task_local! {
+    /// The id of the request the current task serves, so a 500's message can quote the
+    /// same id as its `x-request-id` header and its log line.
+    static CURRENT_REQUEST: String;
+}
+
+/// The id of the request being served, if this task serves one.
+pub(super) fn current_request_id() -> Option<String> {
+    CURRENT_REQUEST.try_with(Clone::clone).ok()
+}
+
 /// The router served from the first moment: health, then `app` once it is set.
 pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
     let api = service_fn(move |request: Request| {
         let loaded = app.get().cloned();
+        let id = request_id(&request).to_owned();
         async move {
             Ok::<_, Infallible>(match loaded {
-                Some(app) => app.oneshot(request).await?,
+                Some(app) => CURRENT_REQUEST.scope(id, app.oneshot(request)).await?,
                 None => loading().into_response(),
             })
         }
     });
     let trace = TraceLayer::new_for_http()
         .make_span_with(|request: &Request| {
-            let id = request
-                .headers()
-                .get(&REQUEST_ID)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
             tracing::info_span!(
                 "request",
                 method = %request.method(),
                 path = request.uri().path(),
-                request_id = id,
+                request_id = request_id(request),
             )
         })
         .on_response(DefaultOnResponse::new().level(Level::INFO));
@@ -72,6 +79,15 @@ pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
                 .layer(trace)
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
         )
+}
+
+/// The request's id, as [`SetRequestIdLayer`] left it.
+fn request_id(request: &Request) -> &str {
+    request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
 }
 
 /// 200 while the process runs.
@@ -159,7 +175,12 @@ mod tests {
         for part in [Part::Embedder, Part::Indexes, Part::Runtime] {
             readiness.mark(part);
         }
-        let served = Router::new().route("/api/v1/memory", get(|| async { "served" }));
+        let served = Router::new()
+            .route("/api/v1/memory", get(|| async { "served" }))
+            .route(
+                "/api/v1/broken",
+                get(|| async { ApiError::internal(&"a disk fell off") }),
+            );
         slot.set(served).unwrap();
         let (status, response) = send(&router, "/readyz", None).await;
         assert_eq!(status, StatusCode::OK);
@@ -173,5 +194,13 @@ mod tests {
         assert_eq!(generated.len(), 36, "a UUID: {generated}");
         let (_, again) = send(&router, "/api/v1/memory", None).await;
         assert_ne!(again.headers()["x-request-id"].to_str().unwrap(), generated);
+
+        let (status, broken) = send(&router, "/api/v1/broken", Some("req-500")).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let message = json(broken).await["error"]["message"].clone();
+        assert!(
+            message.as_str().unwrap().contains("(request req-500)"),
+            "{message}"
+        );
     }
 }

@@ -154,8 +154,7 @@ async fn listing(cfg: &MindConfig) -> (MindStatus, String) {
         );
     };
     let model = cfg.model.as_str();
-    let tagged = format!("{model}:latest");
-    if listing.data.iter().any(|m| m.id == model || m.id == tagged) {
+    if listing.data.iter().any(|m| names(&m.id, model)) {
         return (
             MindStatus::Ok,
             format!("the provider accepted the key and lists model {model:?}"),
@@ -176,6 +175,16 @@ async fn listing(cfg: &MindConfig) -> (MindStatus, String) {
             shown.join(", ")
         ),
     )
+}
+
+/// Whether the listed `id` is `model`: the same name, Ollama's `model:latest`, or a dated
+/// snapshot `model-YYYYMMDD` (Anthropic lists snapshots, not the aliases that name them).
+fn names(id: &str, model: &str) -> bool {
+    let Some(rest) = id.strip_prefix(model) else {
+        return false;
+    };
+    let dated = |d: &str| d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit());
+    rest.is_empty() || rest == ":latest" || rest.strip_prefix('-').is_some_and(dated)
 }
 
 #[cfg(test)]
@@ -216,6 +225,16 @@ mod tests {
             "{}",
             check.message
         );
+    }
+
+    #[test]
+    fn a_listed_name_is_the_model_its_latest_tag_or_a_dated_snapshot() {
+        assert!(names("gpt-4o", "gpt-4o"));
+        assert!(names("llama3.2:latest", "llama3.2"));
+        assert!(names("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"));
+        assert!(!names("gpt-4o-mini", "gpt-4o"));
+        assert!(!names("llama3.2:1b", "llama3.2"));
+        assert!(!names("claude-sonnet-4", "claude-sonnet-4-5"));
     }
 
     #[tokio::test]

@@ -386,3 +386,87 @@ fn keys_and_plans_change_under_load_without_a_failed_request() {
         &json!({"key": "after", "value": "still serving"}),
     );
 }
+
+/// A `wasmind serve` started by hand, for watching it before it is ready (the common
+/// harness waits for readiness); killed when dropped.
+struct Loading(std::process::Child);
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The agent component is read from a named pipe, so loading waits, deterministically,
+/// until the test writes it: meanwhile the server answers health, 503s the API, and takes
+/// keys over the admin socket.
+#[test]
+fn readiness_is_503_until_loading_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let pipe = tmp.path().join("agent.pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo");
+    let config = tmp.path().join("wasmind.toml");
+    std::fs::write(&config, format!("[runtime]\ncomponent = {pipe:?}\n")).unwrap();
+    let mut child = std::process::Command::new(crate::common::binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&dir)
+        .arg("--config")
+        .arg(&config)
+        .env("WASMIND_EMBEDDER", "hash")
+        .env("WASMIND_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let server = Loading(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if let Some(addr) = line.split("bound to ").nth(1) {
+                let _ = tx.send(addr.trim().to_string());
+            }
+        }
+    });
+    let base = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the server bound");
+    let anonymous = Client::new(&base, None);
+    assert_eq!(anonymous.get("/healthz").status, 200);
+    let loading = poll_until(
+        Duration::from_secs(60),
+        "indexes up, runtime waiting",
+        || {
+            let ready = anonymous.get("/readyz");
+            match ready.body["checks"]["indexes"] == "ready" {
+                true => Ok(ready),
+                false => Err(ready.body.to_string()),
+            }
+        },
+    );
+    assert_eq!(loading.status, 503, "{:#}", loading.body);
+    assert_eq!(loading.body["status"], "loading");
+    assert_eq!(loading.body["checks"]["runtime"], "loading");
+
+    let key = create_key(&dir, "acme", "free");
+    let early = Client::new(&base, Some(&key));
+    let refused = early.get("/api/v1/memory/list");
+    refused.assert_error(503, "temporarily_unavailable");
+    assert_eq!(refused.retry_after.as_deref(), Some("1"));
+
+    std::fs::write(&pipe, std::fs::read(crate::guests::NOTES_AGENT).unwrap()).unwrap();
+    poll_until(Duration::from_secs(120), "ready", || {
+        let ready = anonymous.get("/readyz");
+        match ready.status {
+            200 => Ok(()),
+            _ => Err(ready.body.to_string()),
+        }
+    });
+    assert_eq!(note(&early, "ready_now"), 201);
+    drop(server);
+}
