@@ -63,7 +63,9 @@ pub fn serve(
     let state = load_state(&dir, config, &readiness)?;
     let memory = state.memory.clone();
     let _ = slot.set(app(state));
-    tracing::info!("wasmind ready, listening on http://{addr}");
+    if !server.is_finished() {
+        tracing::info!("wasmind ready, listening on http://{addr}");
+    }
     runtime.block_on(async move {
         server.await??;
         tracing::info!("shutting down: saving indexes");

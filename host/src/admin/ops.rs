@@ -28,6 +28,21 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The request's name for the log; never its arguments, as a key to revoke may be the
+    /// secret itself.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::CreateKey { .. } => "create_key",
+            Request::RevokeKey { .. } => "revoke_key",
+            Request::ListKeys => "list_keys",
+            Request::ListAccounts => "list_accounts",
+            Request::SetPlan { .. } => "set_plan",
+            Request::Usage { .. } => "usage",
+        }
+    }
+}
+
 /// The answer to each [`Request`], in the same order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -194,5 +209,6 @@ mod tests {
             r#"{"op":"set_plan","account":"acme","plan":"lightyear"}"#
         );
         assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+        assert_eq!(request.op(), "set_plan", "the log's name is the wire's");
     }
 }

@@ -114,7 +114,7 @@ async fn answer(stream: tokio::net::UnixStream, admin: Admin) -> anyhow::Result<
     while let Some(line) = lines.next_line().await? {
         let reply: Reply = match serde_json::from_str::<Request>(&line) {
             Ok(request) => {
-                tracing::info!(?request, "admin request");
+                tracing::info!(op = request.op(), "admin request");
                 let admin = admin.clone();
                 run_blocking(move || admin.execute(request))
                     .await
