@@ -16,7 +16,8 @@ pub enum Part {
     Embedder,
     /// The keyword and vector indexes replayed the database's changes.
     Indexes,
-    /// The agent runtime compiled the agent component and started.
+    /// The agent runtime compiled the agent component and started, and the API on it is
+    /// being served.
     Runtime,
 }
 

@@ -6,6 +6,7 @@
 use std::{collections::BTreeMap, future::IntoFuture, net::SocketAddr, path::Path, sync::Arc};
 
 use anyhow::Context;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::{
     accounts::{KeyStore, UsageStore},
@@ -35,14 +36,7 @@ pub fn serve(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let admin_socket = admin::socket::bind(data_dir)?;
-    let admin = Admin::open(dir.db())?;
-    let admin_listener = admin_socket.listener()?;
-    runtime.spawn(async move {
-        if let Err(e) = admin::socket::serve(admin_listener, admin).await {
-            tracing::error!(error = %e, "the admin socket stopped");
-        }
-    });
+    let admin_socket = serve_admin(&runtime, &dir, data_dir)?;
     let readiness = Arc::new(Readiness::new(MindCheck::checking(&config.mind)));
     runtime.spawn(check_mind(config.mind.clone(), readiness.clone()));
     let slot = AppSlot::default();
@@ -54,18 +48,26 @@ pub fn serve(
         anyhow::Ok((listener, addr))
     })?;
     tracing::info!("wasmind loading (GET /readyz answers 200 once ready), bound to http://{addr}");
+    // SIGINT/SIGTERM keep their default (exit at once) until the state is loaded: there
+    // is nothing to save before that, and a long index replay should not hold them up.
+    let (loaded, signals) = tokio::sync::oneshot::channel::<Signals>();
     let server = runtime.spawn(
         axum::serve(listener, front(readiness.clone(), slot.clone()))
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(async move {
+                if let Ok(signals) = signals.await {
+                    signals.recv().await;
+                }
+            })
             .into_future(),
     );
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = load_state(&dir, config, &readiness)?;
     let memory = state.memory.clone();
     let _ = slot.set(app(state));
-    if !server.is_finished() {
-        tracing::info!("wasmind ready, listening on http://{addr}");
-    }
+    // Only now, with the API installed, may `/readyz` say ready.
+    readiness.mark(Part::Runtime);
+    let _ = loaded.send(Signals::install(&runtime)?);
+    tracing::info!("wasmind ready, listening on http://{addr}");
     runtime.block_on(async move {
         server.await??;
         tracing::info!("shutting down: saving indexes");
@@ -80,6 +82,23 @@ pub fn serve(
     Ok(())
 }
 
+/// Binds the data dir's admin socket and answers it on `runtime` from now on, so keys can
+/// be managed while the rest loads. The socket file goes when the returned value drops.
+fn serve_admin(
+    runtime: &tokio::runtime::Runtime,
+    dir: &DataDir,
+    data_dir: &Path,
+) -> anyhow::Result<admin::socket::Bound> {
+    let bound = admin::socket::bind(data_dir)?;
+    let (admin, listener) = (Admin::open(dir.db())?, bound.listener()?);
+    runtime.spawn(async move {
+        if let Err(e) = admin::socket::serve(listener, admin).await {
+            tracing::error!(error = %e, "the admin socket stopped");
+        }
+    });
+    Ok(bound)
+}
+
 /// Everything the API serves, opened on `dir`: the embedder, the memory store and its
 /// indexes, the Mind, agent records and the agent runtime. The benchmarks start from here.
 pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
@@ -87,7 +106,8 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     load_state(dir, config, &readiness)
 }
 
-/// [`open_state`], marking each part on `readiness` as it comes up.
+/// [`open_state`], marking the embedder and the indexes on `readiness` as they come up (the
+/// runtime is marked by `serve` once the API built on it is installed).
 fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::Result<AppState> {
     let embedder = embed::from_config(&config.embedder)?;
     tracing::info!(
@@ -117,7 +137,6 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
     });
     let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
         .context("starting the agent runtime")?;
-    readiness.mark(Part::Runtime);
     Ok(AppState {
         keys: KeyStore::new(dir.db().clone())?,
         memory,
@@ -144,12 +163,27 @@ async fn check_mind(cfg: mind::MindConfig, readiness: Arc<Readiness>) {
     readiness.set_mind(check);
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term.recv() => {},
+/// SIGINT and SIGTERM, caught from the moment [`Signals::install`] returns (so a signal
+/// sent as soon as the server says it is ready already shuts it down gracefully).
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Signals {
+    fn install(runtime: &tokio::runtime::Runtime) -> std::io::Result<Self> {
+        let _context = runtime.enter();
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for either signal.
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
     }
 }
