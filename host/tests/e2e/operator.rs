@@ -8,7 +8,7 @@ use std::{
     path::Path,
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -310,29 +310,32 @@ fn keys_and_plans_change_under_load_without_a_failed_request() {
     };
     let server = Server::start_with(&dir, &options);
     let done = Arc::new(AtomicBool::new(false));
+    // Put+search pairs answered and agents ended so far: each round of changes waits until
+    // both moved on, so every change lands among live traffic.
+    let progress = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
 
     let memory = {
-        let (c, done) = (server.client(&key), done.clone());
+        let (c, done, progress) = (server.client(&key), done.clone(), progress.clone());
         std::thread::spawn(move || {
             let mut answered = Vec::new();
-            let mut i = 0;
-            while !done.load(Ordering::Relaxed) || i < 20 {
+            while !done.load(Ordering::Relaxed) {
+                let i = answered.len();
                 let put = c.post(
                     "/api/v1/memory",
                     &json!({"key": format!("fact_{i}"), "value": format!("fact number {i}")}),
                 );
                 let search = c.post("/api/v1/memory/search", &json!({"query": "fact number"}));
                 answered.push((put.status, search.status));
-                i += 1;
+                progress[0].fetch_add(1, Ordering::Relaxed);
             }
             answered
         })
     };
     let agents = {
-        let (c, done) = (server.client(&key), done.clone());
+        let (c, done, progress) = (server.client(&key), done.clone(), progress.clone());
         std::thread::spawn(move || {
             let mut ended = Vec::new();
-            while !done.load(Ordering::Relaxed) || ended.len() < 2 {
+            while !done.load(Ordering::Relaxed) {
                 let r = c.post(
                     "/api/v1/agents",
                     &json!({"task": "Remember that tea is at four"}),
@@ -340,12 +343,14 @@ fn keys_and_plans_change_under_load_without_a_failed_request() {
                 assert_eq!(r.status, 201, "spawn refused mid-change: {:#}", r.body);
                 let id = r.body["agent_id"].as_str().unwrap().to_owned();
                 ended.push(wait_terminal(&c, &id)["status"].clone());
+                progress[1].fetch_add(1, Ordering::Relaxed);
             }
             ended
         })
     };
 
     for round in 0..6 {
+        let before = progress.each_ref().map(|n| n.load(Ordering::Relaxed));
         let tenant = format!("tenant-{round}");
         let fresh = create_key(&dir, &tenant, "free");
         let c = server.client(&fresh);
@@ -365,6 +370,13 @@ fn keys_and_plans_change_under_load_without_a_failed_request() {
         let extra = create_key(&dir, "acme", plan);
         run(&dir, &["keys", "revoke", &extra]);
         run(&dir, &["usage"]);
+        poll_until(Duration::from_secs(60), "memory and agent traffic", || {
+            let now = progress.each_ref().map(|n| n.load(Ordering::Relaxed));
+            match now[0] > before[0] && now[1] > before[1] {
+                true => Ok(()),
+                false => Err(format!("stuck at {now:?} since {before:?}")),
+            }
+        });
     }
     done.store(true, Ordering::Relaxed);
 
