@@ -4,7 +4,9 @@
 //! accounts (`accounts`). Each account's memories live in redb with derived keyword and
 //! vector indexes (`memory`). Agents are WebAssembly components run in wasmtime sandboxes
 //! (`runtime`) that think with a reasoning model (`mind`). The operator runs it with the
-//! `wasmind` CLI (`cli`).
+//! `wasmind` CLI (`cli`), whose key, account and usage commands reach a running server over
+//! the data dir's owner-only admin socket (`admin`), so they never need it stopped; load
+//! balancers ask `/healthz` and `/readyz` (`health`).
 //!
 //! ```no_run
 //! // What `wasmind serve` does:
