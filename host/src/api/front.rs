@@ -73,6 +73,7 @@ pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
         .route("/readyz", get(readyz))
         .with_state(readiness)
         .fallback_service(api)
+        .method_not_allowed_fallback(|| async { super::method_not_allowed() })
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
@@ -155,6 +156,11 @@ mod tests {
         let (status, response) = send(&router, "/healthz", None).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(json(response).await, json!({"status": "ok"}));
+
+        let post = Request::post("/healthz").body(Body::empty()).unwrap();
+        let refused = router.clone().oneshot(post).await.unwrap();
+        assert_eq!(refused.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(json(refused).await["error"]["code"], "method_not_allowed");
 
         let (status, response) = send(&router, "/readyz", None).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
