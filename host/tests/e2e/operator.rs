@@ -412,7 +412,7 @@ impl Drop for Loading {
 
 /// The agent component is read from a named pipe, so loading waits, deterministically,
 /// until the test writes it: meanwhile the server answers health, 503s the API, and takes
-/// keys over the admin socket.
+/// keys over the admin socket. (Started with `--log-format json`: its lines are JSON.)
 #[test]
 fn readiness_is_503_until_loading_ends() {
     let tmp = tempfile::tempdir().unwrap();
@@ -426,7 +426,8 @@ fn readiness_is_503_until_loading_ends() {
     let config = tmp.path().join("wasmind.toml");
     std::fs::write(&config, format!("[runtime]\ncomponent = {pipe:?}\n")).unwrap();
     let mut child = std::process::Command::new(crate::common::binary())
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args(["serve", "--log-format", "json", "--listen", "127.0.0.1:0"])
+        .arg("--data-dir")
         .arg(&dir)
         .arg("--config")
         .arg(&config)
@@ -440,8 +441,12 @@ fn readiness_is_503_until_loading_ends() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
-            if let Some(addr) = line.split("bound to ").nth(1) {
-                let _ = tx.send(addr.trim().to_string());
+            let Ok(line) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            let message = line["fields"]["message"].as_str().unwrap_or_default();
+            if let Some(addr) = message.split("bound to ").nth(1) {
+                let _ = tx.send(addr.to_string());
             }
         }
     });
