@@ -1,7 +1,7 @@
 //! The data directory: one redb database (the source of truth for accounts, keys and
 //! memories) plus derived index folders. An exclusive lock file makes a second process
-//! (a CLI command while the server runs, or a second server) fail at once instead of
-//! hanging or corrupting the indexes.
+//! (a second server, or a CLI command that could not reach the running server's admin
+//! socket) fail at once instead of hanging or corrupting the indexes.
 
 use std::{
     fs::File,
