@@ -22,6 +22,7 @@ pub mod config;
 pub mod data_dir;
 mod id;
 pub mod memory;
+pub mod metrics;
 pub mod mind;
 mod object;
 pub mod runtime;

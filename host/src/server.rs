@@ -8,11 +8,12 @@ use anyhow::Context;
 
 use crate::{
     accounts::{KeyStore, UsageStore},
-    api::{AppState, app},
+    api::{self, AppState, app},
     blocking::run_blocking,
     config::Config,
     data_dir::DataDir,
     memory::{MemoryService, embed},
+    metrics::Exporter,
     mind,
     runtime::{AgentStore, Runtime, Services},
 };
@@ -29,6 +30,8 @@ pub fn serve(
 ) -> anyhow::Result<()> {
     init_logging();
     let (config, _) = Config::load(config_file, env)?;
+    // Before anything that emits is built: handles made earlier would record nowhere.
+    let exporter = config.metrics.enabled.then(Exporter::install).transpose()?;
     let dir = DataDir::open(data_dir)?;
     let state = open_state(&dir, config)?;
     let memory = state.memory.clone();
@@ -36,12 +39,13 @@ pub fn serve(
         .enable_all()
         .build()?;
     runtime.block_on(async move {
+        let router = api::mount_metrics(app(state.clone()), exporter, state).await?;
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
         tracing::info!("wasmind listening on http://{addr}");
-        axum::serve(listener, app(state))
+        axum::serve(listener, router)
             .with_graceful_shutdown(shutdown_signal())
             .await?;
         tracing::info!("shutting down: saving indexes");

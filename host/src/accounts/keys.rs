@@ -1,7 +1,7 @@
 //! API keys and accounts in redb. A key is `wm_` followed by 64 hex digits of randomness;
 //! only its SHA-256 is stored, indexed for the constant-cost lookup every request makes.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use anyhow::{Context, bail};
 use rand::RngExt;
@@ -181,6 +181,19 @@ impl KeyStore {
             });
         }
         out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
+    }
+
+    /// Every account's plan (what `/metrics` sums live memories by).
+    pub fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+        let txn = self.db.begin_read()?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let mut out = HashMap::new();
+        for entry in accounts.iter()? {
+            let (name, value) = entry?;
+            let record: AccountRecord = serde_json::from_str(value.value())?;
+            out.insert(name.value().to_string(), record.plan);
+        }
         Ok(out)
     }
 

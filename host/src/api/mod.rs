@@ -10,6 +10,7 @@ mod doc;
 mod error;
 mod extract;
 mod memory;
+mod metrics;
 mod params;
 mod refusal;
 mod schema;
@@ -22,6 +23,7 @@ use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use error::{ApiError, ApiResult};
+pub use metrics::mount as mount_metrics;
 
 use crate::{
     accounts::{KeyStore, UsageStore},
@@ -61,6 +63,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }
 
