@@ -95,7 +95,10 @@ pub async fn mount(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding the metrics listener {addr}"))?;
-    tracing::info!("metrics served on http://{}/metrics", listener.local_addr()?);
+    tracing::info!(
+        "metrics served on http://{}/metrics",
+        listener.local_addr()?
+    );
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, metrics).await {
             tracing::error!(error = %e, "the metrics listener failed");
@@ -109,10 +112,9 @@ async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
     let Scrape { exporter, state } = scrape;
     scrape::agents_live(state.runtime.live());
     let (memory, keys) = (state.memory, state.keys);
-    let (counts, plans) =
-        run_blocking(move || anyhow::Ok((memory.live_counts()?, keys.plans()?)))
-            .await
-            .map_err(|e| ApiError::internal(&e))?;
+    let (counts, plans) = run_blocking(move || anyhow::Ok((memory.live_counts()?, keys.plans()?)))
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
     scrape::memories_by_plan(&counts, &plans);
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], exporter.render()).into_response())
 }
@@ -155,7 +157,11 @@ mod tests {
         assert_eq!(requests("GET", route, "200"), Some(2));
         assert_eq!(requests("GET", UNMATCHED, "404"), Some(1));
         assert_eq!(requests("other", route, "405"), Some(1));
-        assert_eq!(got.series(names::HTTP_REQUESTS), 3, "no raw path is a label");
+        assert_eq!(
+            got.series(names::HTTP_REQUESTS),
+            3,
+            "no raw path is a label"
+        );
         let timed = got
             .histogram(
                 names::HTTP_REQUEST_DURATION,

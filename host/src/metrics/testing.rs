@@ -49,7 +49,10 @@ impl Captured {
 
     /// How many series were emitted under `name`.
     pub fn series(&self, name: &str) -> usize {
-        self.0.iter().filter(|(k, _)| k.key().name() == name).count()
+        self.0
+            .iter()
+            .filter(|(k, _)| k.key().name() == name)
+            .count()
     }
 }
 
@@ -78,7 +81,8 @@ pub fn capture_async<T>(fut: impl Future<Output = T>) -> (T, Captured) {
 pub struct Snapshotter(metrics_util::debugging::Snapshotter);
 
 impl Snapshotter {
-    /// Every series emitted so far; a histogram's samples since the previous snapshot.
+    /// Every series emitted since the previous snapshot: a snapshot consumes what it
+    /// reports (counters and gauges start again from 0, histograms empty).
     pub fn snapshot(&self) -> Captured {
         Captured(
             self.0

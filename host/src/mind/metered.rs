@@ -145,10 +145,17 @@ mod tests {
         let title = [("call", "title")];
         assert_eq!(got.counter(names::MIND_CALLS, &title), Some(1));
         assert_eq!(got.counter(names::MIND_RETRIES, &[]), Some(2));
-        assert_eq!(got.counter(names::MIND_TOKENS, &[("type", "input")]), Some(12));
-        assert_eq!(got.counter(names::MIND_TOKENS, &[("type", "output")]), Some(3));
         assert_eq!(
-            got.histogram(names::MIND_CALL_DURATION, &title).map(|s| s.len()),
+            got.counter(names::MIND_TOKENS, &[("type", "input")]),
+            Some(12)
+        );
+        assert_eq!(
+            got.counter(names::MIND_TOKENS, &[("type", "output")]),
+            Some(3)
+        );
+        assert_eq!(
+            got.histogram(names::MIND_CALL_DURATION, &title)
+                .map(|s| s.len()),
             Some(1)
         );
         assert_eq!(got.series(names::MIND_FAILURES), 0);
@@ -162,7 +169,10 @@ mod tests {
         let failed = [("call", "complete"), ("error", "unavailable")];
         assert_eq!(got.counter(names::MIND_FAILURES, &failed), Some(1));
         assert_eq!(got.counter(names::MIND_RETRIES, &[]), Some(3));
-        assert_eq!(got.counter(names::MIND_CALLS, &[("call", "complete")]), Some(1));
+        assert_eq!(
+            got.counter(names::MIND_CALLS, &[("call", "complete")]),
+            Some(1)
+        );
     }
 
     #[test]
@@ -174,7 +184,10 @@ mod tests {
         }];
         let (summary, got) = capture_async(mind.summarize(&notes));
         assert!(summary.is_ok());
-        assert_eq!(got.counter(names::MIND_CALLS, &[("call", "summarize")]), Some(1));
+        assert_eq!(
+            got.counter(names::MIND_CALLS, &[("call", "summarize")]),
+            Some(1)
+        );
         assert_eq!(mind.model(), "wasmind-offline");
     }
 }

@@ -89,9 +89,12 @@ impl Lane {
     /// Queues a job; if the lane's threads are gone the reply is dropped, which the
     /// waiting caller sees as [`EmbedError::ShutDown`].
     pub(super) fn submit(&self, texts: Vec<String>, reply: Reply) {
-        let count = texts.len();
-        if self.tx.send(Job { texts, reply }).is_ok() {
-            self.meters.queued.increment(count as f64);
+        // Counted before it is sent, so a worker taking it at once never drives the gauge
+        // below zero; uncounted if no worker is left to take it.
+        let count = texts.len() as f64;
+        self.meters.queued.increment(count);
+        if self.tx.send(Job { texts, reply }).is_err() {
+            self.meters.queued.decrement(count);
         }
     }
 }

@@ -31,8 +31,7 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
         let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
         let embed = EmbedService::new(Arc::new(HashEmbedder::new(64)), &Default::default());
         let service =
-            MemoryService::open(db, &dir.path().join("index"), embed, &Default::default())
-                .unwrap();
+            MemoryService::open(db, &dir.path().join("index"), embed, &Default::default()).unwrap();
         for (account, key) in [("acme", "food"), ("acme", "drink"), ("globex", "food")] {
             let value = format!("{account} likes {key}");
             service.put(put(account, key, &value), 10).await.unwrap();

@@ -4,8 +4,8 @@
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use super::{
-    ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR, TIMELINE,
-    decode_embedding, load,
+    ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR,
+    TIMELINE, decode_embedding, load,
 };
 use crate::memory::{Result, record::Memory};
 
