@@ -311,7 +311,12 @@ fn run_agent(c: &Client, task: &str) -> String {
 
 #[test]
 fn a_remote_mind_s_retries_failures_and_tokens_are_counted() {
-    let mind = FakeMind::start([Reply::status(503), Reply::text("Done."), Reply::status(400)]);
+    let mind = FakeMind::start([
+        Reply::status(503),
+        Reply::text("Done."),
+        Reply::status(400),
+        Reply::Hang,
+    ]);
     let options = Options::hash_embedder().openai_mind(&mind.base_url());
     let (_tmp, server, keys) = server_with_keys(&[("acme", "lightyear")], &options);
     let c = server.client(&keys[0]);
@@ -341,4 +346,26 @@ fn a_remote_mind_s_retries_failures_and_tokens_are_counted() {
     let tokens = |kind| m.value("wasmind_mind_tokens_total", &[("type", kind)]);
     assert_eq!(tokens("input"), f64::from(INPUT_TOKENS));
     assert_eq!(tokens("output"), f64::from(OUTPUT_TOKENS));
+
+    // An agent waiting on its Mind is live until it ends.
+    assert_eq!(m.value("wasmind_agents_live", &[]), 0.0);
+    let body = json!({ "task": "wait for the Mind", "name": "waiting", "memory_mode": "off" });
+    let waiting = c.post("/api/v1/agents", &body);
+    assert_eq!(waiting.status, 201, "{:#}", waiting.body);
+    let live = || Metrics::scrape(&server.base).value("wasmind_agents_live", &[]);
+    poll_until(Duration::from_secs(30), "the agent counted live", || {
+        let now = live();
+        (now == 1.0).then_some(()).ok_or(format!("live {now}"))
+    });
+    mind.release();
+    let id = waiting.body["agent_id"].as_str().unwrap();
+    assert_eq!(wait_terminal(&c, id)["status"], "completed");
+    poll_until(
+        Duration::from_secs(30),
+        "the agent's place given back",
+        || {
+            let now = live();
+            (now == 0.0).then_some(()).ok_or(format!("live {now}"))
+        },
+    );
 }
