@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::{
     accounts::Plans,
     memory::{MemoryConfig, embed::EmbedderConfig},
+    metrics::MetricsConfig,
     mind::MindConfig,
     runtime::RuntimeConfig,
 };
@@ -35,6 +36,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// The wasm agent runtime.
     pub runtime: RuntimeConfig,
+    /// Whether and where `GET /metrics` is served.
+    pub metrics: MetricsConfig,
 }
 
 impl Config {

@@ -27,6 +27,7 @@ pub mod health;
 mod id;
 mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod mind;
 mod object;
 pub mod runtime;

@@ -11,12 +11,13 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::{
     accounts::{KeyStore, UsageStore},
     admin::{self, Admin},
-    api::{AppSlot, AppState, app, front},
+    api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
     config::Config,
     data_dir::DataDir,
     health::{Part, Readiness},
     memory::{MemoryService, embed},
+    metrics::Exporter,
     mind::{self, MindCheck, MindStatus},
     runtime::{AgentStore, Runtime, Services},
 };
@@ -32,6 +33,8 @@ pub fn serve(
     env: &BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
     let (config, _) = Config::load(config_file, env)?;
+    // Before anything that emits is built: handles made earlier would record nowhere.
+    let exporter = config.metrics.enabled.then(Exporter::install).transpose()?;
     let dir = DataDir::open(data_dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -63,7 +66,8 @@ pub fn serve(
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = load_state(&dir, config, &readiness)?;
     let memory = state.memory.clone();
-    let _ = slot.set(app(state));
+    let router = runtime.block_on(api::mount_metrics(app(state.clone()), exporter, state))?;
+    let _ = slot.set(router);
     // Only now, with the API installed, may `/readyz` say ready.
     readiness.mark(Part::Runtime);
     let _ = loaded.send(Signals::install(&runtime)?);

@@ -1,7 +1,7 @@
 //! API keys and accounts in redb. A key is `wm_` followed by 64 hex digits of randomness;
 //! only its SHA-256 is stored, indexed for the constant-cost lookup every request makes.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use anyhow::{Context, bail};
 use rand::RngExt;
@@ -194,10 +194,23 @@ impl KeyStore {
         Ok(out)
     }
 
+    /// Every account's plan (what `/metrics` sums live memories by).
+    pub fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+        let txn = self.db.begin_read()?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let mut out = HashMap::new();
+        for entry in accounts.iter()? {
+            let (name, value) = entry?;
+            let record: AccountRecord = serde_json::from_str(value.value())?;
+            out.insert(name.value().to_string(), record.plan);
+        }
+        Ok(out)
+    }
+
     /// Every account, by name, with its count of unrevoked keys.
     pub fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
         let txn = self.db.begin_read()?;
-        let mut active = std::collections::HashMap::<String, u32>::new();
+        let mut active = HashMap::<String, u32>::new();
         for entry in txn.open_table(API_KEYS)?.iter()? {
             let (_, value) = entry?;
             let record: KeyRecord = serde_json::from_str(value.value())?;

@@ -11,6 +11,7 @@ mod error;
 mod extract;
 mod front;
 mod memory;
+mod metrics;
 mod params;
 mod refusal;
 mod schema;
@@ -24,6 +25,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use error::{ApiError, ApiResult};
 pub use front::{AppSlot, front};
+pub use metrics::mount as mount_metrics;
 
 use crate::{
     accounts::{KeyStore, UsageStore},
@@ -63,6 +65,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }
 

@@ -42,6 +42,15 @@ impl FromStr for Mode {
 }
 
 impl Mode {
+    /// The mode as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Hybrid => "hybrid",
+            Mode::Semantic => "semantic",
+            Mode::Keyword => "keyword",
+        }
+    }
+
     /// Whether this mode embeds the query and asks the vector index.
     pub fn uses_vectors(self) -> bool {
         self != Mode::Keyword
@@ -229,7 +238,9 @@ mod tests {
 
     #[test]
     fn modes_parse() {
-        assert_eq!("keyword".parse::<Mode>().unwrap(), Mode::Keyword);
+        for mode in [Mode::Hybrid, Mode::Semantic, Mode::Keyword] {
+            assert_eq!(mode.as_str().parse::<Mode>().unwrap(), mode);
+        }
         assert!(matches!(
             "fuzzy".parse::<Mode>(),
             Err(MemoryError::Invalid { field: "mode", .. })

@@ -1,6 +1,11 @@
 //! `MemoryService`: the operations of the memory API over store, indexes and embedder.
 
-use std::{collections::HashMap, path::Path, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use super::MemoryConfig;
 use super::{
@@ -18,6 +23,7 @@ use super::{
 };
 use crate::{
     clock::now_ms,
+    metrics::names,
     mind::{Mind, Note, Usage},
 };
 
@@ -189,6 +195,13 @@ impl MemoryService {
         self.read(|r, _| r.namespaces(account))
     }
 
+    /// (account, live memories) of every account with any, read from the per-account
+    /// counts the quota keeps (O(accounts)); an expired memory counts until its account's
+    /// next read reaps it.
+    pub fn live_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.read(|r, _| r.account_counts())
+    }
+
     /// Every live memory, oldest first (the order an import recreates them in).
     pub async fn export(&self, account: &str) -> Result<Vec<Memory>> {
         self.reap_if_due(account).await?;
@@ -231,8 +244,16 @@ impl MemoryService {
             .await
     }
 
-    /// Ranked search over live memories.
+    /// Ranked search over live memories, timed by mode.
     pub async fn search(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
+        let (started, mode) = (Instant::now(), q.mode);
+        let hits = self.search_untimed(account, q).await;
+        metrics::histogram!(names::SEARCH_DURATION, "mode" => mode.as_str())
+            .record(started.elapsed());
+        hits
+    }
+
+    async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let query_vector = match q.mode.uses_vectors() {
             true => Some(self.inner.embed.embed_query(&q.query).await?),
             false => None,
@@ -533,3 +554,6 @@ impl MemoryService {
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+#[cfg(test)]
+mod tests;

@@ -28,6 +28,7 @@ mod config;
 mod conversation;
 mod error;
 pub mod jobs;
+mod metered;
 mod offline;
 mod openai;
 mod probe;
@@ -41,6 +42,7 @@ pub use config::{MIND_PROVIDERS, MindConfig};
 pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
 pub use error::{Failure, MindError};
 pub use jobs::{Note, Proposals, RunReport, Summary, Title};
+pub use metered::Metered;
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use probe::{MindCheck, MindStatus, probe};
@@ -88,15 +90,16 @@ pub trait Mind: Send + Sync + 'static {
     }
 }
 
-/// The Mind `cfg` names: `offline`, or `openai` or `anthropic` wrapped in [`Retrying`]
-/// with real sleeps.
+/// The Mind `cfg` names, [`Metered`]: `offline`, or `openai` or `anthropic` wrapped in
+/// [`Retrying`] with real sleeps.
 pub fn from_config(cfg: &MindConfig) -> anyhow::Result<Arc<dyn Mind>> {
-    match cfg.provider.as_str() {
-        "offline" => Ok(Arc::new(Offline::new(cfg.model.clone()))),
-        "openai" => Ok(Arc::new(Retrying::new(OpenAi::new(cfg)?))),
-        "anthropic" => Ok(Arc::new(Retrying::new(Anthropic::new(cfg)?))),
+    let mind: Arc<dyn Mind> = match cfg.provider.as_str() {
+        "offline" => Arc::new(Offline::new(cfg.model.clone())),
+        "openai" => Arc::new(Retrying::new(OpenAi::new(cfg)?)),
+        "anthropic" => Arc::new(Retrying::new(Anthropic::new(cfg)?)),
         other => anyhow::bail!("unknown mind provider {other:?}: use {MIND_PROVIDERS}"),
-    }
+    };
+    Ok(Arc::new(Metered::new(mind)))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::{sync::Arc, time::Duration};
 use parking_lot::Mutex;
 
 use super::{BoxFuture, Completion, Failure, Message, Mind, MindError, ToolSpec};
+use crate::metrics::names;
 
 /// The waits before the first, second and third retry.
 pub const BACKOFF: [Duration; 3] = [
@@ -129,6 +130,7 @@ impl<P: Provider, S: Sleep + 'static> Mind for Retrying<P, S> {
                     )));
                 };
                 let pause = wait(step, retry_after);
+                metrics::counter!(names::MIND_RETRIES).increment(1);
                 tracing::warn!(attempt, ?pause, "Mind attempt failed, retrying: {message}");
                 self.sleep.sleep(pause).await;
             }

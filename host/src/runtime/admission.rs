@@ -138,6 +138,11 @@ impl Runtime {
         self.inner.admission.cap
     }
 
+    /// Agents spawning or running on this host.
+    pub fn live(&self) -> u32 {
+        self.inner.admission.live.lock().total
+    }
+
     /// Agents of `account` spawning or running.
     pub fn concurrent(&self, account: &str) -> u32 {
         let live = self.inner.admission.live.lock();

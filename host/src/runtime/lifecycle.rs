@@ -23,7 +23,9 @@ use super::{
     stop::StopSignal,
     timings::Recorder,
 };
-use crate::{accounts::RateLimiter, blocking::run_blocking, clock::now_ms, mind::RunReport};
+use crate::{
+    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, metrics::names, mind::RunReport,
+};
 
 pub(super) struct Inner {
     pub(super) compiled: Compiled,
@@ -216,6 +218,7 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
             true
         })?;
         if let Some(r) = ended {
+            metrics::counter!(names::AGENTS_ENDED, "status" => r.status.as_str()).increment(1);
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
             records.append_log(&id, "terminal", r.status.as_str().into(), Some(data))?;
         }

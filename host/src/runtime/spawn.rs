@@ -19,6 +19,7 @@ use crate::{
     blocking::{BlockingError, run_blocking},
     clock::{next_month_start, now_ms},
     id::new_id,
+    metrics::names,
     mind::jobs::MAX_TITLE_CHARS,
     text::shorten,
 };
@@ -83,9 +84,41 @@ fn provisional_name(task: &str) -> String {
     shorten(task, MAX_TITLE_CHARS)
 }
 
+impl SpawnRefusal {
+    /// The refusal's kind, as `/metrics` labels it; `None` for a storage failure, which is
+    /// an error rather than a refusal.
+    pub fn reason(&self) -> Option<&'static str> {
+        match self {
+            SpawnRefusal::MonthlyQuota { .. } => Some("monthly_quota"),
+            SpawnRefusal::ConcurrentLimit { .. } => Some("concurrent_limit"),
+            SpawnRefusal::AtCapacity { .. } => Some("host_capacity"),
+            SpawnRefusal::RateLimited { .. } => Some("rate_limited"),
+            SpawnRefusal::Storage(_) => None,
+        }
+    }
+}
+
+/// Counts a spawn admitted, or refused by its reason.
+fn count(outcome: &Result<AgentRecord, SpawnRefusal>) {
+    match outcome {
+        Ok(_) => metrics::counter!(names::AGENTS_SPAWNED).increment(1),
+        Err(refusal) => {
+            if let Some(reason) = refusal.reason() {
+                metrics::counter!(names::SPAWNS_REFUSED, "reason" => reason).increment(1);
+            }
+        }
+    }
+}
+
 impl Runtime {
     /// Admits, stores and launches one agent, or says why not (see the module's order).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<AgentRecord, SpawnRefusal> {
+        let outcome = self.admit(req).await;
+        count(&outcome);
+        outcome
+    }
+
+    async fn admit(&self, req: SpawnRequest) -> Result<AgentRecord, SpawnRefusal> {
         let SpawnRequest {
             account,
             key_id,
@@ -247,8 +280,58 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::provisional_name;
-    use crate::mind::jobs::MAX_TITLE_CHARS;
+    use super::{SpawnRefusal, count, provisional_name};
+    use crate::{
+        accounts::{Plan, Window},
+        metrics::{names, testing::capture},
+        mind::jobs::MAX_TITLE_CHARS,
+    };
+
+    #[test]
+    fn refusals_are_counted_by_reason_and_storage_failures_not() {
+        let refusals = [
+            SpawnRefusal::MonthlyQuota {
+                plan: Plan::Free,
+                used_hours: 10.0,
+                limit_hours: 10.0,
+                resets_at: 0,
+            },
+            SpawnRefusal::ConcurrentLimit {
+                plan: Plan::Free,
+                current: 2,
+                max: 2,
+            },
+            SpawnRefusal::AtCapacity { cap: 1 },
+            SpawnRefusal::RateLimited {
+                plan: Plan::Free,
+                window: Window::Minute,
+                retry_after_secs: 1,
+                per_minute: 5,
+                per_hour: 30,
+            },
+            SpawnRefusal::RateLimited {
+                plan: Plan::Free,
+                window: Window::Hour,
+                retry_after_secs: 1,
+                per_minute: 5,
+                per_hour: 30,
+            },
+            SpawnRefusal::Storage(anyhow::anyhow!("disk full")),
+        ];
+        let ((), got) = capture(|| {
+            for refusal in refusals {
+                count(&Err(refusal));
+            }
+        });
+        let got = got.snapshot();
+        let refused = |reason| got.counter(names::SPAWNS_REFUSED, &[("reason", reason)]);
+        assert_eq!(refused("monthly_quota"), Some(1));
+        assert_eq!(refused("concurrent_limit"), Some(1));
+        assert_eq!(refused("host_capacity"), Some(1));
+        assert_eq!(refused("rate_limited"), Some(2));
+        assert_eq!(got.series(names::SPAWNS_REFUSED), 4);
+        assert_eq!(got.series(names::AGENTS_SPAWNED), 0);
+    }
 
     #[test]
     fn provisional_names_are_the_task_s_first_words() {

@@ -14,6 +14,7 @@ mod isolation;
 mod memory_crud;
 mod memory_modes;
 mod memory_search;
+mod metrics;
 mod openapi;
 mod operator;
 mod persistence;

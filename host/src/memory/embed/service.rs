@@ -35,8 +35,8 @@ impl EmbedService {
     pub fn new(embedder: Arc<dyn Embedder>, cfg: &EmbedderConfig) -> Self {
         let batch_size = cfg.batch_size.max(1);
         let inner = Inner {
-            bulk: Lane::spawn("embed-bulk", &embedder, cfg.threads.max(1), batch_size),
-            query: Lane::spawn("embed-query", &embedder, 1, batch_size),
+            bulk: Lane::spawn("bulk", &embedder, cfg.threads.max(1), batch_size),
+            query: Lane::spawn("query", &embedder, 1, batch_size),
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
             batch_size,
@@ -281,6 +281,38 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lanes_meter_their_queue_and_batches() {
+        use crate::metrics::{names, testing::capture};
+        let (probe, release) = Probe::new();
+        let (service, meters) = capture(|| EmbedService::new(probe.clone(), &cfg(1, 64)));
+        let held = tokio::spawn({
+            let service = service.clone();
+            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+        });
+        probe.held.notified().await;
+        let texts = vec!["one".to_owned(), "two".to_owned(), "three".to_owned()];
+        let mut waiting = Box::pin(service.embed_documents(texts));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        let bulk = [("lane", "bulk")];
+        let queued = meters.snapshot().gauge(names::EMBED_QUEUE, &bulk);
+        assert_eq!(queued, Some(3.0), "three texts wait behind the held batch");
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
+        waiting.await.unwrap();
+        service.embed_query("where is the key").await.unwrap();
+        let got = meters.snapshot();
+        // A snapshot consumes what it reports: this one sees the three leave the queue.
+        assert_eq!(got.gauge(names::EMBED_QUEUE, &bulk), Some(-3.0));
+        let batches = got.histogram(names::EMBED_BATCH_DURATION, &bulk).unwrap();
+        assert_eq!(batches.len(), 2, "the held batch and the one after it");
+        let query = [("lane", "query")];
+        assert_eq!(got.gauge(names::EMBED_QUEUE, &query), Some(0.0));
+        let queries = got.histogram(names::EMBED_BATCH_DURATION, &query).unwrap();
+        assert_eq!(queries.len(), 1);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use super::{
-    EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR, TIMELINE,
-    decode_embedding, load,
+    ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR,
+    TIMELINE, decode_embedding, load,
 };
 use crate::memory::{Result, record::Memory};
 
@@ -134,6 +134,17 @@ impl Reader {
                 break;
             }
             out.push((ns.to_string(), v.value()));
+        }
+        Ok(out)
+    }
+
+    /// (account, counted memories) of every account with any: the quota's "used".
+    pub fn account_counts(&self) -> Result<Vec<(String, u64)>> {
+        let counts = self.txn.open_table(ACCOUNT_COUNTS)?;
+        let mut out = Vec::new();
+        for entry in counts.iter()? {
+            let (account, count) = entry?;
+            out.push((account.value().to_string(), count.value()));
         }
         Ok(out)
     }
