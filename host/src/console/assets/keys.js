@@ -26,6 +26,7 @@ async function load() {
 async function create() {
   const created = await api('POST', 'keys');
   $('new-key-secret').textContent = created.key;
+  $('new-key-id').textContent = created.key_id;
   $('copy-state').textContent = '';
   $('new-key').hidden = false;
   await load();

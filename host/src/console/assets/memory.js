@@ -12,8 +12,8 @@ let view = { namespace: null, search: null };
 function breakdown(b) {
   if (!b) return '';
   return el('span', { class: 'breakdown' },
-    `semantic ${num(b.semantic)} · keyword ${num(b.keyword)} · `
-      + `importance ${num(b.importance)} · time ${num(b.timeDecay)}`);
+    `semantic ${b.semantic.toFixed(2)} · keyword ${b.keyword.toFixed(2)} · `
+      + `importance ${b.importance.toFixed(2)} · time ${b.timeDecay.toFixed(2)}`);
 }
 
 function row(memory) {
