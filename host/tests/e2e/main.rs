@@ -7,6 +7,7 @@ mod common;
 mod agents;
 mod anthropic;
 mod cli;
+mod console;
 mod consolidate;
 mod envelope;
 mod guests;
