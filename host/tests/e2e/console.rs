@@ -254,7 +254,7 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
             .len()
     };
     assert_eq!((listed(&a), listed(&m)), (1, 0));
-    let search = json!({ "query": "launch code", "mode": "keyword" });
+    let search = json!({ "query": "launch code", "mode": "keyword", "namespace": "vault" });
     let found = |c: &Client| {
         let r = c.post("/api/v1/console/memory/search", &search);
         assert_eq!(r.status, 200, "{:#}", r.body);
