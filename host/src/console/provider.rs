@@ -94,7 +94,8 @@ impl ProviderKeys {
                 *self.keys.write() = set;
             }
             Err(e) => {
-                tracing::warn!(%url, error = %format!("{e:#}"), "fetching the identity provider's keys failed")
+                let error = format!("{e:#}");
+                tracing::warn!(%url, %error, "fetching the identity provider's keys failed");
             }
         }
     }

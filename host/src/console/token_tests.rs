@@ -55,7 +55,7 @@ fn jwk(signer: &Signer) -> Value {
 }
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     verifier: Verifier,
     own_issuer: String,
     own: OwnKey,
@@ -91,11 +91,18 @@ fn fixture() -> Fixture {
     );
     Fixture {
         own_issuer: own.issuer().to_string(),
-        _dir: dir,
+        dir,
         verifier,
         own,
         rsa,
         ec,
+    }
+}
+
+impl Fixture {
+    /// The server's own key again (it is read from the same data dir).
+    fn own_key_copy(&self) -> OwnKey {
+        OwnKey::load_or_create(&self.dir.path().join("data")).unwrap()
     }
 }
 
@@ -116,6 +123,7 @@ fn sign(signer: &Signer, claims: &Value) -> String {
 
 fn verify(f: &Fixture, token: &str) -> Result<Claims, TokenError> {
     tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .unwrap()
         .block_on(f.verifier.verify(token))
@@ -267,4 +275,71 @@ fn required_claims_must_be_present() {
         verify(&f, &sign(&f.rsa, &c)),
         Err(TokenError::MissingClaim("tenant".into()))
     );
+}
+
+/// A provider whose keys are at a `jwks_url`: fetched on first use; a token naming an
+/// unknown key fetches again, but not more than once per interval.
+#[test]
+fn jwks_url_keys_are_fetched_on_first_use_and_refetched_sparingly() {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    let f = fixture();
+    let served = json!({ "keys": [jwk(&f.ec)] }).to_string();
+    let fetches = Arc::new(AtomicUsize::new(0));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+    let counter = fetches.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            listener.set_nonblocking(true).unwrap();
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = axum::Router::new().route(
+                "/jwks",
+                axum::routing::get(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    let body = served.clone();
+                    async move { body }
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let verifier = Verifier::new(
+        f.own_key_copy(),
+        Some(
+            ProviderKeys::new(Provider {
+                issuer: IDP.into(),
+                audience: AUD.into(),
+                keys: KeySource::Url(url),
+                account_claim: "tenant".into(),
+            })
+            .unwrap(),
+        ),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    assert_eq!(
+        fetches.load(Ordering::SeqCst),
+        0,
+        "nothing fetched before a token"
+    );
+    let good = runtime.block_on(verifier.verify(&sign(&f.ec, &claims())));
+    assert_eq!(good.unwrap().account, "acme");
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    // Known key: no fetch. Unknown key: refused, and within the interval not refetched.
+    runtime
+        .block_on(verifier.verify(&sign(&f.ec, &claims())))
+        .unwrap();
+    let unknown = runtime.block_on(verifier.verify(&sign(&f.rsa, &claims())));
+    assert_eq!(unknown, Err(TokenError::UnknownKey));
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
 }

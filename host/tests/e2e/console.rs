@@ -131,7 +131,7 @@ fn keys_made_in_the_console_work_and_revoke_at_once() {
     );
     let (_, token) = login(&data_dir(&tmp), "acme", None);
     let console = Client::new(&server.base, Some(&token));
-    let created = console.post(KEYS, &json!({}));
+    let created = console.send(console.request(reqwest::Method::POST, KEYS));
     assert_eq!(created.status, 201, "{:#}", created.body);
     let key = created.body["key"].as_str().unwrap().to_string();
     let key_id = created.body["key_id"].as_str().unwrap().to_string();

@@ -1532,7 +1532,16 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
     expect(spec.get(&t, "/api/v1/console/usage"), 200);
 
     // Keys: create, list, revoke; another account's key is not found.
-    let created = expect(spec.post(&t, "/api/v1/console/keys", &json!({})), 201);
+    let created = expect(
+        spec.exchange(
+            &t,
+            &Method::POST,
+            "/api/v1/console/keys",
+            None,
+            Conformance::Strict,
+        ),
+        201,
+    );
     let key_id = created.body["key_id"].as_str().unwrap().to_string();
     expect(spec.get(&t, "/api/v1/console/keys"), 200);
     expect(

@@ -34,7 +34,7 @@ fn asset(name: &str) -> Response {
     let Some(found) = Assets::get(name) else {
         return super::super::not_found().into_response();
     };
-    let content_type = HeaderValue::from_str(&found.metadata.mimetype())
+    let content_type = HeaderValue::from_str(found.metadata.mimetype())
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
     (
         [
