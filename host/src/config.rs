@@ -3,8 +3,9 @@
 //! falls back to a default. Nothing below start-up reads the environment.
 //!
 //! Each section belongs to the domain it configures (`accounts` its plans, `mind` its
-//! provider, `memory` its embedder and tuning, `runtime` its limits); this module only
-//! puts them together, loads the file and applies the environment.
+//! provider, `memory` its embedder and tuning, `runtime` its limits, `console` its
+//! identity provider); this module only puts them together, loads the file and applies
+//! the environment.
 
 use std::{
     collections::BTreeMap,
@@ -16,6 +17,7 @@ use serde::Deserialize;
 
 use crate::{
     accounts::Plans,
+    console::ConsoleConfig,
     memory::{MemoryConfig, embed::EmbedderConfig},
     mind::MindConfig,
     runtime::RuntimeConfig,
@@ -35,6 +37,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// The wasm agent runtime.
     pub runtime: RuntimeConfig,
+    /// Who may sign in to the console.
+    pub console: ConsoleConfig,
 }
 
 impl Config {
@@ -76,6 +80,7 @@ impl Config {
                 _ => {}
             }
         }
+        self.console.provider()?;
         self.mind.check()
     }
 }

@@ -19,6 +19,7 @@ mod blocking;
 pub mod cli;
 mod clock;
 pub mod config;
+pub mod console;
 pub mod data_dir;
 mod id;
 pub mod memory;

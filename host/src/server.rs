@@ -11,6 +11,7 @@ use crate::{
     api::{AppState, app},
     blocking::run_blocking,
     config::Config,
+    console::Console,
     data_dir::DataDir,
     memory::{MemoryService, embed},
     mind,
@@ -85,8 +86,12 @@ pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     });
     let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
         .context("starting the agent runtime")?;
+    let keys = KeyStore::new(dir.db().clone())?;
+    let console = Console::open(dir.path(), &config.console, keys.clone())
+        .context("setting up console sign-in")?;
     Ok(AppState {
-        keys: KeyStore::new(dir.db().clone())?,
+        keys,
+        console: Arc::new(console),
         memory,
         config: Arc::new(config),
         runtime,

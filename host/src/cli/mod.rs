@@ -1,5 +1,5 @@
-//! The operator's command line: `serve`, `keys create|revoke|list` and `usage`, one module
-//! per command group.
+//! The operator's command line: `serve`, `keys create|revoke|list`, `usage` and
+//! `console login`, one module per command group.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -7,9 +7,11 @@ use clap::{Parser, Subcommand};
 
 use crate::server;
 
+mod console;
 mod keys;
 mod usage;
 
+use console::ConsoleCommand;
 use keys::KeysCommand;
 
 #[derive(Parser)]
@@ -54,6 +56,11 @@ enum Command {
         #[arg(long)]
         account: Option<String>,
     },
+    /// The console: a sign-in link for an account (works while a server runs).
+    Console {
+        #[command(subcommand)]
+        command: ConsoleCommand,
+    },
 }
 
 /// Parses the command line and runs it.
@@ -84,5 +91,6 @@ fn execute(command: Command) -> anyhow::Result<()> {
             month,
             account,
         } => usage::run(&data_dir, month.as_deref(), account.as_deref()),
+        Command::Console { command } => console::run(command),
     }
 }
