@@ -24,7 +24,8 @@ const windowName = (secs) => ({ 60: 'per minute', 3600: 'per hour' })[secs] ?? `
 async function load() {
   const u = await api('GET', 'usage');
   $('usage-period').textContent = `${u.month}, plan ${u.plan}`;
-  against('usage-agent-hours', u.agent_hours, 'agent-hours', 2);
+  // Four decimals, as `wasmind usage` prints them: a first run is a few ten-thousandths.
+  against('usage-agent-hours', u.agent_hours, 'agent-hours', 4);
   against('usage-memories', { used: u.memories.live, limit: u.memories.limit }, 'memories');
   against('usage-concurrency',
     { used: u.concurrent_agents.running, limit: u.concurrent_agents.limit }, 'running');

@@ -30,7 +30,7 @@ const FLAGS: &[&str] = &[
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
-    "--window-size=1280,900",
+    "--window-size=1280,1000",
 ];
 
 /// A browser session; closed and its driver killed on drop.
