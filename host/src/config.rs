@@ -80,7 +80,6 @@ impl Config {
                 _ => {}
             }
         }
-        self.console.provider()?;
         self.mind.check()
     }
 }
