@@ -138,12 +138,6 @@ impl Runtime {
         self.inner.admission.cap
     }
 
-    /// Whether agent `agent_id` has a run on this host that has not ended (a stopped agent
-    /// stays live through its grace).
-    pub fn is_live(&self, agent_id: &str) -> bool {
-        self.inner.admission.agent(agent_id).is_some()
-    }
-
     /// Agents of `account` spawning or running.
     pub fn concurrent(&self, account: &str) -> u32 {
         let live = self.inner.admission.live.lock();
@@ -157,5 +151,11 @@ impl Runtime {
         live.per_account
             .get(account)
             .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
+    }
+
+    /// Whether agent `agent_id` has a run on this host that has not ended (a stopped agent
+    /// stays live through its grace).
+    pub fn is_live(&self, agent_id: &str) -> bool {
+        self.inner.admission.agent(agent_id).is_some()
     }
 }
