@@ -29,6 +29,8 @@ use crate::{
 pub struct Config {
     /// Limits per plan tier.
     pub plans: Plans,
+    /// Who may sign in to the console.
+    pub console: ConsoleConfig,
     /// Which sentence embedder indexes memories, and its settings.
     pub embedder: EmbedderConfig,
     /// The reasoning model agents think with.
@@ -37,8 +39,6 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// The wasm agent runtime.
     pub runtime: RuntimeConfig,
-    /// Who may sign in to the console.
-    pub console: ConsoleConfig,
 }
 
 impl Config {
@@ -80,7 +80,6 @@ impl Config {
                 _ => {}
             }
         }
-        self.console.provider()?;
         self.mind.check()
     }
 }

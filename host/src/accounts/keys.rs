@@ -184,18 +184,6 @@ impl KeyStore {
         Ok(out)
     }
 
-    /// The plan of `account`; `None` when no such account exists.
-    pub fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
-        let txn = self.db.begin_read()?;
-        let accounts = txn.open_table(ACCOUNTS)?;
-        let Some(guard) = accounts.get(account)? else {
-            return Ok(None);
-        };
-        Ok(Some(
-            serde_json::from_str::<AccountRecord>(guard.value())?.plan,
-        ))
-    }
-
     /// The principal a presented key acts for; `None` for unknown or revoked keys.
     pub fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
         let txn = self.db.begin_read()?;
@@ -213,6 +201,18 @@ impl KeyStore {
             plan,
             key_id: record.id.into(),
         }))
+    }
+
+    /// The plan of `account`; `None` when no such account exists.
+    pub fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+        let txn = self.db.begin_read()?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let Some(guard) = accounts.get(account)? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            serde_json::from_str::<AccountRecord>(guard.value())?.plan,
+        ))
     }
 }
 

@@ -444,3 +444,71 @@ fn an_agents_events_stream_as_they_happen() {
     assert_eq!(statuses.last(), Some(&"stopped"), "{events:?}");
     assert_eq!(events.last().unwrap().event, "end");
 }
+
+/// An identity provider configured in `[console]`: its ES256 ID tokens sign in to the
+/// account its claim names; a partial `[console]` section stops the start, naming what is
+/// missing.
+#[test]
+fn an_identity_providers_tokens_sign_in() {
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk::Jwk};
+
+    let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap();
+    let key = EncodingKey::from_ec_der(pair.to_pkcs8v1().unwrap().as_ref());
+    let mut jwk =
+        serde_json::to_value(Jwk::from_encoding_key(&key, Algorithm::ES256).unwrap()).unwrap();
+    jwk["kid"] = json!("idp-1");
+    let tmp = tempfile::tempdir().unwrap();
+    let jwks = tmp.path().join("jwks.json");
+    std::fs::write(&jwks, json!({ "keys": [jwk] }).to_string()).unwrap();
+    let dir = tmp.path().join("data");
+    crate::common::create_key(&dir, "acme", "free");
+
+    let partial = Options {
+        config: Some("[console]\nissuer = \"https://idp.example\"\n".into()),
+        hash_embedder: true,
+        ..Default::default()
+    };
+    let refused = Server::try_start(&dir, &partial).err().expect("refused");
+    assert!(refused.contains("missing: audience"), "{refused}");
+
+    let config = format!(
+        "[console]\nissuer = \"https://idp.example\"\naudience = \"wasmind\"\n\
+         jwks_file = {:?}\naccount_claim = \"org\"\n",
+        jwks.to_str().unwrap()
+    );
+    let server = Server::start_with(
+        &dir,
+        &Options {
+            config: Some(config),
+            hash_embedder: true,
+            ..Default::default()
+        },
+    );
+    let token = |aud: &str| {
+        let mut header = Header::new(Algorithm::ES256);
+        header.kid = Some("idp-1".into());
+        let exp = crate::common::now_ms() / 1_000 + 600;
+        let claims = json!({ "iss": "https://idp.example", "aud": aud, "sub": "alice@idp", "exp": exp, "org": "acme" });
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    };
+    let me = Client::new(&server.base, Some(&token("wasmind"))).get(ME);
+    assert_eq!(me.status, 200, "{:#}", me.body);
+    assert_eq!(
+        (me.body["account"].as_str(), me.body["subject"].as_str()),
+        (Some("acme"), Some("alice@idp"))
+    );
+    let other = Client::new(&server.base, Some(&token("someone-else"))).get(ME);
+    other.assert_error(401, "invalid_id_token");
+    assert!(
+        other.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("audience"),
+        "{:#}",
+        other.body
+    );
+    // The server's own links work beside the provider.
+    let (_, own) = login(&dir, "acme", None);
+    assert_eq!(Client::new(&server.base, Some(&own)).get(ME).status, 200);
+}

@@ -8,7 +8,8 @@
 //! record) first; the entries that existed already (a late subscriber sees everything);
 //! then `progress`, `log` and `status` events as they are committed; when the agent is
 //! over — terminal, and the host's `terminal` log event written (a stopped agent turns
-//! `stopped` at once but its run ends up to the stop grace later) — a final `status`, then
+//! `stopped` at once but its run ends up to the stop grace later), or terminal with no run
+//! left on this host (a record that never got its `terminal` event) — a final `status`, then
 //! `end` (data `{}`), and the stream closes. So one client holds a stream no longer than
 //! the agent lives (at most `[runtime] max_run_secs` plus the grace).
 
@@ -77,6 +78,9 @@ struct Feed {
     log_seq: u64,
     /// Whether the host's `terminal` log event was sent: the run is over.
     run_over: bool,
+    /// Whether the agent had no run on this host when the log was last read (none had
+    /// begun yet, or it had ended: then its `terminal` event, if any, was in that read).
+    idle: bool,
     queue: VecDeque<Event>,
     ended: bool,
 }
@@ -120,6 +124,7 @@ impl Feed {
             sent: record,
             log_seq: 0,
             run_over: false,
+            idle: false,
             queue,
             ended: false,
         };
@@ -171,6 +176,9 @@ impl Feed {
 
     /// Queues the log events past the last one sent.
     async fn read_logs(&mut self) {
+        // Asked before reading: a run that ended before this wrote its `terminal` event
+        // before it ended, so the read below sees it if there is one.
+        self.idle = !self.state.runtime.is_live(&self.sent.agent_id);
         loop {
             let (records, id, after) = (
                 self.state.records.clone(),
@@ -197,7 +205,8 @@ impl Feed {
     /// Once the agent is over, its stream ends: a final `status`, then `end`. Says whether
     /// it did.
     fn finish_if_over(&mut self) -> bool {
-        if self.ended || !self.sent.status.is_terminal() || !self.run_over {
+        let over = self.run_over || self.idle;
+        if self.ended || !self.sent.status.is_terminal() || !over {
             return false;
         }
         self.queue

@@ -2,7 +2,14 @@
 //! the public types). Times are ISO 8601 UTC, as on agent records.
 
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::{ToSchema, openapi::Schema};
+
+use super::super::schema;
+
+/// A plan tier as the API spells it.
+fn plan() -> Schema {
+    schema::one_of(["free", "liftoff", "lightyear"]).into()
+}
 
 /// GET /api/v1/console/me
 #[derive(Debug, Serialize, ToSchema)]
@@ -11,7 +18,7 @@ pub struct Me {
     /// The account signed in to.
     pub account: String,
     /// Its plan tier.
-    #[schema(example = "free")]
+    #[schema(schema_with = plan)]
     pub plan: &'static str,
     /// The ID token's `sub`.
     pub subject: String,
@@ -90,6 +97,7 @@ pub struct ConcurrencyUsed {
 pub struct SpawnWindow {
     pub key_id: String,
     /// 60 or 3600.
+    #[schema(minimum = 60, maximum = 3600)]
     pub window_secs: u32,
     pub used: u32,
     pub limit: Option<u32>,
@@ -102,7 +110,7 @@ pub struct SpawnWindow {
 pub struct UsageReport {
     /// The calendar month (UTC) counted, `YYYY-MM`.
     pub month: String,
-    #[schema(example = "free")]
+    #[schema(schema_with = plan)]
     pub plan: &'static str,
     pub agent_hours: HoursUsed,
     pub memories: MemoriesUsed,
