@@ -3,8 +3,9 @@
 //! falls back to a default. Nothing below start-up reads the environment.
 //!
 //! Each section belongs to the domain it configures (`accounts` its plans, `mind` its
-//! provider, `memory` its embedder and tuning, `runtime` its limits); this module only
-//! puts them together, loads the file and applies the environment.
+//! provider, `memory` its embedder and tuning, `runtime` its limits, `console` its
+//! identity provider); this module only puts them together, loads the file and applies
+//! the environment.
 
 use std::{
     collections::BTreeMap,
@@ -16,6 +17,7 @@ use serde::Deserialize;
 
 use crate::{
     accounts::Plans,
+    console::ConsoleConfig,
     memory::{MemoryConfig, embed::EmbedderConfig},
     metrics::MetricsConfig,
     mind::MindConfig,
@@ -28,6 +30,8 @@ use crate::{
 pub struct Config {
     /// Limits per plan tier.
     pub plans: Plans,
+    /// Who may sign in to the console.
+    pub console: ConsoleConfig,
     /// Which sentence embedder indexes memories, and its settings.
     pub embedder: EmbedderConfig,
     /// The reasoning model agents think with.

@@ -45,6 +45,11 @@ impl DataDir {
         })
     }
 
+    /// The directory itself (files kept beside the database, such as the console key).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The shared database handle.
     pub fn db(&self) -> &Arc<Database> {
         &self.db

@@ -22,6 +22,7 @@ mod blocking;
 pub mod cli;
 mod clock;
 pub mod config;
+pub mod console;
 pub mod data_dir;
 pub mod health;
 mod id;

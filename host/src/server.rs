@@ -14,6 +14,7 @@ use crate::{
     api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
     config::Config,
+    console::Console,
     data_dir::DataDir,
     health::{Part, Readiness},
     memory::{MemoryService, embed},
@@ -141,8 +142,12 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
     });
     let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
         .context("starting the agent runtime")?;
+    let keys = KeyStore::new(dir.db().clone())?;
+    let console = Console::open(dir.path(), &config.console, keys.clone())
+        .context("setting up console sign-in")?;
     Ok(AppState {
-        keys: KeyStore::new(dir.db().clone())?,
+        keys,
+        console: Arc::new(console),
         memory,
         config: Arc::new(config),
         runtime,

@@ -273,6 +273,18 @@ impl KeyStore {
             key_id: record.id.into(),
         }))
     }
+
+    /// The plan of `account`; `None` when no such account exists.
+    pub fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+        let txn = self.db.begin_read()?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let Some(guard) = accounts.get(account)? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            serde_json::from_str::<AccountRecord>(guard.value())?.plan,
+        ))
+    }
 }
 
 fn account_plan(

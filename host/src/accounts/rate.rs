@@ -43,6 +43,22 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
+    /// Spawns counted for `key` in the 60 s and the 3,600 s before `now` (for the usage
+    /// the console shows; nothing is counted).
+    pub fn used(&self, key: &str, now: Instant) -> (u32, u32) {
+        let keys = self.keys.lock();
+        let Some(times) = keys.get(key) else {
+            return (0, 0);
+        };
+        let within = |span: Duration| {
+            times
+                .iter()
+                .filter(|t| now.duration_since(**t) < span)
+                .count() as u32
+        };
+        (within(MINUTE), within(HOUR))
+    }
+
     /// Admits and counts one spawn for `key` at `now`, or says which window is full.
     pub fn try_acquire(
         &self,
@@ -125,5 +141,20 @@ mod tests {
         );
         r.try_acquire("k", 5, 7, t0 + Duration::from_secs(3_601))
             .unwrap();
+    }
+
+    #[test]
+    fn used_counts_each_window_without_counting() {
+        let r = RateLimiter::default();
+        let t0 = Instant::now();
+        assert_eq!(r.used("k", t0), (0, 0));
+        for i in [0, 30, 100] {
+            r.try_acquire("k", 5, 7, t0 + Duration::from_secs(i))
+                .unwrap();
+        }
+        assert_eq!(r.used("k", t0 + Duration::from_secs(120)), (1, 3));
+        assert_eq!(r.used("k", t0 + Duration::from_secs(120)), (1, 3));
+        assert_eq!(r.used("k", t0 + Duration::from_secs(3_650)), (0, 1));
+        assert_eq!(r.used("other", t0), (0, 0));
     }
 }

@@ -74,7 +74,7 @@ pub struct ErrorBody {
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     paths(document, page, index, file),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &IdToken),
     security(("bearerAuth" = [])),
     components(schemas(
         ErrorEnvelope,
@@ -88,6 +88,9 @@ pub struct ErrorBody {
     tags(
         (name = "memory", description = "Long-term memory: write, read, search, tidy, move"),
         (name = "agents", description = "Sandboxed agents: spawn, watch, stop"),
+        (name = "console", description = "The console's API: the signed-in account's keys, \
+            agents (with a live event stream), memories and usage; signed in with an ID token, \
+            not an API key"),
         (name = "meta", description = "This document and its reference page"),
     )
 )]
@@ -108,6 +111,32 @@ impl Modify for BearerAuth {
                         "`Authorization: Bearer <key>`; keys (`wm_` + 64 hex digits) are \
                          created with `wasmind keys create`. A missing, malformed, unknown or \
                          revoked key is 401 `invalid_api_key`.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Adds the `idToken` scheme the console routes name.
+struct IdToken;
+
+impl Modify for IdToken {
+    fn modify(&self, doc: &mut openapi::OpenApi) {
+        let components = doc.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "idToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "`Authorization: Bearer <ID token>`: an OpenID Connect ID token (RS256 \
+                         or ES256) of the configured identity provider, or one that `wasmind \
+                         console login` signed with the server's own key. None is 401 \
+                         `missing_id_token`; an expired, untrusted, misaddressed, badly signed \
+                         or malformed one, an API key, or one naming an unknown account is 401 \
+                         `invalid_id_token`. The event stream also takes `?id_token=`.",
                     ))
                     .build(),
             ),
@@ -259,6 +288,7 @@ mod tests {
         insta::assert_json_snapshot!("openapi", super::super::openapi());
     }
 
+    /// Console routes take an ID token, every other keyed route an API key.
     #[test]
     fn only_the_document_and_its_page_need_no_key() {
         let doc = super::super::openapi();
@@ -273,6 +303,8 @@ mod tests {
                     .any(|r| r.as_object().unwrap().is_empty());
                 if open {
                     keyless.push(format!("{} {path}", method.to_uppercase()));
+                } else if path.starts_with("/api/v1/console/") {
+                    assert_eq!(security, &json!([{ "idToken": [] }]), "{method} {path}");
                 } else {
                     assert_eq!(security, &json!([{ "bearerAuth": [] }]), "{method} {path}");
                 }

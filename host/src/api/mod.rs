@@ -5,6 +5,7 @@
 
 mod agents;
 mod auth;
+mod console;
 mod cursor;
 mod doc;
 mod error;
@@ -30,6 +31,7 @@ pub use metrics::mount as mount_metrics;
 use crate::{
     accounts::{KeyStore, UsageStore},
     config::Config,
+    console::Console,
     memory::MemoryService,
     mind::Mind,
     runtime::{AgentStore, Runtime},
@@ -51,6 +53,8 @@ pub struct AppState {
     pub usage: UsageStore,
     /// The Mind, for the host's own jobs (consolidation summaries).
     pub mind: Arc<dyn Mind>,
+    /// Console sign-in (ID tokens).
+    pub console: Arc<Console>,
 }
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).
@@ -62,6 +66,9 @@ pub fn app(state: AppState) -> Router {
         .route("/api/v1/docs", get(doc::page))
         .route("/api/v1/docs/", get(move || doc::index(i)))
         .route("/api/v1/docs/{file}", get(move |file| doc::file(f, file)))
+        .route("/console", get(console::page::index))
+        .route("/console/", get(console::page::index))
+        .route("/console/{file}", get(console::page::file))
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
@@ -94,6 +101,21 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(console::account::me))
+        .routes(routes!(
+            console::account::list_keys,
+            console::account::create_key
+        ))
+        .routes(routes!(console::account::revoke_key))
+        .routes(routes!(console::account::usage))
+        .routes(routes!(console::reads::list_agents))
+        .routes(routes!(console::reads::get_agent))
+        .routes(routes!(console::events::events))
+        .routes(routes!(console::reads::namespaces))
+        .routes(routes!(console::reads::list_memories))
+        .routes(routes!(console::reads::search))
+        .routes(routes!(console::reads::history))
+        .routes(routes!(console::reads::delete_memory))
 }
 
 /// 404 `route_not_found`.

@@ -1,6 +1,7 @@
 //! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
-//! list|set-plan` and `usage`, one module per command group. The operator commands go
-//! through the running server's admin socket when there is one (`admin`), else to the files.
+//! list|set-plan`, `usage` and `console login`, one module per command group. The operator
+//! commands go through the running server's admin socket when there is one (`admin`), else
+//! to the files.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -12,10 +13,12 @@ use crate::{
 };
 
 mod accounts;
+mod console;
 mod keys;
 mod usage;
 
 use accounts::AccountsCommand;
+use console::ConsoleCommand;
 use keys::KeysCommand;
 
 #[derive(Parser)]
@@ -69,6 +72,11 @@ enum Command {
         #[arg(long)]
         account: Option<String>,
     },
+    /// The console: a sign-in link for an account (works while a server runs).
+    Console {
+        #[command(subcommand)]
+        command: ConsoleCommand,
+    },
 }
 
 /// Parses the command line and runs it.
@@ -102,5 +110,6 @@ fn execute(command: Command) -> anyhow::Result<()> {
             month,
             account,
         } => usage::run(&data_dir, month.as_deref(), account.as_deref()),
+        Command::Console { command } => console::run(command),
     }
 }

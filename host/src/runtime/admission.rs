@@ -157,4 +157,10 @@ impl Runtime {
             .get(account)
             .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
     }
+
+    /// Whether agent `agent_id` has a run on this host that has not ended (a stopped agent
+    /// stays live through its grace).
+    pub fn is_live(&self, agent_id: &str) -> bool {
+        self.inner.admission.agent(agent_id).is_some()
+    }
 }

@@ -5,11 +5,13 @@
 //! (`spawn`) is admitted within the plan's and the host's limits (`admission`), then
 //! supervised from launch to its recorded end (`lifecycle`) around the run itself
 //! (`run`). Each interface of `wit/agent.wit` has its host side in `host/`. Records and
-//! log events are durable in redb (`records`).
+//! log events are durable in redb (`records`); their watchers are woken on each change
+//! (`changes`).
 //! Nothing outside this module knows wasmtime.
 
 mod admission;
 mod bindings;
+mod changes;
 mod config;
 mod engine;
 mod extraction;
@@ -22,6 +24,7 @@ mod state;
 mod stop;
 mod timings;
 
+pub use changes::Watch;
 pub use config::RuntimeConfig;
 pub use engine::admission_cap;
 pub use lifecycle::Runtime;

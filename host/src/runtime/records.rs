@@ -12,6 +12,7 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::changes::{Changes, Watch};
 use crate::{accounts::MonthUsage, clock::now_ms};
 
 /// agent_id → record (JSON).
@@ -216,6 +217,8 @@ type Result<T> = std::result::Result<T, RecordError>;
 #[derive(Clone)]
 pub struct AgentStore {
     db: Arc<Database>,
+    /// Woken after every committed change of a watched agent.
+    changes: Arc<Changes>,
 }
 
 impl AgentStore {
@@ -228,7 +231,16 @@ impl AgentStore {
         txn.open_table(LOGS)?;
         txn.open_table(META)?;
         txn.commit()?;
-        Ok(Self { db })
+        Ok(Self {
+            db,
+            changes: Arc::default(),
+        })
+    }
+
+    /// Watches `agent_id`: every change committed after this call (progress, log events,
+    /// status) wakes the watch.
+    pub fn watch(&self, agent_id: &str) -> Watch {
+        self.changes.watch(agent_id)
     }
 
     /// Stores a new record (durably), assigning its list position.
@@ -328,6 +340,7 @@ impl AgentStore {
             record
         };
         txn.commit()?;
+        self.changes.notify(agent_id);
         Ok(Some(record))
     }
 
@@ -359,6 +372,7 @@ impl AgentStore {
             seq
         };
         txn.commit()?;
+        self.changes.notify(agent_id);
         Ok(seq)
     }
 

@@ -111,6 +111,24 @@ fn count(outcome: &Result<AgentRecord, SpawnRefusal>) {
 }
 
 impl Runtime {
+    /// The account's agent run time in the month of `now`, in ms: its finished runs plus
+    /// its running agents so far — what the monthly agent-hour budget is checked against.
+    pub async fn month_run_ms(
+        &self,
+        account: &str,
+        now: u64,
+    ) -> Result<u64, BlockingError<anyhow::Error>> {
+        let (usage, who) = (self.inner.services.usage.clone(), account.to_string());
+        let finished_ms = run_blocking(move || usage.month(&who, now)).await?.run_ms;
+        Ok(finished_ms + self.running_ms(account))
+    }
+
+    /// Spawns `key_id` made in its rolling minute and hour
+    /// ([`crate::accounts::RateLimiter::used`]).
+    pub fn spawns_in_windows(&self, key_id: &str) -> (u32, u32) {
+        self.inner.rate.used(key_id, Instant::now())
+    }
+
     /// Admits, stores and launches one agent, or says why not (see the module's order).
     pub async fn spawn(&self, req: SpawnRequest) -> Result<AgentRecord, SpawnRefusal> {
         let outcome = self.admit(req).await;
@@ -131,12 +149,10 @@ impl Runtime {
         let services = &self.inner.services;
         let now = now_ms();
 
-        let (usage, who) = (services.usage.clone(), account.clone());
-        let finished_ms = run_blocking(move || usage.month(&who, now))
+        let used_ms = self
+            .month_run_ms(&account, now)
             .await
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?
-            .run_ms;
-        let used_ms = finished_ms + self.running_ms(&account);
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
         let budget_ms = (limits.agent_hours_per_month * MS_PER_HOUR) as u64;
         if used_ms >= budget_ms {
             return Err(SpawnRefusal::MonthlyQuota {

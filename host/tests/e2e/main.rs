@@ -7,6 +7,8 @@ mod common;
 mod agents;
 mod anthropic;
 mod cli;
+mod console;
+mod console_browser;
 mod consolidate;
 mod envelope;
 mod guests;

@@ -72,6 +72,9 @@ const IMPORT: &str = "/api/v1/memory/import";
 const OPENAPI: &str = "/api/v1/openapi.json";
 const DOCS: &str = "/api/v1/docs";
 const AGENTS: &str = "/api/v1/agents";
+const CONSOLE: &str = "/api/v1/console";
+const CONSOLE_SEARCH: &str = "/api/v1/console/memory/search";
+const EVENTS: &str = "/api/v1/console/agents/{id}/events";
 
 /// Tiny plans for the admission refusals: free has no agent-hours (402 at once), liftoff
 /// admits one spawn per minute per key (429 `rate_limited`), lightyear one live agent (429
@@ -248,26 +251,40 @@ impl Spec {
         assert_eq!(doc["info"]["version"], "0.1.0", "info.version");
         check_refs(self, doc, "#");
 
-        // Bearer security, applied globally.
+        // Bearer security (API keys), applied globally; the console's routes take an ID
+        // token (a JWT bearer scheme) instead.
         let schemes = doc["components"]["securitySchemes"]
             .as_object()
             .expect("securitySchemes");
-        let bearer: Vec<&String> = schemes
-            .iter()
-            .filter(|(_, s)| {
-                s["type"] == "http"
-                    && s["scheme"]
-                        .as_str()
-                        .is_some_and(|x| x.eq_ignore_ascii_case("bearer"))
-            })
-            .map(|(name, _)| name)
-            .collect();
-        assert_eq!(bearer.len(), 1, "one http bearer scheme: {schemes:?}");
+        let bearer = |jwt: bool| -> Vec<&String> {
+            schemes
+                .iter()
+                .filter(|(_, s)| {
+                    s["type"] == "http"
+                        && s["scheme"]
+                            .as_str()
+                            .is_some_and(|x| x.eq_ignore_ascii_case("bearer"))
+                        && (s["bearerFormat"] == "JWT") == jwt
+                })
+                .map(|(name, _)| name)
+                .collect()
+        };
+        let (key, id_token) = (bearer(false), bearer(true));
+        assert_eq!(key.len(), 1, "one http bearer scheme for keys: {schemes:?}");
+        assert_eq!(id_token.len(), 1, "one for ID tokens: {schemes:?}");
         assert_eq!(
             doc["security"],
-            json!([{ bearer[0].clone(): [] }]),
+            json!([{ key[0].clone(): [] }]),
             "global bearer security"
         );
+        for (method, path) in self.operations() {
+            let op = self.operation(&method, &path).unwrap();
+            assert_eq!(
+                path.starts_with(CONSOLE),
+                self.security(op) == &json!([{ id_token[0].clone(): [] }]),
+                "{method} {path}: the console's routes, and only they, take an ID token"
+            );
+        }
 
         let unmatched = &doc["x-unmatched-requests"];
         for status in ["404", "405"] {
@@ -323,6 +340,13 @@ impl Spec {
                     response["description"].is_string(),
                     "{what} {status}: description"
                 );
+                if path == EVENTS && status == "200" {
+                    assert!(
+                        response["content"]["text/event-stream"].is_object(),
+                        "{what} 200: the event stream"
+                    );
+                    continue;
+                }
                 assert!(
                     response["content"]["application/json"]["schema"].is_object(),
                     "{what} {status}: every response is JSON with a schema"
@@ -792,7 +816,7 @@ fn the_document_is_true() {
         hash_embedder: true,
         ..Default::default()
     };
-    let (_tmp, server, keys) = server_with_keys(
+    let (tmp, server, keys) = server_with_keys(
         &[
             ("acme", "liftoff"),
             ("bob", "liftoff"),
@@ -848,7 +872,15 @@ fn the_document_is_true() {
         for client in clients {
             let m = Method::from_bytes(method.as_bytes()).unwrap();
             let r = spec.exchange(client, &m, &path, body, Conformance::Opaque);
-            if secured {
+            if secured && path.starts_with(CONSOLE) {
+                // No token at all, or an API key where an ID token belongs.
+                let code = if std::ptr::eq(client, &anon) {
+                    "missing_id_token"
+                } else {
+                    "invalid_id_token"
+                };
+                expect_error(&r, 401, code);
+            } else if secured {
                 expect_error(&r, 401, "invalid_api_key");
             } else {
                 assert!(
@@ -1056,31 +1088,7 @@ fn the_document_is_true() {
         spec.post(&c, SEARCH, &json!({ "query": "pizza", "mode": null })),
         200,
     );
-    for (body, code) in [
-        (json!({}), "invalid_query"),
-        (json!({ "query": "" }), "invalid_query"),
-        (json!({ "query": 5 }), "invalid_query"),
-        (
-            json!({ "query": "q", "namespace": "" }),
-            "invalid_namespace",
-        ),
-        (json!({ "query": "q", "tags": [1] }), "invalid_tags"),
-        (
-            json!({ "query": "q", "tags": (0..21).map(|i| format!("t{i}")).collect::<Vec<_>>() }),
-            "invalid_tags",
-        ),
-        (json!({ "query": "q", "limit": 0 }), "invalid_limit"),
-        (json!({ "query": "q", "limit": 2.5 }), "invalid_limit"),
-        (json!({ "query": "q", "mode": "fuzzy" }), "invalid_mode"),
-        (
-            json!({ "query": "q", "min_score": 1.5 }),
-            "invalid_min_score",
-        ),
-        (
-            json!({ "query": "q", "min_score": -0.1 }),
-            "invalid_min_score",
-        ),
-    ] {
+    for (body, code) in search_refusals() {
         expect_error(&spec.post(&c, SEARCH, &body), 400, code);
     }
     expect_error(&spec.post_raw(&c, SEARCH, "\"text\""), 400, "invalid_body");
@@ -1370,6 +1378,9 @@ fn the_document_is_true() {
     // ----- The Mind failing a consolidation (503 with Retry-After) -----
     drive_unavailable_mind(&mut spec);
 
+    // ----- The console's API -----
+    drive_console(&mut spec, &server.base, &tmp.path().join("data"), &c);
+
     // ----- The reference page -----
     drive_page(&spec, &server.base);
 
@@ -1480,6 +1491,177 @@ fn drive_page(spec: &Spec, base: &str) {
     assert_eq!(missing.status().as_u16(), 404);
     let body: Value = missing.json().unwrap();
     assert_eq!(body["error"]["code"], "route_not_found");
+}
+
+/// Search bodies refused with 400, and their codes (the public and the console search).
+fn search_refusals() -> Vec<(Value, &'static str)> {
+    vec![
+        (json!({}), "invalid_query"),
+        (json!({ "query": "" }), "invalid_query"),
+        (json!({ "query": 5 }), "invalid_query"),
+        (
+            json!({ "query": "q", "namespace": "" }),
+            "invalid_namespace",
+        ),
+        (json!({ "query": "q", "tags": [1] }), "invalid_tags"),
+        (
+            json!({ "query": "q", "tags": (0..21).map(|i| format!("t{i}")).collect::<Vec<_>>() }),
+            "invalid_tags",
+        ),
+        (json!({ "query": "q", "limit": 0 }), "invalid_limit"),
+        (json!({ "query": "q", "limit": 2.5 }), "invalid_limit"),
+        (json!({ "query": "q", "mode": "fuzzy" }), "invalid_mode"),
+        (
+            json!({ "query": "q", "min_score": 1.5 }),
+            "invalid_min_score",
+        ),
+        (
+            json!({ "query": "q", "min_score": -0.1 }),
+            "invalid_min_score",
+        ),
+    ]
+}
+
+/// The console's routes with an ID token of `acme` (`wasmind console login` on the
+/// server's data dir); `c` is acme's API key.
+fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Client) {
+    let (_, token) = crate::console::login(data_dir, "acme", None);
+    let t = Client::new(base, Some(&token));
+    let me = expect(spec.get(&t, "/api/v1/console/me"), 200);
+    assert_eq!(me.body["account"], "acme");
+    expect(spec.get(&t, "/api/v1/console/usage"), 200);
+
+    // Keys: create, list, revoke; another account's key is not found.
+    let created = expect(
+        spec.exchange(
+            &t,
+            &Method::POST,
+            "/api/v1/console/keys",
+            None,
+            Conformance::Strict,
+        ),
+        201,
+    );
+    let key_id = created.body["key_id"].as_str().unwrap().to_string();
+    expect(spec.get(&t, "/api/v1/console/keys"), 200);
+    expect(
+        spec.delete(&t, &format!("/api/v1/console/keys/{key_id}")),
+        200,
+    );
+    expect_error(
+        &spec.delete(&t, "/api/v1/console/keys/key_not_acmes"),
+        404,
+        "key_not_found",
+    );
+
+    // Agents: list, one, its event stream (text/event-stream, checked here).
+    let r = c.post(
+        AGENTS,
+        &json!({ "task": "Remember that the console works" }),
+    );
+    assert_eq!(r.status, 201, "{:#}", r.body);
+    let id = r.body["agent_id"].as_str().unwrap().to_string();
+    expect(spec.get(&t, "/api/v1/console/agents"), 200);
+    expect_error(
+        &spec.get(&t, "/api/v1/console/agents?limit=0"),
+        400,
+        "invalid_query",
+    );
+    expect(spec.get(&t, &format!("/api/v1/console/agents/{id}")), 200);
+    expect_error(
+        &spec.get(&t, "/api/v1/console/agents/ag_nope"),
+        404,
+        "agent_not_found",
+    );
+    expect_error(
+        &spec.get(&t, "/api/v1/console/agents/ag_nope/events"),
+        404,
+        "agent_not_found",
+    );
+    let stream = reqwest::blocking::Client::new()
+        .get(format!("{base}/api/v1/console/agents/{id}/events"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let content_type = stream.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let text = stream.text().unwrap(); // the stream closes once the agent is over
+    assert!(text.contains("event: end"), "{text}");
+    spec.seen
+        .entry(("GET".into(), EVENTS.into()))
+        .or_default()
+        .insert(200);
+
+    // Memory: namespaces, list, search, history, delete.
+    put_cluster(spec, c, "console");
+    expect(spec.get(&t, "/api/v1/console/memory/namespaces"), 200);
+    expect(
+        spec.get(&t, "/api/v1/console/memory/list?namespace=console"),
+        200,
+    );
+    expect_error(
+        &spec.get(&t, "/api/v1/console/memory/list?limit=0"),
+        400,
+        "invalid_query",
+    );
+    expect(
+        spec.post(
+            &t,
+            CONSOLE_SEARCH,
+            &json!({ "query": "cluster", "mode": "keyword" }),
+        ),
+        200,
+    );
+    for (body, code) in search_refusals() {
+        expect_error(&spec.post(&t, CONSOLE_SEARCH, &body), 400, code);
+    }
+    expect_error(
+        &spec.post_raw(&t, CONSOLE_SEARCH, "[]"),
+        400,
+        "invalid_body",
+    );
+    expect_error(
+        &spec.post(
+            &t,
+            CONSOLE_SEARCH,
+            &json!({ "query": "x".repeat(1_100_000) }),
+        ),
+        413,
+        "payload_too_large",
+    );
+    let history = "/api/v1/console/memory/history";
+    expect(
+        spec.get(&t, &format!("{history}?key=cluster_0&namespace=console")),
+        200,
+    );
+    expect_error(
+        &spec.get(&t, &format!("{history}?key=nope")),
+        404,
+        "not_found",
+    );
+    expect_error(&spec.get(&t, history), 400, "invalid_query");
+    let memory = "/api/v1/console/memory";
+    expect(
+        spec.delete(&t, &format!("{memory}?key=cluster_0&namespace=console")),
+        200,
+    );
+    expect_error(
+        &spec.delete(&t, &format!("{memory}?key=nope")),
+        404,
+        "not_found",
+    );
+    expect_error(
+        &spec.delete(&t, &format!("{memory}?key=Bad-Key")),
+        400,
+        "invalid_query",
+    );
 }
 
 /// Polls an agent through the document until `done` holds.
@@ -1909,6 +2091,14 @@ fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
             &json!({ "key": "k", "value": "needs an embedding" }),
         ),
         spec.post(&c, SEARCH, &json!({ "query": "needs an embedding" })),
+        spec.post(
+            &Client::new(
+                &server.base,
+                Some(&crate::console::login(&dir, "acme", None).1),
+            ),
+            CONSOLE_SEARCH,
+            &json!({ "query": "needs an embedding" }),
+        ),
         spec.post(
             &c,
             IMPORT,

@@ -38,7 +38,8 @@ fn agent_not_found() -> ApiError {
     )
 }
 
-fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+/// The agent id of a path; a path that does not parse names no agent.
+pub(in crate::api) fn agent_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
     path.map(|Path(id)| id).map_err(|_| agent_not_found())
 }
 
@@ -147,6 +148,15 @@ pub async fn list(
     Auth(who): Auth,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<AgentList>> {
+    list_in(&state, &who.account, q).await.map(Json)
+}
+
+/// The body of an agent list page of `account`, whoever signed the request in.
+pub(in crate::api) async fn list_in(
+    state: &AppState,
+    account: &str,
+    q: ListQuery,
+) -> ApiResult<AgentList> {
     let limit = q.limit.unwrap_or_default().0;
     let before = q
         .cursor
@@ -154,15 +164,20 @@ pub async fn list(
         .map(|c| cursor::decode(AGENTS_CURSOR, c))
         .transpose()?;
     let records = state.records.clone();
-    let account = who.account.to_string();
+    let account = account.to_string();
     let (page, next) = blocking(move || records.list(&account, before, limit)).await?;
-    Ok(Json(AgentList {
+    Ok(AgentList {
         data: page.iter().map(AgentView::from).collect(),
         next_cursor: next.map(|n| cursor::encode(AGENTS_CURSOR, n)),
-    }))
+    })
 }
 
-async fn owned(state: &AppState, account: &str, id: String) -> ApiResult<AgentRecord> {
+/// The record of agent `id` if `account` owns it, else 404 `agent_not_found`.
+pub(in crate::api) async fn owned(
+    state: &AppState,
+    account: &str,
+    id: String,
+) -> ApiResult<AgentRecord> {
     let records = state.records.clone();
     let account = account.to_string();
     blocking(move || records.get(&account, &id))

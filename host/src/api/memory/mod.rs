@@ -138,24 +138,30 @@ pub async fn delete(
     auth: Auth,
     Query(q): Query<DeleteQuery>,
 ) -> ApiResult<Json<DeleteResponse>> {
+    delete_in(&state, &auth.0.account, q).await.map(Json)
+}
+
+/// The body of a memory delete in `account`, whoever signed the request in.
+pub(in crate::api) async fn delete_in(
+    state: &AppState,
+    account: &str,
+    q: DeleteQuery,
+) -> ApiResult<DeleteResponse> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let hard = q.hard.unwrap_or_default().0;
-    let deleted = state
-        .memory
-        .delete(&auth.0.account, &namespace, &key, hard)
-        .await?;
+    let deleted = state.memory.delete(account, &namespace, &key, hard).await?;
     let (versions_removed, memory) = match deleted {
         Deleted::Soft(memory) => (0, Some(MemoryView::from(&*memory))),
         Deleted::Hard(n) => (n, None),
     };
-    Ok(Json(DeleteResponse {
+    Ok(DeleteResponse {
         deleted: true,
         hard,
         key,
         namespace,
         versions_removed,
         memory,
-    }))
+    })
 }
 
 /// Every version of a memory, newest first.
@@ -173,14 +179,23 @@ pub async fn history(
     auth: Auth,
     Query(q): Query<AddressQuery>,
 ) -> ApiResult<Json<History>> {
+    history_in(&state, &auth.0.account, &q).map(Json)
+}
+
+/// The body of a memory's history in `account`, whoever signed the request in.
+pub(in crate::api) fn history_in(
+    state: &AppState,
+    account: &str,
+    q: &AddressQuery,
+) -> ApiResult<History> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let versions = state.memory.history(&auth.0.account, &namespace, &key)?;
+    let versions = state.memory.history(account, &namespace, &key)?;
     if versions.is_empty() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }
-    Ok(Json(History {
+    Ok(History {
         data: versions.iter().map(MemoryView::from).collect(),
-    }))
+    })
 }
 
 /// Hybrid, semantic or keyword search over live memories.
@@ -200,6 +215,15 @@ pub async fn search(
     auth: Auth,
     Body(body): Body<SearchBody>,
 ) -> ApiResult<Json<SearchResponse>> {
+    search_in(&state, &auth.0.account, body).await.map(Json)
+}
+
+/// The body of a search in `account`, whoever signed the request in.
+pub(in crate::api) async fn search_in(
+    state: &AppState,
+    account: &str,
+    body: SearchBody,
+) -> ApiResult<SearchResponse> {
     wasmind_rules::validate_query(&body.query).map_err(MemoryError::from)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
@@ -211,10 +235,10 @@ pub async fn search(
         mode: body.mode.map_or(Ok(Mode::default()), |m| m.parse())?,
         min_score: unit_field("min_score", body.min_score)?.unwrap_or(0.0),
     };
-    let hits = state.memory.search(&auth.0.account, q).await?;
-    Ok(Json(SearchResponse {
+    let hits = state.memory.search(account, q).await?;
+    Ok(SearchResponse {
         results: hits.iter().map(SearchHitView::from).collect(),
-    }))
+    })
 }
 
 /// A page of live memories, newest first.
@@ -231,6 +255,15 @@ pub async fn list(
     auth: Auth,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<MemoryList>> {
+    list_in(&state, &auth.0.account, q).await.map(Json)
+}
+
+/// The body of a memory list page in `account`, whoever signed the request in.
+pub(in crate::api) async fn list_in(
+    state: &AppState,
+    account: &str,
+    q: ListQuery,
+) -> ApiResult<MemoryList> {
     if let Some(ns) = &q.namespace {
         validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
     }
@@ -257,11 +290,11 @@ pub async fn list(
         limit: q.limit.map_or(LIST_DEFAULT, |l| l.0),
         before,
     };
-    let page = state.memory.list(&auth.0.account, query).await?;
-    Ok(Json(MemoryList {
+    let page = state.memory.list(account, query).await?;
+    Ok(MemoryList {
         data: page.memories.iter().map(MemoryView::from).collect(),
         next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
-    }))
+    })
 }
 
 /// Remove near-duplicate memories, keeping the more useful of each pair.
@@ -390,13 +423,21 @@ pub async fn consolidate(
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Namespaces>> {
-    let list = state.memory.namespaces(&auth.0.account).await?;
-    Ok(Json(Namespaces {
+    namespaces_in(&state, &auth.0.account).await.map(Json)
+}
+
+/// The body of the namespace listing of `account`, whoever signed the request in.
+pub(in crate::api) async fn namespaces_in(
+    state: &AppState,
+    account: &str,
+) -> ApiResult<Namespaces> {
+    let list = state.memory.namespaces(account).await?;
+    Ok(Namespaces {
         namespaces: list
             .into_iter()
             .map(|(namespace, count)| NamespaceEntry { namespace, count })
             .collect(),
-    }))
+    })
 }
 
 /// Every live memory of the account, in a document import takes back.

@@ -1,6 +1,7 @@
 //! Shared helpers: start the real `wasmind` binary on a loopback port with a temp data dir,
 //! create keys with its CLI, and talk HTTP to it.
 
+pub mod browser;
 pub mod fake_anthropic;
 pub mod fake_mind;
 pub mod fake_server;

@@ -1,0 +1,257 @@
+//! `GET /api/v1/console/agents/{id}/events`: one agent's progress and log events as they
+//! happen, as server-sent events (§6: streaming exists only in the console).
+//!
+//! No polling: the stream watches the agent ([`crate::runtime::AgentStore::watch`]) before
+//! it reads the record, so every change committed after that wakes it, and it then reads
+//! what is new from the store — progress entries past those it sent, log events past the
+//! last `seq` it sent, and the status when it moved. In order: `status` (the whole agent
+//! record) first; the entries that existed already (a late subscriber sees everything);
+//! then `progress`, `log` and `status` events as they are committed; when the agent is
+//! over — terminal, and the host's `terminal` log event written (a stopped agent turns
+//! `stopped` at once but its run ends up to the stop grace later), or terminal with no run
+//! left on this host (a record that never got its `terminal` event) — a final `status`, then
+//! `end` (data `{}`), and the stream closes. So one client holds a stream no longer than
+//! the agent lives (at most `[runtime] max_run_secs` plus the grace).
+
+use std::{collections::VecDeque, convert::Infallible, time::Duration};
+
+use axum::{
+    extract::{Path, State, rejection::PathRejection},
+    response::sse::{Event, KeepAlive, Sse},
+};
+use futures_util::{Stream, StreamExt, stream};
+use serde::Serialize;
+
+use super::{
+    super::{
+        AppState, agents,
+        agents::{AgentView, LogEventView, ProgressView},
+        doc::ErrorEnvelope,
+        error::ApiResult,
+    },
+    auth::StreamAuth,
+};
+use crate::{
+    blocking::run_blocking,
+    runtime::{AgentRecord, Progress, Watch},
+};
+
+/// Log events read from the store at once.
+const LOG_BATCH: usize = 1_000;
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// An agent's events as they happen (SSE). The ID token may be given as `?id_token=`.
+#[utoipa::path(operation_id = "console_agent_events", get, path = "/api/v1/console/agents/{id}/events", tag = "console",
+    params(
+        ("id" = String, Path, description = "the agent's id (`ag_…`)"),
+        ("id_token" = Option<String>, Query, description = "the ID token, for clients that cannot send headers (a browser's `EventSource`); on this route only"),
+    ),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = String, content_type = "text/event-stream"),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn events(
+    State(state): State<AppState>,
+    StreamAuth(session): StreamAuth,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let id = agents::agent_id(path)?;
+    // Watch first: a change committed between the read below and the first wait is not lost.
+    let watch = state.records.watch(&id);
+    let record = agents::owned(&state, &session.account, id).await?;
+    let feed = Feed::open(state, watch, record).await;
+    let events = stream::unfold(feed, Feed::next).map(Ok);
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// One stream's state: what it sent, and what is queued to send.
+struct Feed {
+    state: AppState,
+    watch: Watch,
+    /// The record as last sent (progress and status).
+    sent: AgentRecord,
+    /// `seq` of the last log event sent.
+    log_seq: u64,
+    /// Whether the host's `terminal` log event was sent: the run is over.
+    run_over: bool,
+    /// Whether the agent had no run on this host when the log was last read (none had
+    /// begun yet, or it had ended: then its `terminal` event, if any, was in that read).
+    idle: bool,
+    queue: VecDeque<Event>,
+    ended: bool,
+}
+
+fn event<T: Serialize>(name: &str, data: &T) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .expect("event data serializes")
+}
+
+fn progress(p: &Progress) -> Event {
+    event(
+        "progress",
+        &ProgressView {
+            ts: p.ts,
+            kind: p.kind.clone(),
+            message: p.message.clone(),
+        },
+    )
+}
+
+/// The entries of `new` past those of `old`. Progress is append-only but keeps only the
+/// latest entries, so `old`'s oldest may be gone: the new ones follow the longest tail
+/// of `old` that `new` starts with.
+fn fresh<'a>(old: &[Progress], new: &'a [Progress]) -> &'a [Progress] {
+    (0..=old.len())
+        .map(|dropped| &old[dropped..])
+        .find(|tail| new.starts_with(tail))
+        .map_or(new, |tail| &new[tail.len()..])
+}
+
+impl Feed {
+    /// Queues the record, its progress so far and its log so far.
+    async fn open(state: AppState, watch: Watch, record: AgentRecord) -> Self {
+        let mut queue = VecDeque::from([event("status", &AgentView::from(&record))]);
+        queue.extend(record.progress.iter().map(progress));
+        let mut feed = Self {
+            state,
+            watch,
+            sent: record,
+            log_seq: 0,
+            run_over: false,
+            idle: false,
+            queue,
+            ended: false,
+        };
+        feed.read_logs().await;
+        feed.finish_if_over();
+        feed
+    }
+
+    /// The next event, waiting for the agent to change when none is queued; `None` once
+    /// the stream has ended.
+    async fn next(mut self) -> Option<(Event, Self)> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some((event, self));
+            }
+            if self.ended {
+                return None;
+            }
+            self.watch.changed().await;
+            self.catch_up().await;
+        }
+    }
+
+    /// Queues what changed since the last read: progress, log events, then the status.
+    async fn catch_up(&mut self) {
+        let (records, account, id) = (
+            self.state.records.clone(),
+            self.sent.account.clone(),
+            self.sent.agent_id.clone(),
+        );
+        let record = match run_blocking(move || records.get(&account, &id)).await {
+            Ok(Some(record)) => record,
+            Ok(None) => return self.fail("the agent's record is gone"),
+            Err(e) => return self.fail(&e.to_string()),
+        };
+        self.queue.extend(
+            fresh(&self.sent.progress, &record.progress)
+                .iter()
+                .map(progress),
+        );
+        self.read_logs().await;
+        let moved = record.status != self.sent.status;
+        self.sent = record;
+        if !self.finish_if_over() && moved {
+            self.queue
+                .push_back(event("status", &AgentView::from(&self.sent)));
+        }
+    }
+
+    /// Queues the log events past the last one sent.
+    async fn read_logs(&mut self) {
+        // Asked before reading: a run that ended before this wrote its `terminal` event
+        // before it ended, so the read below sees it if there is one.
+        self.idle = !self.state.runtime.is_live(&self.sent.agent_id);
+        loop {
+            let (records, id, after) = (
+                self.state.records.clone(),
+                self.sent.agent_id.clone(),
+                self.log_seq,
+            );
+            match run_blocking(move || records.logs(&id, after, LOG_BATCH)).await {
+                Ok((events, more)) => {
+                    if let Some(last) = events.last() {
+                        self.log_seq = last.seq;
+                    }
+                    self.run_over |= events.iter().any(|e| e.kind == "terminal");
+                    self.queue
+                        .extend(events.iter().map(|e| event("log", &LogEventView::from(e))));
+                    if !more {
+                        return;
+                    }
+                }
+                Err(e) => return self.fail(&e.to_string()),
+            }
+        }
+    }
+
+    /// Once the agent is over, its stream ends: a final `status`, then `end`. Says whether
+    /// it did.
+    fn finish_if_over(&mut self) -> bool {
+        let over = self.run_over || self.idle;
+        if self.ended || !self.sent.status.is_terminal() || !over {
+            return false;
+        }
+        self.queue
+            .push_back(event("status", &AgentView::from(&self.sent)));
+        self.queue
+            .push_back(Event::default().event("end").data("{}"));
+        self.ended = true;
+        true
+    }
+
+    /// Storage failed mid-stream: the client is told the stream ended early and may
+    /// reconnect (it gets everything again); the cause goes to the log.
+    fn fail(&mut self, cause: &str) {
+        tracing::error!(agent_id = %self.sent.agent_id, %cause, "agent event stream failed");
+        self.ended = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(messages: &[&str]) -> Vec<Progress> {
+        messages
+            .iter()
+            .map(|m| Progress {
+                ts: 1,
+                kind: "info".into(),
+                message: (*m).into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fresh_progress_follows_what_was_sent() {
+        let old = entries(&["a", "b"]);
+        assert_eq!(fresh(&old, &entries(&["a", "b", "c"])), entries(&["c"]));
+        assert!(fresh(&old, &old).is_empty());
+        // The oldest were trimmed while new ones came.
+        assert_eq!(
+            fresh(&old, &entries(&["b", "c", "d"])),
+            entries(&["c", "d"])
+        );
+        assert_eq!(fresh(&[], &entries(&["a"])), entries(&["a"]));
+        // Nothing in common: everything is new.
+        assert_eq!(fresh(&old, &entries(&["x", "y"])), entries(&["x", "y"]));
+    }
+}

@@ -1,0 +1,159 @@
+//! The console's views of the account's agents and memories: the public routes' own
+//! bodies (`*_in`, which take the account a request is scoped to), reached with an ID
+//! token instead of an API key. Same requests, same answers, same errors.
+
+use axum::{
+    Json,
+    extract::{Path, State, rejection::PathRejection},
+};
+
+use super::{
+    super::{
+        AppState, agents,
+        agents::{AgentList, AgentView},
+        doc::ErrorEnvelope,
+        error::ApiResult,
+        extract::{Body, Query},
+        memory,
+        memory::{
+            AddressQuery, DeleteQuery, DeleteResponse, History, MemoryList, Namespaces, SearchBody,
+            SearchResponse,
+        },
+    },
+    auth::ConsoleAuth,
+};
+
+/// The account's agents, newest first (as GET /api/v1/agents).
+#[utoipa::path(operation_id = "console_list_agents", get, path = "/api/v1/console/agents", tag = "console",
+    params(agents::ListQuery),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "a page", body = AgentList),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn list_agents(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    Query(q): Query<agents::ListQuery>,
+) -> ApiResult<Json<AgentList>> {
+    agents::list_in(&state, &session.account, q).await.map(Json)
+}
+
+/// One agent (as GET /api/v1/agents/{id}).
+#[utoipa::path(operation_id = "console_get_agent", get, path = "/api/v1/console/agents/{id}", tag = "console",
+    params(("id" = String, Path, description = "the agent's id (`ag_…`)")),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "the agent", body = AgentView),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn get_agent(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<AgentView>> {
+    let record = agents::owned(&state, &session.account, agents::agent_id(path)?).await?;
+    Ok(Json(AgentView::from(&record)))
+}
+
+/// The account's namespaces and their live-memory counts (as GET /api/v1/memory/namespaces).
+#[utoipa::path(operation_id = "console_namespaces", get, path = "/api/v1/console/memory/namespaces", tag = "console",
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "the namespaces", body = Namespaces),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn namespaces(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+) -> ApiResult<Json<Namespaces>> {
+    memory::namespaces_in(&state, &session.account)
+        .await
+        .map(Json)
+}
+
+/// A page of live memories, newest first (as GET /api/v1/memory/list).
+#[utoipa::path(operation_id = "console_list_memories", get, path = "/api/v1/console/memory/list", tag = "console",
+    params(memory::ListQuery),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "a page", body = MemoryList),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn list_memories(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    Query(q): Query<memory::ListQuery>,
+) -> ApiResult<Json<MemoryList>> {
+    memory::list_in(&state, &session.account, q).await.map(Json)
+}
+
+/// Search with the score breakdown (as POST /api/v1/memory/search).
+#[utoipa::path(operation_id = "console_search", post, path = "/api/v1/console/memory/search", tag = "console",
+    request_body = SearchBody,
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "results, best first", body = SearchResponse),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`.", body = ErrorEnvelope),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
+    ))]
+pub async fn search(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    Body(body): Body<SearchBody>,
+) -> ApiResult<Json<SearchResponse>> {
+    memory::search_in(&state, &session.account, body)
+        .await
+        .map(Json)
+}
+
+/// Every version of a memory, newest first (as GET /api/v1/memory/history).
+#[utoipa::path(operation_id = "console_history", get, path = "/api/v1/console/memory/history", tag = "console",
+    params(AddressQuery),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "the versions", body = History),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 404, description = "No memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn history(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    Query(q): Query<AddressQuery>,
+) -> ApiResult<Json<History>> {
+    memory::history_in(&state, &session.account, &q).map(Json)
+}
+
+/// Delete a memory, soft or hard (as DELETE /api/v1/memory).
+#[utoipa::path(operation_id = "console_delete_memory", delete, path = "/api/v1/console/memory", tag = "console",
+    params(DeleteQuery),
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "deleted", body = DeleteResponse),
+        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
+    ))]
+pub async fn delete_memory(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+    Query(q): Query<DeleteQuery>,
+) -> ApiResult<Json<DeleteResponse>> {
+    memory::delete_in(&state, &session.account, q)
+        .await
+        .map(Json)
+}

@@ -1,0 +1,201 @@
+//! The console in a real browser (headless Chromium over WebDriver): a tenant signs in
+//! with the link `wasmind console login` prints, makes a key in the page and uses it over
+//! the public API, watches an agent's progress stream in without a reload, finds a memory
+//! in the memory browser, reads the usage, and revokes the key in the page, after which
+//! the public API refuses it. `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::{
+    Options,
+    browser::Browser,
+    cli,
+    fake_mind::{FakeMind, Reply},
+    put, server_with_keys,
+};
+
+/// What the fake Mind finally answers, once the test lets it.
+const ANSWER: &str = "The launch is on Friday at noon.";
+
+#[test]
+fn a_tenant_works_in_the_console() {
+    // The agent searches memory, then waits at its second Mind call until the test
+    // releases it: its later progress can only reach the page live.
+    let mind = FakeMind::start([
+        Reply::tool_call("service_memory_search", json!({ "query": "launch" })),
+        Reply::text(ANSWER).until_released(),
+    ]);
+    let options = Options::hash_embedder().openai_mind(&mind.base_url());
+    let (tmp, server, cli_keys) =
+        server_with_keys(&[("acme", "free"), ("globex", "free")], &options);
+    // Another tenant's memory that acme's console must never show.
+    put(
+        &server.client(&cli_keys[1]),
+        &json!({ "key": "launch_rumour", "value": "globex launch is on Friday", "namespace": "work" }),
+    );
+
+    // Sign in with the link the real CLI prints, while the server holds the data dir.
+    let (ok, link, stderr) = cli(&[
+        "console",
+        "login",
+        "--data-dir",
+        tmp.path().join("data").to_str().unwrap(),
+        "--account",
+        "acme",
+        "--url",
+        &server.base,
+    ]);
+    assert!(ok, "console login failed: {stderr}");
+    let link = link.trim();
+    assert!(
+        link.starts_with(&format!("{}/console#token=", server.base)),
+        "{link}"
+    );
+    let browser = Browser::start();
+    browser.goto(link);
+    assert_eq!(browser.text("#account"), "acme");
+    assert!(!browser.url().contains("token="), "{}", browser.url());
+
+    // Keys: a new key is shown once, listed, and works on the public API.
+    browser.click("#create-key");
+    let key = browser.text("#new-key-secret");
+    let key_id = browser.text("#new-key-id");
+    assert!(key.starts_with("wm_"), "{key}");
+    browser.wait(
+        "the new key's row",
+        &format!("return document.querySelector('#keys-table tr[data-key-id=\"{key_id}\"] button.revoke')"),
+    );
+    let public = server.client(&key);
+    put(
+        &public,
+        &json!({ "key": "launch_day", "value": "The launch is on Friday at noon", "namespace": "work" }),
+    );
+    browser.screenshot("keys");
+
+    // Agents: spawned over the public API, it shows up in the open page; its progress and
+    // final status stream into the detail view.
+    browser.click("#nav-agents");
+    browser.execute("window.sameDocument = true; return null");
+    let spawned = public.post(
+        "/api/v1/agents",
+        &json!({ "task": "When is the launch?", "memory_mode": "explicit" }),
+    );
+    assert_eq!(spawned.status, 201, "{:#}", spawned.body);
+    let agent = spawned.body["agent_id"].as_str().unwrap();
+    browser.click(&format!("#agents-table tr[data-agent-id=\"{agent}\"]"));
+    let count = "return document.querySelectorAll('#agent-progress li').length";
+    browser.wait("a first progress entry", count);
+    assert!(
+        mind.wait_for_requests(2, Duration::from_secs(30)),
+        "the agent never reached its second Mind call"
+    );
+    let before = browser.execute(count).as_u64().unwrap();
+    browser.wait(
+        "the running status",
+        "return document.getElementById('agent-status').textContent === 'running'",
+    );
+    mind.release();
+    browser.wait(
+        "the completed status",
+        "return document.getElementById('agent-status').textContent === 'completed'",
+    );
+    browser.wait(
+        "progress entries after the release",
+        &format!("return document.querySelectorAll('#agent-progress li').length > {before}"),
+    );
+    assert_eq!(browser.text("#agent-result"), ANSWER);
+    assert!(
+        browser
+            .text("#agent-logs")
+            .contains("service_memory_search")
+    );
+    browser.wait(
+        "the list row's status",
+        &format!(
+            "return document.querySelector('#agents-table tr[data-agent-id=\"{agent}\"] .status')\
+             ?.textContent === 'completed'"
+        ),
+    );
+    assert_eq!(
+        browser.execute("return window.sameDocument === true"),
+        Value::Bool(true),
+        "the page reloaded"
+    );
+    browser.screenshot("agents");
+
+    // Memory: the namespace with its count, the memory found with its score breakdown,
+    // its history; never the other tenant's memory.
+    browser.click("#nav-memory");
+    assert_eq!(
+        browser.text("#namespaces li:has(button[data-namespace=\"work\"]) .count"),
+        "1"
+    );
+    browser.fill("#memory-search-input", "when is the launch");
+    browser.click("#memory-search-button");
+    let breakdown = browser.text("#memory-results tr[data-key=\"launch_day\"] .breakdown");
+    assert!(
+        breakdown.contains("semantic") && breakdown.contains("keyword"),
+        "{breakdown}"
+    );
+    assert_eq!(
+        browser.execute("return document.querySelectorAll('#memory-results tbody tr').length"),
+        json!(1),
+        "another tenant's memory showed"
+    );
+    browser.click("#memory-results tr[data-key=\"launch_day\"] button.history-memory");
+    assert!(
+        browser
+            .text("#memory-history li")
+            .contains("Friday at noon")
+    );
+    browser.screenshot("memory");
+
+    // Usage against the free plan.
+    browser.click("#nav-usage");
+    assert_eq!(browser.text("#usage-memories"), "1 of 1,000 memories");
+    assert!(
+        browser
+            .text("#usage-agent-hours")
+            .contains("of 10 agent-hours")
+    );
+    assert!(browser.text("#usage-windows").contains(&key_id));
+    browser.screenshot("usage");
+
+    // Revoking in the page: the next public call with the key is refused; acme's other
+    // key still works.
+    browser.click("#nav-keys");
+    browser.click(&format!(
+        "#keys-table tr[data-key-id=\"{key_id}\"] button.revoke"
+    ));
+    browser.accept_dialog();
+    browser.wait(
+        "the revoked row",
+        &format!(
+            "return document.querySelector('#keys-table tr.revoked[data-key-id=\"{key_id}\"]')"
+        ),
+    );
+    public
+        .get("/api/v1/memory/list")
+        .assert_error(401, "invalid_api_key");
+    assert_eq!(
+        server
+            .client(&cli_keys[0])
+            .get("/api/v1/memory/list")
+            .status,
+        200
+    );
+
+    // A pasted token that is not one: back to the sign-in box with the server's message.
+    browser.click("#signout");
+    browser.fill("#token-input", "not-a-token");
+    browser.click("#signin-button");
+    browser.text("#signin-error");
+    assert!(
+        browser
+            .execute("return document.getElementById('app').hidden")
+            .as_bool()
+            .unwrap()
+    );
+}
