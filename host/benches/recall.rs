@@ -12,7 +12,9 @@
 //!
 //! Environment (all optional): `WASMIND_LOCOMO` (the data file), `WASMIND_BENCH_IMPORT_BATCH`
 //! (memories per import request, 100), `WASMIND_BENCH_DIR` (/tmp), `WASMIND_BENCH_KEEP=1`
-//! (keep the data dir), `WASMIND_MODEL_DIR`.
+//! (keep the data dir), `WASMIND_MODEL_DIR`, `WASMIND_RECALL_DUMP=<file>` (also writes each
+//! question's 50 best hybrid hits with their breakdowns as JSON lines, to try other fusions
+//! offline without rebuilding).
 
 // The memory bench's harness and report serve several benches; this one uses part of them.
 #[allow(dead_code)]
@@ -59,7 +61,11 @@ fn main() {
 
     let path = data_dir();
     let _ = std::fs::remove_dir_all(&path);
-    let largest = conversations.iter().map(|c| c.turns.len()).max().unwrap_or(0);
+    let largest = conversations
+        .iter()
+        .map(|c| c.turns.len())
+        .max()
+        .unwrap_or(0);
     let opened = harness::open(
         &path,
         harness::config(EmbedderKind::Onnx, largest as u64 + 1),
@@ -80,6 +86,9 @@ fn main() {
         .map(|&mode| search_all(&client, &conversations, &keys, mode))
         .collect();
 
+    if let Some(out) = std::env::var_os("WASMIND_RECALL_DUMP") {
+        dump(&client, &conversations, &keys, &PathBuf::from(out));
+    }
     server.stop().close();
     if std::env::var("WASMIND_BENCH_KEEP").is_ok_and(|v| v == "1") {
         println!("data dir kept: {}", path.display());
@@ -121,8 +130,11 @@ fn import(
                 .iter()
                 .map(|t| json!({ "key": locomo::key(&t.dia_id), "value": t.value }))
                 .collect();
-            let (status, body) =
-                client.post_as(key, "/api/v1/memory/import", &json!({ "memories": memories }));
+            let (status, body) = client.post_as(
+                key,
+                "/api/v1/memory/import",
+                &json!({ "memories": memories }),
+            );
             assert_eq!(status, 200, "import into {}: {body}", conversation.id);
             assert_eq!(
                 (body["imported"].as_u64(), body["failed"].as_u64()),
@@ -171,4 +183,33 @@ fn search_all(
         recall,
         latencies,
     }
+}
+
+/// Writes, per question, its category, evidence keys and its 50 best hybrid hits with
+/// their breakdowns as JSON lines: the material to try other fusions offline.
+fn dump(client: &Client, conversations: &[Conversation], keys: &[String], out: &std::path::Path) {
+    let mut lines = String::new();
+    for (conversation, key) in conversations.iter().zip(keys) {
+        for question in &conversation.questions {
+            let body = json!({ "query": question.text, "limit": 50, "mode": "hybrid" });
+            let (status, resp) = client.post_as(key, "/api/v1/memory/search", &body);
+            assert_eq!(status, 200, "search {body}: {resp}");
+            let hits: Vec<Value> = resp["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| {
+                    json!([
+                        h["key"],
+                        h["breakdown"]["semantic"],
+                        h["breakdown"]["keyword"]
+                    ])
+                })
+                .collect();
+            let evidence: Vec<String> = question.evidence.iter().map(|e| locomo::key(e)).collect();
+            let line = json!({ "category": question.category, "evidence": evidence, "hits": hits });
+            lines.push_str(&format!("{line}\n"));
+        }
+    }
+    std::fs::write(out, lines).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }
