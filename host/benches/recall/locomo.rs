@@ -107,7 +107,11 @@ fn conversation(sample: RawSample) -> Conversation {
     let ids: HashSet<&str> = turns.iter().map(|t| t.dia_id.as_str()).collect();
     let mut questions = Vec::new();
     let mut without_evidence = 0;
-    for qa in sample.qa.into_iter().filter(|q| (1..=4).contains(&q.category)) {
+    for qa in sample
+        .qa
+        .into_iter()
+        .filter(|q| (1..=4).contains(&q.category))
+    {
         let mut evidence: Vec<String> = qa
             .evidence
             .iter()
