@@ -3,7 +3,10 @@
 //!
 //! Every part of the breakdown lies in [0, 1]:
 //! - `semantic`   = max(0, cosine(query, memory)) — computed for keyword-only candidates too;
-//! - `keyword`    = BM25 / the best BM25 among this query's keyword candidates;
+//! - `keyword`    = (BM25 / the best BM25 among this query's keyword candidates)²: squared
+//!   so that only near-best keyword matches weigh much: a plain ratio lets every document
+//!   sharing one common query word compete with close meanings (on LoCoMo, hybrid
+//!   recall@10 0.637 → 0.653; BENCHMARKS.md, "Retrieval quality");
 //! - `importance` = importance / 10;
 //! - `timeDecay`  = 0.5 ^ (days since the version was written / half-life).
 //!
@@ -11,7 +14,7 @@
 //!
 //! | mode     | semantic | keyword | importance | timeDecay |
 //! |----------|----------|---------|------------|-----------|
-//! | hybrid   | 0.60     | 0.20    | 0.10       | 0.10      |
+//! | hybrid   | 0.57     | 0.23    | 0.10       | 0.10      |
 //! | semantic | 0.80     | 0       | 0.10       | 0.10      |
 //! | keyword  | 0        | 0.80    | 0.10       | 0.10      |
 
@@ -63,7 +66,7 @@ impl Mode {
 
     fn weights(self) -> [f64; 4] {
         match self {
-            Mode::Hybrid => [0.6, 0.2, 0.1, 0.1],
+            Mode::Hybrid => [0.57, 0.23, 0.1, 0.1],
             Mode::Semantic => [0.8, 0.0, 0.1, 0.1],
             Mode::Keyword => [0.0, 0.8, 0.1, 0.1],
         }
@@ -141,7 +144,7 @@ pub fn score(
     let breakdown = Breakdown {
         semantic: f64::from(candidate.cosine.unwrap_or(0.0)).clamp(0.0, 1.0),
         keyword: match candidate.bm25 {
-            Some(s) if best_bm25 > 0.0 => f64::from(s / best_bm25).clamp(0.0, 1.0),
+            Some(s) if best_bm25 > 0.0 => f64::from(s / best_bm25).clamp(0.0, 1.0).powi(2),
             _ => 0.0,
         },
         importance: (memory.importance / 10.0).clamp(0.0, 1.0),
@@ -183,13 +186,24 @@ mod tests {
         assert_eq!(b.semantic, 0.0);
         assert_eq!(b.keyword, 1.0);
         assert_eq!(b.time_decay, 1.0);
-        assert!((s - (0.2 + 0.05 + 0.1)).abs() < 1e-9, "{s}");
+        assert!((s - (0.23 + 0.05 + 0.1)).abs() < 1e-9, "{s}");
         let c = Candidate {
             cosine: Some(1.0),
             bm25: Some(3.0),
         };
         let (s, _) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
         assert!(s <= 1.0);
+    }
+
+    #[test]
+    fn keyword_part_is_the_squared_share_of_the_best_bm25() {
+        let m = sample(1);
+        let c = Candidate {
+            cosine: None,
+            bm25: Some(1.5),
+        };
+        let (_, b) = score(Mode::Keyword, &m, c, 3.0, m.updated_at, 30.0);
+        assert!((b.keyword - 0.25).abs() < 1e-9, "{}", b.keyword);
     }
 
     #[test]
