@@ -21,6 +21,7 @@ mod clock;
 pub mod config;
 pub mod data_dir;
 mod id;
+pub mod mcp;
 pub mod memory;
 pub mod mind;
 mod object;

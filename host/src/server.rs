@@ -12,6 +12,7 @@ use crate::{
     blocking::run_blocking,
     config::Config,
     data_dir::DataDir,
+    mcp,
     memory::{MemoryService, embed},
     mind,
     runtime::{AgentStore, Runtime, Services},
@@ -41,8 +42,13 @@ pub fn serve(
             .with_context(|| format!("binding {listen}"))?;
         let addr = listener.local_addr()?;
         tracing::info!("wasmind listening on http://{addr}");
-        axum::serve(listener, app(state))
-            .with_graceful_shutdown(shutdown_signal())
+        let (mcp, sessions) = mcp::router(state.clone());
+        let closing = async move {
+            shutdown_signal().await;
+            sessions.close();
+        };
+        axum::serve(listener, app(state).merge(mcp))
+            .with_graceful_shutdown(closing)
             .await?;
         tracing::info!("shutting down: saving indexes");
         run_blocking(move || memory.checkpoint()).await?;

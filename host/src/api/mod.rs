@@ -3,14 +3,14 @@
 //! request and response types. Handlers read a typed request, call the domain, and render
 //! a typed response; nothing below this module knows HTTP.
 
-mod agents;
+pub(crate) mod agents;
 mod auth;
 mod cursor;
 mod doc;
 mod error;
 mod extract;
 mod memory;
-mod params;
+pub(crate) mod params;
 mod refusal;
 mod schema;
 mod views;
@@ -21,6 +21,7 @@ use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+pub use auth::authenticate;
 pub use error::{ApiError, ApiResult};
 
 use crate::{
