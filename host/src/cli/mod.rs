@@ -1,5 +1,5 @@
-//! The operator's command line: `serve`, `keys create|revoke|list` and `usage`, one module
-//! per command group.
+//! The operator's command line: `serve`, `keys create|revoke|list`, `usage` and the `mcp`
+//! bridge, one module per command group.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::server;
 
 mod keys;
+mod mcp;
 mod usage;
 
 use keys::KeysCommand;
@@ -41,6 +42,14 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Bridges an MCP client that starts a command (stdio) to a wasmind server's `/mcp`,
+    /// with the API key in the environment variable WASMIND_API_KEY (never on the command
+    /// line, where other users of the machine could read it).
+    Mcp {
+        /// The server's MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+        #[arg(long)]
+        url: String,
     },
     /// Prints metered usage, one line per account and month: agent run hours and the
     /// tokens agents' Minds spent (only while no server holds the data dir).
@@ -79,6 +88,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
             server::serve(&data_dir, listen, config.as_deref(), &env)
         }
         Command::Keys { command } => keys::run(command),
+        Command::Mcp { url } => {
+            let key = std::env::var("WASMIND_API_KEY")
+                .map_err(|_| anyhow::anyhow!("set WASMIND_API_KEY to the API key to send"))?;
+            mcp::run(&url, &key)
+        }
         Command::Usage {
             data_dir,
             month,
