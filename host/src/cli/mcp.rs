@@ -11,7 +11,7 @@ use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::{
         IntoTransport, StreamableHttpClientTransport, Transport,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
 use tokio::sync::mpsc;
@@ -36,12 +36,10 @@ async fn relay(url: &str, key: &str) -> anyhow::Result<()> {
     tokio::spawn(async move {
         while let Some(Sending { id, sent }) = queued.recv().await {
             if let Err(e) = sent.await {
-                eprintln!("wasmind mcp: the server refused a message: {e}");
+                let why = refusal(&e);
+                eprintln!("wasmind mcp: the server refused a message: {why}");
                 if let Some(id) = id {
-                    let error = ErrorData::internal_error(
-                        format!("wasmind server at the bridge's URL: {e}"),
-                        None,
-                    );
+                    let error = ErrorData::internal_error(format!("wasmind server: {why}"), None);
                     let _ = refusals.send(ServerJsonRpcMessage::error(error, Some(id)));
                 }
             }
@@ -80,19 +78,20 @@ async fn relay(url: &str, key: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+type SendError = StreamableHttpError<reqwest::Error>;
+
+/// Why the server refused, in the words a user of the client can act on.
+fn refusal(e: &SendError) -> String {
+    match e {
+        StreamableHttpError::AuthRequired(_) => "401 invalid_api_key: the server refused the API \
+            key in WASMIND_API_KEY (missing, unknown or revoked)"
+            .into(),
+        other => other.to_string(),
+    }
+}
+
 /// One message on its way to the server, with the id its refusal must answer.
 struct Sending {
     id: Option<rmcp::model::RequestId>,
-    sent: std::pin::Pin<
-        Box<
-            dyn Future<
-                    Output = Result<
-                        (),
-                        rmcp::transport::streamable_http_client::StreamableHttpError<
-                            reqwest::Error,
-                        >,
-                    >,
-                > + Send,
-        >,
-    >,
+    sent: std::pin::Pin<Box<dyn Future<Output = Result<(), SendError>> + Send>>,
 }
