@@ -170,3 +170,50 @@ fn refused(e: ApiError) -> CallToolResult {
     result.structured_content = Some(json!({ "error": error }));
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use serde_json::json;
+
+    use super::refused;
+    use crate::api::ApiError;
+
+    /// A refusal a client can wait out says how long in its text and its envelope.
+    #[test]
+    fn a_refusal_is_a_tool_error_with_its_code_and_the_wait() {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            "this API key spawned its 5 agents per minute; retry in 42 s",
+        )
+        .with_details(json!({ "window": "minute" }));
+        e.retry_after = Some(42);
+        let result = refused(e);
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(
+            result.content[0].as_text().unwrap().text,
+            "rate_limited: this API key spawned its 5 agents per minute; retry in 42 s \
+             (retry after 42 seconds)"
+        );
+        assert_eq!(
+            result.structured_content,
+            Some(json!({ "error": {
+                "code": "rate_limited",
+                "message": "this API key spawned its 5 agents per minute; retry in 42 s",
+                "details": { "window": "minute" },
+                "retry_after_secs": 42,
+            }}))
+        );
+
+        let plain = refused(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "agent_not_found",
+            "no agent with that id",
+        ));
+        assert_eq!(
+            plain.content[0].as_text().unwrap().text,
+            "agent_not_found: no agent with that id"
+        );
+    }
+}
