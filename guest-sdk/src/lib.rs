@@ -66,10 +66,12 @@ pub use context::Context;
 #[doc(hidden)]
 pub use context::run_exported;
 pub use memory::{
-    Breakdown, ListRequest, Memory, MemoryError, MemoryRecord, PutRequest, PutResult, SearchHit,
-    SearchRequest,
+    Breakdown, ListRequest, Memory, MemoryBackend, MemoryError, MemoryRecord, PutRequest,
+    PutResult, SearchHit, SearchRequest,
 };
 pub use mind::{Completion, Message, Mind, MindError, Role, ToolCall, ToolSpec, Usage};
 pub use progress::{LogKind, Progress};
 pub use tool_loop::ToolLoop;
-pub use tools::{MEMORY_TOOL_NAMES, call_memory_tool, is_memory_tool, memory_tools};
+pub use tools::{
+    MEMORY_TOOL_NAMES, call_memory_tool, is_memory_tool, memory_tools, run_memory_tool,
+};

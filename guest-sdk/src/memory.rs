@@ -257,12 +257,20 @@ impl From<wasmind_rules::RuleError> for MemoryError {
     }
 }
 
-/// Where memory operations go: the host's `memory` import, or a test double.
-pub(crate) trait MemoryBackend: Send + Sync {
+/// Where memory operations go: the host's `memory` import, a test double, or any other
+/// store a program wants the memory tools to run over (the wasmind server's MCP endpoint
+/// runs [`run_memory_tool`](crate::run_memory_tool) over the account's memory this way, so
+/// tools outside the sandbox are the very code agents run).
+pub trait MemoryBackend: Send + Sync {
+    /// See [`Memory::put`].
     fn put(&self, request: &PutRequest) -> Result<PutResult, MemoryError>;
+    /// See [`Memory::get`].
     fn get(&self, key: &str, namespace: Option<&str>) -> Result<Option<MemoryRecord>, MemoryError>;
+    /// See [`Memory::list`].
     fn list(&self, request: &ListRequest) -> Result<Vec<MemoryRecord>, MemoryError>;
+    /// See [`Memory::delete`].
     fn delete(&self, key: &str, namespace: Option<&str>) -> Result<(), MemoryError>;
+    /// See [`Memory::search`].
     fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, MemoryError>;
 }
 
@@ -279,7 +287,8 @@ impl fmt::Debug for Memory {
 }
 
 impl Memory {
-    pub(crate) fn new(backend: Arc<dyn MemoryBackend>) -> Self {
+    /// A memory whose operations go to `backend`.
+    pub fn new(backend: Arc<dyn MemoryBackend>) -> Self {
         Self { backend }
     }
 

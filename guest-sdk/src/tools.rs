@@ -221,17 +221,40 @@ fn with_default(mut schema: Value, default: Value) -> Value {
 /// assert!(call_memory_tool(memory, &bad).starts_with("Service Memory failed: "));
 /// ```
 pub fn call_memory_tool(memory: &Memory, call: &ToolCall) -> String {
+    run_memory_tool(memory, call).map_or_else(|failure| failure, |result| result.to_string())
+}
+
+/// [`call_memory_tool`] with success and failure apart, for callers that must tell them
+/// apart (an MCP server flags a failure as a tool error): `Ok` holds the result object,
+/// `Err` the failure text (`Service Memory failed: …`, or `Unknown tool …`).
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use wasmind_sdk::{ToolCall, run_memory_tool, testing::TestContext};
+///
+/// let t = TestContext::default();
+/// let put = ToolCall::new("c1", "service_memory_put", &json!({"key": "city", "value": "Lisbon"}));
+/// assert_eq!(run_memory_tool(t.ctx().memory(), &put).unwrap()["key"], "city");
+/// let bad = ToolCall::new("c2", "service_memory_put", &json!({"key": "city"}));
+/// assert_eq!(
+///     run_memory_tool(t.ctx().memory(), &bad).unwrap_err(),
+///     "Service Memory failed: invalid arguments: `value` is required"
+/// );
+/// ```
+pub fn run_memory_tool(memory: &Memory, call: &ToolCall) -> Result<Value, String> {
     if !is_memory_tool(&call.name) {
-        return format!(
+        return Err(format!(
             "Unknown tool {:?}: the memory tools are {}.",
             call.name,
             MEMORY_TOOL_NAMES.join(", ")
-        );
+        ));
     }
     let args = match call.arguments() {
         Ok(Value::Object(map)) => map,
-        Ok(other) => return invalid(&format!("expected a JSON object, got {other}")),
-        Err(e) => return invalid(&e.to_string()),
+        Ok(other) => return Err(invalid(&format!("expected a JSON object, got {other}"))),
+        Err(e) => return Err(invalid(&e.to_string())),
     };
     let args = Args(&args);
     let outcome = match call.name.as_str() {
@@ -241,11 +264,10 @@ pub fn call_memory_tool(memory: &Memory, call: &ToolCall) -> String {
         DELETE => delete(memory, &args),
         _ => search(memory, &args),
     };
-    match outcome {
-        Ok(value) => value.to_string(),
-        Err(Failure::Arguments(what)) => invalid(&what),
-        Err(Failure::Memory(e)) => wasmind_rules::tool_failure(e),
-    }
+    outcome.map_err(|failure| match failure {
+        Failure::Arguments(what) => invalid(&what),
+        Failure::Memory(e) => wasmind_rules::tool_failure(e),
+    })
 }
 
 fn invalid(what: &str) -> String {

@@ -27,6 +27,7 @@ pub mod data_dir;
 pub mod health;
 mod id;
 mod logging;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod mind;

@@ -17,6 +17,7 @@ use crate::{
     console::Console,
     data_dir::DataDir,
     health::{Part, Readiness},
+    mcp,
     memory::{MemoryService, embed},
     metrics::Exporter,
     mind::{self, MindCheck, MindStatus},
@@ -54,12 +55,14 @@ pub fn serve(
     tracing::info!("wasmind loading (GET /readyz answers 200 once ready), bound to http://{addr}");
     // SIGINT/SIGTERM keep their default (exit at once) until the state is loaded: there
     // is nothing to save before that, and a long index replay should not hold them up.
-    let (loaded, signals) = tokio::sync::oneshot::channel::<Signals>();
+    let (loaded, signals) = tokio::sync::oneshot::channel::<(Signals, mcp::Closer)>();
     let server = runtime.spawn(
         axum::serve(listener, front(readiness.clone(), slot.clone()))
             .with_graceful_shutdown(async move {
-                if let Ok(signals) = signals.await {
+                if let Ok((signals, sessions)) = signals.await {
                     signals.recv().await;
+                    // Open MCP event streams would otherwise hold the shutdown up.
+                    sessions.close();
                 }
             })
             .into_future(),
@@ -67,11 +70,16 @@ pub fn serve(
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = load_state(&dir, config, &readiness)?;
     let memory = state.memory.clone();
-    let router = runtime.block_on(api::mount_metrics(app(state.clone()), exporter, state))?;
+    let (mcp, sessions) = mcp::router(state.clone());
+    let router = runtime.block_on(api::mount_metrics(
+        app(state.clone()).merge(mcp),
+        exporter,
+        state,
+    ))?;
     let _ = slot.set(router);
     // Only now, with the API installed, may `/readyz` say ready.
     readiness.mark(Part::Runtime);
-    let _ = loaded.send(Signals::install(&runtime)?);
+    let _ = loaded.send((Signals::install(&runtime)?, sessions));
     tracing::info!("wasmind ready, listening on http://{addr}");
     runtime.block_on(async move {
         server.await??;

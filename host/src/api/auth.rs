@@ -4,11 +4,11 @@
 
 use axum::{
     extract::FromRequestParts,
-    http::{header, request::Parts},
+    http::{HeaderMap, header, request::Parts},
 };
 
 use super::{AppState, error::ApiError};
-use crate::accounts::Principal;
+use crate::accounts::{KeyStore, Principal};
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]
@@ -21,28 +21,29 @@ impl FromRequestParts<AppState> for Auth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts.headers.get(header::AUTHORIZATION).ok_or_else(|| {
-            ApiError::invalid_api_key(
-                "missing Authorization header: send `Authorization: Bearer <API key>`",
-            )
-        })?;
-        let key = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|k| !k.is_empty())
-            .ok_or_else(|| {
-                ApiError::invalid_api_key(
-                    "malformed Authorization header: expected `Bearer <API key>`",
-                )
-            })?;
-        // A key lookup is one small B-tree read: cheaper inline than a thread hop.
-        state
-            .keys
-            .authenticate(key)
-            .map_err(|e| ApiError::internal(&e))?
-            .map(Auth)
-            .ok_or_else(|| ApiError::invalid_api_key("unknown or revoked API key"))
+        authenticate(&state.keys, &parts.headers).map(Auth)
     }
+}
+
+/// The caller named by `headers`' `Authorization: Bearer <key>`, or the 401 to answer. Every
+/// door that takes API keys (the REST API, `/mcp`) asks this, so they refuse alike.
+pub fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let header = headers.get(header::AUTHORIZATION).ok_or_else(|| {
+        ApiError::invalid_api_key(
+            "missing Authorization header: send `Authorization: Bearer <API key>`",
+        )
+    })?;
+    let key = header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`")
+        })?;
+    // A key lookup is one small B-tree read: cheaper inline than a thread hop.
+    keys.authenticate(key)
+        .map_err(|e| ApiError::internal(&e))?
+        .ok_or_else(|| ApiError::invalid_api_key("unknown or revoked API key"))
 }

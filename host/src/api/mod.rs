@@ -3,7 +3,7 @@
 //! request and response types. Handlers read a typed request, call the domain, and render
 //! a typed response; nothing below this module knows HTTP.
 
-mod agents;
+pub(crate) mod agents;
 mod auth;
 mod console;
 mod cursor;
@@ -13,7 +13,7 @@ mod extract;
 mod front;
 mod memory;
 mod metrics;
-mod params;
+pub(crate) mod params;
 mod refusal;
 mod schema;
 mod views;
@@ -24,6 +24,7 @@ use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+pub use auth::authenticate;
 pub use error::{ApiError, ApiResult};
 pub use front::{AppSlot, front};
 pub use metrics::mount as mount_metrics;

@@ -1,7 +1,7 @@
 //! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
-//! list|set-plan`, `usage` and `console login`, one module per command group. The operator
-//! commands go through the running server's admin socket when there is one (`admin`), else
-//! to the files.
+//! list|set-plan`, `usage`, `console login` and the `mcp` bridge, one module per command
+//! group. The operator commands go through the running server's admin socket when there
+//! is one (`admin`), else to the files.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -15,6 +15,7 @@ use crate::{
 mod accounts;
 mod console;
 mod keys;
+mod mcp;
 mod usage;
 
 use accounts::AccountsCommand;
@@ -59,6 +60,14 @@ enum Command {
     Accounts {
         #[command(subcommand)]
         command: AccountsCommand,
+    },
+    /// Bridges an MCP client that starts a command (stdio) to a wasmind server's `/mcp`,
+    /// with the API key in the environment variable WASMIND_API_KEY (never on the command
+    /// line, where other users of the machine could read it).
+    Mcp {
+        /// The server's MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+        #[arg(long)]
+        url: String,
     },
     /// Prints metered usage, one line per account and month: agent run hours and the
     /// tokens agents' Minds spent.
@@ -105,6 +114,11 @@ fn execute(command: Command) -> anyhow::Result<()> {
         }
         Command::Keys { command } => keys::run(command),
         Command::Accounts { command } => accounts::run(command),
+        Command::Mcp { url } => {
+            let key = std::env::var("WASMIND_API_KEY")
+                .map_err(|_| anyhow::anyhow!("set WASMIND_API_KEY to the API key to send"))?;
+            mcp::run(&url, &key)
+        }
         Command::Usage {
             data_dir,
             month,

@@ -27,6 +27,7 @@ mod timings;
 pub use changes::Watch;
 pub use config::RuntimeConfig;
 pub use engine::admission_cap;
+pub use host::account_memory;
 pub use lifecycle::Runtime;
 pub use records::{
     AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,

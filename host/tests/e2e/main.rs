@@ -13,6 +13,7 @@ mod consolidate;
 mod envelope;
 mod guests;
 mod isolation;
+mod mcp;
 mod memory_crud;
 mod memory_modes;
 mod memory_search;

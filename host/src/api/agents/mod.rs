@@ -3,7 +3,7 @@
 mod request;
 mod response;
 
-pub use self::request::{ListQuery, LogsQuery, SpawnBody};
+pub use self::request::{LIST_DEFAULT, LIST_MAX, ListQuery, LogsQuery, SpawnBody};
 use self::request::{MAX_NAME_CHARS, MAX_TASK_CHARS, REGION};
 pub use self::response::*;
 use super::{
@@ -15,6 +15,7 @@ use super::{
     extract::{Body, Query},
 };
 use crate::{
+    accounts::Principal,
     blocking::run_blocking,
     clock::iso8601,
     runtime::{AgentRecord, MemoryMode, SpawnRequest, Status, StopError},
@@ -70,6 +71,17 @@ pub async fn spawn(
     Auth(who): Auth,
     Body(body): Body<SpawnBody>,
 ) -> ApiResult<Response> {
+    let body = spawn_agent(&state, &who, body).await?;
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+/// What a spawn does, whichever door it came in by (the REST route, the MCP tool): the
+/// body's checks, then the runtime's admission, in the words of the specification's errors.
+pub async fn spawn_agent(
+    state: &AppState,
+    who: &Principal,
+    body: SpawnBody,
+) -> ApiResult<SpawnedAgent> {
     let task = body.task;
     let chars = task.chars().count();
     if task.trim().is_empty() {
@@ -119,7 +131,7 @@ pub async fn spawn(
         memory_mode,
     };
     let record = state.runtime.spawn(request).await?;
-    let body = SpawnedAgent {
+    Ok(SpawnedAgent {
         created_at: iso8601(record.created_at),
         agent_id: record.agent_id,
         name: record.name,
@@ -130,8 +142,7 @@ pub async fn spawn(
             region: REGION,
             status: "starting",
         },
-    };
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    })
 }
 
 /// The account's agents, newest first.
@@ -148,19 +159,22 @@ pub async fn list(
     Auth(who): Auth,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<AgentList>> {
-    list_in(&state, &who.account, q).await.map(Json)
+    let limit = q.limit.unwrap_or_default().0;
+    list_agents(&state, &who.account, limit, q.cursor.as_deref())
+        .await
+        .map(Json)
 }
 
-/// The body of an agent list page of `account`, whoever signed the request in.
-pub(in crate::api) async fn list_in(
+/// A page of `account`'s agents, newest first, after `cursor` (a previous page's
+/// `next_cursor`), whichever door the request came in by (REST, console, MCP); `limit` is
+/// already within its bounds.
+pub async fn list_agents(
     state: &AppState,
     account: &str,
-    q: ListQuery,
+    limit: usize,
+    cursor: Option<&str>,
 ) -> ApiResult<AgentList> {
-    let limit = q.limit.unwrap_or_default().0;
-    let before = q
-        .cursor
-        .as_deref()
+    let before = cursor
         .map(|c| cursor::decode(AGENTS_CURSOR, c))
         .transpose()?;
     let records = state.records.clone();
@@ -200,8 +214,14 @@ pub async fn get(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<AgentView>> {
-    let record = owned(&state, &who.account, agent_id(path)?).await?;
-    Ok(Json(AgentView::from(&record)))
+    get_agent(&state, &who, agent_id(path)?).await.map(Json)
+}
+
+/// The caller's agent `id`: status, progress, result, usage; `agent_not_found` for an id
+/// of no agent of theirs.
+pub async fn get_agent(state: &AppState, who: &Principal, id: String) -> ApiResult<AgentView> {
+    let record = owned(state, &who.account, id).await?;
+    Ok(AgentView::from(&record))
 }
 
 /// Stop an agent; idempotent: a finished agent is returned unchanged, and it stays readable.
@@ -219,7 +239,11 @@ pub async fn stop(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<StopResult>> {
-    let id = agent_id(path)?;
+    stop_agent(&state, &who, agent_id(path)?).await.map(Json)
+}
+
+/// Stops the caller's agent `id` (idempotent: a finished agent is left as it is).
+pub async fn stop_agent(state: &AppState, who: &Principal, id: String) -> ApiResult<StopResult> {
     let status = state
         .runtime
         .stop(&who.account, &id)
@@ -228,10 +252,10 @@ pub async fn stop(
             StopError::NotFound => agent_not_found(),
             StopError::Storage(e) => ApiError::internal(&e),
         })?;
-    Ok(Json(StopResult {
+    Ok(StopResult {
         agent_id: id,
         status: status.as_str(),
-    }))
+    })
 }
 
 /// An agent's log events, oldest first.

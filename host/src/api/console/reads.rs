@@ -38,7 +38,10 @@ pub async fn list_agents(
     ConsoleAuth(session): ConsoleAuth,
     Query(q): Query<agents::ListQuery>,
 ) -> ApiResult<Json<AgentList>> {
-    agents::list_in(&state, &session.account, q).await.map(Json)
+    let limit = q.limit.unwrap_or_default().0;
+    agents::list_agents(&state, &session.account, limit, q.cursor.as_deref())
+        .await
+        .map(Json)
 }
 
 /// One agent (as GET /api/v1/agents/{id}).

@@ -208,5 +208,9 @@ impl memory::Host for AgentState {
     }
 }
 
+mod sdk;
+
+pub use sdk::account_memory;
+
 #[cfg(test)]
 mod tests;

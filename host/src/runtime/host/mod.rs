@@ -3,5 +3,7 @@
 
 mod control;
 mod memory;
+
+pub use memory::account_memory;
 mod mind;
 mod progress;

@@ -1,0 +1,57 @@
+//! The MCP server at `/mcp` (Model Context Protocol, streamable HTTP transport, built with
+//! the official SDK `rmcp`): any MCP client reaches an account's memory and agents with the
+//! account's API key. A thin adapter: the memory tools are the guest SDK's own, run over
+//! the host side agents reach ([`crate::runtime::account_memory`]); the agent tools are the
+//! REST API's operations ([`crate::api::agents`]). `/mcp` is not a JSON API route, so it is
+//! not in the OpenAPI document.
+//!
+//! Every HTTP request to `/mcp` is authenticated ([`auth`]), not just a session's first:
+//! a revoked key is refused on its session's next request, and each tool call acts for the
+//! key of the request that carries it.
+
+mod agents;
+mod auth;
+mod memory;
+mod server;
+
+use std::sync::Arc;
+
+use axum::{Router, middleware};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+
+use crate::api::AppState;
+
+/// The path the MCP endpoint is served at.
+pub const PATH: &str = "/mcp";
+
+/// Ends the MCP sessions (their event streams would otherwise hold a graceful shutdown open).
+#[derive(Debug, Clone)]
+pub struct Closer(tokio_util::sync::CancellationToken);
+
+impl Closer {
+    /// Closes every session and refuses new requests.
+    pub fn close(&self) {
+        self.0.cancel();
+    }
+}
+
+/// `/mcp` as a router to merge into the API's, and what closes its sessions at shutdown.
+pub fn router(state: AppState) -> (Router, Closer) {
+    // Every request carries an API key, so a page that rebinds a name to this host still
+    // holds no key: `Host` checks (rmcp's default admits loopback names only) would only
+    // refuse the names a public deployment is reached by.
+    let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
+    let closer = Closer(config.cancellation_token.clone());
+    let keys = state.keys.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(server::Wasmind::new(state.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = Router::new()
+        .route_service(PATH, service)
+        .layer(middleware::from_fn_with_state(keys, auth::require_key));
+    (router, closer)
+}

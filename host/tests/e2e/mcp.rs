@@ -1,0 +1,400 @@
+//! `/mcp` and the `wasmind mcp` stdio bridge, driven by the official MCP Python SDK (`mcp`,
+//! installed by `scripts/setup.d/40-mcp-python`): a real client nobody on this project wrote.
+//! The script is `mcp/client.py`; a test fails when its venv is missing.
+
+use std::{
+    io::Write,
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use crate::common::{Client, Options, Server, binary, cli, create_key, poll_until};
+
+/// The venv's python, as `scripts/setup.d/40-mcp-python` made it.
+fn python() -> PathBuf {
+    let venv = std::env::var_os("WASMIND_MCP_VENV").map_or_else(
+        || {
+            let cache = std::env::var_os("XDG_CACHE_HOME").map_or_else(
+                || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache"),
+                PathBuf::from,
+            );
+            cache.join("wasmind/mcp-venv")
+        },
+        PathBuf::from,
+    );
+    let python = venv.join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup (step 40-mcp-python installs the MCP Python SDK)",
+        python.display()
+    );
+    python
+}
+
+/// How the client reaches the server.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    Http,
+    Stdio,
+}
+
+/// One MCP session: `initialize`, then `steps`; the script's JSON report.
+fn session(via: Via, server: &Server, key: &str, steps: &Value) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mcp/client.py");
+    let url = format!("{}/mcp", server.base);
+    let mut cmd = Command::new(python());
+    cmd.arg(script);
+    match via {
+        Via::Http => cmd.args(["http", &url, key]),
+        Via::Stdio => cmd.args(["stdio", binary().to_str().unwrap(), &url, key]),
+    };
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running the MCP client");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(steps.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).unwrap_or_else(|_| {
+        panic!(
+            "the MCP client printed no report: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The results of a session that must succeed.
+#[track_caller]
+fn results(report: &Value) -> Vec<Value> {
+    assert!(report.get("error").is_none(), "{report:#}");
+    assert_eq!(report["server"]["serverInfo"]["name"], "wasmind");
+    report["results"].as_array().unwrap().clone()
+}
+
+fn call(name: &str, arguments: &Value) -> Value {
+    json!({ "op": "call", "name": name, "arguments": arguments })
+}
+
+/// A tool call's text.
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap()
+}
+
+/// A successful tool call's result object (its text is the same JSON).
+#[track_caller]
+fn ok(result: &Value) -> Value {
+    assert_ne!(result["isError"], true, "{result:#}");
+    let parsed: Value = serde_json::from_str(text(result)).unwrap();
+    assert_eq!(parsed, result["structuredContent"]);
+    parsed
+}
+
+/// The §4.4 contract of the memory tools' inputs: names, required members, every member with
+/// the bounds and defaults of §2.1, §4.4 and §8.
+fn assert_memory_contract(tools: &[Value]) {
+    let schema = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no tool {name}"))["inputSchema"]
+            .clone()
+    };
+    let members = |s: &Value| {
+        let mut m: Vec<String> = s["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        m.sort();
+        m
+    };
+    let put = schema("service_memory_put");
+    assert_eq!(put["required"], json!(["key", "value"]));
+    assert_eq!(
+        members(&put),
+        [
+            "expires_in_days",
+            "importance",
+            "key",
+            "namespace",
+            "tags",
+            "value"
+        ]
+    );
+    assert_eq!(put["properties"]["value"]["maxLength"], 5000);
+    assert_eq!(put["properties"]["namespace"]["default"], "default");
+    assert_eq!(put["properties"]["tags"]["maxItems"], 20);
+    assert_eq!(put["properties"]["tags"]["items"]["maxLength"], 50);
+    let importance = &put["properties"]["importance"];
+    assert_eq!(
+        (
+            &importance["minimum"],
+            &importance["maximum"],
+            &importance["default"]
+        ),
+        (&json!(1), &json!(10), &json!(5))
+    );
+    for name in ["service_memory_get", "service_memory_delete"] {
+        let s = schema(name);
+        assert_eq!(s["required"], json!(["key"]), "{name}");
+        assert_eq!(members(&s), ["key", "namespace"], "{name}");
+        assert_eq!(s["properties"]["namespace"]["default"], "default", "{name}");
+    }
+    let search = schema("service_memory_search");
+    assert_eq!(search["required"], json!(["query"]));
+    assert_eq!(
+        members(&search),
+        ["limit", "mode", "namespace", "query", "tags"]
+    );
+    let limit = &search["properties"]["limit"];
+    assert_eq!(
+        (&limit["default"], &limit["maximum"]),
+        (&json!(10), &json!(50))
+    );
+    assert_eq!(
+        search["properties"]["mode"]["enum"],
+        json!(["hybrid", "semantic", "keyword"])
+    );
+    assert_eq!(search["properties"]["mode"]["default"], "hybrid");
+    let list = schema("service_memory_list");
+    assert!(list.get("required").is_none());
+    assert_eq!(members(&list), ["limit", "namespace", "tags"]);
+    let limit = &list["properties"]["limit"];
+    assert_eq!(
+        (&limit["default"], &limit["maximum"]),
+        (&json!(50), &json!(200))
+    );
+}
+
+/// Free plan with room to spawn, and a hash embedder for a quick start.
+fn options() -> Options {
+    Options {
+        hash_embedder: true,
+        config: Some(
+            "[plans.free]\nspawns_per_minute = 1\nspawns_per_hour = 30\nconcurrent_agents = 5\n\
+             memories = 100\nagent_hours_per_month = 10.0\n"
+                .into(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// Everything the issue asks of one transport: tools and their schemas, put → search → get,
+/// the exact failure text, isolation between accounts, a spawn whose result REST reads, a
+/// rate-limited spawn as a tool error saying when to retry, and refused keys.
+fn memory_and_agents(via: Via) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let acme = create_key(&dir, "acme", "free");
+    let other = create_key(&dir, "other", "free");
+    let revokee = create_key(&dir, "revokee", "free");
+    let server = Server::start_with(&dir, &options());
+
+    let steps = json!([
+        { "op": "tools" },
+        call("service_memory_put", &json!({"key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food"]})),
+        call("service_memory_search", &json!({"query": "pizza mushrooms"})),
+        call("service_memory_get", &json!({"key": "favourite_food"})),
+        call("service_memory_put", &json!({"key": "Not Snake", "value": "x"})),
+        call("service_memory_put", &json!({"key": "big", "value": "x".repeat(5001)})),
+        call("service_memory_list", &json!({})),
+        call("agent_spawn", &json!({"task": "Say hello", "memory_mode": "off"})),
+        call("agent_spawn", &json!({"task": "Say hello again"})),
+    ]);
+    let r = results(&session(via, &server, &acme, &steps));
+
+    let tools = r[0]["tools"].as_array().unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "agent_get",
+            "agent_list",
+            "agent_spawn",
+            "agent_stop",
+            "service_memory_delete",
+            "service_memory_get",
+            "service_memory_list",
+            "service_memory_put",
+            "service_memory_search",
+        ]
+    );
+    assert_memory_contract(tools);
+
+    let put = ok(&r[1]);
+    assert!(
+        put["memory_id"].as_str().unwrap().starts_with("mem_"),
+        "{put}"
+    );
+    assert_eq!(
+        (&put["key"], &put["namespace"]),
+        (&json!("favourite_food"), &json!("default"))
+    );
+    let found = ok(&r[2]);
+    assert_eq!(found["results"][0]["key"], "favourite_food", "{found}");
+    assert!(found["results"][0]["breakdown"]["timeDecay"].is_number());
+    let got = ok(&r[3]);
+    assert_eq!(
+        (&got["found"], &got["value"]),
+        (&json!(true), &json!("pizza with mushrooms"))
+    );
+    assert_eq!(got["access_count"], 1);
+
+    assert_eq!(r[4]["isError"], true);
+    assert_eq!(
+        text(&r[4]),
+        "Service Memory failed: key \"Not Snake\" must be snake_case: a lowercase letter, then lowercase letters, digits or underscores"
+    );
+    assert_eq!(
+        text(&r[5]),
+        "Service Memory failed: value is 5001 characters; the limit is 5000"
+    );
+    assert_eq!(ok(&r[6])["count"], 1);
+
+    // The spawn: through MCP; its result read through REST.
+    let spawned = ok(&r[7]);
+    assert_eq!(spawned["status"], "spawning");
+    let id = spawned["agent_id"].as_str().unwrap().to_string();
+    let rest = Client::new(&server.base, Some(&acme));
+    let done = poll_until(Duration::from_secs(60), "the agent completes", || {
+        let a = rest.get(&format!("/api/v1/agents/{id}")).body;
+        match a["status"].as_str() {
+            Some("completed") => Ok(a),
+            _ => Err(a.to_string()),
+        }
+    });
+    assert!(
+        done["final_result"].as_str().is_some_and(|s| !s.is_empty()),
+        "{done:#}"
+    );
+    // The plan admits one spawn a minute: the second is a tool error saying when to retry.
+    assert_eq!(r[8]["isError"], true);
+    let refusal = text(&r[8]);
+    assert!(refusal.starts_with("rate_limited: "), "{refusal}");
+    let secs = &r[8]["structuredContent"]["error"]["retry_after_secs"];
+    assert!(
+        secs.as_u64().is_some_and(|s| (1..=60).contains(&s)),
+        "{:#}",
+        r[8]
+    );
+    assert!(
+        refusal.ends_with(&format!("(retry after {secs} seconds)")),
+        "{refusal}"
+    );
+
+    // The agent tools read back what was spawned.
+    let r = results(&session(
+        via,
+        &server,
+        &acme,
+        &json!([
+            call("agent_get", &json!({"agent_id": id})),
+            call("agent_list", &json!({"limit": 5})),
+            call("agent_stop", &json!({"agent_id": id})),
+        ]),
+    ));
+    let got = ok(&r[0]);
+    assert_eq!(
+        (&got["status"], &got["final_result"]),
+        (&json!("completed"), &done["final_result"])
+    );
+    assert_eq!(ok(&r[1])["data"][0]["agent_id"], id.as_str());
+    assert_eq!(ok(&r[2]), json!({"agent_id": id, "status": "completed"}));
+
+    // Another account's session sees none of acme's memories or agents.
+    let r = results(&session(
+        via,
+        &server,
+        &other,
+        &json!([
+            call("service_memory_get", &json!({"key": "favourite_food"})),
+            call(
+                "service_memory_search",
+                &json!({"query": "pizza mushrooms"})
+            ),
+            call("service_memory_list", &json!({})),
+            call("agent_get", &json!({"agent_id": id})),
+        ]),
+    ));
+    assert_eq!(ok(&r[0]), json!({"found": false}));
+    assert_eq!(ok(&r[1]), json!({"results": []}));
+    assert_eq!(ok(&r[2])["count"], 0);
+    assert_eq!(r[3]["isError"], true);
+    assert!(text(&r[3]).starts_with("agent_not_found: "), "{:#}", r[3]);
+
+    refused_keys(via, server, &dir, &revokee);
+}
+
+/// An unknown key, then a revoked one (revoked with the server stopped, as the CLI needs), are
+/// refused with 401: the client reports an error, never an empty result.
+fn refused_keys(via: Via, mut server: Server, dir: &std::path::Path, revokee: &str) {
+    let steps = json!([call("service_memory_list", &json!({}))]);
+    assert_eq!(results(&session(via, &server, revokee, &steps)).len(), 1);
+    let assert_refused = |server: &Server, key: &str| {
+        let report = session(via, server, key, &steps);
+        assert!(report.get("error").is_some(), "{report:#}");
+        match via {
+            Via::Http => assert_eq!(report["http_statuses"], json!([401]), "{report:#}"),
+            Via::Stdio => assert!(
+                report["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("401 invalid_api_key: the server refused the API key"),
+                "{report:#}"
+            ),
+        }
+    };
+    assert_refused(&server, "wm_0000");
+    server.stop();
+    let (ok, _, stderr) = cli(&[
+        "keys",
+        "revoke",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        revokee,
+    ]);
+    assert!(ok, "{stderr}");
+    let server = Server::start_with(dir, &options());
+    assert_refused(&server, revokee);
+}
+
+#[test]
+fn mcp_over_streamable_http() {
+    memory_and_agents(Via::Http);
+}
+
+#[test]
+fn mcp_through_the_stdio_bridge() {
+    memory_and_agents(Via::Stdio);
+}
+
+/// `/mcp` answers 401 with the spec's envelope and `WWW-Authenticate: Bearer` before any
+/// MCP processing, whatever the body.
+#[test]
+fn mcp_without_a_key_is_401_with_a_bearer_challenge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start_with(&tmp.path().join("data"), &options());
+    let r = reqwest::blocking::Client::new()
+        .post(format!("{}/mcp", server.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["www-authenticate"], "Bearer");
+    let body: Value = r.json().unwrap();
+    assert_eq!(body["error"]["code"], "invalid_api_key", "{body}");
+}
