@@ -2,6 +2,8 @@
 //! for people or one JSON object per line for log collectors. Each HTTP request's line
 //! carries its `x-request-id` through the request's span (see `api::front`).
 
+use std::io::IsTerminal;
+
 use clap::ValueEnum;
 
 /// How log lines are written.
@@ -20,7 +22,9 @@ pub fn init(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into files or collectors.
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
