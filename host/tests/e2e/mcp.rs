@@ -334,15 +334,15 @@ fn memory_and_agents(via: Via) {
     assert_eq!(r[3]["isError"], true);
     assert!(text(&r[3]).starts_with("agent_not_found: "), "{:#}", r[3]);
 
-    refused_keys(via, server, &dir, &revokee);
+    refused_keys(via, &server, &dir, &revokee);
 }
 
 /// An unknown key, then a revoked one (revoked through the running server's admin socket, so
 /// from its next request on), are refused with 401: the client reports an error, never an
 /// empty result.
-fn refused_keys(via: Via, server: Server, dir: &std::path::Path, revokee: &str) {
+fn refused_keys(via: Via, server: &Server, dir: &std::path::Path, revokee: &str) {
     let steps = json!([call("service_memory_list", &json!({}))]);
-    assert_eq!(results(&session(via, &server, revokee, &steps)).len(), 1);
+    assert_eq!(results(&session(via, server, revokee, &steps)).len(), 1);
     let assert_refused = |server: &Server, key: &str| {
         let report = session(via, server, key, &steps);
         assert!(report.get("error").is_some(), "{report:#}");
@@ -357,7 +357,7 @@ fn refused_keys(via: Via, server: Server, dir: &std::path::Path, revokee: &str) 
             ),
         }
     };
-    assert_refused(&server, "wm_0000");
+    assert_refused(server, "wm_0000");
     let (ok, _, stderr) = cli(&[
         "keys",
         "revoke",
@@ -366,7 +366,7 @@ fn refused_keys(via: Via, server: Server, dir: &std::path::Path, revokee: &str) 
         revokee,
     ]);
     assert!(ok, "{stderr}");
-    assert_refused(&server, revokee);
+    assert_refused(server, revokee);
 }
 
 #[test]
