@@ -21,6 +21,7 @@ use axum::{
 };
 use futures_util::{Stream, StreamExt, stream};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{
     super::{
@@ -49,7 +50,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     ),
     security(("idToken" = [])),
     responses(
-        (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = StreamEvent, content_type = "text/event-stream"),
         (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
@@ -85,11 +86,30 @@ struct Feed {
     ended: bool,
 }
 
+/// One event of the stream as its SSE fields frame it: what the document says each item of
+/// the `text/event-stream` body is, and what every event sent is built from.
+#[derive(Debug, ToSchema)]
+#[schema(as = ConsoleEvent)]
+pub struct StreamEvent {
+    /// `status`, `progress`, `log` or `end`.
+    #[schema(pattern = "^(status|progress|log|end)$")]
+    pub event: String,
+    /// The event's JSON: the agent record, a progress entry, a log event, or `{}` for `end`.
+    pub data: String,
+}
+
+impl From<StreamEvent> for Event {
+    fn from(e: StreamEvent) -> Self {
+        Event::default().event(e.event).data(e.data)
+    }
+}
+
 fn event<T: Serialize>(name: &str, data: &T) -> Event {
-    Event::default()
-        .event(name)
-        .json_data(data)
-        .expect("event data serializes")
+    StreamEvent {
+        event: name.to_owned(),
+        data: serde_json::to_string(data).expect("event data serializes"),
+    }
+    .into()
 }
 
 fn progress(p: &Progress) -> Event {
@@ -211,8 +231,7 @@ impl Feed {
         }
         self.queue
             .push_back(event("status", &AgentView::from(&self.sent)));
-        self.queue
-            .push_back(Event::default().event("end").data("{}"));
+        self.queue.push_back(event("end", &serde_json::json!({})));
         self.ended = true;
         true
     }

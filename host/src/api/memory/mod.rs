@@ -358,7 +358,8 @@ pub async fn consolidate(
 ) -> ApiResult<Json<ConsolidateResponse>> {
     let min_cluster_size = match body.min_cluster_size {
         None => DEFAULT_MIN_CLUSTER_SIZE,
-        Some(n) if n.fract() == 0.0 && n >= 2.0 && n <= u64::MAX as f64 => n as usize,
+        // A size past any account's memories forms no cluster: it saturates, as `as` does.
+        Some(n) if n.fract() == 0.0 && n >= 2.0 => n as usize,
         Some(_) => {
             return Err(ApiError::invalid_field(
                 "min_cluster_size",
