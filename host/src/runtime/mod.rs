@@ -11,6 +11,7 @@
 
 mod admission;
 mod bindings;
+mod bounds;
 mod changes;
 mod config;
 mod engine;
