@@ -12,6 +12,7 @@ mod console_browser;
 mod consolidate;
 mod envelope;
 mod guests;
+mod hostile;
 mod isolation;
 mod mcp;
 mod memory_crud;
