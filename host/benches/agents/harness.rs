@@ -25,7 +25,7 @@ pub struct ServerOptions {
 }
 
 /// A config whose lightyear plan never refuses (spawn rates, concurrency, agent-hours,
-/// memories), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
+/// memories, components), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
 pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     let mut config = Config::default();
     config.embedder.kind = EmbedderKind::Hash;
@@ -35,6 +35,8 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         concurrent_agents: 1_000_000,
         memories: 10_000_000,
         agent_hours_per_month: 1.0e9,
+        component_max_bytes: 64 << 20,
+        components: 1_000_000,
     };
     config.mind = MindConfig {
         provider: "openai".into(),
