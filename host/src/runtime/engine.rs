@@ -105,6 +105,28 @@ pub enum LoadError {
 /// the default agent component. Starts the epoch ticker.
 pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compiled> {
     let cap = admission_cap(config.max_agents);
+    let engine = engine(config, cap)?;
+    let bytes = match &config.component {
+        Some(path) => std::fs::read(path)
+            .with_context(|| format!("reading agent component {}", path.display()))?,
+        None => DEFAULT_AGENT.to_vec(),
+    };
+    let linker = sandbox_linker(&engine)?;
+    let digest: [u8; 32] = Sha256::digest(&bytes).into();
+    let default = load(&engine, &linker, cache_dir, &digest, || Ok(bytes))
+        .map_err(|e| anyhow::anyhow!("loading the agent component: {e}"))?;
+    start_ticker(&engine);
+    Ok(Compiled {
+        engine,
+        linker,
+        default,
+        cache_dir: cache_dir.to_path_buf(),
+        cap,
+    })
+}
+
+/// The engine for `cap` live agents within `config`'s limits.
+fn engine(config: &RuntimeConfig, cap: u32) -> anyhow::Result<Engine> {
     let memory_bytes = config.memory_limit_mib as usize * (1 << 20);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(cap)
@@ -122,27 +144,16 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
         .memory_init_cow(false)
         .concurrency_support(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let engine =
-        Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;
-    let bytes = match &config.component {
-        Some(path) => std::fs::read(path)
-            .with_context(|| format!("reading agent component {}", path.display()))?,
-        None => DEFAULT_AGENT.to_vec(),
-    };
-    let mut linker = Linker::<AgentState>::new(&engine);
+    Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))
+}
+
+/// What the sandbox offers an agent to import: WASI 0.2 (its capabilities are granted per
+/// store, none by default) and the `wasmind:agent` interfaces.
+fn sandbox_linker(engine: &Engine) -> anyhow::Result<Linker<AgentState>> {
+    let mut linker = Linker::<AgentState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
-    let digest: [u8; 32] = Sha256::digest(&bytes).into();
-    let default = load(&engine, &linker, cache_dir, &digest, || Ok(bytes))
-        .map_err(|e| anyhow::anyhow!("loading the agent component: {e}"))?;
-    start_ticker(&engine);
-    Ok(Compiled {
-        engine,
-        linker,
-        default,
-        cache_dir: cache_dir.to_path_buf(),
-        cap,
-    })
+    Ok(linker)
 }
 
 /// The component whose bytes have SHA-256 `digest`, linked and ready to instantiate: from
@@ -165,7 +176,10 @@ pub fn load(
                 .precompile_component(&wasm()?)
                 .map_err(|e| LoadError::Invalid(format!("it does not compile: {e:#}")))?;
             write_atomically(&path, &artifact)?;
-            deserialize(engine, &path).map_err(|e| LoadError::Invalid(format!("{e:#}")))?
+            // The pooling allocator checks the component's needs here.
+            deserialize(engine, &path).map_err(|e| {
+                LoadError::Invalid(format!("it does not fit the sandbox's limits ({e:#})"))
+            })?
         }
     };
     link(linker, &component).inspect_err(|_| {
@@ -267,5 +281,62 @@ mod tests {
         assert_eq!(limit.current, limit.maximum, "the soft limit was raised");
         let fds = limit.current.unwrap_or(u64::MAX);
         assert!(u64::from(derived) <= fds.saturating_sub(FDS_RESERVED).max(1));
+    }
+
+    /// Loads the component in `text` (the text format) into a fresh engine and cache.
+    fn load_text(text: &str) -> (tempfile::TempDir, Result<AgentPre<AgentState>, LoadError>) {
+        let engine = engine(&RuntimeConfig::default(), 2).unwrap();
+        let linker = sandbox_linker(&engine).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let wasm = wat::parse_str(text).unwrap();
+        let digest: [u8; 32] = Sha256::digest(&wasm).into();
+        let loaded = load(&engine, &linker, cache.path(), &digest, || Ok(wasm));
+        (cache, loaded)
+    }
+
+    fn refusal(text: &str) -> String {
+        match load_text(text).1 {
+            Err(LoadError::Invalid(message)) => message,
+            Err(e) => panic!("not a refusal: {e}"),
+            Ok(_) => panic!("loaded"),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_import_or_export_at_fault_and_keep_no_artifact() {
+        let missing =
+            refusal(r#"(component (import "evil:thing/x" (instance (export "f" (func)))))"#);
+        assert!(missing.contains("`evil:thing/x`"), "{missing}");
+        assert!(missing.contains("does not offer"), "{missing}");
+        let no_run = refusal("(component)");
+        assert!(no_run.contains("export `run"), "{no_run}");
+        let wrong_type = refusal(
+            r#"(component
+                 (core module $m (func (export "f")))
+                 (core instance $i (instantiate $m))
+                 (func $run (canon lift (core func $i "f")))
+                 (export "run" (func $run)))"#,
+        );
+        assert!(wrong_type.contains("run"), "{wrong_type}");
+        let two_memories = refusal(
+            r#"(component
+                 (core module $m (memory 1))
+                 (core instance (instantiate $m))
+                 (core instance (instantiate $m)))"#,
+        );
+        assert!(two_memories.contains("sandbox's limits"), "{two_memories}");
+        let big = refusal(
+            r#"(component
+                 (core module $m (memory 1100))
+                 (core instance (instantiate $m)))"#,
+        );
+        assert!(big.contains("sandbox's limits"), "{big}");
+        let (cache, loaded) = load_text("(component)");
+        assert!(loaded.is_err());
+        assert_eq!(
+            std::fs::read_dir(cache.path()).unwrap().count(),
+            0,
+            "no artifact kept"
+        );
     }
 }

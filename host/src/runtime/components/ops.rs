@@ -35,6 +35,9 @@ pub struct Components {
     /// Held while bytes are written or removed and their references change, so a delete
     /// never removes a file an upload has just counted on.
     files: Mutex<()>,
+    /// Held while an upload is validated: one compilation at a time (each already uses
+    /// every core), so a burst of uploads queues instead of starving running agents.
+    compiling: Mutex<()>,
 }
 
 /// An upload, as the caller received it.
@@ -101,6 +104,7 @@ impl Components {
             blobs,
             cache: PreCache::default(),
             files: Mutex::new(()),
+            compiling: Mutex::new(()),
         })
     }
 
@@ -122,7 +126,10 @@ impl Components {
         }
         let digest: [u8; 32] = Sha256::digest(&up.bytes).into();
         let sha256 = hex::encode(digest);
-        let pre = validate(compiled, &digest, &up.bytes)?;
+        let pre = {
+            let _compiling = self.compiling.lock();
+            validate(compiled, &digest, &up.bytes)?
+        };
         let record = ComponentRecord {
             component_id: new_id(super::ID_PREFIX),
             account: up.account,
