@@ -300,6 +300,18 @@ fn uploaded_components_survive_a_crash() {
     let listed = c.get("/api/v1/agents/components").body;
     assert_eq!(listed["data"], json!([notes]));
     runs_to_completion(&c, "notes_agent", &agent_of(&notes));
+    // The first spawn after the restart loaded the artifact; the next finds it linked.
+    runs_to_completion(&c, "notes_agent@1.0.0", &agent_of(&notes));
+    let metrics = c
+        .request(reqwest::Method::GET, "/metrics")
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    for from in ["artifact", "cache"] {
+        let line = format!("wasmind_component_loads_total{{from=\"{from}\"}} 1");
+        assert!(metrics.contains(&line), "{line} not in:\n{metrics}");
+    }
     // Only the live component's bytes are kept.
     let kept: Vec<_> = std::fs::read_dir(dir.join("components"))
         .unwrap()

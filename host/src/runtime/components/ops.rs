@@ -17,6 +17,7 @@ use crate::{
     blocking::{BlockingError, run_blocking},
     clock::now_ms,
     id::new_id,
+    metrics::names,
     runtime::{
         bindings::AgentPre,
         engine::{self, Compiled, LoadError},
@@ -202,7 +203,13 @@ impl Components {
             .resolve(account, spec)
             .map_err(|e| SpawnRefusal::Storage(e.into()))?
             .ok_or(SpawnRefusal::ComponentNotFound)?;
-        let pre = match self.cache.get(&record.sha256) {
+        let cached = self.cache.get(&record.sha256);
+        let from = if cached.is_some() {
+            "cache"
+        } else {
+            "artifact"
+        };
+        let pre = match cached {
             Some(pre) => pre,
             None => {
                 let mut digest = [0u8; 32];
@@ -226,6 +233,7 @@ impl Components {
                 pre
             }
         };
+        metrics::counter!(names::COMPONENT_LOADS, "from" => from).increment(1);
         let component = AgentComponent {
             component_id: record.component_id,
             name: record.name,
