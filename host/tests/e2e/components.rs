@@ -213,7 +213,7 @@ fn uploads_that_cannot_run_are_refused_with_what_is_wrong() {
         )
         .body(bytes.clone()),
     )
-    .assert_error(400, "invalid_name");
+    .assert_error(400, "invalid_query");
     post_component_as(&c, bytes.clone(), "notes", "1.0.0", Some("text/plain"))
         .assert_error(415, "unsupported_media_type");
     // Nothing was stored by any refusal; an upload without a Content-Type is accepted.

@@ -2132,6 +2132,9 @@ fn drive_components(spec: &mut Spec, c: &Client, bob: &Client, small: &Client) {
     expect_error(&r, 400, "invalid_name");
     let r = spec.post_bytes(c, &upload("notes", "1.0"), &notes, Some(WASM), strict);
     expect_error(&r, 400, "invalid_version");
+    let twice = format!("{}&version=1.0.1", upload("notes", "1.0.0"));
+    let r = spec.post_bytes(c, &twice, &notes, Some(WASM), strict);
+    expect_error(&r, 400, "invalid_query");
     // Bytes that cannot run: the document cannot tell, the server can.
     for bytes in [&b"\0asm\x01\0\0\0"[..], b"garbage"] {
         let r = spec.post_bytes(

@@ -120,7 +120,7 @@ impl From<UploadError> for ApiError {
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "stored", body = ComponentView),
-        (status = 400, description = "A bad name or version (`invalid_name`, `invalid_version`, with `details.parameter`), or bytes that cannot run as an agent: not a component (a core module, garbage), not compilable, an import the sandbox does not offer, no `run` export of the agent world's type — the message names the import or export (`invalid_component`). Codes: `invalid_name`, `invalid_version`, `invalid_component`.", body = ErrorEnvelope),
+        (status = 400, description = "A bad name or version (`invalid_name`, `invalid_version`, with `details.parameter`), a malformed query string or a parameter given twice (`invalid_query`), or bytes that cannot run as an agent: not a component (a core module, garbage), not compilable, an import the sandbox does not offer, no `run` export of the agent world's type — the message names the import or export (`invalid_component`). Codes: `invalid_name`, `invalid_version`, `invalid_query`, `invalid_component`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The account has its plan's `components`; `details.limit` says how many. Codes: `component_quota_exceeded`.", body = ErrorEnvelope),
         (status = 409, description = "The account has a component of that name and version. Codes: `component_exists`.", body = ErrorEnvelope),
@@ -131,7 +131,7 @@ impl From<UploadError> for ApiError {
 pub async fn upload(
     State(state): State<AppState>,
     Auth(who): Auth,
-    Query(q): Query<UploadQuery>,
+    query: Result<Query<UploadQuery>, ApiError>,
     headers: HeaderMap,
     body: RawBody,
 ) -> ApiResult<Response> {
@@ -149,18 +149,13 @@ pub async fn upload(
             ));
         }
     }
-    let name = q
-        .name
-        .ok_or_else(|| invalid_parameter("name", "query parameter name is required"))?;
-    let version = q
-        .version
-        .ok_or_else(|| invalid_parameter("version", "query parameter version is required"))?;
+    let Query(q) = query?;
     let record = state
         .runtime
         .upload_component(Upload {
             account: who.account.to_string(),
-            name,
-            version,
+            name: q.name,
+            version: q.version,
             bytes,
             max_components: limits.components,
         })

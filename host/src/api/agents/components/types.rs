@@ -4,7 +4,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, PartialSchema, ToSchema,
-    openapi::{ObjectBuilder, RefOr, Schema, SchemaFormat, Type, schema::KnownFormat},
+    openapi::{
+        ObjectBuilder, RefOr, Required, Schema, SchemaFormat, Type,
+        path::{Parameter, ParameterBuilder, ParameterIn},
+        schema::KnownFormat,
+    },
 };
 
 use super::{
@@ -80,14 +84,35 @@ fn components_cursor() -> Schema {
 }
 
 /// POST /api/v1/agents/components: what the upload is called.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Debug, Deserialize)]
 pub struct UploadQuery {
-    /// The component's name; its versions share it.
-    #[param(schema_with = name_param, required = true)]
-    pub name: Option<String>,
-    #[param(schema_with = version_param, required = true)]
-    pub version: Option<String>,
+    pub name: String,
+    pub version: String,
+}
+
+/// Written out, as utoipa's derive leaves a parameter with its own schema optional.
+impl IntoParams for UploadQuery {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        [
+            (
+                "name",
+                name_param(),
+                "the component's name; its versions share it",
+            ),
+            ("version", version_param(), "this upload's version"),
+        ]
+        .into_iter()
+        .map(|(name, schema, description)| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(Required::True)
+                .description(Some(description))
+                .schema(Some(schema))
+                .build()
+        })
+        .collect()
+    }
 }
 
 impl Fields for UploadQuery {
