@@ -18,21 +18,27 @@
 //!    ignores the stop (`sleeper`: a WASI sleep) and a CPU-bound one (`spin`), alone and
 //!    beside other spinning agents.
 //! 4. `cap`: with `[runtime] max_agents = 50`, the 51st spawn is refused with 503.
-//! 5. `instantiate`: where instantiation time goes — the default agent instantiated in a
+//! 5. `components`: tenants' uploaded components — upload → spawnable time, RSS per
+//!    stored idle component, and spawn latency against the built-in agent's
+//!    (`agents/components.rs`).
+//! 6. `instantiate`: where instantiation time goes — the default agent instantiated in a
 //!    bare engine configured as `runtime/engine.rs` does, and with one setting changed.
 //!
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,sleepers,stop,cap,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
+//! (`live,sleepers,stop,cap,components,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
 //! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
 //! per guest), `WASMIND_BENCH_STOP_SAMPLE` (200 default agents stopped one at a time),
 //! `WASMIND_BENCH_GRACE` (0.2 s), `WASMIND_BENCH_SPIN_BACKGROUND` (3),
 //! `WASMIND_BENCH_CAP` (50), `WASMIND_BENCH_INSTANTIATE` (2000 instances per setting),
 //! `WASMIND_BENCH_SLEEPERS` (2000 live sleeper agents, for their RSS),
-//! `WASMIND_BENCH_DIR` (temp dir for data dirs),
+//! `WASMIND_BENCH_COMPONENTS` (100 uploaded), `WASMIND_BENCH_COMPONENT_SPAWNS` (500 of each
+//! kind), `WASMIND_BENCH_DIR` (temp dir for data dirs),
 //! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` (prebuilt guest components).
 
+#[path = "agents/components.rs"]
+mod components;
 #[path = "agents/fake_mind.rs"]
 mod fake_mind;
 #[path = "agents/guests.rs"]
@@ -68,6 +74,8 @@ struct Settings {
     cap: u32,
     instantiate: usize,
     sleepers: usize,
+    components: usize,
+    component_spawns: usize,
 }
 
 fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -85,7 +93,7 @@ impl Settings {
         Self {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
-                .unwrap_or_else(|_| "live,sleepers,stop,cap,instantiate".into())
+                .unwrap_or_else(|_| "live,sleepers,stop,cap,components,instantiate".into())
                 .split(',')
                 .map(|p| p.trim().to_string())
                 .collect(),
@@ -99,6 +107,8 @@ impl Settings {
             cap: env_num("WASMIND_BENCH_CAP", 50u32).max(1),
             instantiate: env_num("WASMIND_BENCH_INSTANTIATE", 2_000usize).max(1),
             sleepers: env_num("WASMIND_BENCH_SLEEPERS", 2_000usize).max(1),
+            components: env_num("WASMIND_BENCH_COMPONENTS", 100usize).max(1),
+            component_spawns: env_num("WASMIND_BENCH_COMPONENT_SPAWNS", 500usize).max(1),
         }
     }
 
@@ -328,6 +338,15 @@ fn main() {
     }
     if settings.wants("cap") {
         cap(&settings, &mind, &mut table);
+    }
+    if settings.wants("components") {
+        components::run(
+            settings.components,
+            settings.component_spawns,
+            settings.grace,
+            &mind,
+            &mut table,
+        );
     }
     if settings.wants("instantiate") {
         instantiate::run(settings.instantiate);

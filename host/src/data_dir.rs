@@ -76,6 +76,11 @@ impl DataDir {
         self.path.join("cache")
     }
 
+    /// Where uploaded agent components' bytes are kept, content-addressed.
+    pub fn components_dir(&self) -> PathBuf {
+        self.path.join("components")
+    }
+
     /// Where a derived index named `name` keeps its files.
     pub fn index_dir(&self, name: &str) -> PathBuf {
         self.path.join("index").join(name)

@@ -148,8 +148,8 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
         records: records.clone(),
         usage: usage.clone(),
     });
-    let runtime = Runtime::start(&config.runtime, &dir.cache_dir(), services)
-        .context("starting the agent runtime")?;
+    let runtime =
+        Runtime::start(&config.runtime, dir, services).context("starting the agent runtime")?;
     let keys = KeyStore::new(dir.db().clone())?;
     let console = Console::open(dir.path(), &config.console, keys.clone())
         .context("setting up console sign-in")?;

@@ -25,7 +25,7 @@ pub struct ServerOptions {
 }
 
 /// A config whose lightyear plan never refuses (spawn rates, concurrency, agent-hours,
-/// memories), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
+/// memories, components), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
 pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     let mut config = Config::default();
     config.embedder.kind = EmbedderKind::Hash;
@@ -35,6 +35,8 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         concurrent_agents: 1_000_000,
         memories: 10_000_000,
         agent_hours_per_month: 1.0e9,
+        component_max_bytes: 64 << 20,
+        components: 1_000_000,
     };
     config.mind = MindConfig {
         provider: "openai".into(),
@@ -217,11 +219,22 @@ impl Client {
         self.send(self.http.delete(format!("{}{path}", self.base)))
     }
 
+    /// POST with raw bytes (`Content-Type: application/wasm`).
+    pub fn post_wasm(&self, path: &str, bytes: Vec<u8>) -> Reply {
+        let req = self.http.post(format!("{}{path}", self.base));
+        self.send(req.header("content-type", "application/wasm").body(bytes))
+    }
+
     /// POST /api/v1/agents; (reply, instant sent, latency). Named, so the host does not
     /// also ask the (hanging) fake Mind for a title: the figures are the agent's alone.
     pub fn spawn(&self, task: &str) -> (Reply, Instant, Duration) {
+        self.spawn_agent(task, None)
+    }
+
+    /// [`Client::spawn`] of the uploaded component `agent` names (`None`: the default).
+    pub fn spawn_agent(&self, task: &str, agent: Option<&str>) -> (Reply, Instant, Duration) {
         let sent = Instant::now();
-        let body = json!({ "task": task, "name": "bench agent" });
+        let body = json!({ "task": task, "name": "bench agent", "agent": agent });
         let reply = self.post("/api/v1/agents", &body);
         (reply, sent, sent.elapsed())
     }

@@ -49,7 +49,7 @@ impl FromStr for Plan {
 
 /// The three tiers' limits: the `[plans]` section of the config file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[serde(from = "PlanTables")]
 pub struct Plans {
     pub free: PlanLimits,
     pub liftoff: PlanLimits,
@@ -65,6 +65,8 @@ impl Default for Plans {
                 concurrent_agents: 2,
                 memories: 1_000,
                 agent_hours_per_month: 10.0,
+                component_max_bytes: 8 << 20,
+                components: 10,
             },
             liftoff: PlanLimits {
                 spawns_per_minute: 5,
@@ -72,6 +74,8 @@ impl Default for Plans {
                 concurrent_agents: 5,
                 memories: 25_000,
                 agent_hours_per_month: 100.0,
+                component_max_bytes: 32 << 20,
+                components: 100,
             },
             lightyear: PlanLimits {
                 spawns_per_minute: 30,
@@ -79,6 +83,8 @@ impl Default for Plans {
                 concurrent_agents: 25,
                 memories: 250_000,
                 agent_hours_per_month: 1_000.0,
+                component_max_bytes: 64 << 20,
+                components: 1_000,
             },
         }
     }
@@ -93,12 +99,19 @@ impl Plans {
             Plan::Lightyear => &self.lightyear,
         }
     }
+
+    /// The largest component any plan may upload.
+    pub fn largest_component(&self) -> u64 {
+        [&self.free, &self.liftoff, &self.lightyear]
+            .iter()
+            .map(|l| l.component_max_bytes)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
-/// Limits of one plan tier. Every member must be given when a `[plans.X]` table is written,
-/// so a partial table cannot silently mix tiers.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+/// Limits of one plan tier.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlanLimits {
     /// Spawns per API key in any rolling 60 s window.
     pub spawns_per_minute: u32,
@@ -110,4 +123,97 @@ pub struct PlanLimits {
     pub memories: u64,
     /// Agent run time per account per calendar month (UTC), in hours.
     pub agent_hours_per_month: f64,
+    /// Largest agent component an account may upload, in bytes.
+    pub component_max_bytes: u64,
+    /// Most agent components an account may keep.
+    pub components: u32,
+}
+
+/// The `[plans]` section as written: tiers left out keep their defaults.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanTables {
+    free: Option<PlanTable>,
+    liftoff: Option<PlanTable>,
+    lightyear: Option<PlanTable>,
+}
+
+/// One `[plans.X]` table. The original five limits must all be given, so a partial table
+/// cannot silently mix tiers; the component limits came later and, left out, keep the
+/// tier's own defaults (so configuration files written before them still load).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanTable {
+    spawns_per_minute: u32,
+    spawns_per_hour: u32,
+    concurrent_agents: u32,
+    memories: u64,
+    agent_hours_per_month: f64,
+    component_max_bytes: Option<u64>,
+    components: Option<u32>,
+}
+
+impl PlanTable {
+    fn over(self, default: &PlanLimits) -> PlanLimits {
+        PlanLimits {
+            spawns_per_minute: self.spawns_per_minute,
+            spawns_per_hour: self.spawns_per_hour,
+            concurrent_agents: self.concurrent_agents,
+            memories: self.memories,
+            agent_hours_per_month: self.agent_hours_per_month,
+            component_max_bytes: self
+                .component_max_bytes
+                .unwrap_or(default.component_max_bytes),
+            components: self.components.unwrap_or(default.components),
+        }
+    }
+}
+
+impl From<PlanTables> for Plans {
+    fn from(t: PlanTables) -> Self {
+        let d = Plans::default();
+        let tier = |table: Option<PlanTable>, default: PlanLimits| match table {
+            Some(table) => table.over(&default),
+            None => default,
+        };
+        Plans {
+            free: tier(t.free, d.free),
+            liftoff: tier(t.liftoff, d.liftoff),
+            lightyear: tier(t.lightyear, d.lightyear),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIVE: &str = "spawns_per_minute = 1\nspawns_per_hour = 2\nconcurrent_agents = 3\n\
+                        memories = 4\nagent_hours_per_month = 5.0\n";
+
+    #[test]
+    fn component_limits_default_per_tier_and_may_be_given() {
+        let plans: Plans = toml::from_str(&format!(
+            "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n"
+        ))
+        .unwrap();
+        assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
+        assert_eq!(plans.lightyear.components, 1_000);
+        assert_eq!(plans.lightyear.memories, 4);
+        assert_eq!(
+            (plans.free.component_max_bytes, plans.free.components),
+            (1024, 2)
+        );
+        assert_eq!(plans.liftoff, Plans::default().liftoff);
+        assert_eq!(plans.largest_component(), 64 << 20);
+        let unknown = toml::from_str::<Plans>(&format!("[free]\n{FIVE}component_bytes = 1\n"));
+        assert!(unknown.unwrap_err().to_string().contains("component_bytes"));
+        let partial = toml::from_str::<Plans>("[free]\nmemories = 4\n");
+        assert!(
+            partial
+                .unwrap_err()
+                .to_string()
+                .contains("spawns_per_minute")
+        );
+    }
 }

@@ -99,6 +99,11 @@ fn routes() -> OpenApiRouter<AppState> {
             paths,
             import.layer(DefaultBodyLimit::max(IMPORT_BODY_LIMIT)),
         ))
+        .routes(routes!(
+            agents::components::upload,
+            agents::components::list
+        ))
+        .routes(routes!(agents::components::get, agents::components::delete))
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))

@@ -87,6 +87,7 @@ impl From<SpawnRefusal> for ApiError {
                 e.retry_after = Some(retry_after_secs);
                 e
             }
+            SpawnRefusal::ComponentNotFound => super::agents::component_not_found(),
             SpawnRefusal::Storage(e) => ApiError::internal(&e),
         }
     }

@@ -19,6 +19,9 @@ pub const AGENTS_SPAWNED: &str = "wasmind_agents_spawned_total";
 pub const AGENTS_ENDED: &str = "wasmind_agents_ended_total";
 /// Spawns refused, by `reason`.
 pub const SPAWNS_REFUSED: &str = "wasmind_spawns_refused_total";
+/// Spawns of uploaded components, by `from`: `cache` (linked and ready) or `artifact`
+/// (loaded from the precompiled artifact on disk and linked).
+pub const COMPONENT_LOADS: &str = "wasmind_component_loads_total";
 /// Mind calls made, by `call` (`complete`, `extract`, `summarize`, `title`).
 pub const MIND_CALLS: &str = "wasmind_mind_calls_total";
 /// Mind calls that failed after their retries, by `call` and `error`.
@@ -77,6 +80,12 @@ const fn metric(name: &'static str, kind: Kind, unit: Unit, help: &'static str) 
 
 /// Every metric wasmind emits.
 pub const ALL: &[Metric] = &[
+    metric(
+        COMPONENT_LOADS,
+        Kind::Counter,
+        Unit::Count,
+        "Spawns of uploaded components, by where the linked component came from (cache, artifact).",
+    ),
     metric(
         HTTP_REQUESTS,
         Kind::Counter,

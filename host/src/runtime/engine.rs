@@ -8,7 +8,10 @@
 //! Each live agent may also hold a socket (its Mind call), so the open-files limit,
 //! raised to its hard limit at start, bounds the cap too.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::Context;
 use sha2::{Digest, Sha256};
@@ -73,17 +76,57 @@ fn raise_open_files_limit() -> u64 {
     limit.current.unwrap_or(u64::MAX)
 }
 
-/// A compiled agent ready to instantiate cheaply, and the engine behind it.
+/// The engine every agent runs on, the linker of what the sandbox offers, and the agent
+/// spawns run when they name none.
 pub struct Compiled {
     pub engine: Engine,
-    pub pre: AgentPre<AgentState>,
+    /// WASI p2 and the `wasmind:agent` interfaces: every import an agent may have.
+    pub linker: Linker<AgentState>,
+    /// The default agent (the built-in one, or the operator's `[runtime] component`).
+    pub default: AgentPre<AgentState>,
+    /// Where precompiled artifacts are kept.
+    pub cache_dir: PathBuf,
     pub cap: u32,
 }
 
-/// Builds the engine for `cap` agents, compiles (or loads from `cache_dir`) the agent
-/// component and links it. Starts the epoch ticker.
+/// Why a component could not be made ready to run.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The bytes are not a component this engine compiles, imports something the linker
+    /// does not offer, or lack the `run` export: the component's fault, with what is wrong.
+    #[error("{0}")]
+    Invalid(String),
+    /// Reading or writing the artifact failed: the host's fault.
+    #[error("component artifact: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Builds the engine for `cap` agents and its linker, and loads (compiling on first use)
+/// the default agent component. Starts the epoch ticker.
 pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compiled> {
     let cap = admission_cap(config.max_agents);
+    let engine = engine(config, cap)?;
+    let bytes = match &config.component {
+        Some(path) => std::fs::read(path)
+            .with_context(|| format!("reading agent component {}", path.display()))?,
+        None => DEFAULT_AGENT.to_vec(),
+    };
+    let linker = sandbox_linker(&engine)?;
+    let digest: [u8; 32] = Sha256::digest(&bytes).into();
+    let default = load(&engine, &linker, cache_dir, &digest, || Ok(bytes))
+        .map_err(|e| anyhow::anyhow!("loading the agent component: {e}"))?;
+    start_ticker(&engine);
+    Ok(Compiled {
+        engine,
+        linker,
+        default,
+        cache_dir: cache_dir.to_path_buf(),
+        cap,
+    })
+}
+
+/// The engine for `cap` live agents within `config`'s limits.
+fn engine(config: &RuntimeConfig, cap: u32) -> anyhow::Result<Engine> {
     let memory_bytes = config.memory_limit_mib as usize * (1 << 20);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(cap)
@@ -101,54 +144,98 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
         .memory_init_cow(false)
         .concurrency_support(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    let engine =
-        Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))?;
-    let bytes = match &config.component {
-        Some(path) => std::fs::read(path)
-            .with_context(|| format!("reading agent component {}", path.display()))?,
-        None => DEFAULT_AGENT.to_vec(),
-    };
-    let component = load_cached(&engine, &bytes, cache_dir)?;
-    let mut linker = Linker::<AgentState>::new(&engine);
-    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-    Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
-    let pre = AgentPre::new(linker.instantiate_pre(&component)?)?;
-    start_ticker(&engine);
-    Ok(Compiled { engine, pre, cap })
+    Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))
 }
 
-/// Compiling takes tens of milliseconds; loading a precompiled artifact a fraction of
-/// one. Artifacts are keyed by the component's bytes and the engine's settings.
-fn load_cached(engine: &Engine, wasm: &[u8], cache_dir: &Path) -> anyhow::Result<Component> {
+/// What the sandbox offers an agent to import: WASI 0.2 (its capabilities are granted per
+/// store, none by default) and the `wasmind:agent` interfaces.
+fn sandbox_linker(engine: &Engine) -> anyhow::Result<Linker<AgentState>> {
+    let mut linker = Linker::<AgentState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
+    Ok(linker)
+}
+
+/// The component whose bytes have SHA-256 `digest`, linked and ready to instantiate: from
+/// its precompiled artifact when the cache has one (a deserialization, a fraction of a
+/// millisecond), else compiled from `wasm()` into the cache first (tens of milliseconds
+/// and more). A compilation, link or export failure is [`LoadError::Invalid`], naming
+/// what is wrong; the artifact of a component that does not link is not kept.
+pub fn load(
+    engine: &Engine,
+    linker: &Linker<AgentState>,
+    cache_dir: &Path,
+    digest: &[u8; 32],
+    wasm: impl FnOnce() -> std::io::Result<Vec<u8>>,
+) -> Result<AgentPre<AgentState>, LoadError> {
+    let path = artifact_path(engine, cache_dir, digest);
+    let component = match path.exists().then(|| deserialize(engine, &path)) {
+        Some(Ok(component)) => component,
+        _ => {
+            let artifact = engine
+                .precompile_component(&wasm()?)
+                .map_err(|e| LoadError::Invalid(format!("it does not compile: {e:#}")))?;
+            write_atomically(&path, &artifact)?;
+            // The pooling allocator checks the component's needs here.
+            deserialize(engine, &path).map_err(|e| {
+                LoadError::Invalid(format!("it does not fit the sandbox's limits ({e:#})"))
+            })?
+        }
+    };
+    link(linker, &component).inspect_err(|_| {
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
+/// Links `component` against what the sandbox offers and checks its `run` export.
+fn link(
+    linker: &Linker<AgentState>,
+    component: &Component,
+) -> Result<AgentPre<AgentState>, LoadError> {
+    let pre = linker.instantiate_pre(component).map_err(|e| {
+        LoadError::Invalid(format!(
+            "it imports what this sandbox does not offer ({e:#}); an agent may import WASI \
+             0.2 and the wasmind:agent interfaces"
+        ))
+    })?;
+    AgentPre::new(pre).map_err(|e| {
+        LoadError::Invalid(format!(
+            "it does not export `run: func(task: string) -> result<string, string>` of the \
+             wasmind:agent world ({e:#})"
+        ))
+    })
+}
+
+/// Where the artifact of the component with SHA-256 `digest` is cached: keyed by the
+/// content and the engine's settings, so an engine upgrade never loads a stale one.
+pub fn artifact_path(engine: &Engine, cache_dir: &Path, digest: &[u8; 32]) -> PathBuf {
     let mut hasher = Sha256::new();
-    hasher.update(wasm);
+    hasher.update(digest);
     std::hash::Hash::hash(
         &engine.precompile_compatibility_hash(),
         &mut HashWriter(&mut hasher),
     );
-    let path = cache_dir.join(format!("{}.cwasm", hex::encode(&hasher.finalize()[..16])));
-    if path.exists()
-        && let Ok(component) = deserialize(engine, &path)
-    {
-        return Ok(component);
-    }
-    let artifact = engine
-        .precompile_component(wasm)
-        .map_err(|e| anyhow::anyhow!("compiling the agent component: {e:#}"))?;
-    std::fs::create_dir_all(cache_dir)?;
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, &artifact)?;
-    std::fs::rename(&tmp, &path)?;
-    deserialize(engine, &path)
+    cache_dir.join(format!("{}.cwasm", hex::encode(&hasher.finalize()[..16])))
+}
+
+/// Writes `bytes` to `path` through a temporary file of its own (concurrent writers of
+/// the same path never mix) and a rename, so `path` is never seen half-written.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
 }
 
 #[allow(unsafe_code)]
-fn deserialize(engine: &Engine, path: &Path) -> anyhow::Result<Component> {
+fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was written by `precompile_component` of an engine with the same
     // compatibility hash (it is part of the file name), into a cache only this process
     // writes, via write-then-rename so it is never seen half-written.
-    let component = unsafe { Component::deserialize_file(engine, path) }?;
-    Ok(component)
+    unsafe { Component::deserialize_file(engine, path) }
 }
 
 /// Feeds `Hash` output into a SHA-256.
@@ -194,5 +281,62 @@ mod tests {
         assert_eq!(limit.current, limit.maximum, "the soft limit was raised");
         let fds = limit.current.unwrap_or(u64::MAX);
         assert!(u64::from(derived) <= fds.saturating_sub(FDS_RESERVED).max(1));
+    }
+
+    /// Loads the component in `text` (the text format) into a fresh engine and cache.
+    fn load_text(text: &str) -> (tempfile::TempDir, Result<AgentPre<AgentState>, LoadError>) {
+        let engine = engine(&RuntimeConfig::default(), 2).unwrap();
+        let linker = sandbox_linker(&engine).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let wasm = wat::parse_str(text).unwrap();
+        let digest: [u8; 32] = Sha256::digest(&wasm).into();
+        let loaded = load(&engine, &linker, cache.path(), &digest, || Ok(wasm));
+        (cache, loaded)
+    }
+
+    fn refusal(text: &str) -> String {
+        match load_text(text).1 {
+            Err(LoadError::Invalid(message)) => message,
+            Err(e) => panic!("not a refusal: {e}"),
+            Ok(_) => panic!("loaded"),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_import_or_export_at_fault_and_keep_no_artifact() {
+        let missing =
+            refusal(r#"(component (import "evil:thing/x" (instance (export "f" (func)))))"#);
+        assert!(missing.contains("`evil:thing/x`"), "{missing}");
+        assert!(missing.contains("does not offer"), "{missing}");
+        let no_run = refusal("(component)");
+        assert!(no_run.contains("export `run"), "{no_run}");
+        let wrong_type = refusal(
+            r#"(component
+                 (core module $m (func (export "f")))
+                 (core instance $i (instantiate $m))
+                 (func $run (canon lift (core func $i "f")))
+                 (export "run" (func $run)))"#,
+        );
+        assert!(wrong_type.contains("run"), "{wrong_type}");
+        let two_memories = refusal(
+            r#"(component
+                 (core module $m (memory 1))
+                 (core instance (instantiate $m))
+                 (core instance (instantiate $m)))"#,
+        );
+        assert!(two_memories.contains("sandbox's limits"), "{two_memories}");
+        let big = refusal(
+            r#"(component
+                 (core module $m (memory 1100))
+                 (core instance (instantiate $m)))"#,
+        );
+        assert!(big.contains("sandbox's limits"), "{big}");
+        let (cache, loaded) = load_text("(component)");
+        assert!(loaded.is_err());
+        assert_eq!(
+            std::fs::read_dir(cache.path()).unwrap().count(),
+            0,
+            "no artifact kept"
+        );
     }
 }

@@ -5,7 +5,6 @@
 //! dropped wherever it is.
 
 use std::{
-    path::Path,
     sync::{Arc, atomic::AtomicBool},
     time::{Duration, Instant},
 };
@@ -14,21 +13,26 @@ use serde_json::json;
 
 use super::{
     admission::{Admission, Slot},
+    bindings::AgentPre,
+    components::Components,
     config::RuntimeConfig,
     engine::{self, Compiled},
     extraction,
     records::{AgentRecord, Failure, RecordError, Status, Usage},
     run::{Ended, Outcome, run},
-    state::{AgentCtx, Services},
+    state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
     timings::Recorder,
 };
 use crate::{
-    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, metrics::names, mind::RunReport,
+    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, data_dir::DataDir,
+    metrics::names, mind::RunReport,
 };
 
 pub(super) struct Inner {
     pub(super) compiled: Compiled,
+    /// Tenants' uploaded components.
+    pub(super) components: Components,
     pub(super) services: Arc<Services>,
     pub(super) config: RuntimeConfig,
     pub(super) admission: Arc<Admission>,
@@ -49,19 +53,22 @@ pub(super) fn grace(config: &RuntimeConfig) -> Duration {
 }
 
 impl Runtime {
-    /// Compiles the agent component, then marks agents a previous process left alive as
-    /// failed (nothing stays `running` forever).
+    /// Compiles the default agent component and opens the uploaded ones in `dir`, then
+    /// marks agents a previous process left alive as failed (nothing stays `running`
+    /// forever).
     pub fn start(
         config: &RuntimeConfig,
-        cache_dir: &Path,
+        dir: &DataDir,
         services: Arc<Services>,
     ) -> anyhow::Result<Self> {
-        let compiled = engine::compile(config, cache_dir)?;
+        let compiled = engine::compile(config, &dir.cache_dir())?;
+        let components = Components::open(dir.db().clone(), &dir.components_dir())?;
         tracing::info!(admission_cap = compiled.cap, "agent runtime ready");
         let runtime = Self {
             inner: Arc::new(Inner {
                 admission: Admission::new(compiled.cap),
                 compiled,
+                components,
                 services,
                 config: config.clone(),
                 rate: RateLimiter::default(),
@@ -78,8 +85,15 @@ impl Runtime {
         self.inner.timings.take()
     }
 
-    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot.
-    pub(super) fn launch(&self, slot: Slot, record: &AgentRecord, memory_quota: u64) {
+    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
+    /// running `pre`.
+    pub(super) fn launch(
+        &self,
+        slot: Slot,
+        record: &AgentRecord,
+        memory_quota: u64,
+        pre: AgentPre<AgentState>,
+    ) {
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),
             account: record.account.clone(),
@@ -94,7 +108,7 @@ impl Runtime {
         let inner = self.inner.clone();
         let task = record.task.clone();
         tokio::spawn(async move {
-            supervise(&inner, &ctx, &task).await;
+            supervise(&inner, &ctx, &pre, &task).await;
             inner.admission.ended(&ctx);
             drop(slot);
         });
@@ -153,7 +167,12 @@ impl Runtime {
 }
 
 /// The agent's task: marks it running, runs it unless already stopped, extracts, records.
-async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
+async fn supervise(
+    inner: &Arc<Inner>,
+    ctx: &Arc<AgentCtx>,
+    pre: &AgentPre<AgentState>,
+    task: &str,
+) {
     let records = inner.services.records.clone();
     let id = ctx.agent_id.clone();
     let started = run_blocking({
@@ -185,7 +204,7 @@ async fn supervise(inner: &Arc<Inner>, ctx: &Arc<AgentCtx>, task: &str) {
             usage: Usage::default(),
             conversation: Vec::new(),
         },
-        false => run(inner, ctx, task).await,
+        false => run(inner, ctx, pre, task).await,
     };
     let run_ms = ctx.started.elapsed().as_millis() as u64;
     if let Outcome::Completed(answer) = &outcome

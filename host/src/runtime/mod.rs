@@ -1,7 +1,9 @@
 //! Agents: each a WebAssembly component in its own wasmtime `Store`, run as a tokio task.
 //!
 //! One engine (pooling allocator sized to an admission cap, epoch interruption driven by
-//! one ticker thread), one precompiled component linked once (`InstancePre`). A spawn
+//! one ticker thread) and one linker of what the sandbox offers; the default agent and
+//! the tenants' uploaded components (`components`) are precompiled once and linked into
+//! `InstancePre`s that spawns instantiate. A spawn
 //! (`spawn`) is admitted within the plan's and the host's limits (`admission`), then
 //! supervised from launch to its recorded end (`lifecycle`) around the run itself
 //! (`run`). Each interface of `wit/agent.wit` has its host side in `host/`. Records and
@@ -13,6 +15,7 @@ mod admission;
 mod bindings;
 mod bounds;
 mod changes;
+mod components;
 mod config;
 mod engine;
 mod extraction;
@@ -26,12 +29,16 @@ mod stop;
 mod timings;
 
 pub use changes::Watch;
+pub use components::{
+    ComponentRecord, ID_PREFIX as COMPONENT_ID_PREFIX, MAX_NAME_CHARS as MAX_COMPONENT_NAME_CHARS,
+    MAX_VERSION_CHARS, Upload, UploadError, VERSION_PATTERN,
+};
 pub use config::RuntimeConfig;
 pub use engine::admission_cap;
 pub use host::account_memory;
 pub use lifecycle::Runtime;
 pub use records::{
-    AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
+    AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
 };
 pub use spawn::{SpawnRefusal, SpawnRequest, StopError};
 pub use state::Services;

@@ -152,6 +152,14 @@ impl Usage {
     }
 }
 
+/// Which uploaded component an agent runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentComponent {
+    pub component_id: String,
+    pub name: String,
+    pub version: String,
+}
+
 /// One agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {
@@ -173,6 +181,10 @@ pub struct AgentRecord {
     /// Records written before memory modes existed read as `auto`.
     #[serde(default)]
     pub memory_mode: MemoryMode,
+    /// The uploaded component it runs; `None` for the default agent (and for records
+    /// written before components existed).
+    #[serde(default)]
+    pub agent: Option<AgentComponent>,
     /// Position in the account's list (newest has the highest).
     pub seq: u64,
 }
@@ -437,6 +449,7 @@ mod tests {
             ended_at: None,
             usage: Usage::default(),
             memory_mode: MemoryMode::default(),
+            agent: None,
             seq: 0,
         }
     }

@@ -1,4 +1,5 @@
-//! One agent's run: instantiate the component in a fresh `Store`, call its `run` export,
+//! One agent's run: instantiate its component (the default agent or an uploaded one) in a
+//! fresh `Store`, call its `run` export,
 //! and say how it ended. The run is raced against the stop grace and the run-time limit,
 //! and the store is dropped at the end wherever the guest is.
 //!
@@ -17,6 +18,7 @@ use std::{
 use wasmtime::{Store, UpdateDeadline};
 
 use super::{
+    bindings::AgentPre,
     bounds::{MAX_ERROR_CHARS, check_result, clip},
     lifecycle::{Inner, grace},
     records::{Failure, Usage},
@@ -68,7 +70,12 @@ pub(super) struct Ended {
 
 /// Instantiates and runs the guest until it returns, fails, runs out of time, or its stop
 /// grace ends — then drops the store, wherever the guest is.
-pub(super) async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> Ended {
+pub(super) async fn run(
+    inner: &Inner,
+    ctx: &Arc<AgentCtx>,
+    pre: &AgentPre<AgentState>,
+    task: &str,
+) -> Ended {
     let config = &inner.config;
     let mut store = Store::new(&inner.compiled.engine, AgentState::new(ctx.clone(), config));
     store.limiter(|state| &mut state.limits);
@@ -87,9 +94,7 @@ pub(super) async fn run(inner: &Inner, ctx: &Arc<AgentCtx>, task: &str) -> Ended
     let result = {
         let run = async {
             let instantiating = Instant::now();
-            let agent = inner
-                .compiled
-                .pre
+            let agent = pre
                 .instantiate_async(&mut store)
                 .await
                 .map_err(Fault::instantiation)?;

@@ -1,7 +1,7 @@
 //! Spawn and stop, the two operations callers ask of the runtime, each one call.
 //!
 //! A spawn is checked in a fixed order, each check the refusal a client can act on first:
-//! the account's monthly agent-hour budget (finished runs plus the run time of its running
+//! the component it names (the account's own, loaded ready to run), then the account's monthly agent-hour budget (finished runs plus the run time of its running
 //! agents), then a place among the account's concurrent agents and under the host's
 //! admission cap, then the key's rolling spawn-rate windows, which count admitted spawns
 //! only. An admitted spawn is stored as `spawning`, launched, and, when no name was given,
@@ -40,6 +40,9 @@ pub struct SpawnRequest {
     /// the Mind title it in the background.
     pub name: Option<String>,
     pub memory_mode: MemoryMode,
+    /// The account's uploaded component to run: its id, its name (the newest version) or
+    /// `name@version`; `None` runs the default agent.
+    pub agent: Option<String>,
 }
 
 /// Why a spawn was not admitted, with what the caller needs to say so.
@@ -65,6 +68,8 @@ pub enum SpawnRefusal {
         per_minute: u32,
         per_hour: u32,
     },
+    /// The account has no component `agent` names.
+    ComponentNotFound,
     /// Reading usage or storing the record failed.
     Storage(anyhow::Error),
 }
@@ -86,14 +91,14 @@ fn provisional_name(task: &str) -> String {
 
 impl SpawnRefusal {
     /// The refusal's kind, as `/metrics` labels it; `None` for a storage failure, which is
-    /// an error rather than a refusal.
+    /// an error rather than a refusal, and for an unknown component, the request's error.
     pub fn reason(&self) -> Option<&'static str> {
         match self {
             SpawnRefusal::MonthlyQuota { .. } => Some("monthly_quota"),
             SpawnRefusal::ConcurrentLimit { .. } => Some("concurrent_limit"),
             SpawnRefusal::AtCapacity { .. } => Some("host_capacity"),
             SpawnRefusal::RateLimited { .. } => Some("rate_limited"),
-            SpawnRefusal::Storage(_) => None,
+            SpawnRefusal::ComponentNotFound | SpawnRefusal::Storage(_) => None,
         }
     }
 }
@@ -145,8 +150,10 @@ impl Runtime {
             task,
             name,
             memory_mode,
+            agent,
         } = req;
         let services = &self.inner.services;
+        let (agent, pre) = self.agent_for(&account, agent).await?;
         let now = now_ms();
 
         let used_ms = self
@@ -208,13 +215,14 @@ impl Runtime {
             ended_at: None,
             usage: Usage::default(),
             memory_mode,
+            agent,
             seq: 0,
         };
         let records = services.records.clone();
         let record = run_blocking(move || records.create(record))
             .await
             .map_err(|e| SpawnRefusal::Storage(e.into()))?;
-        self.launch(slot, &record, limits.memories);
+        self.launch(slot, &record, limits.memories, pre);
         if untitled {
             self.retitle(&record);
         }
@@ -304,7 +312,7 @@ mod tests {
     };
 
     #[test]
-    fn refusals_are_counted_by_reason_and_storage_failures_not() {
+    fn refusals_are_counted_by_reason_and_storage_failures_and_unknown_components_not() {
         let refusals = [
             SpawnRefusal::MonthlyQuota {
                 plan: Plan::Free,
@@ -318,6 +326,7 @@ mod tests {
                 max: 2,
             },
             SpawnRefusal::AtCapacity { cap: 1 },
+            SpawnRefusal::ComponentNotFound,
             SpawnRefusal::RateLimited {
                 plan: Plan::Free,
                 window: Window::Minute,

@@ -99,6 +99,7 @@ fn spawn_follow_and_remember_with_the_offline_mind() {
     assert_eq!(
         fields,
         [
+            "agent",
             "agent_id",
             "container",
             "created_at",

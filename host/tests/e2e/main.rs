@@ -7,6 +7,7 @@ mod common;
 mod agents;
 mod anthropic;
 mod cli;
+mod components;
 mod console;
 mod console_browser;
 mod consolidate;

@@ -54,9 +54,11 @@ const UNSERVED_PATHS: [&str; 8] = [
     "/api/v2/memory",
 ];
 
-/// A free plan holding two memories, for the quota errors.
+/// A free plan holding two memories and no agent component (of at most 1 KiB), for the
+/// quota errors.
 const TINY_FREE_PLAN: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
-    concurrent_agents = 2\nmemories = 2\nagent_hours_per_month = 1.0\n";
+    concurrent_agents = 2\nmemories = 2\nagent_hours_per_month = 1.0\n\
+    component_max_bytes = 1024\ncomponents = 0\n";
 
 /// A remote embedder that cannot be reached, for the 503s.
 const UNREACHABLE_EMBEDDER: &str = "[embedder]\nkind = \"openai\"\n\n[embedder.openai]\n\
@@ -86,6 +88,16 @@ const TINY_AGENT_PLANS: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_
     [plans.lightyear]\nspawns_per_minute = 30\nspawns_per_hour = 500\nconcurrent_agents = 1\n\
     memories = 100\nagent_hours_per_month = 10.0\n\n\
     [runtime]\nmax_agents = 2\nstop_grace_secs = 1.0\n";
+
+const JSON: &str = "application/json";
+/// The body of a component upload; the one request body that is not JSON.
+const WASM: &str = "application/wasm";
+
+/// A request body and its Content-Type.
+struct Payload<'a> {
+    content_type: Option<&'a str>,
+    bytes: &'a [u8],
+}
 
 /// How the request side of an exchange is held to the document.
 #[derive(Clone, Copy, PartialEq)]
@@ -374,9 +386,11 @@ impl Spec {
             }
             if let Some(body) = op.get("requestBody") {
                 let body = self.resolve(body);
+                let json = body["content"][JSON]["schema"].is_object();
+                let wasm = body["content"][WASM]["schema"]["format"] == "binary";
                 assert!(
-                    body["content"]["application/json"]["schema"].is_object(),
-                    "{what}: request schema"
+                    json || wasm,
+                    "{what}: request schema (JSON, or a component's bytes)"
                 );
                 assert!(
                     statuses.contains(&400) && statuses.contains(&413),
@@ -414,7 +428,23 @@ impl Spec {
         self.exchange(c, &Method::POST, url, Some(body), Conformance::Strict)
     }
 
-    /// Sends a request, checks request and response against the document, records it.
+    /// Posts a component's bytes with `content_type` (`None`: no header).
+    fn post_bytes(
+        &mut self,
+        c: &Client,
+        url: &str,
+        bytes: &[u8],
+        content_type: Option<&str>,
+        conformance: Conformance,
+    ) -> Resp {
+        let payload = Payload {
+            content_type,
+            bytes,
+        };
+        self.exchange_payload(c, &Method::POST, url, Some(&payload), conformance)
+    }
+
+    /// Sends a request with a JSON body (or none); see [`Spec::exchange_payload`].
     fn exchange(
         &mut self,
         c: &Client,
@@ -423,11 +453,28 @@ impl Spec {
         body: Option<&str>,
         conformance: Conformance,
     ) -> Resp {
+        let payload = body.map(|text| Payload {
+            content_type: Some(JSON),
+            bytes: text.as_bytes(),
+        });
+        self.exchange_payload(c, method, url, payload.as_ref(), conformance)
+    }
+
+    /// Sends a request, checks request and response against the document, records it.
+    fn exchange_payload(
+        &mut self,
+        c: &Client,
+        method: &Method,
+        url: &str,
+        body: Option<&Payload<'_>>,
+        conformance: Conformance,
+    ) -> Resp {
         let mut request = c.request(method.clone(), url);
-        if let Some(text) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(text.to_string());
+        if let Some(payload) = body {
+            if let Some(content_type) = payload.content_type {
+                request = request.header("content-type", content_type);
+            }
+            request = request.body(payload.bytes.to_vec());
         }
         let r = c.send(request);
         let (path, query) = url.split_once('?').unwrap_or((url, ""));
@@ -574,7 +621,7 @@ impl Spec {
         op: &Value,
         path_params: &[(String, String)],
         query: &str,
-        body: Option<&str>,
+        body: Option<&Payload<'_>>,
     ) -> Vec<String> {
         let mut out = Vec::new();
         let params: Vec<&Value> = op["parameters"]
@@ -633,15 +680,21 @@ impl Spec {
                     out.push("the request body is required".into());
                 }
             }
-            (Some(doc), Some(text)) => match serde_json::from_str::<Value>(text) {
-                Err(e) => out.push(format!("the request body is not JSON: {e}")),
-                Ok(v) => self.validate(
-                    &doc["content"]["application/json"]["schema"],
-                    &v,
-                    "body",
-                    &mut out,
-                ),
-            },
+            (Some(doc), Some(payload)) => {
+                let content_type = payload.content_type.unwrap_or(WASM);
+                let schema = &doc["content"][content_type]["schema"];
+                if !schema.is_object() {
+                    out.push(format!("Content-Type {content_type} is not documented"));
+                } else if content_type == WASM {
+                    // Bytes: their validity is the server's to judge (Opaque exchanges).
+                    assert_eq!(schema["format"], "binary", "a component's bytes");
+                } else {
+                    match serde_json::from_slice::<Value>(payload.bytes) {
+                        Err(e) => out.push(format!("the request body is not JSON: {e}")),
+                        Ok(v) => self.validate(schema, &v, "body", &mut out),
+                    }
+                }
+            }
         }
         out
     }
@@ -1378,6 +1431,9 @@ fn the_document_is_true() {
     // ----- The Mind failing a consolidation (503 with Retry-After) -----
     drive_unavailable_mind(&mut spec);
 
+    // ----- Agent components -----
+    drive_components(&mut spec, &c, &bob, &small);
+
     // ----- The console's API -----
     drive_console(&mut spec, &server.base, &tmp.path().join("data"), &c);
 
@@ -1706,6 +1762,7 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
     assert_eq!(
         members,
         [
+            "agent",
             "agent_id",
             "container",
             "created_at",
@@ -2030,6 +2087,144 @@ fn drive_agent_limits(spec: &mut Spec) {
         let again = expect(spec.delete(c, &format!("{AGENTS}/{id}")), 200);
         assert_eq!(again.body["status"], "stopped");
     }
+}
+
+/// The component routes: `c` and `bob` on liftoff, `small` on a free plan that keeps no
+/// component of over 1 KiB.
+fn drive_components(spec: &mut Spec, c: &Client, bob: &Client, small: &Client) {
+    const COMPONENTS: &str = "/api/v1/agents/components";
+    let notes = std::fs::read(crate::guests::NOTES_AGENT).unwrap();
+    let upload = |name: &str, version: &str| {
+        let query = serde_urlencoded::to_string([("name", name), ("version", version)]).unwrap();
+        format!("{COMPONENTS}?{query}")
+    };
+    let strict = Conformance::Strict;
+    let stored = expect(
+        spec.post_bytes(
+            c,
+            &upload("notes_agent", "1.0.0"),
+            &notes,
+            Some(WASM),
+            strict,
+        ),
+        201,
+    );
+    let id = stored.body["component_id"].as_str().unwrap().to_string();
+    expect(
+        spec.post_bytes(
+            c,
+            &upload("notes_agent", "1.1.0-rc.1+b5"),
+            &notes,
+            None,
+            strict,
+        ),
+        201,
+    );
+    let r = spec.post_bytes(
+        c,
+        &upload("notes_agent", "1.0.0"),
+        &notes,
+        Some(WASM),
+        strict,
+    );
+    expect_error(&r, 409, "component_exists");
+    let r = spec.post_bytes(c, &upload("Notes", "1.0.0"), &notes, Some(WASM), strict);
+    expect_error(&r, 400, "invalid_name");
+    let r = spec.post_bytes(c, &upload("notes", "1.0"), &notes, Some(WASM), strict);
+    expect_error(&r, 400, "invalid_version");
+    let twice = format!("{}&version=1.0.1", upload("notes", "1.0.0"));
+    let r = spec.post_bytes(c, &twice, &notes, Some(WASM), strict);
+    expect_error(&r, 400, "invalid_query");
+    // Bytes that cannot run: the document cannot tell, the server can.
+    for bytes in [&b"\0asm\x01\0\0\0"[..], b"garbage"] {
+        let r = spec.post_bytes(
+            c,
+            &upload("bad", "1.0.0"),
+            bytes,
+            Some(WASM),
+            Conformance::Opaque,
+        );
+        expect_error(&r, 400, "invalid_component");
+    }
+    let r = spec.post_bytes(
+        c,
+        &upload("notes", "1.0.0"),
+        &notes,
+        Some("text/plain"),
+        strict,
+    );
+    expect_error(&r, 415, "unsupported_media_type");
+    let r = spec.post_bytes(
+        small,
+        &upload("notes", "1.0.0"),
+        &[0; 1025],
+        Some(WASM),
+        strict,
+    );
+    expect_error(&r, 413, "payload_too_large");
+    let r = spec.post_bytes(
+        small,
+        &upload("notes", "1.0.0"),
+        b"tiny",
+        Some(WASM),
+        strict,
+    );
+    expect_error(&r, 402, "component_quota_exceeded");
+    assert_eq!(r.body["error"]["details"], json!({ "limit": 0 }));
+
+    let page = expect(spec.get(c, &format!("{COMPONENTS}?limit=1")), 200);
+    assert_eq!(page.body["data"][0]["version"], "1.1.0-rc.1+b5");
+    let cursor = page.body["next_cursor"].as_str().unwrap();
+    let rest = spec.exchange(
+        c,
+        &Method::GET,
+        &format!("{COMPONENTS}?limit=1&cursor={cursor}"),
+        None,
+        Conformance::Opaque,
+    );
+    assert_eq!(expect(rest, 200).body["data"][0], stored.body);
+    expect_error(
+        &spec.get(c, &format!("{COMPONENTS}?limit=0")),
+        400,
+        "invalid_query",
+    );
+    assert_eq!(
+        expect(spec.get(c, &format!("{COMPONENTS}/{id}")), 200).body,
+        stored.body
+    );
+    expect_error(
+        &spec.get(bob, &format!("{COMPONENTS}/{id}")),
+        404,
+        "component_not_found",
+    );
+
+    // Spawning one: by name, the newest version (a pre-release of 1.1.0 beats 1.0.0).
+    let spawned = expect(
+        spec.post(
+            c,
+            AGENTS,
+            &json!({ "task": "note this", "agent": "notes_agent" }),
+        ),
+        201,
+    );
+    assert_eq!(spawned.body["agent"]["version"], "1.1.0-rc.1+b5");
+    let agent = spawned.body["agent_id"].as_str().unwrap().to_string();
+    let done = wait_agent(spec, c, &agent, is_terminal);
+    assert_eq!(done["agent"], spawned.body["agent"]);
+    let r = spec.post(bob, AGENTS, &json!({ "task": "t", "agent": id }));
+    expect_error(&r, 404, "component_not_found");
+    let r = spec.post(c, AGENTS, &json!({ "task": "t", "agent": 7 }));
+    expect_error(&r, 400, "invalid_agent");
+
+    expect_error(
+        &spec.delete(bob, &format!("{COMPONENTS}/{id}")),
+        404,
+        "component_not_found",
+    );
+    assert_eq!(
+        expect(spec.delete(c, &format!("{COMPONENTS}/{id}")), 200).body,
+        stored.body
+    );
 }
 
 /// Puts three copies of one fact into `namespace` (a cluster under any embedder); returns

@@ -1,8 +1,11 @@
-//! `/api/v1/agents…` handlers (§4.3): spawn within the plan's limits, list, get, stop, logs.
+//! `/api/v1/agents…` handlers (§4.3): spawn within the plan's limits, list, get, stop, logs;
+//! the account's own agent components (`components`).
 
+pub mod components;
 mod request;
 mod response;
 
+pub use self::components::{AgentComponentView, component_not_found};
 pub use self::request::{LIST_DEFAULT, LIST_MAX, ListQuery, LogsQuery, SpawnBody};
 use self::request::{MAX_NAME_CHARS, MAX_TASK_CHARS, REGION};
 pub use self::response::*;
@@ -56,9 +59,10 @@ async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "spawning", body = SpawnedAgent),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_task`, `invalid_name`, `invalid_region`, `invalid_memory_mode`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_task`, `invalid_name`, `invalid_region`, `invalid_memory_mode`, `invalid_agent`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The plan's agent-hours for this month are used. Codes: `monthly_quota_exceeded`. Details: MonthlyQuotaDetails.", body = ErrorEnvelope),
+        (status = 404, description = "`agent` names no component of this account. Codes: `component_not_found`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 429, description = "The account runs its plan's maximum of agents (`concurrent_limit_reached`, details: ConcurrentLimitDetails), or this key spawned its plan's agents per minute or hour (`rate_limited`, details: RateLimitDetails). Codes: `concurrent_limit_reached`, `rate_limited`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
@@ -129,6 +133,7 @@ pub async fn spawn_agent(
         task,
         name: given,
         memory_mode,
+        agent: body.agent,
     };
     let record = state.runtime.spawn(request).await?;
     Ok(SpawnedAgent {
@@ -142,6 +147,7 @@ pub async fn spawn_agent(
             region: REGION,
             status: "starting",
         },
+        agent: record.agent.as_ref().map(AgentComponentView::from),
     })
 }
 

@@ -39,6 +39,19 @@ fn memory_mode_or_null() -> Schema {
     schema::or_null(memory_mode())
 }
 
+fn agent_or_null() -> Schema {
+    schema::or_null(
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::String)
+            .min_length(Some(1))
+            .description(Some(
+                "the account's uploaded component to run: its id (`cmp_…`), its name (the \
+                 newest version by semver precedence) or `name@version`; absent or null runs \
+                 the built-in default agent",
+            )),
+    )
+}
+
 fn list_limit() -> Schema {
     schema::limit(LIST_DEFAULT, LIST_MAX).into()
 }
@@ -82,6 +95,8 @@ pub struct SpawnBody {
     pub region: Option<String>,
     #[schema(schema_with = memory_mode_or_null)]
     pub memory_mode: Option<String>,
+    #[schema(schema_with = agent_or_null)]
+    pub agent: Option<String>,
 }
 
 impl Fields for SpawnBody {
@@ -90,6 +105,7 @@ impl Fields for SpawnBody {
         ("name", "a string"),
         ("region", "a string"),
         ("memory_mode", "a string"),
+        ("agent", "a string"),
     ];
 }
 

@@ -4,7 +4,10 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::{ToSchema, openapi::Schema};
 
-use super::super::{schema, views::TokenUsage};
+use super::{
+    super::{schema, views::TokenUsage},
+    components::AgentComponentView,
+};
 use crate::{
     clock::iso8601,
     runtime::{AgentRecord, LogEvent},
@@ -39,6 +42,8 @@ pub struct SpawnedAgent {
     pub created_at: String,
     pub model: String,
     pub container: Container,
+    /// The uploaded component it runs; null for the built-in default agent.
+    pub agent: Option<AgentComponentView>,
 }
 
 /// A progress entry (§2.3).
@@ -80,6 +85,8 @@ pub struct AgentView {
     pub usage: TokenUsage,
     #[schema(schema_with = memory_mode)]
     pub memory_mode: &'static str,
+    /// The uploaded component it runs; null for the built-in default agent.
+    pub agent: Option<AgentComponentView>,
 }
 
 impl From<&AgentRecord> for AgentView {
@@ -111,6 +118,7 @@ impl From<&AgentRecord> for AgentView {
                 output_tokens: r.usage.output_tokens,
             },
             memory_mode: r.memory_mode.as_str(),
+            agent: r.agent.as_ref().map(AgentComponentView::from),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! create keys with its CLI, and talk HTTP to it.
 
 pub mod browser;
+pub mod components;
 pub mod fake_anthropic;
 pub mod fake_mind;
 pub mod fake_server;

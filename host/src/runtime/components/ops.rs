@@ -1,0 +1,361 @@
+//! What callers ask of the runtime about components: upload, read, list, delete, and the
+//! resolution of a spawn's `agent` to the linked component it runs.
+
+use std::{path::Path, sync::Arc};
+
+use parking_lot::Mutex;
+use redb::Database;
+use sha2::{Digest, Sha256};
+
+use super::{
+    blobs::Blobs,
+    cache::PreCache,
+    names::{check_name, check_version},
+    store::{ComponentRecord, ComponentStore, CreateError},
+};
+use crate::{
+    blocking::{BlockingError, run_blocking},
+    clock::now_ms,
+    id::new_id,
+    metrics::names,
+    runtime::{
+        bindings::AgentPre,
+        engine::{self, Compiled, LoadError},
+        lifecycle::Runtime,
+        records::AgentComponent,
+        spawn::SpawnRefusal,
+        state::AgentState,
+    },
+};
+
+/// The components' metadata, bytes and linked forms.
+pub struct Components {
+    store: ComponentStore,
+    blobs: Blobs,
+    cache: PreCache,
+    /// Held while bytes are written or removed and their references change, so a delete
+    /// never removes a file an upload has just counted on.
+    files: Mutex<()>,
+    /// Held while an upload is validated: one compilation at a time (each already uses
+    /// every core), so a burst of uploads queues instead of starving running agents.
+    compiling: Mutex<()>,
+}
+
+/// An upload, as the caller received it.
+#[derive(Debug)]
+pub struct Upload {
+    pub account: String,
+    pub name: String,
+    pub version: String,
+    pub bytes: Vec<u8>,
+    /// The plan's most components per account.
+    pub max_components: u32,
+}
+
+/// Why an upload was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("{0}")]
+    InvalidVersion(String),
+    /// Not a component that can run here; the message names what is wrong.
+    #[error("{0}")]
+    InvalidComponent(String),
+    /// The account has a component of that name and version.
+    #[error("a component with that name and version exists")]
+    Exists,
+    /// The account has its plan's most components.
+    #[error("the account has its plan's {max} components")]
+    Quota { max: u32 },
+    #[error(transparent)]
+    Storage(anyhow::Error),
+}
+
+impl From<CreateError> for UploadError {
+    fn from(e: CreateError) -> Self {
+        match e {
+            CreateError::Exists => UploadError::Exists,
+            CreateError::Quota { max } => UploadError::Quota { max },
+            CreateError::Storage(e) => UploadError::Storage(e.into()),
+        }
+    }
+}
+
+fn storage(e: impl std::error::Error + Send + Sync + 'static) -> UploadError {
+    UploadError::Storage(e.into())
+}
+
+impl Components {
+    /// The components kept in `db` and, bytes, in `dir`; removes bytes no component
+    /// references (left by a crash mid-upload or mid-delete).
+    pub fn open(db: Arc<Database>, dir: &Path) -> anyhow::Result<Self> {
+        let store = ComponentStore::new(db)?;
+        let blobs = Blobs::new(dir);
+        let swept = blobs.sweep(|sha| {
+            store
+                .referenced(sha)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        })?;
+        if swept > 0 {
+            tracing::info!(files = swept, "removed unreferenced component files");
+        }
+        Ok(Self {
+            store,
+            blobs,
+            cache: PreCache::default(),
+            files: Mutex::new(()),
+            compiling: Mutex::new(()),
+        })
+    }
+
+    /// Checks, compiles, stores: see the module of [`Runtime::upload_component`].
+    fn upload(&self, compiled: &Compiled, up: Upload) -> Result<ComponentRecord, UploadError> {
+        let exact = format!("{}@{}", up.name, up.version);
+        if self
+            .store
+            .resolve(&up.account, &exact)
+            .map_err(storage)?
+            .is_some()
+        {
+            return Err(UploadError::Exists);
+        }
+        if self.store.count(&up.account).map_err(storage)? >= up.max_components as usize {
+            return Err(UploadError::Quota {
+                max: up.max_components,
+            });
+        }
+        let digest: [u8; 32] = Sha256::digest(&up.bytes).into();
+        let sha256 = hex::encode(digest);
+        let pre = {
+            let _compiling = self.compiling.lock();
+            validate(compiled, &digest, &up.bytes)?
+        };
+        let record = ComponentRecord {
+            component_id: new_id(super::ID_PREFIX),
+            account: up.account,
+            name: up.name,
+            version: up.version,
+            sha256,
+            size: up.bytes.len() as u64,
+            created_at: now_ms(),
+            seq: 0,
+        };
+        let _files = self.files.lock();
+        self.blobs
+            .put(&record.sha256, &up.bytes)
+            .map_err(|e| UploadError::Storage(e.into()))?;
+        let created = self.store.create(record, up.max_components);
+        match &created {
+            Ok(record) => self.cache.put(&record.sha256, pre),
+            Err(_) => self.drop_unreferenced(compiled, &digest),
+        }
+        Ok(created?)
+    }
+
+    /// Removes the bytes and artifact of `digest` if no component references them.
+    fn drop_unreferenced(&self, compiled: &Compiled, digest: &[u8; 32]) {
+        let sha256 = hex::encode(digest);
+        if let Ok(false) = self.store.referenced(&sha256) {
+            self.cache.forget(&sha256);
+            let artifact = engine::artifact_path(&compiled.engine, &compiled.cache_dir, digest);
+            if let Err(e) = self
+                .blobs
+                .remove(&sha256)
+                .and_then(|()| std::fs::remove_file(artifact))
+                .or_else(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(e),
+                })
+            {
+                tracing::warn!(error = %e, %sha256, "removing component files failed");
+            }
+        }
+    }
+
+    fn delete(
+        &self,
+        compiled: &Compiled,
+        account: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<ComponentRecord>> {
+        let _files = self.files.lock();
+        let Some((record, last)) = self.store.delete(account, id)? else {
+            return Ok(None);
+        };
+        if last {
+            let mut digest = [0u8; 32];
+            hex::decode_to_slice(&record.sha256, &mut digest)?;
+            self.drop_unreferenced(compiled, &digest);
+        }
+        Ok(Some(record))
+    }
+
+    /// The linked component `spec` names for `account`, with what the record says of it.
+    fn resolve(
+        &self,
+        compiled: &Compiled,
+        account: &str,
+        spec: &str,
+    ) -> Result<(AgentComponent, AgentPre<AgentState>), SpawnRefusal> {
+        let record = self
+            .store
+            .resolve(account, spec)
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?
+            .ok_or(SpawnRefusal::ComponentNotFound)?;
+        let cached = self.cache.get(&record.sha256);
+        let from = if cached.is_some() {
+            "cache"
+        } else {
+            "artifact"
+        };
+        let pre = match cached {
+            Some(pre) => pre,
+            None => {
+                let mut digest = [0u8; 32];
+                hex::decode_to_slice(&record.sha256, &mut digest)
+                    .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+                let pre = engine::load(
+                    &compiled.engine,
+                    &compiled.linker,
+                    &compiled.cache_dir,
+                    &digest,
+                    || self.blobs.read(&record.sha256),
+                )
+                .map_err(|e| match e {
+                    // Deleted since it was resolved.
+                    LoadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        SpawnRefusal::ComponentNotFound
+                    }
+                    e => SpawnRefusal::Storage(e.into()),
+                })?;
+                self.cache.put(&record.sha256, pre.clone());
+                pre
+            }
+        };
+        metrics::counter!(names::COMPONENT_LOADS, "from" => from).increment(1);
+        let component = AgentComponent {
+            component_id: record.component_id,
+            name: record.name,
+            version: record.version,
+        };
+        Ok((component, pre))
+    }
+}
+
+/// The component `bytes` linked and ready to run, or what is wrong with them: not a
+/// component, not compilable, an import the sandbox does not offer, no fitting `run`.
+fn validate(
+    compiled: &Compiled,
+    digest: &[u8; 32],
+    bytes: &[u8],
+) -> Result<AgentPre<AgentState>, UploadError> {
+    if !wasmparser::Parser::is_component(bytes) {
+        let what = match wasmparser::Parser::is_core_wasm(bytes) {
+            true => {
+                "it is a core WebAssembly module, not a component; build the agent for \
+                     the wasm32-wasip2 target, which makes a component"
+            }
+            false => {
+                "it is not a WebAssembly component (the bytes do not start with the \
+                      component header)"
+            }
+        };
+        return Err(UploadError::InvalidComponent(what.into()));
+    }
+    engine::load(
+        &compiled.engine,
+        &compiled.linker,
+        &compiled.cache_dir,
+        digest,
+        || Ok(bytes.to_vec()),
+    )
+    .map_err(|e| match e {
+        LoadError::Invalid(message) => UploadError::InvalidComponent(message),
+        LoadError::Io(e) => UploadError::Storage(e.into()),
+    })
+}
+
+fn blocking_error<E: Into<anyhow::Error>>(e: BlockingError<E>) -> anyhow::Error {
+    match e {
+        BlockingError::Failed(e) => e.into(),
+        BlockingError::Aborted(e) => e.into(),
+    }
+}
+
+impl Runtime {
+    /// Stores an account's component once it is checked (name, version, not a duplicate,
+    /// within the plan's count) and validated and precompiled, which happens on the
+    /// blocking pool.
+    pub async fn upload_component(&self, up: Upload) -> Result<ComponentRecord, UploadError> {
+        check_name(&up.name).map_err(UploadError::InvalidName)?;
+        check_version(&up.version).map_err(UploadError::InvalidVersion)?;
+        let inner = self.inner.clone();
+        run_blocking(move || inner.components.upload(&inner.compiled, up))
+            .await
+            .map_err(|e| match e {
+                BlockingError::Failed(e) => e,
+                BlockingError::Aborted(e) => UploadError::Storage(e.into()),
+            })
+    }
+
+    /// The account's component `id`, if it has one.
+    pub async fn component(
+        &self,
+        account: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<ComponentRecord>> {
+        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
+        run_blocking(move || inner.components.store.get(&account, &id))
+            .await
+            .map_err(blocking_error)
+    }
+
+    /// Up to `limit` of the account's components newest first, below list position
+    /// `before`; also the position to continue from when more remain.
+    pub async fn components(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
+        let (inner, account) = (self.inner.clone(), account.to_string());
+        run_blocking(move || inner.components.store.list(&account, before, limit))
+            .await
+            .map_err(blocking_error)
+    }
+
+    /// Deletes the account's component `id` and returns it; its bytes and artifact go with
+    /// the last component that has them. Agents already running it keep running.
+    pub async fn delete_component(
+        &self,
+        account: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<ComponentRecord>> {
+        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
+        run_blocking(move || inner.components.delete(&inner.compiled, &account, &id))
+            .await
+            .map_err(blocking_error)
+    }
+
+    /// What a spawn runs: the default agent when `spec` is `None`, else the account's
+    /// component it names, loaded (never compiled) on a cache miss.
+    pub(in crate::runtime) async fn agent_for(
+        &self,
+        account: &str,
+        spec: Option<String>,
+    ) -> Result<(Option<AgentComponent>, AgentPre<AgentState>), SpawnRefusal> {
+        let Some(spec) = spec else {
+            return Ok((None, self.inner.compiled.default.clone()));
+        };
+        let (inner, account) = (self.inner.clone(), account.to_string());
+        let (component, pre) =
+            run_blocking(move || inner.components.resolve(&inner.compiled, &account, &spec))
+                .await
+                .map_err(|e| match e {
+                    BlockingError::Failed(e) => e,
+                    BlockingError::Aborted(e) => SpawnRefusal::Storage(e.into()),
+                })?;
+        Ok((Some(component), pre))
+    }
+}
