@@ -1,5 +1,5 @@
 //! Hostile tenants: one account uploads components that misbehave in every way the sandbox
-//! bounds, and spawns them all at once; each fails alone, with its own clear `error`, while
+//! bounds (see README "Sandbox bounds"), and spawns them all at once; each fails alone, with its own clear `error`, while
 //! another account's default agent completes and the memory API answers, during and after.
 
 use serde_json::{Value, json};
@@ -46,6 +46,17 @@ fn start_loop() -> Vec<u8> {
     lifted(
         r#"(func $spin (loop $forever (br $forever)))
            (start $spin)
+           (func (export "run") (param i32 i32) (result i32) unreachable)"#,
+    )
+}
+
+/// A trap in the core module's start function: the guest's fault, like a trap in `run`
+/// (`guest_trap`), not the host's (`instantiation_failed`). Text format, as
+/// [`start_loop`].
+fn start_trap() -> Vec<u8> {
+    lifted(
+        r#"(func $boom unreachable)
+           (start $boom)
            (func (export "run") (param i32 i32) (result i32) unreachable)"#,
     )
 }
@@ -125,11 +136,13 @@ pub fn hostile() {
     let hog = upload(&evil, HOG, "hog", "1.0.0");
     let panicker = upload(&evil, PANICKER, "panicker", "1.0.0");
     let start_loop = upload_bytes(&evil, tmp.path(), "start_loop", &start_loop());
+    let start_trap = upload_bytes(&evil, tmp.path(), "start_trap", &start_trap());
     let table_bomb = upload_bytes(&evil, tmp.path(), "table_bomb", &table_bomb());
 
     let ids = [
         ("spin", spawn_component(&evil, &spin, "spin")),
         ("start_loop", spawn_component(&evil, &start_loop, "loop")),
+        ("start_trap", spawn_component(&evil, &start_trap, "trap")),
         ("hog", spawn_component(&evil, &hog, "eat memory")),
         ("panicker", spawn_component(&evil, &panicker, "panic")),
         ("table_bomb", spawn_component(&evil, &table_bomb, "grow")),
@@ -151,6 +164,11 @@ pub fn hostile() {
                 let (code, message) = failed(&record);
                 assert_eq!(code, "run_time_exceeded", "{what}: {record:#}");
                 assert!(message.contains("8 s"), "{what}: {message}");
+            }
+            "start_trap" => {
+                let (code, message) = failed(&record);
+                assert_eq!(code, "guest_trap", "{record:#}");
+                assert!(message.contains("unreachable"), "{message}");
             }
             "hog" => {
                 let (code, message) = failed(&record);
