@@ -19,6 +19,16 @@ pub struct RuntimeConfig {
     pub max_run_secs: u64,
     /// Grace between a stop request and the agent's forced end, in seconds.
     pub stop_grace_secs: f64,
+    /// Most progress reports one run stores; later ones are dropped and counted (each
+    /// rewrites the record, which keeps the latest 500 anyway).
+    pub max_progress_reports: u32,
+    /// Most log events one run stores; later ones are dropped and counted.
+    pub max_log_events: u32,
+    /// Most bytes of log messages and data one run stores; later events are dropped.
+    pub max_log_bytes: u64,
+    /// Largest final result kept, in UTF-8 bytes; a larger one fails the run with
+    /// `result_too_large` (every list page carries final results).
+    pub max_result_bytes: u64,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
 }
@@ -31,6 +41,10 @@ impl Default for RuntimeConfig {
             table_elements_limit: 20_000,
             max_run_secs: 3_600,
             stop_grace_secs: 10.0,
+            max_progress_reports: 1_000,
+            max_log_events: 10_000,
+            max_log_bytes: 16 << 20,
+            max_result_bytes: 256 << 10,
             component: None,
         }
     }

@@ -13,6 +13,7 @@
 
 mod admission;
 mod bindings;
+mod bounds;
 mod changes;
 mod components;
 mod config;

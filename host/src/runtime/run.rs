@@ -3,9 +3,12 @@
 //! and say how it ended. The run is raced against the stop grace and the run-time limit,
 //! and the store is dropped at the end wherever the guest is.
 //!
-//! Failure codes on `error.code`: `agent_error` (the agent returned an error),
-//! `mind_unavailable` (the Mind failed after retries), `guest_trap` (a trap or panic),
-//! `memory_limit_exceeded`, `run_time_exceeded`, `instantiation_failed`.
+//! Failure codes on `error.code`: `agent_error` (the agent returned an error, its message
+//! clipped to 2,000 characters), `mind_unavailable` (the Mind failed after retries),
+//! `guest_trap` (a trap or panic, a stack overflow included), `memory_limit_exceeded`,
+//! `table_limit_exceeded`, `run_time_exceeded` (instantiation included: a start function
+//! that never returns is interrupted like a `run` that never does), `instantiation_failed`,
+//! `result_too_large` (the final result is over `[runtime] max_result_bytes`).
 
 use std::{
     sync::Arc,
@@ -16,11 +19,12 @@ use wasmtime::{Store, UpdateDeadline};
 
 use super::{
     bindings::AgentPre,
+    bounds::{MAX_ERROR_CHARS, check_result, clip},
     lifecycle::{Inner, grace},
     records::{Failure, Usage},
     state::{AgentCtx, AgentState},
 };
-use crate::mind::Message;
+use crate::{blocking::run_blocking, mind::Message};
 
 /// How a run ended.
 pub(super) enum Outcome {
@@ -42,6 +46,17 @@ enum Fault {
     Instantiation(wasmtime::Error),
     /// The guest trapped (or panicked) while running.
     Trap(wasmtime::Error),
+}
+
+impl Fault {
+    /// A trap while instantiating (in a start function) is the guest's fault, like one in
+    /// `run`; anything else is the host's.
+    fn instantiation(e: wasmtime::Error) -> Self {
+        match e.downcast_ref::<wasmtime::Trap>() {
+            Some(_) => Fault::Trap(e),
+            None => Fault::Instantiation(e),
+        }
+    }
 }
 
 /// What a run leaves behind.
@@ -82,7 +97,7 @@ pub(super) async fn run(
             let agent = pre
                 .instantiate_async(&mut store)
                 .await
-                .map_err(Fault::Instantiation)?;
+                .map_err(Fault::instantiation)?;
             inner
                 .timings
                 .instantiated(&ctx.agent_id, instantiating.elapsed());
@@ -104,9 +119,14 @@ pub(super) async fn run(
             "run_time_exceeded",
             format!("the agent ran longer than {} s", config.max_run_secs),
         ),
-        Some(Ok(Ok(text))) => Outcome::Completed(text),
-        Some(Ok(Err(message))) if ctx.mind_failed() => failure("mind_unavailable", message),
-        Some(Ok(Err(message))) => failure("agent_error", message),
+        Some(Ok(Ok(text))) => match check_result(&text, config.max_result_bytes) {
+            Ok(()) => Outcome::Completed(text),
+            Err(message) => failure("result_too_large", message),
+        },
+        Some(Ok(Err(message))) if ctx.mind_failed() => {
+            failure("mind_unavailable", clip(&message, MAX_ERROR_CHARS))
+        }
+        Some(Ok(Err(message))) => failure("agent_error", clip(&message, MAX_ERROR_CHARS)),
         Some(Err(Fault::Instantiation(e))) => {
             tracing::error!(error = %e, agent = %ctx.agent_id, "instantiation failed");
             failure(
@@ -121,6 +141,13 @@ pub(super) async fn run(
                 config.memory_limit_mib
             ),
         ),
+        Some(Err(Fault::Trap(_))) if state.limits.table_denied => failure(
+            "table_limit_exceeded",
+            format!(
+                "the agent exceeded its table limit of {} elements",
+                config.table_elements_limit
+            ),
+        ),
         Some(Err(Fault::Trap(e))) => {
             let trap = e
                 .downcast_ref::<wasmtime::Trap>()
@@ -133,12 +160,43 @@ pub(super) async fn run(
         }
     };
     let usage = state.usage;
+    let dropped = [
+        ("progress_reports", state.bounds.progress.dropped()),
+        ("log_events", state.bounds.log.dropped()),
+    ];
     let conversation = std::mem::take(&mut store.data_mut().conversation);
     drop(store);
+    note_dropped(inner, ctx, dropped).await;
     inner.timings.dropped(&ctx.agent_id);
     Ended {
         outcome,
         usage,
         conversation,
+    }
+}
+
+/// Says in the log, once at the end, how many reports past the run's bounds were dropped
+/// (nothing when none were).
+async fn note_dropped(inner: &Inner, ctx: &AgentCtx, dropped: [(&'static str, u64); 2]) {
+    if dropped.iter().all(|(_, n)| *n == 0) {
+        return;
+    }
+    let message = dropped
+        .iter()
+        .map(|(what, n)| format!("{n} {}", what.replace('_', " ")))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let data = serde_json::Value::Object(
+        dropped
+            .iter()
+            .map(|(what, n)| (format!("dropped_{what}"), (*n).into()))
+            .collect(),
+    );
+    let (records, id) = (inner.services.records.clone(), ctx.agent_id.clone());
+    let message = format!("dropped past the run's bounds: {message}");
+    if let Err(e) =
+        run_blocking(move || records.append_log(&id, "limit", message, Some(data))).await
+    {
+        tracing::error!(agent = %ctx.agent_id, error = %e, "logging the dropped reports failed");
     }
 }

@@ -11,6 +11,7 @@ use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
 
 use super::{
+    bounds::RunBounds,
     config::RuntimeConfig,
     records::{AgentStore, MemoryMode, Usage},
     stop::StopSignal,
@@ -60,12 +61,14 @@ impl AgentCtx {
     }
 }
 
-/// Denies linear-memory growth past the limit and remembers that it did, so the trap
-/// that follows is reported as `memory_limit_exceeded`; bounds table growth too.
+/// Denies linear-memory and table growth past the limits and remembers that it did, so
+/// the trap that follows is reported as `memory_limit_exceeded` or
+/// `table_limit_exceeded`.
 pub struct Limits {
     max_memory: usize,
     max_table_elements: usize,
     pub memory_denied: bool,
+    pub table_denied: bool,
 }
 
 impl ResourceLimiter for Limits {
@@ -86,7 +89,9 @@ impl ResourceLimiter for Limits {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= self.max_table_elements)
+        let allowed = desired <= self.max_table_elements;
+        self.table_denied |= !allowed;
+        Ok(allowed)
     }
 }
 
@@ -95,6 +100,8 @@ pub struct AgentState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limits: Limits,
+    /// What the guest has sent to be stored so far, against the run's bounds.
+    pub bounds: RunBounds,
     pub agent: Arc<AgentCtx>,
     pub usage: Usage,
     pub stderr: MemoryOutputPipe,
@@ -121,7 +128,9 @@ impl AgentState {
                 max_memory: config.memory_limit_mib as usize * (1 << 20),
                 max_table_elements: config.table_elements_limit as usize,
                 memory_denied: false,
+                table_denied: false,
             },
+            bounds: RunBounds::new(config),
             agent,
             usage: Usage::default(),
             stderr,

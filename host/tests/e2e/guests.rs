@@ -16,6 +16,9 @@ use crate::{
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
+// The `hostile` guest's test runs beside the other sandbox tests.
+use crate::hostile::hostile;
+
 macro_rules! assert_test_exists {
     ($name:ident) => {
         #[allow(unused_imports)]

@@ -13,6 +13,7 @@ mod console_browser;
 mod consolidate;
 mod envelope;
 mod guests;
+mod hostile;
 mod isolation;
 mod mcp;
 mod memory_crud;

@@ -1,25 +1,82 @@
 //! `progress`: progress entries on the agent record and events in its log stream.
-//! Guest-controlled sizes are bounded before anything is stored.
+//! Guest-controlled sizes are bounded before anything is stored: each message is clipped,
+//! and each run stores at most `[runtime] max_progress_reports` progress entries and
+//! `max_log_events` log events (`max_log_bytes` in all); past a bound further ones are
+//! dropped and counted, and one `limit` log event says so when the first is dropped.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::{
     blocking::run_blocking,
     clock::now_ms,
-    runtime::{bindings::progress, records::Progress, state::AgentState},
+    runtime::{
+        bindings::progress,
+        bounds::{Admit, clip},
+        records::Progress,
+        state::AgentState,
+    },
 };
 
 /// Longest progress message kept, in characters.
 const MAX_PROGRESS_CHARS: usize = 2_000;
+/// Longest progress kind kept, in characters.
+const MAX_KIND_CHARS: usize = 32;
 /// Longest log message kept, in characters.
 const MAX_LOG_CHARS: usize = 16_000;
 /// Largest structured detail of a log event, in bytes.
 const MAX_LOG_DATA: usize = 64 * 1024;
 
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
+/// Which per-run bound a report counts against.
+#[derive(Clone, Copy)]
+enum Stream {
+    Progress,
+    Log,
+}
+
+impl AgentState {
+    /// Counts a report of `bytes` against its stream's bound; whether to store it. The
+    /// first one dropped writes a `limit` log event (outside the bound: one per stream).
+    async fn admitted(&mut self, stream: Stream, bytes: usize) -> wasmtime::Result<bool> {
+        let (meter, what) = match stream {
+            Stream::Progress => (&mut self.bounds.progress, "progress reports"),
+            Stream::Log => (&mut self.bounds.log, "log events"),
+        };
+        let limit = match stream {
+            Stream::Progress => json!({ "max_progress_reports": meter.max_count() }),
+            Stream::Log => json!({
+                "max_log_events": meter.max_count(),
+                "max_log_bytes": meter.max_bytes(),
+            }),
+        };
+        match meter.admit(bytes) {
+            Admit::Keep => Ok(true),
+            Admit::Dropped => Ok(false),
+            Admit::FirstDropped => {
+                let message =
+                    format!("the run reached its bound of {what}; further ones are dropped");
+                self.append_log("limit", message, Some(limit)).await?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// Appends a log event to the agent's stream; the future holds no borrow of the store.
+    fn append_log(
+        &self,
+        kind: &'static str,
+        message: String,
+        data: Option<Value>,
+    ) -> impl Future<Output = wasmtime::Result<()>> + Send + 'static {
+        let (records, id) = (
+            self.agent.services.records.clone(),
+            self.agent.agent_id.clone(),
+        );
+        async move {
+            run_blocking(move || records.append_log(&id, kind, message, data))
+                .await
+                .map_err(wasmtime::Error::msg)?;
+            Ok(())
+        }
     }
 }
 
@@ -27,9 +84,15 @@ impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
         let entry = Progress {
             ts: now_ms(),
-            kind: clip(&kind, 32),
+            kind: clip(&kind, MAX_KIND_CHARS),
             message: clip(&message, MAX_PROGRESS_CHARS),
         };
+        if !self
+            .admitted(Stream::Progress, entry.kind.len() + entry.message.len())
+            .await?
+        {
+            return Ok(());
+        }
         let (records, id) = (
             self.agent.services.records.clone(),
             self.agent.agent_id.clone(),
@@ -56,17 +119,13 @@ impl progress::Host for AgentState {
             progress::LogKind::ToolUse => "tool_use",
             progress::LogKind::ToolResult => "tool_result",
         };
-        let data = data_json
-            .filter(|d| d.len() <= MAX_LOG_DATA)
-            .and_then(|d| serde_json::from_str::<Value>(&d).ok());
+        let data = data_json.filter(|d| d.len() <= MAX_LOG_DATA);
         let message = clip(&message, MAX_LOG_CHARS);
-        let (records, id) = (
-            self.agent.services.records.clone(),
-            self.agent.agent_id.clone(),
-        );
-        run_blocking(move || records.append_log(&id, kind, message, data))
-            .await
-            .map_err(wasmtime::Error::msg)?;
-        Ok(())
+        let bytes = message.len() + data.as_ref().map_or(0, String::len);
+        if !self.admitted(Stream::Log, bytes).await? {
+            return Ok(());
+        }
+        let data = data.and_then(|d| serde_json::from_str::<Value>(&d).ok());
+        self.append_log(kind, message, data).await
     }
 }
