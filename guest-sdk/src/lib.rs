@@ -75,3 +75,8 @@ pub use tool_loop::ToolLoop;
 pub use tools::{
     MEMORY_TOOL_NAMES, call_memory_tool, is_memory_tool, memory_tools, run_memory_tool,
 };
+
+/// The README's examples, compiled as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
