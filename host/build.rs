@@ -16,7 +16,7 @@ use wasmind_guest_build::Guests;
 
 fn main() {
     let guests = Guests::from_env();
-    guests.rerun_if_changed(&["wit", "rules", "guest-sdk", "examples", "tests/guests"]);
+    guests.rerun_if_changed(&["rules", "guest-sdk", "examples", "tests/guests"]);
     let crates = [
         guests.crates_in("examples"),
         guests.crates_in("tests/guests"),

@@ -9,7 +9,7 @@
 //!
 //! The five memory tools of the specification (`service_memory_put` …) are ready to offer
 //! to the Mind ([`memory_tools`], [`call_memory_tool`]), and [`ToolLoop`] is a complete
-//! tool-calling loop over them.
+//! tool-calling loop over them and any tools of the author's ([`ToolLoop::tool`]).
 //!
 //! Compiled for `wasm32`, the context talks to the host through the WIT imports of
 //! `wasmind:agent`. Compiled natively (for `cargo test`), the same API runs against the
@@ -53,7 +53,7 @@ pub mod testing;
 #[allow(unsafe_code)] // wit-bindgen's generated glue (canonical ABI lifting/lowering) is unsafe
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "agent",
         pub_export_macro: true,
         export_macro_name: "export",
@@ -75,3 +75,8 @@ pub use tool_loop::ToolLoop;
 pub use tools::{
     MEMORY_TOOL_NAMES, call_memory_tool, is_memory_tool, memory_tools, run_memory_tool,
 };
+
+/// The README's examples, compiled as doctests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,6 +1,8 @@
 //! A ready tool-calling loop: ask the Mind, run the tool calls it makes, feed the results
 //! back, until it answers with text alone.
 
+use std::{fmt, rc::Rc};
+
 use serde_json::{Value, json};
 
 use crate::{
@@ -11,7 +13,8 @@ use crate::{
 /// What the loop returns when a stop was requested.
 const STOPPED: &str = "stopped";
 
-/// The loop of a tool-using agent, over the memory tools.
+/// The loop of a tool-using agent, over the memory tools and the author's own
+/// ([`tool`](Self::tool)).
 ///
 /// Each step it checks [`Context::stop_requested`], asks the Mind with the conversation so
 /// far, logs the Mind's text as `thinking`, and runs every tool call it made (progress entry
@@ -49,6 +52,25 @@ pub struct ToolLoop {
     system_prompt: String,
     max_steps: usize,
     tools: Vec<ToolSpec>,
+    /// The author's tools, by name; the memory tools are not here.
+    own: Vec<OwnTool>,
+}
+
+/// What an author's tool does with its arguments: the text the Mind reads, or why it failed.
+type ToolFn = dyn Fn(&Value) -> Result<String, String>;
+
+/// One of the author's tools: its name and what it runs. (`Rc`: a loop is cloned cheaply
+/// and guests are single-threaded.)
+#[derive(Clone)]
+struct OwnTool {
+    name: String,
+    run: Rc<ToolFn>,
+}
+
+impl fmt::Debug for OwnTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnTool").field("name", &self.name).finish()
+    }
 }
 
 impl ToolLoop {
@@ -64,7 +86,53 @@ impl ToolLoop {
             system_prompt: system_prompt.into(),
             max_steps: 20,
             tools: memory_tools(),
+            own: Vec::new(),
         }
+    }
+
+    /// Offers the Mind one more tool beside the memory tools: `spec` says what it is (name,
+    /// description, JSON Schema of its arguments) and `run` does it, given the arguments
+    /// object the Mind sent. `Ok(text)` goes back to the Mind as the result; `Err(why)`
+    /// goes back as `Tool <name> failed: <why>`, and the loop goes on either way. A tool
+    /// whose name is already offered (a memory tool included) replaces it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use wasmind_sdk::{Completion, ToolCall, ToolLoop, ToolSpec, testing::{ScriptedMind, TestContext}};
+    ///
+    /// let add = ToolSpec::new("add", "Adds two numbers", json!({
+    ///     "type": "object",
+    ///     "properties": { "a": { "type": "number" }, "b": { "type": "number" } },
+    ///     "required": ["a", "b"],
+    /// }));
+    /// let t = TestContext::new(ScriptedMind::new([
+    ///     Completion::call(ToolCall::new("c1", "add", &json!({"a": 2, "b": 3}))),
+    ///     Completion::text("2 + 3 = 5"),
+    /// ]));
+    /// let answer = ToolLoop::new("You add numbers.")
+    ///     .tool(add, |args| {
+    ///         let n = |k: &str| args[k].as_f64().ok_or(format!("{k} must be a number"));
+    ///         Ok((n("a")? + n("b")?).to_string())
+    ///     })
+    ///     .run(t.ctx(), "What is 2 + 3?");
+    /// assert_eq!(answer.as_deref(), Ok("2 + 3 = 5"));
+    /// assert_eq!(t.mind().requests()[1].messages[3].content, "5");
+    /// ```
+    pub fn tool(
+        mut self,
+        spec: ToolSpec,
+        run: impl Fn(&Value) -> Result<String, String> + 'static,
+    ) -> Self {
+        self.tools.retain(|t| t.name != spec.name);
+        self.own.retain(|t| t.name != spec.name);
+        self.own.push(OwnTool {
+            name: spec.name.clone(),
+            run: Rc::new(run),
+        });
+        self.tools.push(spec);
+        self
     }
 
     /// At most `steps` calls of the Mind (at least 1).
@@ -162,7 +230,10 @@ impl ToolLoop {
             Some(json!({ "id": call.id, "name": call.name, "arguments": arguments })),
         );
         let offered = self.tools.iter().any(|t| t.name == call.name);
-        let result = if offered && is_memory_tool(&call.name) {
+        let own = self.own.iter().find(|t| t.name == call.name);
+        let result = if let Some(tool) = own {
+            run_own(tool, call)
+        } else if offered && is_memory_tool(&call.name) {
             call_memory_tool(ctx.memory(), call)
         } else {
             let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
@@ -178,6 +249,19 @@ impl ToolLoop {
             Some(json!({ "id": call.id, "name": call.name })),
         );
         result
+    }
+}
+
+/// Runs an author's tool on the call's arguments; arguments that are not JSON are the
+/// tool's failure, told to the Mind like any other.
+fn run_own(tool: &OwnTool, call: &ToolCall) -> String {
+    let outcome = call
+        .arguments()
+        .map_err(|e| format!("the arguments are not valid JSON ({e})"))
+        .and_then(|args| (tool.run)(&args));
+    match outcome {
+        Ok(text) => text,
+        Err(why) => format!("Tool {} failed: {why}", tool.name),
     }
 }
 

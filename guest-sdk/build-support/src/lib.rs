@@ -9,7 +9,7 @@
 //! ```no_run
 //! // build.rs
 //! let guests = wasmind_guest_build::Guests::from_env();
-//! guests.rerun_if_changed(&["wit", "guest-sdk", "examples/default-agent"]);
+//! guests.rerun_if_changed(&["guest-sdk", "examples/default-agent"]);
 //! let [agent] = guests.build(&["default-agent"]).try_into().unwrap();
 //! println!("cargo:rustc-env=DEFAULT_AGENT_WASM={}", agent.display());
 //! ```

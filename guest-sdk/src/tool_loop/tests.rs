@@ -198,3 +198,93 @@ fn a_stop_before_the_run_skips_the_mind() {
     assert_eq!(run(&t), Err("stopped".into()));
     assert!(t.mind().requests().is_empty());
 }
+
+fn echo_spec() -> ToolSpec {
+    ToolSpec::new(
+        "echo",
+        "Says its text back",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+    )
+}
+
+fn echo(args: &Value) -> Result<String, String> {
+    args["text"]
+        .as_str()
+        .map(|s| format!("echo: {s}"))
+        .ok_or_else(|| "text must be a string".to_string())
+}
+
+#[test]
+fn own_tools_are_offered_beside_the_memory_tools_and_their_results_fed_back() {
+    let t = TestContext::new(ScriptedMind::new([
+        Completion::call(ToolCall::new("c1", "echo", &json!({"text": "hi"})))
+            .and_call(ToolCall::new("c2", "echo", &json!({"text": 7})))
+            .and_call(put("c3", "a", "1")),
+        Completion::text("done"),
+    ]));
+    let answer = ToolLoop::new("p")
+        .tool(echo_spec(), echo)
+        .run(t.ctx(), "task");
+    assert_eq!(answer.as_deref(), Ok("done"));
+
+    let requests = t.mind().requests();
+    let mut offered = memory_tools();
+    offered.push(echo_spec());
+    assert_eq!(requests[0].tools, offered);
+    let results: Vec<&str> = requests[1].messages[3..]
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(results[0], "echo: hi");
+    assert_eq!(results[1], "Tool echo failed: text must be a string");
+    assert!(results[2].contains("\"key\":\"a\""), "{results:?}");
+    assert_eq!(t.memory().value("a").as_deref(), Some("1"));
+    assert_eq!(
+        t.progress().reports_of("tool_use"),
+        ["echo", "echo", "service_memory_put"]
+    );
+}
+
+#[test]
+fn arguments_that_are_not_json_are_the_tool_s_failure() {
+    let mut call = ToolCall::new("c1", "echo", &json!({}));
+    call.arguments_json = "{not json".into();
+    let t = TestContext::new(ScriptedMind::new([
+        Completion::call(call),
+        Completion::text("ok"),
+    ]));
+    ToolLoop::new("p")
+        .tool(echo_spec(), echo)
+        .run(t.ctx(), "task")
+        .unwrap();
+    let fed_back = &t.mind().requests()[1].messages[3].content;
+    assert!(
+        fed_back.starts_with("Tool echo failed: the arguments are not valid JSON"),
+        "{fed_back}"
+    );
+}
+
+#[test]
+fn an_own_tool_replaces_a_tool_of_the_same_name() {
+    let spec = ToolSpec::new("service_memory_get", "Mine", json!({"type": "object"}));
+    let t = TestContext::new(ScriptedMind::new([
+        Completion::call(ToolCall::new(
+            "c1",
+            "service_memory_get",
+            &json!({"key": "x"}),
+        )),
+        Completion::text("ok"),
+    ]));
+    ToolLoop::new("p")
+        .tool(spec.clone(), |_| Ok("mine".into()))
+        .run(t.ctx(), "task")
+        .unwrap();
+    let requests = t.mind().requests();
+    let named: Vec<&ToolSpec> = requests[0]
+        .tools
+        .iter()
+        .filter(|s| s.name == "service_memory_get")
+        .collect();
+    assert_eq!(named, [&spec]);
+    assert_eq!(requests[1].messages[3].content, "mine");
+}

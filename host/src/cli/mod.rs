@@ -1,5 +1,5 @@
 //! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
-//! list|set-plan`, `usage`, `console login` and the `mcp` bridge, one module per command
+//! list|set-plan`, `usage`, `console login`, the `mcp` bridge and `agent new`, one module per command
 //! group. The operator commands go through the running server's admin socket when there
 //! is one (`admin`), else to the files.
 
@@ -13,12 +13,15 @@ use crate::{
 };
 
 mod accounts;
+mod agent;
+mod agent_new;
 mod console;
 mod keys;
 mod mcp;
 mod usage;
 
 use accounts::AccountsCommand;
+use agent::AgentCommand;
 use console::ConsoleCommand;
 use keys::KeysCommand;
 
@@ -81,6 +84,11 @@ enum Command {
         #[arg(long)]
         account: Option<String>,
     },
+    /// An agent's author's commands: `new` writes a ready agent crate.
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+    },
     /// The console: a sign-in link for an account (works while a server runs).
     Console {
         #[command(subcommand)]
@@ -125,5 +133,6 @@ fn execute(command: Command) -> anyhow::Result<()> {
             account,
         } => usage::run(&data_dir, month.as_deref(), account.as_deref()),
         Command::Console { command } => console::run(command),
+        Command::Agent { command } => agent::run(command),
     }
 }

@@ -1,9 +1,9 @@
-//! The one `bindgen!` of the host: Rust types and traits for `wit/agent.wit`. Every import
+//! The one `bindgen!` of the host: Rust types and traits for `guest-sdk/wit/agent.wit`. Every import
 //! is async (host calls await the Mind, memory and storage) and trappable (a host fault
 //! traps the guest rather than lying to it).
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../guest-sdk/wit",
     world: "agent",
     imports: { default: async | trappable },
     exports: { default: async },

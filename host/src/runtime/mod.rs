@@ -6,7 +6,7 @@
 //! `InstancePre`s that spawns instantiate. A spawn
 //! (`spawn`) is admitted within the plan's and the host's limits (`admission`), then
 //! supervised from launch to its recorded end (`lifecycle`) around the run itself
-//! (`run`). Each interface of `wit/agent.wit` has its host side in `host/`. Records and
+//! (`run`). Each interface of `guest-sdk/wit/agent.wit` has its host side in `host/`. Records and
 //! log events are durable in redb (`records`); their watchers are woken on each change
 //! (`changes`).
 //! Nothing outside this module knows wasmtime.

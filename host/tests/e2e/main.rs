@@ -6,6 +6,7 @@ mod common;
 
 mod agents;
 mod anthropic;
+mod authoring;
 mod cli;
 mod components;
 mod console;
