@@ -24,17 +24,19 @@ fn blocking_error<E: Into<anyhow::Error>>(e: BlockingError<E>) -> anyhow::Error 
 impl Runtime {
     /// Stores an account's component once it is checked (name, version, not a duplicate,
     /// within the plan's count) and validated and precompiled, which happens on the
-    /// blocking pool.
+    /// blocking pool. Answers no sooner than the first upload of the same bytes did.
     pub async fn upload_component(&self, up: Upload) -> Result<ComponentRecord, UploadError> {
         check_name(&up.name).map_err(UploadError::InvalidName)?;
         check_version(&up.version).map_err(UploadError::InvalidVersion)?;
         let inner = self.inner.clone();
-        run_blocking(move || inner.components.upload(&inner.compiled, up))
+        let (record, pad) = run_blocking(move || inner.components.upload(&inner.compiled, up))
             .await
             .map_err(|e| match e {
                 BlockingError::Failed(e) => e,
                 BlockingError::Aborted(e) => UploadError::Storage(e.into()),
-            })
+            })?;
+        tokio::time::sleep(pad).await;
+        Ok(record)
     }
 
     /// The account's component `id`, if it has one.

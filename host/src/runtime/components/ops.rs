@@ -2,7 +2,11 @@
 //! validated and stored; a delete that lets the bytes go with their last reference; the
 //! resolution of a spawn's `agent` to a linked component, from the cache or its artifact.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use parking_lot::Mutex;
 use redb::Database;
@@ -108,11 +112,14 @@ impl Components {
     }
 
     /// Checks, compiles, stores: see [`Runtime::upload_component`].
+    /// Returns the record and how long to wait before answering: every upload of the same
+    /// bytes takes at least as long as their first validation (a compilation), so no
+    /// account can tell from the time that another uploaded them first.
     pub(super) fn upload(
         &self,
         compiled: &Compiled,
         up: Upload,
-    ) -> Result<ComponentRecord, UploadError> {
+    ) -> Result<(ComponentRecord, Duration), UploadError> {
         let exact = format!("{}@{}", up.name, up.version);
         if self
             .store
@@ -129,9 +136,10 @@ impl Components {
         }
         let digest: [u8; 32] = Sha256::digest(&up.bytes).into();
         let sha256 = hex::encode(digest);
-        let pre = {
+        let (pre, took) = {
             let _compiling = self.compiling.lock();
-            validate(compiled, &digest, &up.bytes)?
+            let started = Instant::now();
+            (validate(compiled, &digest, &up.bytes)?, started.elapsed())
         };
         let record = ComponentRecord {
             component_id: new_id(super::ID_PREFIX),
@@ -147,12 +155,25 @@ impl Components {
         self.blobs
             .put(&record.sha256, &up.bytes)
             .map_err(|e| UploadError::Storage(e.into()))?;
-        let created = self.store.create(record, up.max_components);
-        match &created {
-            Ok(record) => self.cache.put(&record.sha256, pre),
-            Err(_) => self.drop_unreferenced(compiled, &digest),
-        }
-        Ok(created?)
+        let took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let created = self.store.create(record, up.max_components, took_us);
+        let record = match created {
+            Ok(record) => record,
+            Err(e) => {
+                self.drop_unreferenced(compiled, &digest);
+                return Err(e.into());
+            }
+        };
+        self.cache.put(&record.sha256, pre);
+        let first_us = self
+            .store
+            .validation_us(&record.sha256)
+            .map_err(storage)?
+            .unwrap_or(took_us);
+        Ok((
+            record,
+            Duration::from_micros(first_us.saturating_sub(took_us)),
+        ))
     }
 
     /// Removes the bytes and artifact of `digest` if no component references them.
