@@ -10,6 +10,7 @@
 
 mod blobs;
 mod cache;
+mod calls;
 mod names;
 mod ops;
 mod store;

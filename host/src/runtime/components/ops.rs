@@ -1,7 +1,12 @@
-//! What callers ask of the runtime about components: upload, read, list, delete, and the
-//! resolution of a spawn's `agent` to the linked component it runs.
+//! The components' operations below the runtime's calls (`calls`): an upload checked,
+//! validated and stored; a delete that lets the bytes go with their last reference; the
+//! resolution of a spawn's `agent` to a linked component, from the cache or its artifact.
 
-use std::{path::Path, sync::Arc};
+use std::{
+    path::Path,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use parking_lot::Mutex;
 use redb::Database;
@@ -10,18 +15,15 @@ use sha2::{Digest, Sha256};
 use super::{
     blobs::Blobs,
     cache::PreCache,
-    names::{check_name, check_version},
     store::{ComponentRecord, ComponentStore, CreateError},
 };
 use crate::{
-    blocking::{BlockingError, run_blocking},
     clock::now_ms,
     id::new_id,
     metrics::names,
     runtime::{
         bindings::AgentPre,
         engine::{self, Compiled, LoadError},
-        lifecycle::Runtime,
         records::AgentComponent,
         spawn::SpawnRefusal,
         state::AgentState,
@@ -30,7 +32,7 @@ use crate::{
 
 /// The components' metadata, bytes and linked forms.
 pub struct Components {
-    store: ComponentStore,
+    pub(super) store: ComponentStore,
     blobs: Blobs,
     cache: PreCache,
     /// Held while bytes are written or removed and their references change, so a delete
@@ -109,8 +111,15 @@ impl Components {
         })
     }
 
-    /// Checks, compiles, stores: see the module of [`Runtime::upload_component`].
-    fn upload(&self, compiled: &Compiled, up: Upload) -> Result<ComponentRecord, UploadError> {
+    /// Checks, compiles, stores: see [`Runtime::upload_component`].
+    /// Returns the record and how long to wait before answering: every upload of the same
+    /// bytes takes at least as long as their first validation (a compilation), so no
+    /// account can tell from the time that another uploaded them first.
+    pub(super) fn upload(
+        &self,
+        compiled: &Compiled,
+        up: Upload,
+    ) -> Result<(ComponentRecord, Duration), UploadError> {
         let exact = format!("{}@{}", up.name, up.version);
         if self
             .store
@@ -127,9 +136,10 @@ impl Components {
         }
         let digest: [u8; 32] = Sha256::digest(&up.bytes).into();
         let sha256 = hex::encode(digest);
-        let pre = {
+        let (pre, took) = {
             let _compiling = self.compiling.lock();
-            validate(compiled, &digest, &up.bytes)?
+            let started = Instant::now();
+            (validate(compiled, &digest, &up.bytes)?, started.elapsed())
         };
         let record = ComponentRecord {
             component_id: new_id(super::ID_PREFIX),
@@ -145,12 +155,25 @@ impl Components {
         self.blobs
             .put(&record.sha256, &up.bytes)
             .map_err(|e| UploadError::Storage(e.into()))?;
-        let created = self.store.create(record, up.max_components);
-        match &created {
-            Ok(record) => self.cache.put(&record.sha256, pre),
-            Err(_) => self.drop_unreferenced(compiled, &digest),
-        }
-        Ok(created?)
+        let took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let created = self.store.create(record, up.max_components, took_us);
+        let record = match created {
+            Ok(record) => record,
+            Err(e) => {
+                self.drop_unreferenced(compiled, &digest);
+                return Err(e.into());
+            }
+        };
+        self.cache.put(&record.sha256, pre);
+        let first_us = self
+            .store
+            .validation_us(&record.sha256)
+            .map_err(storage)?
+            .unwrap_or(took_us);
+        Ok((
+            record,
+            Duration::from_micros(first_us.saturating_sub(took_us)),
+        ))
     }
 
     /// Removes the bytes and artifact of `digest` if no component references them.
@@ -173,7 +196,7 @@ impl Components {
         }
     }
 
-    fn delete(
+    pub(super) fn delete(
         &self,
         compiled: &Compiled,
         account: &str,
@@ -192,7 +215,7 @@ impl Components {
     }
 
     /// The linked component `spec` names for `account`, with what the record says of it.
-    fn resolve(
+    pub(super) fn resolve(
         &self,
         compiled: &Compiled,
         account: &str,
@@ -274,88 +297,4 @@ fn validate(
         LoadError::Invalid(message) => UploadError::InvalidComponent(message),
         LoadError::Io(e) => UploadError::Storage(e.into()),
     })
-}
-
-fn blocking_error<E: Into<anyhow::Error>>(e: BlockingError<E>) -> anyhow::Error {
-    match e {
-        BlockingError::Failed(e) => e.into(),
-        BlockingError::Aborted(e) => e.into(),
-    }
-}
-
-impl Runtime {
-    /// Stores an account's component once it is checked (name, version, not a duplicate,
-    /// within the plan's count) and validated and precompiled, which happens on the
-    /// blocking pool.
-    pub async fn upload_component(&self, up: Upload) -> Result<ComponentRecord, UploadError> {
-        check_name(&up.name).map_err(UploadError::InvalidName)?;
-        check_version(&up.version).map_err(UploadError::InvalidVersion)?;
-        let inner = self.inner.clone();
-        run_blocking(move || inner.components.upload(&inner.compiled, up))
-            .await
-            .map_err(|e| match e {
-                BlockingError::Failed(e) => e,
-                BlockingError::Aborted(e) => UploadError::Storage(e.into()),
-            })
-    }
-
-    /// The account's component `id`, if it has one.
-    pub async fn component(
-        &self,
-        account: &str,
-        id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
-        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
-        run_blocking(move || inner.components.store.get(&account, &id))
-            .await
-            .map_err(blocking_error)
-    }
-
-    /// Up to `limit` of the account's components newest first, below list position
-    /// `before`; also the position to continue from when more remain.
-    pub async fn components(
-        &self,
-        account: &str,
-        before: Option<u64>,
-        limit: usize,
-    ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
-        let (inner, account) = (self.inner.clone(), account.to_string());
-        run_blocking(move || inner.components.store.list(&account, before, limit))
-            .await
-            .map_err(blocking_error)
-    }
-
-    /// Deletes the account's component `id` and returns it; its bytes and artifact go with
-    /// the last component that has them. Agents already running it keep running.
-    pub async fn delete_component(
-        &self,
-        account: &str,
-        id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
-        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
-        run_blocking(move || inner.components.delete(&inner.compiled, &account, &id))
-            .await
-            .map_err(blocking_error)
-    }
-
-    /// What a spawn runs: the default agent when `spec` is `None`, else the account's
-    /// component it names, loaded (never compiled) on a cache miss.
-    pub(in crate::runtime) async fn agent_for(
-        &self,
-        account: &str,
-        spec: Option<String>,
-    ) -> Result<(Option<AgentComponent>, AgentPre<AgentState>), SpawnRefusal> {
-        let Some(spec) = spec else {
-            return Ok((None, self.inner.compiled.default.clone()));
-        };
-        let (inner, account) = (self.inner.clone(), account.to_string());
-        let (component, pre) =
-            run_blocking(move || inner.components.resolve(&inner.compiled, &account, &spec))
-                .await
-                .map_err(|e| match e {
-                    BlockingError::Failed(e) => e,
-                    BlockingError::Aborted(e) => SpawnRefusal::Storage(e.into()),
-                })?;
-        Ok((Some(component), pre))
-    }
 }

@@ -21,6 +21,9 @@ const BY_ACCOUNT: TableDefinition<(&str, u64), &str> =
     TableDefinition::new("components_by_account");
 /// sha256 (hex) → how many components have these bytes.
 const BLOBS: TableDefinition<&str, u64> = TableDefinition::new("component_blobs");
+/// sha256 (hex) → how long the first validation of these bytes took (µs): every later
+/// upload of them takes at least as long (see `ops`).
+const VALIDATION_US: TableDefinition<&str, u64> = TableDefinition::new("component_validation_us");
 /// Counters.
 const META: TableDefinition<&str, u64> = TableDefinition::new("component_meta");
 
@@ -100,17 +103,20 @@ impl ComponentStore {
         txn.open_table(BY_NAME)?;
         txn.open_table(BY_ACCOUNT)?;
         txn.open_table(BLOBS)?;
+        txn.open_table(VALIDATION_US)?;
         txn.open_table(META)?;
         txn.commit()?;
         Ok(Self { db })
     }
 
     /// Stores `record` (durably), assigning its list position and counting a reference to
-    /// its bytes, unless the account has that name and version or `max` components.
+    /// its bytes (whose first validation, if this is it, took `validation_us`), unless the
+    /// account has that name and version or `max` components.
     pub fn create(
         &self,
         mut record: ComponentRecord,
         max: u32,
+        validation_us: u64,
     ) -> std::result::Result<ComponentRecord, CreateError> {
         let txn = self.db.begin_write()?;
         {
@@ -140,6 +146,10 @@ impl ComponentStore {
             let mut blobs = txn.open_table(BLOBS)?;
             let refs = blobs.get(record.sha256.as_str())?.map_or(0, |v| v.value());
             blobs.insert(record.sha256.as_str(), refs + 1)?;
+            let mut validation = txn.open_table(VALIDATION_US)?;
+            if validation.get(record.sha256.as_str())?.is_none() {
+                validation.insert(record.sha256.as_str(), validation_us)?;
+            }
         }
         txn.commit()?;
         Ok(record)
@@ -248,6 +258,8 @@ impl ComponentStore {
             let last = refs <= 1;
             if last {
                 blobs.remove(record.sha256.as_str())?;
+                txn.open_table(VALIDATION_US)?
+                    .remove(record.sha256.as_str())?;
             } else {
                 blobs.insert(record.sha256.as_str(), refs - 1)?;
             }
@@ -262,6 +274,14 @@ impl ComponentStore {
         let txn = self.db.begin_read()?;
         let index = txn.open_table(BY_ACCOUNT)?;
         Ok(index.range((account, 0)..=(account, u64::MAX))?.count())
+    }
+
+    /// How long the first validation of the bytes of digest `sha256` took (µs), if any
+    /// component has them.
+    pub fn validation_us(&self, sha256: &str) -> Result<Option<u64>> {
+        let txn = self.db.begin_read()?;
+        let validation = txn.open_table(VALIDATION_US)?;
+        Ok(validation.get(sha256)?.map(|v| v.value()))
     }
 
     /// Whether any component has the bytes of digest `sha256` (hex).
@@ -301,10 +321,11 @@ mod tests {
             s.create(
                 record(&format!("cmp_{i}"), "a", "n", &format!("{i}.0.0"), "x"),
                 10,
+                0,
             )
             .unwrap();
         }
-        s.create(record("cmp_b", "b", "n", "1.0.0", "x"), 10)
+        s.create(record("cmp_b", "b", "n", "1.0.0", "x"), 10, 0)
             .unwrap();
         let ids = |page: &[ComponentRecord]| {
             page.iter()
@@ -336,11 +357,11 @@ mod tests {
             ("cmp_3", "2.0.0-beta.1"),
             ("cmp_4", "1.2.0"),
         ] {
-            s.create(record(id, "a", "notes", v, "x"), 10).unwrap();
+            s.create(record(id, "a", "notes", v, "x"), 10, 0).unwrap();
         }
-        s.create(record("cmp_5", "a", "notes_two", "9.0.0", "x"), 10)
+        s.create(record("cmp_5", "a", "notes_two", "9.0.0", "x"), 10, 0)
             .unwrap();
-        s.create(record("cmp_6", "b", "notes", "3.0.0", "x"), 10)
+        s.create(record("cmp_6", "b", "notes", "3.0.0", "x"), 10, 0)
             .unwrap();
         let resolved = |spec: &str| s.resolve("a", spec).unwrap().map(|r| r.component_id);
         assert_eq!(resolved("notes").as_deref(), Some("cmp_3"));
@@ -356,37 +377,40 @@ mod tests {
     #[test]
     fn a_name_and_version_is_taken_once_per_account_within_the_quota() {
         let (_d, s) = store();
-        s.create(record("cmp_1", "a", "n", "1.0.0", "x"), 2)
+        s.create(record("cmp_1", "a", "n", "1.0.0", "x"), 2, 0)
             .unwrap();
         assert!(matches!(
-            s.create(record("cmp_2", "a", "n", "1.0.0", "y"), 2),
+            s.create(record("cmp_2", "a", "n", "1.0.0", "y"), 2, 0),
             Err(CreateError::Exists)
         ));
-        s.create(record("cmp_3", "b", "n", "1.0.0", "x"), 2)
+        s.create(record("cmp_3", "b", "n", "1.0.0", "x"), 2, 0)
             .unwrap();
-        s.create(record("cmp_4", "a", "n", "1.0.1", "x"), 2)
+        s.create(record("cmp_4", "a", "n", "1.0.1", "x"), 2, 0)
             .unwrap();
         assert!(matches!(
-            s.create(record("cmp_5", "a", "n", "1.0.2", "x"), 2),
+            s.create(record("cmp_5", "a", "n", "1.0.2", "x"), 2, 0),
             Err(CreateError::Quota { max: 2 })
         ));
         s.delete("a", "cmp_4").unwrap();
-        s.create(record("cmp_5", "a", "n", "1.0.2", "x"), 2)
+        s.create(record("cmp_5", "a", "n", "1.0.2", "x"), 2, 0)
             .unwrap();
     }
 
     #[test]
     fn shared_bytes_stay_referenced_until_the_last_component_goes() {
         let (_d, s) = store();
-        s.create(record("cmp_1", "a", "n", "1.0.0", "same"), 10)
+        assert_eq!(s.validation_us("same").unwrap(), None);
+        s.create(record("cmp_1", "a", "n", "1.0.0", "same"), 10, 0)
             .unwrap();
-        s.create(record("cmp_2", "b", "m", "1.0.0", "same"), 10)
+        s.create(record("cmp_2", "b", "m", "1.0.0", "same"), 10, 99)
             .unwrap();
         let (gone, last) = s.delete("a", "cmp_1").unwrap().unwrap();
         assert_eq!((gone.component_id.as_str(), last), ("cmp_1", false));
         assert!(s.referenced("same").unwrap());
+        assert_eq!(s.validation_us("same").unwrap(), Some(0), "the first one's");
         let (_, last) = s.delete("b", "cmp_2").unwrap().unwrap();
         assert!(last);
         assert!(!s.referenced("same").unwrap());
+        assert_eq!(s.validation_us("same").unwrap(), None);
     }
 }
