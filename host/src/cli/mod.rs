@@ -1,5 +1,5 @@
 //! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
-//! list|set-plan`, `usage`, `console login`, the `mcp` bridge and `agent new`, one module per command
+//! list|set-plan`, `usage`, `console login`, the `mcp` bridge, `agent new|deploy` and `agents spawn`, one module per command
 //! group. The operator commands go through the running server's admin socket when there
 //! is one (`admin`), else to the files.
 
@@ -15,13 +15,16 @@ use crate::{
 mod accounts;
 mod agent;
 mod agent_new;
+mod agents;
 mod console;
 mod keys;
 mod mcp;
+mod remote;
 mod usage;
 
 use accounts::AccountsCommand;
 use agent::AgentCommand;
+use agents::AgentsCommand;
 use console::ConsoleCommand;
 use keys::KeysCommand;
 
@@ -84,10 +87,17 @@ enum Command {
         #[arg(long)]
         account: Option<String>,
     },
-    /// An agent's author's commands: `new` writes a ready agent crate.
+    /// An agent's author's commands: `new` writes a ready agent crate, `deploy` uploads
+    /// its component (over the API, with WASMIND_URL and WASMIND_API_KEY).
     Agent {
         #[command(subcommand)]
         command: AgentCommand,
+    },
+    /// Runs agents over the API (WASMIND_URL, WASMIND_API_KEY): `spawn`, optionally
+    /// followed to its end.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
     },
     /// The console: a sign-in link for an account (works while a server runs).
     Console {
@@ -101,10 +111,14 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match execute(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("wasmind: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast_ref::<agents::Unsuccessful>() {
+            // The agent's error is printed already; the status says how it ended.
+            Some(agents::Unsuccessful(code)) => ExitCode::from(*code),
+            None => {
+                eprintln!("wasmind: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -134,5 +148,6 @@ fn execute(command: Command) -> anyhow::Result<()> {
         } => usage::run(&data_dir, month.as_deref(), account.as_deref()),
         Command::Console { command } => console::run(command),
         Command::Agent { command } => agent::run(command),
+        Command::Agents { command } => agents::run(command),
     }
 }

@@ -1,7 +1,8 @@
 //! An agent's author's path, as the README walks it: the SDK packages on its own;
 //! `wasmind agent new` writes a crate whose `cargo test` passes natively and which builds to
-//! a component; uploaded, that component runs to completion on a real server, its own tool
-//! called by the Mind.
+//! a component; deployed (`wasmind agent deploy`) and followed (`wasmind agents spawn
+//! --follow`), that component runs to completion on a real server, its own tool called by
+//! the Mind.
 //!
 //! The nested cargo runs offline (every crate they need is in the local cache after the
 //! workspace's build) and build into `target/authoring`, so later runs reuse the build.
@@ -13,14 +14,10 @@ use std::{
 
 use serde_json::json;
 
-use crate::{
-    agents::wait_terminal,
-    common::{
-        Options, cli,
-        components::upload,
-        fake_mind::{FakeMind, Reply},
-        server_with_keys,
-    },
+use crate::common::{
+    Options, cli,
+    fake_mind::{FakeMind, Reply},
+    remote_cli, server_with_keys,
 };
 
 /// The workspace's root.
@@ -124,18 +121,32 @@ fn a_new_agent_tests_builds_uploads_and_runs() {
     ]);
     let options = Options::hash_embedder().openai_mind(&mind.base_url());
     let (_data, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let deploy = [
+        "agent",
+        "deploy",
+        wasm.to_str().unwrap(),
+        "--name",
+        "my_agent",
+        "--version",
+        "0.1.0",
+    ];
+    let (code, stdout, stderr) = remote_cli(&server, &keys[0], &deploy);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let spawn = [
+        "agents",
+        "spawn",
+        "--agent",
+        "my_agent",
+        "--follow",
+        "--task",
+        "Count the words of: to be or not to be",
+    ];
+    let (code, stdout, stderr) = remote_cli(&server, &keys[0], &spawn);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("[tool_use] word_count\n"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("It has 6 words."), "{stdout}");
     let c = server.client(&keys[0]);
-    let component = upload(&c, wasm.to_str().unwrap(), "my_agent", "0.1.0");
-    assert_eq!(component["name"], "my_agent", "{component:#}");
-
-    let spawned = c.post(
-        "/api/v1/agents",
-        &json!({ "task": "Count the words of: to be or not to be", "agent": "my_agent" }),
-    );
-    assert_eq!(spawned.status, 201, "{:#}", spawned.body);
-    let done = wait_terminal(&c, spawned.body["agent_id"].as_str().unwrap());
-    assert_eq!(done["status"], "completed", "{done:#}");
-    assert_eq!(done["final_result"], "It has 6 words.");
-    assert_eq!(done["agent"]["name"], "my_agent", "{done:#}");
+    let agents = c.get("/api/v1/agents").body;
+    assert_eq!(agents["data"][0]["agent"]["name"], "my_agent", "{agents:#}");
     assert_eq!(mind.tool_messages(), ["6"]);
 }

@@ -8,6 +8,7 @@ mod agents;
 mod anthropic;
 mod authoring;
 mod cli;
+mod cli_remote;
 mod components;
 mod console;
 mod console_browser;

@@ -35,6 +35,22 @@ pub fn cli(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `wasmind ARGS` as an API client of `server` with `key` (`WASMIND_URL`,
+/// `WASMIND_API_KEY`): (exit code, stdout, stderr).
+pub fn remote_cli(server: &Server, key: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(binary())
+        .args(args)
+        .env("WASMIND_URL", &server.base)
+        .env("WASMIND_API_KEY", key)
+        .output()
+        .expect("running wasmind");
+    (
+        out.status.code().expect("exited"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Creates a key for `account` on `plan` in `dir` (no server may be running on it).
 pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
     let (ok, stdout, stderr) = cli(&[
