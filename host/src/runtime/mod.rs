@@ -21,6 +21,7 @@ mod engine;
 mod extraction;
 mod host;
 mod lifecycle;
+mod newest;
 mod records;
 mod run;
 mod spawn;

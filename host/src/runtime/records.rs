@@ -12,7 +12,10 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::changes::{Changes, Watch};
+use super::{
+    changes::{Changes, Watch},
+    newest,
+};
 use crate::{accounts::MonthUsage, clock::now_ms};
 
 /// agent_id → record (JSON).
@@ -299,23 +302,8 @@ impl AgentStore {
         limit: usize,
     ) -> Result<(Vec<AgentRecord>, Option<u64>)> {
         let txn = self.db.begin_read()?;
-        let index = txn.open_table(BY_ACCOUNT)?;
-        let agents = txn.open_table(AGENTS)?;
-        let mut out = Vec::new();
-        for entry in index
-            .range((account, 0)..(account, before.unwrap_or(u64::MAX)))?
-            .rev()
-        {
-            let (_, id) = entry?;
-            if out.len() == limit {
-                let next = out.last().map(|r: &AgentRecord| r.seq);
-                return Ok((out, next));
-            }
-            if let Some(bytes) = agents.get(id.value())? {
-                out.push(serde_json::from_slice(bytes.value())?);
-            }
-        }
-        Ok((out, None))
+        let page = (account, before, limit);
+        newest::page(&txn, AGENTS, BY_ACCOUNT, page, |r: &AgentRecord| r.seq)
     }
 
     /// Applies `change` to a record unless it returns false; durable when the status

@@ -10,6 +10,7 @@ use semver::Version;
 use serde::{Deserialize, Serialize};
 
 use super::names::Spec;
+use crate::runtime::newest;
 
 /// component_id → record (JSON).
 const COMPONENTS: TableDefinition<&str, &[u8]> = TableDefinition::new("components");
@@ -214,23 +215,10 @@ impl ComponentStore {
         limit: usize,
     ) -> Result<(Vec<ComponentRecord>, Option<u64>)> {
         let txn = self.db.begin_read()?;
-        let index = txn.open_table(BY_ACCOUNT)?;
-        let components = txn.open_table(COMPONENTS)?;
-        let mut out = Vec::new();
-        for entry in index
-            .range((account, 0)..(account, before.unwrap_or(u64::MAX)))?
-            .rev()
-        {
-            let (_, id) = entry?;
-            if out.len() == limit {
-                let next = out.last().map(|r: &ComponentRecord| r.seq);
-                return Ok((out, next));
-            }
-            if let Some(bytes) = components.get(id.value())? {
-                out.push(serde_json::from_slice(bytes.value())?);
-            }
-        }
-        Ok((out, None))
+        let page = (account, before, limit);
+        newest::page(&txn, COMPONENTS, BY_ACCOUNT, page, |r: &ComponentRecord| {
+            r.seq
+        })
     }
 
     /// Removes the account's component `id` (durably); returns it and whether it was the
