@@ -67,6 +67,7 @@ impl Default for Plans {
                 agent_hours_per_month: 10.0,
                 component_max_bytes: 8 << 20,
                 components: 10,
+                cpu_seconds_per_run: 60.0,
             },
             liftoff: PlanLimits {
                 spawns_per_minute: 5,
@@ -76,6 +77,7 @@ impl Default for Plans {
                 agent_hours_per_month: 100.0,
                 component_max_bytes: 32 << 20,
                 components: 100,
+                cpu_seconds_per_run: 600.0,
             },
             lightyear: PlanLimits {
                 spawns_per_minute: 30,
@@ -85,6 +87,7 @@ impl Default for Plans {
                 agent_hours_per_month: 1_000.0,
                 component_max_bytes: 64 << 20,
                 components: 1_000,
+                cpu_seconds_per_run: 3_600.0,
             },
         }
     }
@@ -127,6 +130,9 @@ pub struct PlanLimits {
     pub component_max_bytes: u64,
     /// Most agent components an account may keep.
     pub components: u32,
+    /// CPU time one agent's run may use, in seconds; past it the run fails with
+    /// `cpu_limit_exceeded`.
+    pub cpu_seconds_per_run: f64,
 }
 
 /// The `[plans]` section as written: tiers left out keep their defaults.
@@ -139,7 +145,7 @@ struct PlanTables {
 }
 
 /// One `[plans.X]` table. The original five limits must all be given, so a partial table
-/// cannot silently mix tiers; the component limits came later and, left out, keep the
+/// cannot silently mix tiers; the component and CPU limits came later and, left out, keep the
 /// tier's own defaults (so configuration files written before them still load).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,6 +157,7 @@ struct PlanTable {
     agent_hours_per_month: f64,
     component_max_bytes: Option<u64>,
     components: Option<u32>,
+    cpu_seconds_per_run: Option<f64>,
 }
 
 impl PlanTable {
@@ -165,6 +172,9 @@ impl PlanTable {
                 .component_max_bytes
                 .unwrap_or(default.component_max_bytes),
             components: self.components.unwrap_or(default.components),
+            cpu_seconds_per_run: self
+                .cpu_seconds_per_run
+                .unwrap_or(default.cpu_seconds_per_run),
         }
     }
 }
@@ -192,12 +202,15 @@ mod tests {
                         memories = 4\nagent_hours_per_month = 5.0\n";
 
     #[test]
-    fn component_limits_default_per_tier_and_may_be_given() {
+    fn later_limits_default_per_tier_and_may_be_given() {
         let plans: Plans = toml::from_str(&format!(
-            "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n"
+            "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
+             cpu_seconds_per_run = 1.5\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
+        assert_eq!(plans.lightyear.cpu_seconds_per_run, 3_600.0);
+        assert_eq!(plans.free.cpu_seconds_per_run, 1.5);
         assert_eq!(plans.lightyear.components, 1_000);
         assert_eq!(plans.lightyear.memories, 4);
         assert_eq!(

@@ -1,5 +1,6 @@
 //! Metered usage per account and calendar month (UTC): agent run time, which the monthly
-//! agent-hour budget is checked against, and the tokens agents' Minds spent.
+//! agent-hour budget is checked against, the CPU time guests used, and the tokens agents'
+//! Minds spent.
 
 use std::sync::Arc;
 
@@ -18,6 +19,9 @@ pub struct MonthUsage {
     pub run_ms: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// CPU time agents used, milliseconds (months recorded before it was metered read 0).
+    #[serde(default)]
+    pub cpu_ms: u64,
 }
 
 /// Usage over the shared database. Blocking.
@@ -48,6 +52,7 @@ impl UsageStore {
             usage.run_ms += delta.run_ms;
             usage.input_tokens += delta.input_tokens;
             usage.output_tokens += delta.output_tokens;
+            usage.cpu_ms += delta.cpu_ms;
             table.insert(
                 (account, month.as_str()),
                 serde_json::to_vec(&usage)?.as_slice(),
@@ -104,6 +109,7 @@ mod tests {
                 run_ms: 5,
                 input_tokens: 1,
                 output_tokens: 2,
+                cpu_ms: 3,
             },
         )
         .unwrap();
@@ -112,6 +118,7 @@ mod tests {
             nov,
             MonthUsage {
                 run_ms: 7,
+                cpu_ms: 4,
                 ..Default::default()
             },
         )
@@ -130,7 +137,8 @@ mod tests {
             MonthUsage {
                 run_ms: 12,
                 input_tokens: 1,
-                output_tokens: 2
+                output_tokens: 2,
+                cpu_ms: 7,
             }
         );
         assert_eq!(s.month("a", dec).unwrap().run_ms, 1);

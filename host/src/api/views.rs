@@ -186,3 +186,15 @@ pub struct TokenUsage {
     pub input_tokens: u64,
     pub output_tokens: u64,
 }
+
+/// What an agent's run used: its Mind's tokens and its own CPU time.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct AgentUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// CPU time the agent's code used (its wasm and the host calls' own work; not time
+    /// spent waiting), counted against the plan's `cpu_seconds_per_run`; set when the
+    /// run ends.
+    #[schema(minimum = 0)]
+    pub cpu_seconds: f64,
+}

@@ -18,13 +18,14 @@ pub(super) fn run(
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(
-        "{:<24} {:<7} {:>10} {:>14} {:>14}",
-        "ACCOUNT", "MONTH", "RUN_HOURS", "INPUT_TOKENS", "OUTPUT_TOKENS"
+        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14}",
+        "ACCOUNT", "MONTH", "RUN_HOURS", "CPU_SECONDS", "INPUT_TOKENS", "OUTPUT_TOKENS"
     );
     for row in rows {
         let hours = row.usage.run_ms as f64 / 3_600_000.0;
+        let cpu = row.usage.cpu_ms as f64 / 1_000.0;
         println!(
-            "{:<24} {:<7} {hours:>10.4} {:>14} {:>14}",
+            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14}",
             row.account, row.month, row.usage.input_tokens, row.usage.output_tokens
         );
     }

@@ -31,6 +31,8 @@ pub struct RuntimeConfig {
     pub max_result_bytes: u64,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
+    /// Threads guests run on, apart from the API's; default: one per core.
+    pub guest_threads: Option<usize>,
 }
 
 impl Default for RuntimeConfig {
@@ -46,6 +48,16 @@ impl Default for RuntimeConfig {
             max_log_bytes: 16 << 20,
             max_result_bytes: 256 << 10,
             component: None,
+            guest_threads: None,
         }
+    }
+}
+
+impl RuntimeConfig {
+    /// The threads guests run on: as configured, else one per core.
+    pub fn guest_threads(&self) -> usize {
+        self.guest_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+            .max(1)
     }
 }

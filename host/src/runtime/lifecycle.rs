@@ -16,8 +16,10 @@ use super::{
     bindings::AgentPre,
     components::Components,
     config::RuntimeConfig,
+    cpu::{CpuGate, CpuMeter},
     engine::{self, Compiled},
     extraction,
+    guests::GuestThreads,
     records::{AgentRecord, Failure, RecordError, Status, Usage},
     run::{Ended, Outcome, run},
     state::{AgentCtx, AgentState, Services},
@@ -39,12 +41,19 @@ pub(super) struct Inner {
     /// Every key's spawn-rate windows.
     pub(super) rate: RateLimiter,
     pub(super) timings: Recorder,
+    /// Where agents' tasks run: the guests' own threads.
+    guest_tasks: tokio::runtime::Handle,
+    /// Their slots, shared fairly between accounts.
+    pub(super) cpu: Arc<CpuGate>,
 }
 
 /// The agent runtime; cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
     pub(super) inner: Arc<Inner>,
+    /// Held here, not in `Inner` (which agents' tasks hold), so the guests' threads are
+    /// shut down from the API's side when the last handle goes.
+    _guests: Arc<GuestThreads>,
 }
 
 /// How long a stopped agent may go on before it is dropped.
@@ -63,9 +72,20 @@ impl Runtime {
     ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, &dir.cache_dir())?;
         let components = Components::open(dir.db().clone(), &dir.components_dir())?;
-        tracing::info!(admission_cap = compiled.cap, "agent runtime ready");
+        let threads = config.guest_threads();
+        let guests = GuestThreads::start(threads)?;
+        tracing::info!(
+            admission_cap = compiled.cap,
+            guest_threads = threads,
+            "agent runtime ready"
+        );
         let runtime = Self {
             inner: Arc::new(Inner {
+                guest_tasks: guests.handle(),
+                cpu: CpuGate::new(threads, {
+                    let engine = compiled.engine.clone();
+                    move || engine.increment_epoch()
+                }),
                 admission: Admission::new(compiled.cap),
                 compiled,
                 components,
@@ -74,6 +94,7 @@ impl Runtime {
                 rate: RateLimiter::default(),
                 timings: Recorder::new(),
             }),
+            _guests: Arc::new(guests),
         };
         runtime.fail_orphans()?;
         Ok(runtime)
@@ -86,12 +107,13 @@ impl Runtime {
     }
 
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
-    /// running `pre`.
+    /// running `pre` on the guests' threads within `cpu_budget` of CPU time.
     pub(super) fn launch(
         &self,
         slot: Slot,
         record: &AgentRecord,
         memory_quota: u64,
+        cpu_budget: Duration,
         pre: AgentPre<AgentState>,
     ) {
         let ctx = Arc::new(AgentCtx {
@@ -102,12 +124,13 @@ impl Runtime {
             stop: StopSignal::default(),
             mind_failed: AtomicBool::new(false),
             started: Instant::now(),
+            cpu: Arc::new(CpuMeter::new(cpu_budget)),
             services: self.inner.services.clone(),
         });
         self.inner.admission.launched(&ctx);
         let inner = self.inner.clone();
         let task = record.task.clone();
-        tokio::spawn(async move {
+        self.inner.guest_tasks.spawn(async move {
             supervise(&inner, &ctx, &pre, &task).await;
             inner.admission.ended(&ctx);
             drop(slot);

@@ -121,17 +121,22 @@ pub struct Failure {
     pub message: String,
 }
 
-/// Tokens an agent's Mind calls spent.
+/// Tokens an agent's Mind calls spent, and the CPU time it used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// CPU time the guest used, in milliseconds (records made before it was metered
+    /// read 0).
+    #[serde(default)]
+    pub cpu_ms: u64,
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cpu_ms += other.cpu_ms;
     }
 }
 
@@ -140,17 +145,20 @@ impl From<crate::mind::Usage> for Usage {
         Usage {
             input_tokens: u64::from(u.input_tokens),
             output_tokens: u64::from(u.output_tokens),
+            cpu_ms: 0,
         }
     }
 }
 
 impl Usage {
-    /// These tokens and `run_ms` of run time, as the account's monthly usage counts them.
+    /// These tokens and CPU time and `run_ms` of run time, as the account's monthly usage
+    /// counts them.
     pub fn month(self, run_ms: u64) -> MonthUsage {
         MonthUsage {
             run_ms,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
+            cpu_ms: self.cpu_ms,
         }
     }
 }

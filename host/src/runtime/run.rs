@@ -8,7 +8,8 @@
 //! `guest_trap` (a trap or panic, a stack overflow included), `memory_limit_exceeded`,
 //! `table_limit_exceeded`, `run_time_exceeded` (instantiation included: a start function
 //! that never returns is interrupted like a `run` that never does), `instantiation_failed`,
-//! `result_too_large` (the final result is over `[runtime] max_result_bytes`).
+//! `result_too_large` (the final result is over `[runtime] max_result_bytes`),
+//! `cpu_limit_exceeded` (the run used more CPU time than its plan's `cpu_seconds_per_run`).
 
 use std::{
     sync::Arc,
@@ -20,6 +21,7 @@ use wasmtime::{Store, UpdateDeadline};
 use super::{
     bindings::AgentPre,
     bounds::{MAX_ERROR_CHARS, check_result, clip},
+    cpu::{OverBudget, metered},
     lifecycle::{Inner, grace},
     records::{Failure, Usage},
     state::{AgentCtx, AgentState},
@@ -46,6 +48,8 @@ enum Fault {
     Instantiation(wasmtime::Error),
     /// The guest trapped (or panicked) while running.
     Trap(wasmtime::Error),
+    /// The guest used its CPU budget up.
+    OverBudget,
 }
 
 impl Fault {
@@ -80,15 +84,11 @@ pub(super) async fn run(
     let mut store = Store::new(&inner.compiled.engine, AgentState::new(ctx.clone(), config));
     store.limiter(|state| &mut state.limits);
     store.set_epoch_deadline(1);
-    // `Yield` would wake the task at once, so a worker running wasm never parks and tokio
-    // polls its I/O and timer driver only every 61 task polls (~0.6 s of 10 ms slices):
-    // spinning agents would starve the API and overrun their stop grace. `yield_now`
-    // defers the wake until the driver has run (wasmtime's advice for tokio).
-    store.epoch_deadline_callback(|_| {
-        Ok(UpdateDeadline::YieldCustom(
-            1,
-            Box::pin(tokio::task::yield_now()),
-        ))
+    // At each tick the guest's slice ends: its task goes behind the agents waiting for a
+    // CPU slot (see `cpu`), and lets the scheduler poll its I/O and timers first.
+    store.epoch_deadline_callback(|store| {
+        let cpu = store.data().agent.cpu.clone();
+        Ok(UpdateDeadline::YieldCustom(1, Box::pin(cpu.end_slice())))
     });
     let grace = grace(config);
     let result = {
@@ -102,6 +102,13 @@ pub(super) async fn run(
                 .timings
                 .instantiated(&ctx.agent_id, instantiating.elapsed());
             agent.call_run(&mut store, task).await.map_err(Fault::Trap)
+        };
+        // Polled in a fair share of the guests' CPU, and metered.
+        let run = async {
+            match metered(inner.cpu.clone(), &ctx.account, ctx.cpu.clone(), run).await {
+                Ok(result) => result,
+                Err(OverBudget) => Err(Fault::OverBudget),
+            }
         };
         // Biased, the ends first: once the grace or the run time is over, the guest gets
         // no further slice.
@@ -134,6 +141,13 @@ pub(super) async fn run(
                 "the agent could not be started; try again",
             )
         }
+        Some(Err(Fault::OverBudget)) => failure(
+            "cpu_limit_exceeded",
+            format!(
+                "the agent used more than its plan's {} CPU seconds per run",
+                ctx.cpu.budget().as_secs_f64()
+            ),
+        ),
         Some(Err(Fault::Trap(_))) if state.limits.memory_denied => failure(
             "memory_limit_exceeded",
             format!(
@@ -159,7 +173,10 @@ pub(super) async fn run(
             failure("guest_trap", message)
         }
     };
-    let usage = state.usage;
+    let usage = Usage {
+        cpu_ms: ctx.cpu.used().as_millis() as u64,
+        ..state.usage
+    };
     let dropped = [
         ("progress_reports", state.bounds.progress.dropped()),
         ("log_events", state.bounds.log.dropped()),

@@ -7,7 +7,7 @@
 //! only. An admitted spawn is stored as `spawning`, launched, and, when no name was given,
 //! named from its task until the Mind titles it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{
     admission::Refusal,
@@ -222,7 +222,9 @@ impl Runtime {
         let record = run_blocking(move || records.create(record))
             .await
             .map_err(|e| SpawnRefusal::Storage(e.into()))?;
-        self.launch(slot, &record, limits.memories, pre);
+        let cpu_budget = Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
+            .unwrap_or(Duration::MAX);
+        self.launch(slot, &record, limits.memories, cpu_budget, pre);
         if untitled {
             self.retitle(&record);
         }

@@ -13,6 +13,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::Me
 use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
+    cpu::CpuMeter,
     records::{AgentStore, MemoryMode, Usage},
     stop::StopSignal,
 };
@@ -46,6 +47,8 @@ pub struct AgentCtx {
     pub mind_failed: AtomicBool,
     /// When the agent was launched (its run time is metered from here).
     pub started: std::time::Instant,
+    /// Its CPU time, against the plan's budget per run.
+    pub cpu: Arc<CpuMeter>,
     pub services: Arc<Services>,
 }
 

@@ -14,6 +14,7 @@ mod console;
 mod console_browser;
 mod consolidate;
 mod envelope;
+mod fair_cpu;
 mod guests;
 mod hostile;
 mod isolation;

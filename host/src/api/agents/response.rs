@@ -5,7 +5,7 @@ use serde_json::Value;
 use utoipa::{ToSchema, openapi::Schema};
 
 use super::{
-    super::{schema, views::TokenUsage},
+    super::{schema, views::AgentUsage},
     components::AgentComponentView,
 };
 use crate::{
@@ -82,7 +82,7 @@ pub struct AgentView {
     pub progress: Vec<ProgressView>,
     pub error: Option<FailureView>,
     pub model: String,
-    pub usage: TokenUsage,
+    pub usage: AgentUsage,
     #[schema(schema_with = memory_mode)]
     pub memory_mode: &'static str,
     /// The uploaded component it runs; null for the built-in default agent.
@@ -113,9 +113,10 @@ impl From<&AgentRecord> for AgentView {
                 message: e.message.clone(),
             }),
             model: r.model.clone(),
-            usage: TokenUsage {
+            usage: AgentUsage {
                 input_tokens: r.usage.input_tokens,
                 output_tokens: r.usage.output_tokens,
+                cpu_seconds: r.usage.cpu_ms as f64 / 1_000.0,
             },
             memory_mode: r.memory_mode.as_str(),
             agent: r.agent.as_ref().map(AgentComponentView::from),

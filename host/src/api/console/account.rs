@@ -208,6 +208,7 @@ pub async fn usage(
             limit: Some(limits.concurrent_agents),
         },
         spawn_windows,
+        cpu_seconds: month.cpu_ms as f64 / 1_000.0,
         input_tokens: month.input_tokens,
         output_tokens: month.output_tokens,
     }))

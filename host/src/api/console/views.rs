@@ -118,6 +118,9 @@ pub struct UsageReport {
     /// Two per live key (60 s and 3,600 s); the windows are kept in memory, so a restart
     /// empties them.
     pub spawn_windows: Vec<SpawnWindow>,
+    /// CPU time the account's agents used this month, in seconds (finished runs).
+    #[schema(minimum = 0)]
+    pub cpu_seconds: f64,
     /// Tokens the account's Minds spent this month.
     pub input_tokens: u64,
     pub output_tokens: u64,

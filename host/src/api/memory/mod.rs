@@ -382,9 +382,9 @@ pub async fn consolidate(
     if spent != Usage::default() {
         let usage = state.usage.clone();
         let delta = MonthUsage {
-            run_ms: 0,
             input_tokens: spent.input_tokens.into(),
             output_tokens: spent.output_tokens.into(),
+            ..MonthUsage::default()
         };
         if let Err(e) = run_blocking(move || usage.add(&account, now_ms(), delta)).await {
             tracing::error!(error = %e, "recording consolidation usage failed");

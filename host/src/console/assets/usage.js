@@ -29,6 +29,7 @@ async function load() {
   against('usage-memories', { used: u.memories.live, limit: u.memories.limit }, 'memories');
   against('usage-concurrency',
     { used: u.concurrent_agents.running, limit: u.concurrent_agents.limit }, 'running');
+  $('usage-cpu').textContent = `${num(u.cpu_seconds, 3)} CPU seconds`;
   $('usage-tokens').textContent = `${num(u.input_tokens, 0)} in, ${num(u.output_tokens, 0)} out`;
   $('usage-windows').tBodies[0].replaceChildren(...u.spawn_windows.map((w) => el('tr', {},
     el('td', {}, el('code', {}, w.key_id)),

@@ -9,6 +9,8 @@
 //!   or completes with `escaped: …` if any succeeded.
 //! - `flood N`: sends N progress reports and N log events, then completes.
 //! - `big_result N`: completes with a final result of N bytes (`x` repeated).
+//! - `work N`: N rounds of a fixed amount of CPU work, each followed by progress `info`
+//!   "work I", then completes with `worked N` (a CPU-bound agent that finishes).
 
 use std::hint::black_box;
 
@@ -30,6 +32,13 @@ fn run(ctx: &Context, task: &str) -> Result<String, String> {
             Ok(format!("flooded {n}"))
         }
         ("big_result", Some(n)) => Ok("x".repeat(n)),
+        ("work", Some(n)) => {
+            for i in 0..n {
+                burn(20_000_000);
+                ctx.progress().report("info", &format!("work {i}"));
+            }
+            Ok(format!("worked {n}"))
+        }
         _ => Err(format!("hostile: unknown behaviour {task:?}")),
     }
 }
@@ -73,3 +82,13 @@ fn escape() -> Result<String, String> {
 }
 
 wasmind_sdk::export_agent!(run);
+
+/// `steps` steps of a linear congruential generator: CPU work the optimizer can neither
+/// drop nor shorten.
+fn burn(steps: u64) {
+    let mut x: u64 = 1;
+    for _ in 0..steps {
+        x = black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+    }
+    black_box(x);
+}

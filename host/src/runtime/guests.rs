@@ -1,0 +1,86 @@
+//! The guests' own threads: a tokio runtime apart from the API's, so a request never waits
+//! in a worker queue behind a guest's slice. Its threads (and the blocking threads it
+//! starts) run at a lower scheduling priority (nice 10), so when guests keep every core
+//! busy the kernel still runs the API's threads first the moment they have work.
+
+use std::io;
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+/// How much lower than the API's the guests' scheduling priority is.
+const GUEST_NICENESS: i32 = 10;
+
+/// The guests' runtime; shut down (its tasks dropped) when this is dropped.
+pub(super) struct GuestThreads {
+    runtime: Option<Runtime>,
+}
+
+impl GuestThreads {
+    /// Starts `threads` worker threads.
+    pub(super) fn start(threads: usize) -> io::Result<Self> {
+        let niceness = (rustix::process::getpriority_process(Some(rustix::thread::gettid()))?
+            + GUEST_NICENESS)
+            .min(19);
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("guest")
+            // Every guest's poll is a slice of up to 10 ms: look at timers and I/O (the
+            // Mind's answers) between any two, not every 61 as by default.
+            .event_interval(1)
+            .on_thread_start(move || lower_priority(niceness))
+            .enable_all()
+            .build()?;
+        Ok(Self {
+            runtime: Some(runtime),
+        })
+    }
+
+    /// Where guests' tasks are spawned.
+    pub(super) fn handle(&self) -> Handle {
+        self.runtime
+            .as_ref()
+            .expect("running until dropped")
+            .handle()
+            .clone()
+    }
+}
+
+impl Drop for GuestThreads {
+    fn drop(&mut self) {
+        // Not a plain drop: that would block, and this may be dropped on an async worker.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Sets the calling thread's niceness (on Linux it is per thread; set, not added to, as a
+/// blocking thread inherits the niceness of the guest thread that started it).
+fn lower_priority(niceness: i32) {
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness) {
+        tracing::warn!(error = %e, "could not lower a guest thread's priority");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_threads_run_at_the_lower_priority() {
+        let guests = GuestThreads::start(1).unwrap();
+        let (niceness, name) = guests
+            .handle()
+            .block_on(guests.handle().spawn(async {
+                (
+                    rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap(),
+                    std::thread::current().name().map(str::to_owned),
+                )
+            }))
+            .unwrap();
+        let own = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        assert_eq!(niceness, (own + GUEST_NICENESS).min(19));
+        assert_eq!(name.as_deref(), Some("guest"));
+    }
+}
