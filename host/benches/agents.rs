@@ -21,24 +21,31 @@
 //! 5. `components`: tenants' uploaded components — upload → spawnable time, RSS per
 //!    stored idle component, and spawn latency against the built-in agent's
 //!    (`agents/components.rs`).
-//! 6. `instantiate`: where instantiation time goes — the default agent instantiated in a
+//! 6. `cpu`: tenant B's CPU-bound agent alone and beside tenant A's spinning ones, and
+//!    the API's latency while guests keep the cores busy (`agents/fairness.rs`).
+//! 7. `instantiate`: where instantiation time goes — the default agent instantiated in a
 //!    bare engine configured as `runtime/engine.rs` does, and with one setting changed.
 //!
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,sleepers,stop,cap,components,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
+//! (`live,sleepers,stop,cap,components,cpu,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
 //! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
 //! per guest), `WASMIND_BENCH_STOP_SAMPLE` (200 default agents stopped one at a time),
 //! `WASMIND_BENCH_GRACE` (0.2 s), `WASMIND_BENCH_SPIN_BACKGROUND` (3),
 //! `WASMIND_BENCH_CAP` (50), `WASMIND_BENCH_INSTANTIATE` (2000 instances per setting),
 //! `WASMIND_BENCH_SLEEPERS` (2000 live sleeper agents, for their RSS),
 //! `WASMIND_BENCH_COMPONENTS` (100 uploaded), `WASMIND_BENCH_COMPONENT_SPAWNS` (500 of each
-//! kind), `WASMIND_BENCH_DIR` (temp dir for data dirs),
+//! kind), `WASMIND_BENCH_SPINNERS` (8 of tenant A's in `cpu`), `WASMIND_BENCH_CPU_SAMPLES`
+//! (3 runs of tenant B's each way), `WASMIND_BENCH_PROBES` (500 GETs and searches each way),
+//! `WASMIND_BENCH_DIR` (temp dir for data dirs), `WASMIND_BENCH_RESERVATION_MIB` (the
+//! servers' `[runtime] memory_reservation_mib`; default wasmtime's 4 GiB),
 //! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` (prebuilt guest components).
 
 #[path = "agents/components.rs"]
 mod components;
+#[path = "agents/fairness.rs"]
+mod fairness;
 #[path = "agents/fake_mind.rs"]
 mod fake_mind;
 #[path = "agents/guests.rs"]
@@ -76,6 +83,9 @@ struct Settings {
     sleepers: usize,
     components: usize,
     component_spawns: usize,
+    spinners: usize,
+    cpu_samples: usize,
+    probes: usize,
 }
 
 fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -93,7 +103,7 @@ impl Settings {
         Self {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
-                .unwrap_or_else(|_| "live,sleepers,stop,cap,components,instantiate".into())
+                .unwrap_or_else(|_| "live,sleepers,stop,cap,components,cpu,instantiate".into())
                 .split(',')
                 .map(|p| p.trim().to_string())
                 .collect(),
@@ -109,6 +119,9 @@ impl Settings {
             sleepers: env_num("WASMIND_BENCH_SLEEPERS", 2_000usize).max(1),
             components: env_num("WASMIND_BENCH_COMPONENTS", 100usize).max(1),
             component_spawns: env_num("WASMIND_BENCH_COMPONENT_SPAWNS", 500usize).max(1),
+            spinners: env_num("WASMIND_BENCH_SPINNERS", 8usize),
+            cpu_samples: env_num("WASMIND_BENCH_CPU_SAMPLES", 3usize).max(1),
+            probes: env_num("WASMIND_BENCH_PROBES", 500usize).max(1),
         }
     }
 
@@ -344,6 +357,15 @@ fn main() {
             settings.components,
             settings.component_spawns,
             settings.grace,
+            &mind,
+            &mut table,
+        );
+    }
+    if settings.wants("cpu") {
+        fairness::run(
+            settings.spinners,
+            settings.cpu_samples,
+            settings.probes,
             &mind,
             &mut table,
         );

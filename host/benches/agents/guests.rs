@@ -1,5 +1,5 @@
-//! The guest components the stop measurements run: `spin` (the test guest of
-//! `tests/guests/spin`, CPU-bound) and `sleeper` (`sleeper_guest.rs`, parked in a WASI
+//! The guest components the stop and CPU measurements run: `spin` and `hostile` (test
+//! guests of `tests/guests`) and `sleeper` (`sleeper_guest.rs`, parked in a WASI
 //! sleep). Both are found prebuilt or built with cargo into `target/bench-guests`.
 
 use std::path::{Path, PathBuf};
@@ -41,12 +41,24 @@ fn run(mut cmd: Command, what: &str) {
     assert!(status.success(), "building {what} failed ({status})");
 }
 
-/// `WASMIND_BENCH_SPIN`, else the test suite's build (`target/guests`), else built here.
+/// `WASMIND_BENCH_SPIN`, else the test suite's build, else built here.
 pub fn spin() -> PathBuf {
-    if let Some(path) = std::env::var_os("WASMIND_BENCH_SPIN") {
+    test_guest("WASMIND_BENCH_SPIN", "guest-spin")
+}
+
+/// `WASMIND_BENCH_HOSTILE`, else the test suite's build, else built here.
+pub fn hostile() -> PathBuf {
+    test_guest("WASMIND_BENCH_HOSTILE", "guest-hostile")
+}
+
+/// The test guest `package` (`tests/guests`): the path in `env` if set, else the test
+/// suite's build (`target/guests`), else built here.
+fn test_guest(env: &str, package: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env) {
         return PathBuf::from(path);
     }
-    let tests_build = target_dir().join(format!("guests/{TARGET}/release/guest_spin.wasm"));
+    let file = format!("{}.wasm", package.replace('-', "_"));
+    let tests_build = target_dir().join(format!("guests/{TARGET}/release/{file}"));
     if tests_build.is_file() {
         return tests_build;
     }
@@ -59,12 +71,12 @@ pub fn spin() -> PathBuf {
             "--target",
             TARGET,
             "-p",
-            "guest-spin",
+            package,
             "--target-dir",
         ])
         .arg(&dir);
-    run(cmd, "the spin guest");
-    dir.join(format!("{TARGET}/release/guest_spin.wasm"))
+    run(cmd, package);
+    dir.join(format!("{TARGET}/release/{file}"))
 }
 
 /// `WASMIND_BENCH_SLEEPER`, else built from `sleeper_guest.rs` as a one-file crate in a

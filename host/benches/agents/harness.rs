@@ -37,6 +37,7 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         agent_hours_per_month: 1.0e9,
         component_max_bytes: 64 << 20,
         components: 1_000_000,
+        cpu_seconds_per_run: 1.0e9,
     };
     config.mind = MindConfig {
         provider: "openai".into(),
@@ -49,6 +50,12 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         max_agents: options.max_agents,
         stop_grace_secs: options.stop_grace_secs,
         component: options.component.clone(),
+        memory_reservation_mib: std::env::var("WASMIND_BENCH_RESERVATION_MIB")
+            .ok()
+            .map(|v| {
+                v.parse()
+                    .expect("WASMIND_BENCH_RESERVATION_MIB is a number of MiB")
+            }),
         ..RuntimeConfig::default()
     };
     config

@@ -23,6 +23,9 @@ pub struct MindConfig {
     /// Most tokens one completion may produce; Anthropic requires the bound, the OpenAI
     /// protocol leaves it to the server.
     pub max_tokens: u32,
+    /// Most requests to the provider in flight at once (one connection each); more
+    /// callers wait their turn.
+    pub max_connections: usize,
 }
 
 /// The offline Mind's model name, the default; a remote provider must be given its own.
@@ -87,6 +90,9 @@ impl MindConfig {
                 self.provider
             );
         }
+        if self.max_connections == 0 {
+            anyhow::bail!("[mind] max_connections must be at least 1");
+        }
         if self.max_tokens == 0 {
             anyhow::bail!("[mind] max_tokens must be at least 1");
         }
@@ -102,6 +108,7 @@ impl Default for MindConfig {
             api_key: None,
             model: OFFLINE_MODEL.into(),
             max_tokens: 4096,
+            max_connections: 256,
         }
     }
 }

@@ -76,7 +76,38 @@ pub struct ToolSpec {
     /// What the tool does, for the Mind.
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
+    pub parameters: Schema,
+}
+
+/// A JSON Schema kept as its (checked) JSON text: a request copies it out verbatim, and
+/// thousands of agents waiting on the Mind hold their tools' schemas as text, not as
+/// trees of `serde_json::Value` (~20 KiB per agent for the default agent's five).
+#[derive(Debug, Clone)]
+pub struct Schema(Box<serde_json::value::RawValue>);
+
+impl Schema {
+    /// The schema `text`, if it is JSON.
+    pub fn parse(text: String) -> Result<Self, serde_json::Error> {
+        serde_json::value::RawValue::from_string(text).map(Self)
+    }
+}
+
+impl From<serde_json::Value> for Schema {
+    fn from(value: serde_json::Value) -> Self {
+        Self(serde_json::value::to_raw_value(&value).expect("a JSON value serializes"))
+    }
+}
+
+impl PartialEq for Schema {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl serde::Serialize for Schema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 /// Tokens spent by one completion (zeros when the provider does not say).

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Completion, Message, MindError, ToolSpec, Usage};
+use super::{Completion, Message, MindError, Schema, ToolSpec, Usage};
 use crate::text::shorten;
 
 /// Longest title kept, in characters.
@@ -85,7 +85,7 @@ fn save_memories_tool() -> ToolSpec {
     ToolSpec {
         name: SAVE_MEMORIES.into(),
         description: "Save the memories worth keeping from this run.".into(),
-        parameters: json!({
+        parameters: Schema::from(json!({
             "type": "object",
             "properties": {
                 "memories": {
@@ -104,7 +104,7 @@ fn save_memories_tool() -> ToolSpec {
                 }
             },
             "required": ["memories"]
-        }),
+        })),
     }
 }
 
@@ -112,14 +112,14 @@ fn write_summary_tool() -> ToolSpec {
     ToolSpec {
         name: WRITE_SUMMARY.into(),
         description: "Write the one memory that replaces the cluster.".into(),
-        parameters: json!({
+        parameters: Schema::from(json!({
             "type": "object",
             "properties": {
                 "key": { "type": "string", "description": "snake_case identifier" },
                 "value": { "type": "string", "description": "every distinct fact of the cluster" }
             },
             "required": ["key", "value"]
-        }),
+        })),
     }
 }
 

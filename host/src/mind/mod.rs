@@ -39,7 +39,7 @@ use std::{future::Future, pin::Pin, sync::Arc};
 
 pub use anthropic::Anthropic;
 pub use config::{MIND_PROVIDERS, MindConfig};
-pub use conversation::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
+pub use conversation::{Completion, Message, Role, Schema, ToolCall, ToolSpec, Usage};
 pub use error::{Failure, MindError};
 pub use jobs::{Note, Proposals, RunReport, Summary, Title};
 pub use metered::Metered;

@@ -33,6 +33,11 @@ pub struct RuntimeConfig {
     pub component: Option<PathBuf>,
     /// Threads guests run on, apart from the API's; default: one per core.
     pub guest_threads: Option<usize>,
+    /// Address space reserved per agent's linear memory, in MiB (at least
+    /// `memory_limit_mib`); default wasmtime's 4 GiB and a 32 MiB guard, which spare
+    /// every memory access a bounds check but fit only ~25,000 agents in the address
+    /// space. Smaller admits more live agents; each access is then bounds-checked.
+    pub memory_reservation_mib: Option<u32>,
 }
 
 impl Default for RuntimeConfig {
@@ -49,6 +54,7 @@ impl Default for RuntimeConfig {
             max_result_bytes: 256 << 10,
             component: None,
             guest_threads: None,
+            memory_reservation_mib: None,
         }
     }
 }

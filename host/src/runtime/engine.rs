@@ -2,11 +2,18 @@
 //!
 //! Density on Linux is bounded by the process's mapping limit (`vm.max_map_count`), long
 //! before memory: each pooled stack slot costs 2 mappings (all reserved at start) and each
-//! live linear memory 2 more (copy-on-write images are off: no RSS gain for small guests,
-//! twice the mappings). The pool is sized to an explicit admission cap derived from that
-//! limit with headroom for the rest of the process; spawns past the cap are refused.
-//! Each live agent may also hold a socket (its Mind call), so the open-files limit,
-//! raised to its hard limit at start, bounds the cap too.
+//! live linear memory 2 more, or 4 with copy-on-write images of the guest's data (which
+//! save the copy of its data segments into every instance: ~36 KiB of RSS per agent and
+//! most of instantiation's time). So images are used only where they cost no live agent:
+//! when the address space or `max_agents`, not the mappings, bound the cap (at the
+//! default 4 GiB reservation that takes `vm.max_map_count` ≥ ~100,000, e.g.
+//! Elasticsearch's documented 262,144). And each pooled linear memory reserves address
+//! space — 4 GiB and a guard by default, so no access needs a bounds check — which bounds
+//! the cap to ~14,000 in the 64 TiB taken for them; `[runtime] memory_reservation_mib`
+//! trades a bounds check per access for more slots. The pool is sized to an explicit admission
+//! cap derived from both, with headroom for the rest of the process; spawns past the cap
+//! are refused. Agents hold no file descriptor of their own (the Mind's connections are a
+//! bounded pool); the open-files limit is raised to its hard limit at start all the same.
 
 use std::{
     path::{Path, PathBuf},
@@ -29,14 +36,23 @@ use super::{
 /// The default agent, built from `examples/default-agent` by the build script.
 const DEFAULT_AGENT: &[u8] = include_bytes!(env!("WASMIND_DEFAULT_AGENT_WASM"));
 
-/// Mappings one live agent can cost: its stack slot and its linear memory.
-const MAPPINGS_PER_AGENT: u64 = 4;
+/// Mappings one live agent can cost: its stack slot (2) and its linear memory (2, or 4
+/// with copy-on-write images).
+const fn mappings_per_agent(cow: bool) -> u64 {
+    if cow { 6 } else { 4 }
+}
 /// Mappings left for everything else in the process (libraries, threads, index files).
 const MAPPINGS_RESERVED: u64 = 8_000;
-/// File descriptors one live agent can hold: its Mind connection.
-const FDS_PER_AGENT: u64 = 1;
-/// File descriptors left for everything else (database, index segments, HTTP clients).
-const FDS_RESERVED: u64 = 1_000;
+/// Address space the pooled linear memories may take, in one piece: 64 of x86-64's
+/// 128 TiB (a position-independent executable is loaded near 85 TiB, so the largest free
+/// piece is below that).
+const ADDRESS_SPACE: u64 = 64 << 40;
+/// The guard after a linear memory reserved smaller than 4 GiB (accesses are bounds
+/// checked then, so the guard only has to catch an offset's overrun).
+const SMALL_GUARD: u64 = 64 << 10;
+/// The reservation and guard wasmtime gives a linear memory by default on 64-bit hosts.
+const DEFAULT_RESERVATION: u64 = 4 << 30;
+const DEFAULT_GUARD: u64 = 32 << 20;
 /// Core instances, tables and memories one agent component may have.
 const CORE_INSTANCES_PER_AGENT: u32 = 8;
 const TABLES_PER_AGENT: u32 = 4;
@@ -44,36 +60,68 @@ const MEMORIES_PER_AGENT: u32 = 1;
 /// How often the epoch advances: the time slice of CPU-bound guests.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// The largest number of live agents this process can hold, from its mapping limit and
-/// its open-files limit (which this raises to the hard limit first).
-pub fn admission_cap(configured: Option<u32>) -> u32 {
+/// How the pool lays out agents, from the mapping limit and the configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Layout {
+    /// Most live agents.
+    pub cap: u32,
+    /// Copy-on-write images of the guests' data.
+    pub cow: bool,
+    /// Address space reserved per linear memory, and its guard, in bytes.
+    pub reservation: u64,
+    pub guard: u64,
+}
+
+/// The largest number of live agents this process can hold — from its mapping limit and
+/// the address space their linear memories reserve — and how the pool lays them out.
+/// Raises the open-files limit to its hard limit first.
+pub fn layout(config: &RuntimeConfig) -> Layout {
+    raise_open_files_limit();
     let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(65_530);
-    let by_maps = max_maps.saturating_sub(MAPPINGS_RESERVED) / MAPPINGS_PER_AGENT;
-    let by_fds = raise_open_files_limit().saturating_sub(FDS_RESERVED) / FDS_PER_AGENT;
-    let derived = (by_maps.min(by_fds) * 9 / 10).max(1);
+    let (reservation, guard) = match config.memory_reservation_mib {
+        Some(mib) => (
+            (u64::from(mib).max(u64::from(config.memory_limit_mib))) << 20,
+            SMALL_GUARD,
+        ),
+        None => (DEFAULT_RESERVATION, DEFAULT_GUARD),
+    };
+    let by_maps = |cow| max_maps.saturating_sub(MAPPINGS_RESERVED) / mappings_per_agent(cow);
+    let by_address = ADDRESS_SPACE / (reservation + guard);
+    let bound = by_address.min(
+        config
+            .max_agents
+            .map_or(u64::MAX, |c| u64::from(c) * 10 / 9),
+    );
+    // Images where they cost no live agent: when the mappings are not what bounds the cap.
+    let cow = by_maps(true) >= bound;
+    let derived = (by_maps(cow).min(by_address) * 9 / 10).max(1);
     let derived = u32::try_from(derived).unwrap_or(u32::MAX);
-    configured.map_or(derived, |c| c.clamp(1, derived))
+    Layout {
+        cap: config.max_agents.map_or(derived, |c| c.clamp(1, derived)),
+        cow,
+        reservation,
+        guard,
+    }
 }
 
 /// Raises the soft open-files limit to the hard one (a common soft default of 1,024 would
 /// starve thousands of agents' Mind connections) and returns the limit now in force.
-fn raise_open_files_limit() -> u64 {
+fn raise_open_files_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
+    let limit = getrlimit(Resource::Nofile);
     if limit.current < limit.maximum {
         let raised = rustix::process::Rlimit {
             current: limit.maximum,
             maximum: limit.maximum,
         };
         match setrlimit(Resource::Nofile, raised) {
-            Ok(()) => limit.current = limit.maximum,
+            Ok(()) => {}
             Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
         }
     }
-    limit.current.unwrap_or(u64::MAX)
 }
 
 /// The engine every agent runs on, the linker of what the sandbox offers, and the agent
@@ -86,7 +134,7 @@ pub struct Compiled {
     pub default: AgentPre<AgentState>,
     /// Where precompiled artifacts are kept.
     pub cache_dir: PathBuf,
-    pub cap: u32,
+    pub layout: Layout,
 }
 
 /// Why a component could not be made ready to run.
@@ -104,8 +152,8 @@ pub enum LoadError {
 /// Builds the engine for `cap` agents and its linker, and loads (compiling on first use)
 /// the default agent component. Starts the epoch ticker.
 pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compiled> {
-    let cap = admission_cap(config.max_agents);
-    let engine = engine(config, cap)?;
+    let layout = layout(config);
+    let engine = engine(config, &layout)?;
     let bytes = match &config.component {
         Some(path) => std::fs::read(path)
             .with_context(|| format!("reading agent component {}", path.display()))?,
@@ -121,12 +169,13 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
         linker,
         default,
         cache_dir: cache_dir.to_path_buf(),
-        cap,
+        layout,
     })
 }
 
-/// The engine for `cap` live agents within `config`'s limits.
-fn engine(config: &RuntimeConfig, cap: u32) -> anyhow::Result<Engine> {
+/// The engine for `layout.cap` live agents within `config`'s limits.
+fn engine(config: &RuntimeConfig, layout: &Layout) -> anyhow::Result<Engine> {
+    let cap = layout.cap;
     let memory_bytes = config.memory_limit_mib as usize * (1 << 20);
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(cap)
@@ -141,7 +190,9 @@ fn engine(config: &RuntimeConfig, cap: u32) -> anyhow::Result<Engine> {
     let mut wasm = Config::new();
     wasm.wasm_component_model(true)
         .epoch_interruption(true)
-        .memory_init_cow(false)
+        .memory_init_cow(layout.cow)
+        .memory_reservation(layout.reservation)
+        .memory_guard_size(layout.guard)
         .concurrency_support(false)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&wasm).map_err(|e| anyhow::anyhow!("creating the wasm engine: {e:#}"))
@@ -273,19 +324,48 @@ mod tests {
 
     #[test]
     fn the_cap_is_bounded_by_the_limits_and_the_configuration() {
-        let derived = admission_cap(None);
-        assert!(derived >= 1);
-        assert_eq!(admission_cap(Some(5)), 5.min(derived));
-        assert_eq!(admission_cap(Some(u32::MAX)), derived);
+        let config = RuntimeConfig::default();
+        let derived = layout(&config);
+        assert!(derived.cap >= 1);
+        assert_eq!((derived.reservation, derived.guard), (4 << 30, 32 << 20));
+        assert!(
+            u64::from(derived.cap) <= ADDRESS_SPACE / (4 << 30),
+            "4 GiB reservations fit 16,384 at most: {derived:?}"
+        );
+        let capped = |max_agents| {
+            layout(&RuntimeConfig {
+                max_agents,
+                ..config.clone()
+            })
+            .cap
+        };
+        assert_eq!(capped(Some(5)), 5.min(derived.cap));
+        assert_eq!(capped(Some(u32::MAX)), derived.cap);
+        let small = layout(&RuntimeConfig {
+            memory_reservation_mib: Some(1),
+            ..config.clone()
+        });
+        assert_eq!(small.reservation, 64 << 20, "never below the memory limit");
+        assert!(small.cap >= derived.cap);
+        let few = layout(&RuntimeConfig {
+            max_agents: Some(100),
+            ..config.clone()
+        });
+        assert!(
+            few.cow,
+            "100 agents leave mappings for copy-on-write images"
+        );
         let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile);
         assert_eq!(limit.current, limit.maximum, "the soft limit was raised");
-        let fds = limit.current.unwrap_or(u64::MAX);
-        assert!(u64::from(derived) <= fds.saturating_sub(FDS_RESERVED).max(1));
     }
 
     /// Loads the component in `text` (the text format) into a fresh engine and cache.
     fn load_text(text: &str) -> (tempfile::TempDir, Result<AgentPre<AgentState>, LoadError>) {
-        let engine = engine(&RuntimeConfig::default(), 2).unwrap();
+        let config = RuntimeConfig {
+            max_agents: Some(2),
+            ..RuntimeConfig::default()
+        };
+        let engine = engine(&config, &layout(&config)).unwrap();
         let linker = sandbox_linker(&engine).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let wasm = wat::parse_str(text).unwrap();

@@ -75,7 +75,9 @@ impl Runtime {
         let threads = config.guest_threads();
         let guests = GuestThreads::start(threads)?;
         tracing::info!(
-            admission_cap = compiled.cap,
+            admission_cap = compiled.layout.cap,
+            copy_on_write = compiled.layout.cow,
+            memory_reservation_mib = compiled.layout.reservation >> 20,
             guest_threads = threads,
             "agent runtime ready"
         );
@@ -86,7 +88,7 @@ impl Runtime {
                     let engine = compiled.engine.clone();
                     move || engine.increment_epoch()
                 }),
-                admission: Admission::new(compiled.cap),
+                admission: Admission::new(compiled.layout.cap),
                 compiled,
                 components,
                 services,

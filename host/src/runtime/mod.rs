@@ -37,7 +37,6 @@ pub use components::{
     MAX_VERSION_CHARS, Upload, UploadError, VERSION_PATTERN,
 };
 pub use config::RuntimeConfig;
-pub use engine::admission_cap;
 pub use host::account_memory;
 pub use lifecycle::Runtime;
 pub use records::{

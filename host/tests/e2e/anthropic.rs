@@ -45,8 +45,11 @@ fn default_agent_uses_memory_tools_over_messages() {
     assert_eq!(done["model"], "fake-claude");
     assert_eq!(mind.request_count(), 2);
     assert_eq!(
-        done["usage"],
-        json!({ "input_tokens": 2 * INPUT_TOKENS, "output_tokens": 2 * OUTPUT_TOKENS })
+        (
+            &done["usage"]["input_tokens"],
+            &done["usage"]["output_tokens"]
+        ),
+        (&json!(2 * INPUT_TOKENS), &json!(2 * OUTPUT_TOKENS))
     );
 
     let memory = c.get("/api/v1/memory?key=favourite_tea");

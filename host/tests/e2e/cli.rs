@@ -199,7 +199,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             let (ok, out, err) = cli(&["usage", "--data-dir", d]);
             let row = out.lines().nth(1).unwrap_or_default();
             let words: Vec<&str> = row.split_whitespace().collect();
-            match ok && words.len() == 5 && words[3..].join(" ") == tokens {
+            match ok && words.len() == 6 && words[4..].join(" ") == tokens {
                 true => Ok(out),
                 false => Err(format!("{out}{err}")),
             }
@@ -218,6 +218,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             "ACCOUNT",
             "MONTH",
             "RUN_HOURS",
+            "CPU_SECONDS",
             "INPUT_TOKENS",
             "OUTPUT_TOKENS"
         ]
@@ -229,8 +230,9 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
     let month = row[1];
     assert!(month.len() == 7 && month.as_bytes()[4] == b'-', "{month}");
     assert!(row[2].parse::<f64>().unwrap() >= 0.0, "{out}");
+    assert!(row[3].parse::<f64>().unwrap() >= 0.0, "{out}");
     assert_eq!(
-        (row[3], row[4]),
+        (row[4], row[5]),
         (&*input.to_string(), &*output.to_string())
     );
 

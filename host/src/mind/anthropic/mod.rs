@@ -41,7 +41,7 @@ impl Anthropic {
             None => None,
         };
         Ok(Self {
-            endpoint: Endpoint::new(cfg.base_url(), "messages")?,
+            endpoint: Endpoint::new(cfg.base_url(), "messages", cfg.max_connections)?,
             api_key,
             model: cfg.model.clone(),
             max_tokens: cfg.max_tokens,

@@ -48,7 +48,7 @@ async fn request_shape_and_tool_call_round_trip() {
     let tool = ToolSpec {
         name: "service_memory_search".into(),
         description: "Search memory".into(),
-        parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+        parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}}).into(),
     };
     let messages = [
         Message::system("be brief"),

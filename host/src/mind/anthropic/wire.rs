@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::mind::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
+use crate::mind::{Completion, Message, Role, Schema, ToolCall, ToolSpec, Usage};
 
 #[derive(Serialize)]
 pub(super) struct Request<'a> {
@@ -49,7 +49,7 @@ enum OutBlock<'a> {
 struct OutTool<'a> {
     name: &'a str,
     description: &'a str,
-    input_schema: &'a Value,
+    input_schema: &'a Schema,
 }
 
 impl<'a> Request<'a> {

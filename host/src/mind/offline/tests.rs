@@ -13,7 +13,7 @@ fn tool(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
         description: format!("the {name} tool"),
-        parameters: json!({"type": "object"}),
+        parameters: json!({"type": "object"}).into(),
     }
 }
 

@@ -24,7 +24,7 @@ impl OpenAi {
     /// Fails when the base URL is not an http(s) URL.
     pub fn new(cfg: &MindConfig) -> anyhow::Result<Self> {
         Ok(Self {
-            endpoint: Endpoint::new(cfg.base_url(), "chat/completions")?,
+            endpoint: Endpoint::new(cfg.base_url(), "chat/completions", cfg.max_connections)?,
             api_key: cfg.api_key.clone(),
             model: cfg.model.clone(),
         })

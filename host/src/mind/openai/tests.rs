@@ -23,7 +23,7 @@ fn memory_tool() -> ToolSpec {
     ToolSpec {
         name: "service_memory_search".into(),
         description: "Search memory".into(),
-        parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+        parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}}).into(),
     }
 }
 

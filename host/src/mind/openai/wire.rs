@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::mind::{Completion, Message, Role, ToolCall, ToolSpec, Usage};
+use crate::mind::{Completion, Message, Role, Schema, ToolCall, ToolSpec, Usage};
 
 #[derive(Serialize)]
 pub(super) struct Request<'a> {
@@ -49,7 +49,7 @@ struct OutTool<'a> {
 struct OutToolFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Value,
+    parameters: &'a Schema,
 }
 
 impl<'a> Request<'a> {

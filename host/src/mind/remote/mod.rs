@@ -17,6 +17,7 @@ use std::{fmt::Display, time::Duration};
 use anyhow::Context;
 use reqwest::{Client, RequestBuilder, StatusCode, Url, header::HeaderMap};
 use serde::{Serialize, de::DeserializeOwned};
+use tokio::sync::Semaphore;
 
 use super::Failure;
 
@@ -27,21 +28,34 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Characters of a provider's reply quoted in an error message.
 const EXCERPT_CHARS: usize = 300;
 
-/// One provider URL and the HTTP client that posts to it.
+/// One provider URL and the HTTP client that posts to it, over at most a bounded number
+/// of connections at once.
 pub(super) struct Endpoint {
     client: Client,
     url: String,
+    /// One permit per request in flight: an HTTP/1.1 connection each, with its buffers
+    /// and file descriptor. Thousands of agents waiting on the Mind share these rather
+    /// than hold one each; the others wait their turn holding nothing.
+    connections: Semaphore,
 }
 
 impl Endpoint {
-    /// `{base_url}/{path}`; fails at start-up when `base_url` is not an http(s) URL.
-    pub(super) fn new(base_url: &str, path: &str) -> anyhow::Result<Self> {
-        Self::with_timeouts(base_url, path, CONNECT_TIMEOUT, REQUEST_TIMEOUT)
+    /// `{base_url}/{path}`, over at most `connections` connections; fails at start-up
+    /// when `base_url` is not an http(s) URL.
+    pub(super) fn new(base_url: &str, path: &str, connections: usize) -> anyhow::Result<Self> {
+        Self::with_timeouts(
+            base_url,
+            path,
+            connections,
+            CONNECT_TIMEOUT,
+            REQUEST_TIMEOUT,
+        )
     }
 
     fn with_timeouts(
         base_url: &str,
         path: &str,
+        connections: usize,
         connect: Duration,
         request: Duration,
     ) -> anyhow::Result<Self> {
@@ -54,9 +68,14 @@ impl Endpoint {
         let client = Client::builder()
             .connect_timeout(connect)
             .timeout(request)
+            .pool_max_idle_per_host(connections)
             .build()
             .context("building the Mind's HTTP client")?;
-        Ok(Self { client, url })
+        Ok(Self {
+            client,
+            url,
+            connections: Semaphore::new(connections.max(1)),
+        })
     }
 
     /// A `POST` of `body` as JSON, for the provider to add its headers to.
@@ -69,6 +88,11 @@ impl Endpoint {
         &self,
         request: RequestBuilder,
     ) -> Result<T, Failure> {
+        let _connection = self
+            .connections
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         let response = request
             .send()
             .await

@@ -33,7 +33,7 @@ async fn failures_are_classified() {
         ],
     )
     .await;
-    let endpoint = Endpoint::new(cfg.base_url(), "things").unwrap();
+    let endpoint = Endpoint::new(cfg.base_url(), "things", 4).unwrap();
     let mut outcomes = Vec::new();
     for _ in 0..8 {
         outcomes.push(send(&endpoint).await.unwrap_err());
@@ -82,7 +82,7 @@ async fn failures_are_classified() {
 
 #[tokio::test]
 async fn connect_errors_and_timeouts_are_transient() {
-    let endpoint = Endpoint::new(&closed_base_url(), "things").unwrap();
+    let endpoint = Endpoint::new(&closed_base_url(), "things", 4).unwrap();
     let failure = send(&endpoint).await.unwrap_err();
     assert!(
         matches!(&failure, Failure::Transient { message, .. } if message.contains("could not connect")),
@@ -98,6 +98,7 @@ async fn connect_errors_and_timeouts_are_transient() {
     let endpoint = Endpoint::with_timeouts(
         cfg.base_url(),
         "things",
+        4,
         CONNECT_TIMEOUT,
         Duration::from_millis(200),
     )
@@ -126,6 +127,6 @@ fn retry_after_is_read_in_seconds() {
 #[test]
 fn bad_base_urls_are_refused_at_start() {
     for url in ["", "localhost:11434", "ftp://example.com"] {
-        assert!(Endpoint::new(url, "things").is_err(), "{url:?}");
+        assert!(Endpoint::new(url, "things", 4).is_err(), "{url:?}");
     }
 }

@@ -1,5 +1,8 @@
 //! `mind`: one completion, raced against a stop request. A stop makes the pending call
 //! return `stopped` at once; an answer arriving after the stop is discarded.
+//! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
+
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     mind::{self as m, MindError},
@@ -76,7 +79,7 @@ fn convert(
     let tools = tools
         .into_iter()
         .map(|t| {
-            let parameters = serde_json::from_str(&t.parameters_json).map_err(|e| {
+            let parameters = m::Schema::parse(t.parameters_json).map_err(|e| {
                 mind::MindError::InvalidRequest(format!(
                     "tool {:?}: parameters-json is not JSON: {e}",
                     t.name
@@ -118,8 +121,19 @@ impl mind::Host for AgentState {
         if agent.memory_mode == MemoryMode::Both {
             remind(&mut messages);
         }
-        let answer = tokio::select! {
-            answer = agent.services.mind.complete(&messages, &tools) => answer,
+        // The provider request is a task of its own, not polled on the guest's fiber: its
+        // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
+        // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
+        // stop, the store), the call is aborted.
+        let mind = agent.services.mind.clone();
+        let mut call = AbortOnDropHandle::new(tokio::spawn(async move {
+            let answer = mind.complete(&messages, &tools).await;
+            (answer, messages)
+        }));
+        let (answer, messages) = tokio::select! {
+            joined = &mut call => joined.map_err(|e| {
+                wasmtime::Error::msg(format!("the Mind call did not finish: {e}"))
+            })?,
             _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
         };
         if agent.stop.requested() {
