@@ -114,8 +114,11 @@ fn upload(client: &Client, wasm: &std::path::Path, name: &str) -> String {
     reply.body["component_id"].as_str().unwrap().to_string()
 }
 
+/// Spawns `component` on `task`, with no extraction (the bench's fake Mind never answers).
 fn spawn(client: &Client, component: &str, task: &str) -> String {
-    let (reply, _, _) = client.spawn_agent(task, Some(component));
+    let body = json!({ "task": task, "name": "cpu bench", "agent": component,
+                       "memory_mode": "explicit" });
+    let reply = client.post("/api/v1/agents", &body);
     assert_eq!(reply.status, 201, "{}", reply.body);
     reply.body["agent_id"].as_str().unwrap().to_string()
 }
@@ -137,11 +140,18 @@ fn finished(client: &Client, worker: &str) -> String {
     id
 }
 
-/// Spawn → `completed` of one `WORK`.
+/// Spawn → `completed` of one `WORK`; says its CPU time too.
 fn finished_in(client: &Client, worker: &str) -> Duration {
     let started = Instant::now();
-    finished(client, worker);
-    started.elapsed()
+    let id = finished(client, worker);
+    let took = started.elapsed();
+    let record = client.get(&format!("/api/v1/agents/{id}")).body;
+    println!(
+        "  B's run: {:.0} ms, {} CPU seconds",
+        took.as_secs_f64() * 1e3,
+        record["usage"]["cpu_seconds"]
+    );
+    took
 }
 
 /// Memories for the keyword search to find.

@@ -31,7 +31,8 @@ pub struct RuntimeConfig {
     pub max_result_bytes: u64,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
-    /// Threads guests run on, apart from the API's; default: one per core.
+    /// Guests running at once, on threads of their own apart from the API's (one more
+    /// than this, to poll agents back from I/O); default: one per core.
     pub guest_threads: Option<usize>,
     /// Address space reserved per agent's linear memory, in MiB (at least
     /// `memory_limit_mib`); default wasmtime's 4 GiB and a 32 MiB guard, which spare

@@ -7,7 +7,7 @@
 //! have had the least CPU time (virtual time, as the kernel's fair scheduler keeps per
 //! task, kept here per account), and first come, first served among one account's
 //! agents; an agent back from I/O whose account is more than a slice behind a running
-//! one's preempts the running slices (the engine's epoch is advanced). So when guests
+//! one's, or holds two slots fewer, preempts the running slices (the engine's epoch is advanced). So when guests
 //! compete for the cores, each account with runnable agents gets an equal share, however
 //! many agents it runs; when they don't, nobody waits.
 //!
@@ -129,14 +129,16 @@ impl CpuGate {
         }
         *ticket = Some(s.queue(account, waker));
         // An agent back from I/O need not wait out the slices of an account that has had
-        // more than a slice more CPU than its own: it would lose its share whenever it
-        // waits on the disk or the Mind. The running guests yield now and the slots are
-        // handed out again.
-        let own = s.share(account).vtime;
+        // more than a slice more CPU than its own, or holds two slots more: it would lose
+        // its share whenever it waits on the disk or the Mind (its slot went to another
+        // while it waited). The running guests yield now and the slots are handed out
+        // again.
+        let own = s.share(account);
+        let (own_vtime, own_held) = (own.vtime, own.held);
         let unfair = s
             .accounts
             .values()
-            .any(|a| a.held > 0 && a.vtime > own + SLICE_NS);
+            .any(|a| a.held > own_held + 1 || (a.held > 0 && a.vtime > own_vtime + SLICE_NS));
         drop(s);
         if unfair {
             (self.preempt)();

@@ -16,13 +16,16 @@ pub(super) struct GuestThreads {
 }
 
 impl GuestThreads {
-    /// Starts `threads` worker threads.
-    pub(super) fn start(threads: usize) -> io::Result<Self> {
+    /// Starts the threads for `slots` guests running at once: one more than the slots,
+    /// so that while every slot runs a guest's slice, a thread is still free to poll an
+    /// agent back from I/O — which then takes its turn at the gate (and may preempt),
+    /// instead of waiting out a slice before it is even seen.
+    pub(super) fn start(slots: usize) -> io::Result<Self> {
         let niceness = (rustix::process::getpriority_process(Some(rustix::thread::gettid()))?
             + GUEST_NICENESS)
             .min(19);
         let runtime = Builder::new_multi_thread()
-            .worker_threads(threads.max(1))
+            .worker_threads(slots.max(1) + 1)
             .thread_name("guest")
             // Every guest's poll is a slice of up to 10 ms: look at timers and I/O (the
             // Mind's answers) between any two, not every 61 as by default.
