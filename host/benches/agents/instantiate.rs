@@ -62,7 +62,7 @@ pub fn run(samples: usize) {
     );
     let variants = [
         Variant {
-            name: "pooling, CoW off (as served)",
+            name: "pooling, CoW off (as served at the default mapping limit)",
             pooling: true,
             cow: false,
         },

@@ -60,6 +60,7 @@ impl Provider for Anthropic {
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
+            let _turn = self.endpoint.connection().await;
             let body = wire::Request::new(&self.model, self.max_tokens, messages, tools)
                 .map_err(|why| self.endpoint.refused(why))?;
             let mut request = self

@@ -42,6 +42,7 @@ impl Provider for OpenAi {
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
+            let _turn = self.endpoint.connection().await;
             let mut request = self
                 .endpoint
                 .post(&wire::Request::new(&self.model, messages, tools));

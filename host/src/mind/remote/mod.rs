@@ -17,7 +17,7 @@ use std::{fmt::Display, time::Duration};
 use anyhow::Context;
 use reqwest::{Client, RequestBuilder, StatusCode, Url, header::HeaderMap};
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::Failure;
 
@@ -78,6 +78,15 @@ impl Endpoint {
         })
     }
 
+    /// A turn to use one of the connections, held for one attempt: taken before the
+    /// request body is even serialized, so an agent waiting its turn holds no body.
+    pub(super) async fn connection(&self) -> SemaphorePermit<'_> {
+        self.connections
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
     /// A `POST` of `body` as JSON, for the provider to add its headers to.
     pub(super) fn post(&self, body: &impl Serialize) -> RequestBuilder {
         self.client.post(&self.url).json(body)
@@ -88,11 +97,6 @@ impl Endpoint {
         &self,
         request: RequestBuilder,
     ) -> Result<T, Failure> {
-        let _connection = self
-            .connections
-            .acquire()
-            .await
-            .expect("the semaphore is never closed");
         let response = request
             .send()
             .await
