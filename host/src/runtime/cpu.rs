@@ -147,25 +147,17 @@ impl CpuGate {
     }
 
     /// `account`'s slot, after `used_ns` of CPU, goes on (see [`GateState::pass_on`]).
-    fn leave(&self, account: &Arc<str>, used_ns: u64) {
+    /// With `again` (a guest at the end of its slice), its `ticket` is first queued for
+    /// another, woken through the waker: it waits its turn like every agent already
+    /// waiting (the scheduler's own run queue would let it cut in before they were even
+    /// polled).
+    fn leave(&self, account: &Arc<str>, used_ns: u64, again: Option<(&mut Option<u64>, &Waker)>) {
         let next = {
             let mut s = self.state.lock();
             s.release(account, used_ns);
-            s.pass_on()
-        };
-        if let Some(waker) = next {
-            waker.wake();
-        }
-    }
-
-    /// Queues `ticket` for another slot, then gives `account`'s held one on: a guest at
-    /// the end of its slice waits its turn like every agent already waiting (the
-    /// scheduler's own run queue would let it cut in before they were even polled).
-    fn requeue(&self, account: &Arc<str>, used_ns: u64, ticket: &mut Option<u64>, waker: &Waker) {
-        let next = {
-            let mut s = self.state.lock();
-            s.release(account, used_ns);
-            *ticket = Some(s.queue(account, waker));
+            if let Some((ticket, waker)) = again {
+                *ticket = Some(s.queue(account, waker));
+            }
             s.pass_on()
         };
         if let Some(waker) = next {
@@ -362,12 +354,9 @@ impl<F: Future> Future for Metered<F> {
         let polled = this.run.as_mut().poll(cx);
         let used = thread_cpu_ns().saturating_sub(start);
         let over = this.meter.add(used);
-        match this.meter.yielding.swap(false, Ordering::Relaxed) && polled.is_pending() {
-            true => this
-                .gate
-                .requeue(&this.account, used, &mut this.ticket, cx.waker()),
-            false => this.gate.leave(&this.account, used),
-        }
+        let again = this.meter.yielding.swap(false, Ordering::Relaxed) && polled.is_pending();
+        let ticket = again.then_some((&mut this.ticket, cx.waker()));
+        this.gate.leave(&this.account, used, ticket);
         match polled {
             Poll::Ready(output) => Poll::Ready(Ok(output)),
             Poll::Pending if over => Poll::Ready(Err(OverBudget)),
@@ -452,12 +441,12 @@ mod tests {
         assert!(!b.enter(&gate));
         // Served in turn: a's first, b, a's second, a's third.
         let order = [(0, "a"), (0, "b"), (1, "a"), (2, "a")];
-        gate.leave(&holder.account, SLICE_NS);
+        gate.leave(&holder.account, SLICE_NS, None);
         for (i, account) in order {
             let x = if account == "b" { &mut b } else { &mut a[i] };
             assert_eq!(x.woken(), 1, "{account}{i} woken");
             assert!(x.enter(&gate), "{account}{i} takes its granted slot");
-            gate.leave(&x.account, SLICE_NS);
+            gate.leave(&x.account, SLICE_NS, None);
         }
         assert!(holder.enter(&gate), "the slot is free again");
     }
@@ -478,7 +467,7 @@ mod tests {
             // The slot held longest ends its slice; the agent it goes to runs next.
             let i = holders.remove(0);
             let x = &mut agents[i];
-            gate.requeue(&x.account, SLICE_NS, &mut x.ticket, &x.waker);
+            gate.leave(&x.account, SLICE_NS, Some((&mut x.ticket, &x.waker)));
             let next = (0..agents.len())
                 .find(|j| !holders.contains(j) && agents[*j].enter(&gate))
                 .expect("the slot was granted");
@@ -498,7 +487,7 @@ mod tests {
         let (mut a, mut b) = (asker("a"), asker("b"));
         assert!(!a.enter(&gate));
         assert!(!b.enter(&gate));
-        gate.leave(&holder.account, SLICE_NS);
+        gate.leave(&holder.account, SLICE_NS, None);
         assert_eq!(a.woken(), 1);
         gate.withdraw(&a.account, a.ticket.take().unwrap());
         assert_eq!(b.woken(), 1, "a's slot went to b");
@@ -506,7 +495,7 @@ mod tests {
         let mut c = asker("c");
         assert!(!c.enter(&gate));
         gate.withdraw(&c.account, c.ticket.take().unwrap());
-        gate.leave(&b.account, SLICE_NS);
+        gate.leave(&b.account, SLICE_NS, None);
         assert!(c.enter(&gate), "a slot nobody waits for is free");
     }
 
