@@ -173,10 +173,20 @@ impl Browser {
         self.run(css, wait.for_element(Locator::Css(css)))
     }
 
-    /// Clicks the element matching `css`, once it is there.
+    /// Clicks the element matching `css`, once it is there. An element the page
+    /// re-rendered between finding and clicking it (a table refreshed after a fetch) is
+    /// found again, as a user would click the one now shown.
     pub fn click(&self, css: &str) {
-        let element = self.find(css);
-        self.run(css, element.click());
+        let start = Instant::now();
+        loop {
+            let element = self.find(css);
+            match self.rt.block_on(element.click()) {
+                Err(e) if e.is_stale_element_reference() && start.elapsed() < WAIT => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                clicked => return clicked.unwrap_or_else(|e| panic!("browser: {css}: {e}")),
+            }
+        }
     }
 
     /// Types `text` into the (emptied) field matching `css`.
