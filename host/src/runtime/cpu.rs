@@ -48,6 +48,10 @@ struct GateState {
     free: usize,
     /// Every account with a run under way.
     accounts: HashMap<Arc<str>, Share>,
+    /// Slots each account holds (granted ones included); no entry for none. Apart from
+    /// `accounts` so the checks made on every turn visit at most one entry per slot, not
+    /// every account with an agent parked in a Mind call.
+    holders: HashMap<Arc<str>, usize>,
     /// Each waiting account's tickets, oldest first; no entry for none.
     queues: HashMap<Arc<str>, VecDeque<u64>>,
     /// The waker of each waiting ticket.
@@ -63,8 +67,6 @@ struct Share {
     /// CPU time its runs used while it had one under way, in ns: the account with the
     /// least is served first.
     vtime: u64,
-    /// Slots it holds (granted ones included).
-    held: usize,
     /// Its runs under way.
     runs: usize,
 }
@@ -124,7 +126,7 @@ impl CpuGate {
         }
         if s.free > 0 {
             s.free -= 1;
-            s.share(account).held += 1;
+            *s.holders.entry(account.clone()).or_default() += 1;
             return true;
         }
         *ticket = Some(s.queue(account, waker));
@@ -133,12 +135,12 @@ impl CpuGate {
         // its share whenever it waits on the disk or the Mind (its slot went to another
         // while it waited). The running guests yield now and the slots are handed out
         // again.
-        let own = s.share(account);
-        let (own_vtime, own_held) = (own.vtime, own.held);
+        let own_vtime = s.vtime(account);
+        let own_held = s.holders.get(account).copied().unwrap_or(0);
         let unfair = s
-            .accounts
-            .values()
-            .any(|a| a.held > own_held + 1 || (a.held > 0 && a.vtime > own_vtime + SLICE_NS));
+            .holders
+            .iter()
+            .any(|(a, &held)| held > own_held + 1 || s.vtime(a) > own_vtime + SLICE_NS);
         drop(s);
         if unfair {
             (self.preempt)();
@@ -190,6 +192,11 @@ impl GateState {
         self.accounts.entry(account.clone()).or_default()
     }
 
+    /// `account`'s CPU time so far (none for an account the gate does not know).
+    fn vtime(&self, account: &Arc<str>) -> u64 {
+        self.accounts.get(account).map_or(0, |s| s.vtime)
+    }
+
     /// Queues a new ticket of `account`, woken through `waker` when granted. An account
     /// that starts waiting after a long wait on I/O is credited at most two slices
     /// behind the least-served account that is waiting or running, so a long idle spell
@@ -200,12 +207,11 @@ impl GateState {
         self.wakers.insert(id, waker.clone());
         if !self.queues.contains_key(account) {
             let floor = self
-                .accounts
-                .iter()
-                .filter(|(a, share)| {
-                    *a != account && (share.held > 0 || self.queues.contains_key(*a))
-                })
-                .map(|(_, share)| share.vtime)
+                .holders
+                .keys()
+                .chain(self.queues.keys())
+                .filter(|a| *a != account)
+                .map(|a| self.vtime(a))
                 .min();
             if let Some(floor) = floor {
                 let share = self.share(account);
@@ -232,9 +238,13 @@ impl GateState {
 
     /// `account` no longer holds one of its slots, having used `used_ns` of CPU in it.
     fn release(&mut self, account: &Arc<str>, used_ns: u64) {
-        let share = self.share(account);
-        share.held = share.held.saturating_sub(1);
-        share.vtime += used_ns;
+        if let Some(held) = self.holders.get_mut(account) {
+            *held -= 1;
+            if *held == 0 {
+                self.holders.remove(account);
+            }
+        }
+        self.share(account).vtime += used_ns;
     }
 
     /// Grants a freed slot to the oldest ticket of the waiting account that has had the
@@ -243,12 +253,11 @@ impl GateState {
     /// the slots over time, one agent of a quiet account as much as a crowd of a busy
     /// one's, and agents of one account take turns.
     fn pass_on(&mut self) -> Option<Waker> {
-        let vtime = |a: &Arc<str>| self.accounts.get(a).map_or(0, |s| s.vtime);
         // Among equals, the one whose oldest ticket (the lowest number) waited longest.
         let Some(account) = self
             .queues
             .iter()
-            .min_by_key(|(a, queue)| (vtime(a), queue[0]))
+            .min_by_key(|(a, queue)| (self.vtime(a), queue[0]))
             .map(|(a, _)| a.clone())
         else {
             self.free += 1;
@@ -258,7 +267,7 @@ impl GateState {
         let waker = self.wakers.get(&ticket).cloned();
         self.unqueue(&account, ticket);
         self.granted.insert(ticket);
-        self.share(&account).held += 1;
+        *self.holders.entry(account.clone()).or_default() += 1;
         waker
     }
 }
