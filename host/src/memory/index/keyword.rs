@@ -14,25 +14,28 @@
 
 mod collect;
 mod deferred;
+mod recent;
 mod stats;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, PreTokenizedString, RemoveLongFilter, SimpleTokenizer, Stemmer,
-    StopWordFilter, TextAnalyzer, TokenStream,
+    StopWordFilter, TextAnalyzer, Token, TokenStream,
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use self::collect::{TopMatching, Wanted};
 use self::deferred::DeferredSync;
+use self::recent::Recent;
 use self::stats::AccountStats;
 use super::{IndexDoc, IndexError, IndexOp, SearchFilter};
 
@@ -47,6 +50,10 @@ const MAX_QUERY_TERMS: usize = 64;
 const LEAD_FILTER_MAX_DOCS: u64 = 10_000;
 /// Stored for docs that never expire, so every doc has an expiry to compare.
 const NEVER: u64 = u64::MAX;
+/// Writes wait at most this long in [`Recent`] for the tantivy commit that takes them in.
+const COMMIT_INTERVAL: Duration = Duration::from_millis(500);
+/// ... or until this many docs wait, which bounds what each search scans there.
+const MAX_RECENT: usize = 1_000;
 
 /// The schema's fields, resolved once at open.
 struct Fields {
@@ -79,7 +86,9 @@ impl Fields {
         (b.build(), fields)
     }
 
-    fn document(&self, doc: &IndexDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
+    /// The tantivy doc of `doc`, whose key and value the English analyzer made `key` and
+    /// `value` of.
+    fn document(&self, doc: &IndexDoc, key: &[Token], value: &[Token]) -> TantivyDocument {
         let mut d = TantivyDocument::default();
         d.add_u64(self.id, doc.id);
         d.add_text(self.account, &doc.account);
@@ -88,8 +97,8 @@ impl Fields {
         for tag in &doc.tags {
             d.add_text(self.tags, format!("{scope}{tag}"));
         }
-        d.add_pre_tokenized_text(self.key, scoped_tokens(analyzer, &scope, &doc.key));
-        d.add_pre_tokenized_text(self.value, scoped_tokens(analyzer, &scope, &doc.value));
+        d.add_pre_tokenized_text(self.key, scoped(&scope, key));
+        d.add_pre_tokenized_text(self.value, scoped(&scope, value));
         d.add_u64(self.expires_at, doc.expires_at.unwrap_or(NEVER));
         d
     }
@@ -114,15 +123,25 @@ fn scope(account: &str) -> String {
     format!("{}:{account}", account.len())
 }
 
-/// `text` analyzed, each token prefixed with `scope`.
-fn scoped_tokens(analyzer: &mut TextAnalyzer, scope: &str, text: &str) -> PreTokenizedString {
+/// `text`'s tokens from `analyzer`.
+fn analyzed(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
     let mut stream = analyzer.token_stream(text);
     let mut tokens = Vec::new();
     while stream.advance() {
-        let mut token = stream.token().clone();
-        token.text.insert_str(0, scope);
-        tokens.push(token);
+        tokens.push(stream.token().clone());
     }
+    tokens
+}
+
+/// `tokens`, each prefixed with `scope`.
+fn scoped(scope: &str, tokens: &[Token]) -> PreTokenizedString {
+    let tokens = tokens
+        .iter()
+        .map(|token| Token {
+            text: format!("{scope}{}", token.text),
+            ..token.clone()
+        })
+        .collect();
     // The original text is neither stored nor re-analyzed; only the tokens are indexed.
     PreTokenizedString {
         text: String::new(),
@@ -155,20 +174,41 @@ enum Rarest {
 
 /// Full-text BM25 index of live memories (key + value), filtered by account inside the query.
 ///
-/// One writer (the store's index thread) and many concurrent searchers: searches read an
-/// immutable searcher snapshot and never wait for a commit in progress.
+/// One writer (the store's writer thread) and many concurrent searchers: searches read an
+/// immutable searcher snapshot plus the writes since its commit ([`Recent`]), and never wait
+/// for a commit in progress.
 pub struct KeywordIndex {
     fields: Fields,
     analyzer: TextAnalyzer,
     reader: IndexReader,
-    /// tantivy allows one writer per index; the mutex serializes `apply`/`clear`/`checkpoint`.
-    writer: Mutex<IndexWriter>,
+    /// tantivy allows one writer per index; the mutex serializes `apply`/`clear`/commits.
+    staging: Mutex<Staging>,
+    /// What searches read; replaced as a whole at each commit.
+    view: RwLock<View>,
     directory: DeferredSync,
     stats: AccountStats,
     /// Payload of the last commit (visible, maybe not yet on disk).
     committed: AtomicU64,
     /// Payload as of the last [`checkpoint`](Self::checkpoint) (or open): on disk.
     durable: AtomicU64,
+}
+
+/// The writer and what it holds beyond the last commit.
+struct Staging {
+    writer: IndexWriter,
+    /// Highest seq applied: the next commit's payload.
+    seq: u64,
+    /// When the oldest write not yet committed was applied (`None`: nothing pending).
+    oldest: Option<Instant>,
+    /// A commit failed and was rolled back: the writes in [`Recent`] must be staged again.
+    rolled_back: bool,
+}
+
+/// A searcher and the writes since its commit, swapped together so no search sees a doc
+/// twice or not at all.
+struct View {
+    searcher: Searcher,
+    recent: Recent,
 }
 
 impl KeywordIndex {
@@ -203,7 +243,7 @@ impl KeywordIndex {
             }),
         };
         let writer = index.writer_with_num_threads(1, WRITER_BUDGET_BYTES)?;
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
@@ -211,8 +251,17 @@ impl KeywordIndex {
             stats: AccountStats::new(fields.key, fields.value),
             fields,
             analyzer,
+            view: RwLock::new(View {
+                searcher: reader.searcher(),
+                recent: Recent::default(),
+            }),
             reader,
-            writer: Mutex::new(writer),
+            staging: Mutex::new(Staging {
+                writer,
+                seq: watermark,
+                oldest: None,
+                rolled_back: false,
+            }),
             directory,
             committed: AtomicU64::new(watermark),
             durable: AtomicU64::new(watermark),
@@ -225,60 +274,123 @@ impl KeywordIndex {
         self.durable.load(Ordering::Acquire)
     }
 
-    /// Makes every commit so far durable (one sync of the folder instead of ~16 fsyncs per
-    /// commit) and advances [`watermark`](Self::watermark) to it.
+    /// Commits what is pending, then makes every commit so far durable (one sync of the
+    /// folder instead of ~16 fsyncs per commit) and advances
+    /// [`watermark`](Self::watermark) to it.
     ///
-    /// The writer lock is not held, so puts never wait for the sync: every file of the
-    /// commits up to `seq` was written before `committed` reached it, and whether files of
-    /// later commits get synced too changes nothing.
+    /// The writer lock is not held during the sync, so puts never wait for it: every file
+    /// of the commits up to `seq` was written before `committed` reached it, and whether
+    /// files of later commits get synced too changes nothing.
     pub fn checkpoint(&self) -> Result<(), IndexError> {
+        {
+            let mut staging = self.staging.lock();
+            if staging.oldest.is_some() {
+                self.commit(&mut staging)?;
+            }
+        }
         let seq = self.committed.load(Ordering::Acquire);
         self.directory.sync_all()?;
         self.durable.fetch_max(seq, Ordering::AcqRel);
         Ok(())
     }
 
-    /// Applies ops, commits with `seq` as the payload, and reloads the reader so the next
-    /// search sees them (read-your-writes). Upsert replaces any doc with the same id. The
-    /// commit is not synced: [`checkpoint`](Self::checkpoint) makes it durable.
+    /// Applies ops, visible to the next search on return (read-your-writes); `seq` is the
+    /// oplog seq they bring the index to. Upsert replaces any doc with the same id.
     ///
-    /// The payload never moves backwards: `max(seq, last payload)` is recorded. On error
-    /// nothing of this batch is committed and the payload is unchanged.
+    /// The ops are staged in tantivy's writer and kept in [`Recent`] for searches until a
+    /// commit takes them in: [`COMMIT_INTERVAL`] after the oldest of them, once
+    /// [`MAX_RECENT`] docs wait, or at the next [`checkpoint`](Self::checkpoint). A commit
+    /// records the highest seq applied as its payload, never moving backwards. On error
+    /// these ops may be missing from the index (the caller's oplog still has them); ops
+    /// applied before are kept, to be staged again after a failed commit.
     pub fn apply(&self, ops: &[IndexOp], seq: u64) -> Result<(), IndexError> {
-        let mut writer = self.writer.lock();
-        let seq = seq.max(self.committed.load(Ordering::Acquire));
-        let result = self.stage(&writer, ops).and_then(|()| {
-            let mut commit = writer.prepare_commit()?;
-            commit.set_payload(&seq.to_string());
-            commit.commit()?;
-            Ok(())
-        });
-        if let Err(e) = result {
-            if let Err(rollback) = writer.rollback() {
-                tracing::error!(error = %rollback, "keyword index rollback failed");
-            }
-            return Err(e.into());
+        let mut staging = self.staging.lock();
+        if staging.rolled_back {
+            self.stage_again(&mut staging)?;
         }
-        self.committed.store(seq, Ordering::Release);
-        drop(writer);
-        self.reader.reload()?;
-        self.stats.retain(&self.reader.searcher());
-        Ok(())
-    }
-
-    fn stage(&self, writer: &IndexWriter, ops: &[IndexOp]) -> tantivy::Result<()> {
         let mut analyzer = self.analyzer.clone();
+        let mut recent = Vec::with_capacity(ops.len());
         for op in ops {
             match op {
                 IndexOp::Upsert(doc) => {
+                    let key = analyzed(&mut analyzer, &doc.key);
+                    let value = analyzed(&mut analyzer, &doc.value);
+                    let writer = &staging.writer;
                     writer.delete_term(Term::from_field_u64(self.fields.id, doc.id));
-                    writer.add_document(self.fields.document(doc, &mut analyzer))?;
+                    writer.add_document(self.fields.document(doc, &key, &value))?;
+                    recent.push((op, key, value));
                 }
                 IndexOp::Remove { id, .. } => {
-                    writer.delete_term(Term::from_field_u64(self.fields.id, *id));
+                    staging
+                        .writer
+                        .delete_term(Term::from_field_u64(self.fields.id, *id));
+                    recent.push((op, Vec::new(), Vec::new()));
                 }
             }
         }
+        let waiting = {
+            let mut view = self.view.write();
+            for (op, key, value) in recent {
+                match op {
+                    IndexOp::Upsert(doc) => view.recent.upsert(doc, &key, &value),
+                    IndexOp::Remove { id, account } => view.recent.remove(*id, account),
+                }
+            }
+            view.recent.added()
+        };
+        staging.seq = staging.seq.max(seq);
+        let oldest = *staging.oldest.get_or_insert_with(Instant::now);
+        if waiting >= MAX_RECENT || oldest.elapsed() >= COMMIT_INTERVAL {
+            self.commit(&mut staging)?;
+        }
+        Ok(())
+    }
+
+    /// Commits what is staged and swaps the view to the new searcher with nothing recent.
+    /// A failed commit is rolled back and leaves [`Recent`] as it was, for the next apply
+    /// to stage again.
+    fn commit(&self, staging: &mut Staging) -> Result<(), IndexError> {
+        let seq = staging.seq.max(self.committed.load(Ordering::Acquire));
+        let result = staging.writer.prepare_commit().and_then(|mut commit| {
+            commit.set_payload(&seq.to_string());
+            commit.commit()
+        });
+        if let Err(e) = result {
+            if let Err(rollback) = staging.writer.rollback() {
+                tracing::error!(error = %rollback, "keyword index rollback failed");
+            }
+            staging.rolled_back = true;
+            return Err(e.into());
+        }
+        staging.oldest = None;
+        self.committed.store(seq, Ordering::Release);
+        self.reader.reload()?;
+        let searcher = self.reader.searcher();
+        self.stats.retain(&searcher);
+        *self.view.write() = View {
+            searcher,
+            recent: Recent::default(),
+        };
+        Ok(())
+    }
+
+    /// Stages again every write [`Recent`] holds, after a rollback discarded them.
+    fn stage_again(&self, staging: &mut Staging) -> Result<(), IndexError> {
+        let mut analyzer = self.analyzer.clone();
+        let view = self.view.read();
+        for (id, doc) in view.recent.pending() {
+            staging
+                .writer
+                .delete_term(Term::from_field_u64(self.fields.id, id));
+            if let Some(doc) = doc {
+                let key = analyzed(&mut analyzer, &doc.key);
+                let value = analyzed(&mut analyzer, &doc.value);
+                staging
+                    .writer
+                    .add_document(self.fields.document(doc, &key, &value))?;
+            }
+        }
+        staging.rolled_back = false;
         Ok(())
     }
 
@@ -294,17 +406,33 @@ impl KeywordIndex {
         query: &str,
         k: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let terms = self.query_terms(query);
+        let terms: Vec<String> = self.query_terms(query).into_iter().collect();
         if k == 0 || terms.is_empty() {
             return Ok(Vec::new());
         }
         let scope = scope(filter.account);
         let f = &self.fields;
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
-            .iter()
-            .flat_map(|t| [f.key, f.value].map(|field| (field, t)))
-            .map(|(field, t)| {
-                let term = Term::from_field_text(field, &format!("{scope}{t}"));
+        let in_field = |field: Field| -> Vec<Term> {
+            terms
+                .iter()
+                .map(|t| Term::from_field_text(field, &format!("{scope}{t}")))
+                .collect()
+        };
+        let (key_terms, value_terms) = (in_field(f.key), in_field(f.value));
+        let (searcher, seen) = {
+            let view = self.view.read();
+            (view.searcher.clone(), view.recent.snapshot(filter, &terms))
+        };
+        let recent_freq = seen.freqs(&key_terms, &value_terms);
+        let stats = self
+            .stats
+            .scoped(&searcher, filter.account, seen.totals, recent_freq)?;
+        let mut hits = seen.score(&stats, &key_terms, &value_terms)?;
+
+        let clauses: Vec<(Occur, Box<dyn Query>)> = key_terms
+            .into_iter()
+            .chain(value_terms)
+            .map(|term| {
                 let q: Box<dyn Query> =
                     Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 (Occur::Should, q)
@@ -316,10 +444,10 @@ impl KeywordIndex {
             namespace: filter.namespace.map(|ns| format!("{scope}{ns}")),
             tags: filter.tags.iter().map(|t| format!("{scope}{t}")).collect(),
             now_ms: filter.now_ms,
+            stale: seen.touched,
         };
-        let searcher = self.reader.searcher();
         let query: Box<dyn Query> = match self.rarest_filter(&searcher, &wanted)? {
-            Rarest::Unmatched => return Ok(Vec::new()),
+            Rarest::Unmatched => return Ok(best(hits, k)),
             Rarest::Common => text,
             Rarest::Term(term) => {
                 let lead = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
@@ -330,9 +458,9 @@ impl KeywordIndex {
                 ]))
             }
         };
-        let stats = self.stats.scoped(&searcher, filter.account)?;
         let top = TopMatching { k, wanted: &wanted };
-        Ok(searcher.search_with_statistics_provider(query.as_ref(), &top, &stats)?)
+        hits.extend(searcher.search_with_statistics_provider(query.as_ref(), &top, &stats)?);
+        Ok(best(hits, k))
     }
 
     /// Finds the namespace/tag term with the fewest docs (counts include not-yet-merged
@@ -369,18 +497,32 @@ impl KeywordIndex {
     /// Removes every doc (used before a full rebuild) and durably resets the watermark to 0,
     /// in one commit, so a crash before the rebuild finishes forces a full replay.
     pub fn clear(&self) -> Result<(), IndexError> {
-        let mut writer = self.writer.lock();
-        writer.delete_all_documents()?;
-        let mut commit = writer.prepare_commit()?;
+        let mut staging = self.staging.lock();
+        staging.writer.rollback()?;
+        staging.writer.delete_all_documents()?;
+        let mut commit = staging.writer.prepare_commit()?;
         commit.set_payload("0");
         commit.commit()?;
         self.directory.sync_all()?;
+        staging.seq = 0;
+        staging.oldest = None;
+        staging.rolled_back = false;
         self.committed.store(0, Ordering::Release);
         self.durable.store(0, Ordering::Release);
-        drop(writer);
         self.reader.reload()?;
+        *self.view.write() = View {
+            searcher: self.reader.searcher(),
+            recent: Recent::default(),
+        };
         Ok(())
     }
+}
+
+/// The `k` best of `hits`, best first; equal scores by lower id (as [`TopMatching`] does).
+fn best(mut hits: Vec<(u64, f32)>, k: usize) -> Vec<(u64, f32)> {
+    hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    hits.truncate(k);
+    hits
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! filtering here loses no results (unlike filtering a finished top-k list).
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
+use std::sync::Arc;
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
@@ -22,6 +23,8 @@ pub(super) struct Wanted {
     /// Account-scoped, like the stored tags.
     pub(super) tags: Vec<String>,
     pub(super) now_ms: u64,
+    /// Ids whose committed docs are stale: replaced or removed since the commit.
+    pub(super) stale: Arc<HashSet<u64>>,
 }
 
 /// The `k` best-scoring docs passing `wanted`, as (id, score), best first.
@@ -42,6 +45,7 @@ impl Collector for TopMatching<'_> {
         Ok(SegmentTop {
             admit: Admit::for_segment(reader, self.wanted)?,
             ids: reader.fast_fields().u64("id")?,
+            stale: Arc::clone(&self.wanted.stale),
             k: self.k,
             heap: BinaryHeap::with_capacity(self.k + 1),
         })
@@ -177,6 +181,7 @@ impl PartialOrd for Hit {
 pub(super) struct SegmentTop {
     admit: Option<Admit>,
     ids: Column<u64>,
+    stale: Arc<HashSet<u64>>,
     k: usize,
     heap: BinaryHeap<Reverse<Hit>>,
 }
@@ -196,6 +201,14 @@ impl SegmentCollector for SegmentTop {
 
     fn collect(&mut self, doc: DocId, score: Score) {
         if !self.admit.as_ref().is_some_and(|a| a.admits(doc)) {
+            return;
+        }
+        if !self.stale.is_empty()
+            && self
+                .ids
+                .first(doc)
+                .is_some_and(|id| self.stale.contains(&id))
+        {
             return;
         }
         let hit = Hit { score, doc };

@@ -25,16 +25,16 @@ use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::Field;
 use tantivy::{Searcher, SegmentReader, Term};
 
-/// One account's share of a segment (or of a whole searcher).
+/// One account's share of a segment (or of a whole searcher, or of recent writes).
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
-struct Totals {
-    docs: u64,
-    key_tokens: u64,
-    value_tokens: u64,
+pub(super) struct Totals {
+    pub(super) docs: u64,
+    pub(super) key_tokens: u64,
+    pub(super) value_tokens: u64,
 }
 
 impl Totals {
-    fn add(&mut self, other: &Totals) {
+    pub(super) fn add(&mut self, other: &Totals) {
         self.docs += other.docs;
         self.key_tokens += other.key_tokens;
         self.value_tokens += other.value_tokens;
@@ -57,13 +57,16 @@ impl AccountStats {
         }
     }
 
-    /// The statistics `account` sees in `searcher`'s snapshot.
+    /// The statistics `account` sees in `searcher`'s snapshot plus its writes since
+    /// (`recent` totals and `recent_freq` document frequencies, see `recent`).
     pub(super) fn scoped<'a>(
         &self,
         searcher: &'a Searcher,
         account: &str,
+        recent: Totals,
+        recent_freq: HashMap<Term, u64>,
     ) -> tantivy::Result<Scoped<'a>> {
-        let mut totals = Totals::default();
+        let mut totals = recent;
         let mut segments = self.segments.lock();
         for reader in searcher.segment_readers() {
             let id = reader.segment_id();
@@ -82,6 +85,7 @@ impl AccountStats {
         Ok(Scoped {
             searcher,
             totals,
+            recent_freq,
             key: self.key,
             value: self.value,
         })
@@ -125,10 +129,12 @@ impl AccountStats {
 }
 
 /// BM25 statistics of one account. Terms are account-scoped, so document frequencies come
-/// from the index as they are; counts never drop to 0, so an average is always defined.
+/// from the index as they are (plus recent writes'); counts never drop to 0, so an average
+/// is always defined.
 pub(super) struct Scoped<'a> {
     searcher: &'a Searcher,
     totals: Totals,
+    recent_freq: HashMap<Term, u64>,
     key: Field,
     value: Field,
 }
@@ -147,6 +153,7 @@ impl Bm25StatisticsProvider for Scoped<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        self.searcher.doc_freq(term)
+        let recent = self.recent_freq.get(term).copied().unwrap_or(0);
+        Ok(self.searcher.doc_freq(term)? + recent)
     }
 }

@@ -272,3 +272,73 @@ fn a_torn_index_is_recreated_empty_for_a_rebuild() {
     assert_eq!(idx.watermark(), 0);
     assert!(ids(&idx, &in_account("a"), "torn pages").is_empty());
 }
+
+/// Writes wait in `Recent` until a commit. A search meanwhile scores them exactly as tantivy
+/// will once they are committed, hides the committed versions they replace or remove, finds
+/// a namespace no commit holds yet, and ranks both sides together.
+#[test]
+fn writes_before_their_commit_score_as_after_it() {
+    let (_dir, idx) = open();
+    let base = upserts(vec![
+        doc(1, "a", "n", "apple cherry pie", &[]),
+        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
+        doc(3, "a", "n", "cherry blossom in spring", &[]),
+        doc(5, "b", "n", "apple", &[]),
+    ]);
+    idx.apply(&base, 1).unwrap();
+    idx.checkpoint().unwrap();
+    let ops = vec![
+        IndexOp::Upsert(doc(4, "a", "n", "apple apple crumble with cherry", &[])),
+        IndexOp::Upsert(doc(2, "a", "n", "cherry jam", &[])),
+        IndexOp::Remove {
+            id: 3,
+            account: "a".into(),
+        },
+        IndexOp::Upsert(doc(6, "a", "fresh", "apple tart", &["new"])),
+    ];
+    idx.apply(&ops, 2).unwrap();
+    let query = "apple cherry";
+    let before = idx.search(&in_account("a"), query, 10).unwrap();
+    let tags = ["new".to_string()];
+    let fresh = SearchFilter {
+        namespace: Some("fresh"),
+        tags: &tags,
+        ..in_account("a")
+    };
+    assert_eq!(ids(&idx, &fresh, "apple"), [6]);
+    idx.checkpoint().unwrap();
+    let after = idx.search(&in_account("a"), query, 10).unwrap();
+    let order = |hits: &[(u64, f32)]| hits.iter().map(|h| h.0).collect::<Vec<_>>();
+    assert_eq!(order(&before), order(&after));
+    let mut sorted = order(&after);
+    sorted.sort_unstable();
+    assert_eq!(sorted, [1, 2, 4, 6], "doc 3 removed, doc 2 once");
+    for (b, a) in before.iter().zip(&after) {
+        assert!((b.1 - a.1).abs() <= 1e-5 * a.1, "{before:?} vs {after:?}");
+    }
+}
+
+/// A failed commit rolls tantivy's writer back; the writes it discarded are still in
+/// `Recent` (searchable) and are staged again, so the next commit holds them.
+#[test]
+fn writes_a_failed_commit_discarded_are_staged_again() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let idx = KeywordIndex::open(dir.path()).unwrap();
+        idx.apply(&upserts(vec![doc(1, "a", "n", "first batch", &[])]), 1)
+            .unwrap();
+        {
+            // What `commit` leaves after tantivy refused a commit.
+            let mut staging = idx.staging.lock();
+            staging.writer.rollback().unwrap();
+            staging.rolled_back = true;
+        }
+        assert_eq!(ids(&idx, &in_account("a"), "batch"), [1]);
+        idx.apply(&upserts(vec![doc(2, "a", "n", "second batch", &[])]), 2)
+            .unwrap();
+        idx.checkpoint().unwrap();
+        assert_eq!(idx.watermark(), 2);
+    }
+    let idx = KeywordIndex::open(dir.path()).unwrap();
+    assert_eq!(ids(&idx, &in_account("a"), "batch"), [1, 2]);
+}
