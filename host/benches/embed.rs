@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind};
 
+#[path = "recall/locomo.rs"]
+#[allow(dead_code)]
+mod locomo;
+
 const QUERIES: usize = 200;
 const BATCH: usize = 32;
 const BATCHES: usize = 12;
@@ -104,6 +108,10 @@ fn bench(kind: EmbedderKind) {
         );
     }
 
+    if kind == EmbedderKind::Onnx {
+        locomo_bulk(&rt, &model, &cfg);
+    }
+
     let service = EmbedService::new(model, &cfg);
     let queries: Vec<String> = sentences(QUERIES * 2)[QUERIES..].to_vec();
     let idle = latencies(queries[..QUERIES / 2].iter(), |t| {
@@ -140,6 +148,38 @@ fn bench(kind: EmbedderKind) {
         &loaded,
     );
     println!("  (bulk embedded {bulk_done} texts meanwhile)");
+}
+
+/// Bulk rate on the LoCoMo dev set's turns (twice the put texts' length, as the recall
+/// bench's import embeds them): jobs of 100 as one import request sends, through
+/// `EmbedService` with one and two workers.
+fn locomo_bulk(
+    rt: &tokio::runtime::Runtime,
+    model: &Arc<dyn embed::Embedder>,
+    cfg: &EmbedderConfig,
+) {
+    let turns: Vec<String> = locomo::load()
+        .into_iter()
+        .flat_map(|c| c.turns.into_iter().map(|t| t.value))
+        .take(1_000)
+        .collect();
+    for threads in [1, 2] {
+        let cfg = EmbedderConfig {
+            threads,
+            ..cfg.clone()
+        };
+        let service = EmbedService::new(model.clone(), &cfg);
+        let started = Instant::now();
+        rt.block_on(async {
+            for job in turns.chunks(100) {
+                service.embed_documents(job.to_vec()).await.expect("embed");
+            }
+        });
+        println!(
+            "bulk, LoCoMo turns, EmbedService threads={threads}, sequential jobs of 100: {:.0} texts/s",
+            turns.len() as f64 / started.elapsed().as_secs_f64()
+        );
+    }
 }
 
 /// `n` distinct short sentences of 10 to 14 words.

@@ -8,9 +8,11 @@
 //! 3. cold start of the real `wasmind` binary on that data dir, and its RSS;
 //! 4. search latency over 1,000 accounts × 1,000 memories.
 //!
-//! The search data sets are loaded with the `hash` embedder (same 384 dimensions) through
-//! `MemoryService::import`, then served with the default embedder: the stored vectors are not
-//! its, which is fine for latency (the graph and the work per query have the same shape).
+//! The search data sets are loaded through `MemoryService::import` and served with the
+//! embedder that loaded them (a data dir refuses another one's vectors): one account with
+//! the default embedder, so its hybrid and semantic rows include a real query embedding;
+//! 1,000 × 1,000 with the `hash` embedder (same 384 dimensions; a million texts through the
+//! model would take ~25 min), so its rows show the search without inference.
 //!
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
@@ -147,7 +149,7 @@ fn main() {
         println!("\n== {section} == ({})", harness::loadavg());
         let path = bench_dir(&format!("single-{}", settings.single));
         dirs.push(path.clone());
-        let loaded = load::load(&path, 1, settings.single, 1);
+        let loaded = load::load(&path, 1, settings.single, 1, EmbedderKind::Onnx);
         report_load(&mut table, &section, &loaded, settings.single, &path);
         if settings.wants("single") {
             search::run(
@@ -157,6 +159,7 @@ fn main() {
                 &path,
                 &loaded,
                 settings.single,
+                EmbedderKind::Onnx,
                 &model,
             );
         }
@@ -177,7 +180,13 @@ fn main() {
             settings.accounts, settings.per_account
         ));
         dirs.push(path.clone());
-        let loaded = load::load(&path, settings.accounts, settings.per_account, 2);
+        let loaded = load::load(
+            &path,
+            settings.accounts,
+            settings.per_account,
+            2,
+            EmbedderKind::Hash,
+        );
         report_load(&mut table, &section, &loaded, total, &path);
         search::run(
             &mut table,
@@ -186,6 +195,7 @@ fn main() {
             &path,
             &loaded,
             settings.per_account,
+            EmbedderKind::Hash,
             &model,
         );
     }
@@ -217,7 +227,7 @@ fn report_load(
     let secs = loaded.took.as_secs_f64();
     table.value(
         section,
-        "load with the hash embedder via MemoryService::import (setup)",
+        "load via MemoryService::import (setup)",
         format!(
             "{total} memories in {secs:.0} s ({:.0}/s), data dir {:.0} MiB",
             total as f64 / secs,

@@ -1,6 +1,5 @@
-//! Bulk loading of the search data sets with the fast `hash` embedder (384 dims, like
-//! MiniLM), through `MemoryService::import` on the library, several imports in flight so
-//! embedding overlaps the single writer.
+//! Bulk loading of the search data sets through `MemoryService::import` on the library,
+//! several imports in flight so embedding overlaps the single writer.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,7 +30,14 @@ pub struct Loaded {
 /// Loads `accounts` accounts of `per_account` memories each into a fresh data dir at
 /// `path`, creating one lightyear key per account; saves the keys beside the data so a
 /// later run can reuse the dir (`WASMIND_BENCH_REUSE=1`).
-pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Loaded {
+/// `kind` embeds them; the data dir then serves only with that embedder.
+pub fn load(
+    path: &Path,
+    accounts: usize,
+    per_account: usize,
+    seed: u64,
+    kind: EmbedderKind,
+) -> Loaded {
     let keys_file = path.join("bench-keys.json");
     let reuse = std::env::var("WASMIND_BENCH_REUSE").is_ok_and(|v| v == "1");
     if reuse && let Ok(text) = std::fs::read_to_string(&keys_file) {
@@ -44,10 +50,7 @@ pub fn load(path: &Path, accounts: usize, per_account: usize, seed: u64) -> Load
     }
     let _ = std::fs::remove_dir_all(path);
     let started = Instant::now();
-    let opened = harness::open(
-        path,
-        harness::config(EmbedderKind::Hash, per_account as u64),
-    );
+    let opened = harness::open(path, harness::config(kind, per_account as u64));
     let limit = opened.limit();
     let keys: Vec<(String, String)> = (0..accounts)
         .map(|a| {

@@ -1,4 +1,4 @@
-//! Search latency over a loaded data set, served with the real default embedder: keyword,
+//! Search latency over a loaded data set, served with the embedder that loaded it: keyword,
 //! hybrid and semantic over HTTP (distinct queries, and a small repeated set whose query
 //! embeddings are cached), then the same on the library and on each index alone.
 
@@ -27,12 +27,10 @@ pub fn run(
     path: &Path,
     loaded: &Loaded,
     per_account: usize,
+    kind: EmbedderKind,
     model: &Arc<dyn Embedder>,
 ) {
-    let opened = harness::open(
-        path,
-        harness::config(EmbedderKind::Onnx, per_account as u64),
-    );
+    let opened = harness::open(path, harness::config(kind, per_account as u64));
     table.value(
         section,
         "open in-process: server::open_state (model, indexes, agent runtime)",

@@ -108,7 +108,7 @@ pub fn layout(config: &RuntimeConfig) -> Layout {
 }
 
 /// Raises the soft open-files limit to the hard one (a common soft default of 1,024 would
-/// starve thousands of agents' Mind connections) and returns the limit now in force.
+/// starve thousands of agents' Mind connections, up to `[mind] max_connections` sockets).
 fn raise_open_files_limit() {
     use rustix::process::{Resource, getrlimit, setrlimit};
     let limit = getrlimit(Resource::Nofile);
@@ -117,9 +117,8 @@ fn raise_open_files_limit() {
             current: limit.maximum,
             maximum: limit.maximum,
         };
-        match setrlimit(Resource::Nofile, raised) {
-            Ok(()) => {}
-            Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(error = %e, "could not raise the open-files limit");
         }
     }
 }
@@ -149,7 +148,7 @@ pub enum LoadError {
     Io(#[from] std::io::Error),
 }
 
-/// Builds the engine for `cap` agents and its linker, and loads (compiling on first use)
+/// Builds the engine for [`layout`]'s cap of agents and its linker, and loads (compiling on first use)
 /// the default agent component. Starts the epoch ticker.
 pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compiled> {
     let layout = layout(config);

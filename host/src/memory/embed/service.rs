@@ -62,18 +62,18 @@ impl EmbedService {
     ///
     /// Returns one unit vector per text, in order.
     pub async fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let n = texts.len();
+        let (chunks, order) = self.chunks(texts);
         let mut pending = Vec::new();
-        for chunk in self.chunks(texts) {
+        for chunk in chunks {
             let (tx, rx) = oneshot::channel();
             self.inner.bulk.submit(chunk, Reply::Async(tx));
             pending.push(rx);
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(order.len());
         for rx in pending {
             out.extend(rx.await.map_err(|_| EmbedError::ShutDown)??);
         }
-        Ok(out)
+        Ok(in_order(out, &order))
     }
 
     /// Query lane: one text, its own thread (so a search never waits behind bulk indexing),
@@ -100,33 +100,48 @@ impl EmbedService {
         &self,
         texts: Vec<String>,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let n = texts.len();
+        let (chunks, order) = self.chunks(texts);
         let mut pending = Vec::new();
-        for chunk in self.chunks(texts) {
+        for chunk in chunks {
             let (tx, rx) = mpsc::sync_channel(1);
             self.inner.bulk.submit(chunk, Reply::Blocking(tx));
             pending.push(rx);
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(order.len());
         for rx in pending {
             out.extend(rx.recv().map_err(|_| EmbedError::ShutDown)??);
         }
-        Ok(out)
+        Ok(in_order(out, &order))
     }
 
-    /// Splits `texts` into jobs no bigger than one batch.
-    fn chunks(&self, texts: Vec<String>) -> Vec<Vec<String>> {
-        let mut texts = texts.into_iter().peekable();
-        let mut chunks = Vec::new();
-        while texts.peek().is_some() {
-            chunks.push(texts.by_ref().take(self.inner.batch_size).collect());
-        }
-        chunks
+    /// Splits `texts` into jobs no bigger than one batch, shortest texts first, and says
+    /// where each text came from (`order[k]` is the input index of the `k`-th text sent).
+    ///
+    /// A batch runs padded to its longest text, so batching texts of like length saves the
+    /// padding: LoCoMo's conversation turns in input order embed at 166/s, sorted at 2×.
+    fn chunks(&self, texts: Vec<String>) -> (Vec<Vec<String>>, Vec<usize>) {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
+        let chunks = order
+            .chunks(self.inner.batch_size)
+            .map(|chunk| chunk.iter().filter_map(|&i| texts[i].take()).collect())
+            .collect();
+        (chunks, order)
     }
 
     fn cached(&self, text: &str) -> Option<Arc<Vec<f32>>> {
         self.inner.cache.as_ref()?.lock().get(text).cloned()
     }
+}
+
+/// `vectors` (in the order [`EmbedService::chunks`] sent the texts) back in input order.
+fn in_order(vectors: Vec<Vec<f32>>, order: &[usize]) -> Vec<Vec<f32>> {
+    let mut out = vec![Vec::new(); order.len()];
+    for (&i, vector) in order.iter().zip(vectors) {
+        out[i] = vector;
+    }
+    out
 }
 
 /// The one vector of a one-text job.
@@ -336,6 +351,26 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         panic!("embedding threads still hold the embedder after the service was dropped");
+    }
+
+    /// Texts are batched shortest first (less padding), and each answer still lands at its
+    /// text's place.
+    #[test]
+    fn texts_batched_by_length_are_answered_in_input_order() {
+        let (probe, _release) = Probe::new();
+        let service = EmbedService::new(probe.clone(), &cfg(1, 3));
+        let texts: Vec<String> = [9, 1, 5, 12, 3, 7, 2, 11, 4]
+            .iter()
+            .map(|n| format!("{n} {}", "word ".repeat(*n)))
+            .collect();
+        let got = service.embed_documents_blocking(texts.clone()).unwrap();
+        for (text, vector) in texts.iter().zip(&got) {
+            assert_eq!(
+                *vector,
+                probe.inner.embed(&[text.as_str()]).unwrap()[0],
+                "{text}"
+            );
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
