@@ -159,7 +159,6 @@ fn main() {
                 &path,
                 &loaded,
                 settings.single,
-                EmbedderKind::Onnx,
                 &model,
             );
         }
@@ -195,7 +194,6 @@ fn main() {
             &path,
             &loaded,
             settings.per_account,
-            EmbedderKind::Hash,
             &model,
         );
     }

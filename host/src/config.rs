@@ -22,6 +22,7 @@ use crate::{
     metrics::MetricsConfig,
     mind::MindConfig,
     runtime::RuntimeConfig,
+    storage::StorageConfig,
 };
 
 /// Everything configurable, with documented defaults (see README "Configuration").
@@ -42,6 +43,8 @@ pub struct Config {
     pub runtime: RuntimeConfig,
     /// Whether and where `GET /metrics` is served.
     pub metrics: MetricsConfig,
+    /// Where the domains keep their state: the data dir, or a shared PostgreSQL.
+    pub storage: StorageConfig,
 }
 
 impl Config {
@@ -74,6 +77,9 @@ impl Config {
                 "WASMIND_MIND_BASE_URL" => self.mind.base_url = Some(value.clone()),
                 "WASMIND_MIND_API_KEY" => self.mind.api_key = Some(value.as_str().into()),
                 "WASMIND_MIND_MODEL" => self.mind.model = value.clone(),
+                "WASMIND_DATABASE_URL" => {
+                    self.storage.database_url = Some(value.as_str().into());
+                }
                 "WASMIND_EMBEDDER" => {
                     self.embedder.kind = value
                         .parse()

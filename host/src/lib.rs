@@ -35,4 +35,8 @@ mod object;
 pub mod runtime;
 mod secret;
 pub mod server;
+pub mod storage;
+#[cfg(test)]
+#[path = "../tests/support/postgres.rs"]
+mod test_postgres;
 mod text;

@@ -9,7 +9,7 @@ use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::{
-    accounts::{KeyStore, UsageStore},
+    accounts::{Accounts, KeyStore, UsageStore},
     admin::{self, Admin},
     api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
@@ -22,6 +22,7 @@ use crate::{
     metrics::Exporter,
     mind::{self, MindCheck, MindStatus},
     runtime::{AgentStore, Runtime, Services},
+    storage::Backend,
 };
 
 /// Longest wait at exit for agents' tasks, then for the database's other holders.
@@ -35,6 +36,12 @@ pub fn serve(
     env: &BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
     let (config, _) = Config::load(config_file, env)?;
+    anyhow::ensure!(
+        config.storage.backend == Backend::Embedded,
+        "[storage] backend = \"postgres\" holds accounts and keys (the keys and accounts \
+         commands) but cannot serve yet: memories and agents still live in the data dir, so \
+         `serve` needs backend = \"embedded\""
+    );
     // Before anything that emits is built: handles made earlier would record nowhere.
     let exporter = config.metrics.enabled.then(Exporter::install).transpose()?;
     let dir = DataDir::open(data_dir)?;
@@ -150,7 +157,7 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
     });
     let runtime =
         Runtime::start(&config.runtime, dir, services).context("starting the agent runtime")?;
-    let keys = KeyStore::new(dir.db().clone())?;
+    let keys: Accounts = Arc::new(KeyStore::new(dir.db().clone())?);
     let console = Console::open(dir.path(), &config.console, keys.clone())
         .context("setting up console sign-in")?;
     Ok(AppState {

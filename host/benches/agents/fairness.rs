@@ -10,7 +10,6 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasmind::accounts::Plan;
 
 use super::{Table, wait_until};
 use crate::{
@@ -35,11 +34,7 @@ pub fn run(spinners: usize, samples: usize, requests: usize, mind: &FakeMind, ta
         },
     ));
     let a = server.client();
-    let (b_key, _) = server
-        .state
-        .keys
-        .create("tenant_b", Some(Plan::Lightyear))
-        .expect("tenant B's key");
+    let (b_key, _) = server.create_key("tenant_b");
     let b = Client::new(&format!("http://{}", server.addr), &b_key);
     let spin = upload(&a, &guests::spin(), "spin");
     let worker = upload(&b, &guests::hostile(), "hostile");

@@ -86,14 +86,13 @@ impl Server {
             .expect("temp data dir");
         let dir = DataDir::open(tmp.path()).expect("data dir");
         let state = wasmind::server::open_state(&dir, config).expect("open_state");
-        let (key, _) = state
-            .keys
-            .create(ACCOUNT, Some(Plan::Lightyear))
-            .expect("create key");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .expect("runtime");
+        let (key, _) = runtime
+            .block_on(state.keys.create(ACCOUNT, Some(Plan::Lightyear)))
+            .expect("create key");
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("bind");
@@ -121,6 +120,14 @@ impl Server {
 
     pub fn client(&self) -> Client {
         Client::new(&format!("http://{}", self.addr), &self.key)
+    }
+
+    /// A new lightyear key (and account) besides the bench's own: (secret, info).
+    pub fn create_key(&self, account: &str) -> (String, wasmind::accounts::KeyInfo) {
+        let runtime = self.runtime.as_ref().expect("serving");
+        runtime
+            .block_on(self.state.keys.create(account, Some(Plan::Lightyear)))
+            .expect("create key")
     }
 
     /// Agents spawning or running.

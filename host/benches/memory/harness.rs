@@ -66,9 +66,11 @@ impl Opened {
 
     /// A new lightyear key for `account`.
     pub fn key(&self, account: &str) -> String {
-        self.state
-            .keys
-            .create(account, Some(Plan::Lightyear))
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        runtime
+            .block_on(self.state.keys.create(account, Some(Plan::Lightyear)))
             .expect("create key")
             .0
     }

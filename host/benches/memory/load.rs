@@ -25,6 +25,8 @@ pub struct Loaded {
     /// (account, key) in account order.
     pub keys: Vec<(String, String)>,
     pub took: Duration,
+    /// The embedder that made the vectors, the only one the data dir serves with.
+    pub kind: EmbedderKind,
 }
 
 /// Loads `accounts` accounts of `per_account` memories each into a fresh data dir at
@@ -46,6 +48,7 @@ pub fn load(
         return Loaded {
             keys,
             took: Duration::ZERO,
+            kind,
         };
     }
     let _ = std::fs::remove_dir_all(path);
@@ -109,7 +112,7 @@ pub fn load(
     let took = started.elapsed();
     std::fs::write(&keys_file, serde_json::to_string(&keys).expect("keys json"))
         .expect("write keys");
-    Loaded { keys, took }
+    Loaded { keys, took, kind }
 }
 
 fn finished(

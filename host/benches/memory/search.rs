@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmind::memory::embed::{Embedder, EmbedderKind};
+use wasmind::memory::embed::Embedder;
 use wasmind::memory::index::{KeywordIndex, SearchFilter, VectorIndex};
 use wasmind::memory::{Mode, SearchQuery};
 
@@ -27,10 +27,9 @@ pub fn run(
     path: &Path,
     loaded: &Loaded,
     per_account: usize,
-    kind: EmbedderKind,
     model: &Arc<dyn Embedder>,
 ) {
-    let opened = harness::open(path, harness::config(kind, per_account as u64));
+    let opened = harness::open(path, harness::config(loaded.kind, per_account as u64));
     table.value(
         section,
         "open in-process: server::open_state (model, indexes, agent runtime)",

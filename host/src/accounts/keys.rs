@@ -3,14 +3,16 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use anyhow::{Context, bail};
-use rand::RngExt;
+use anyhow::Context;
+use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::Plan;
-use crate::clock::now_ms;
+use super::store::{
+    AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
+};
+use crate::{blocking::run_blocking, clock::now_ms};
 
 /// account name → account record (JSON).
 const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
@@ -62,28 +64,11 @@ pub struct AccountInfo {
     pub active_keys: u32,
 }
 
-/// Accounts and keys over the shared database.
+/// Accounts and keys in the data dir's redb (the embedded backend). Its methods block on
+/// redb; the [`AccountStore`] impl runs the writes off the async workers.
 #[derive(Clone)]
 pub struct KeyStore {
     db: Arc<Database>,
-}
-
-fn hash_key(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
-
-fn validate_account(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
-    if !ok {
-        bail!(
-            "account name {name:?} is invalid: use 1-64 characters from letters, digits, '-', '_', '.', '@'"
-        );
-    }
-    Ok(())
 }
 
 impl KeyStore {
@@ -101,10 +86,10 @@ impl KeyStore {
     /// which is shown once and never stored.
     pub fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
         validate_account(account)?;
-        let secret = format!("wm_{}", hex::encode(rand::rng().random::<[u8; 32]>()));
+        let key = NewKey::generate();
         let now = now_ms();
         let record = KeyRecord {
-            id: crate::id::new_id("key_"),
+            id: key.id,
             account: account.to_string(),
             created_at: now,
             revoked_at: None,
@@ -129,10 +114,8 @@ impl KeyStore {
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
             record.plan
         };
-        txn.open_table(API_KEYS)?.insert(
-            hash_key(&secret).as_str(),
-            serde_json::to_string(&record)?.as_str(),
-        )?;
+        txn.open_table(API_KEYS)?
+            .insert(key.hash.as_str(), serde_json::to_string(&record)?.as_str())?;
         txn.commit()?;
         let info = KeyInfo {
             id: record.id,
@@ -141,7 +124,7 @@ impl KeyStore {
             created_at: now,
             revoked_at: None,
         };
-        Ok((secret, info))
+        Ok((key.secret, info))
     }
 
     /// Revokes a key given either the secret itself or its `key_…` id.
@@ -151,8 +134,7 @@ impl KeyStore {
             let mut keys = txn.open_table(API_KEYS)?;
             let hash = match keys.get(hash_key(key).as_str())? {
                 Some(_) => hash_key(key),
-                None => find_hash_by_id(&keys, key)?
-                    .with_context(|| format!("no key {key:?} (give the key or its key_… id)"))?,
+                None => find_hash_by_id(&keys, key)?.ok_or_else(|| no_such_key(key))?,
             };
             let mut record: KeyRecord = {
                 let guard = keys.get(hash.as_str())?.context("key vanished")?;
@@ -238,9 +220,9 @@ impl KeyStore {
         let txn = self.db.begin_write()?;
         let mut record: AccountRecord = {
             let accounts = txn.open_table(ACCOUNTS)?;
-            let guard = accounts.get(account)?.with_context(|| {
-                format!("no account {account:?} (`keys create` makes accounts)")
-            })?;
+            let guard = accounts
+                .get(account)?
+                .ok_or_else(|| no_such_account(account))?;
             serde_json::from_str(guard.value())?
         };
         record.plan = plan;
@@ -284,6 +266,46 @@ impl KeyStore {
         Ok(Some(
             serde_json::from_str::<AccountRecord>(guard.value())?.plan,
         ))
+    }
+}
+
+/// The backend-neutral face of the store. Writes (each a durable redb commit) run on the
+/// blocking pool; the reads are a few B-tree lookups, cheaper inline than a thread hop.
+#[async_trait]
+impl AccountStore for KeyStore {
+    async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
+        let (this, account) = (self.clone(), account.to_owned());
+        Ok(run_blocking(move || this.create(&account, plan)).await?)
+    }
+
+    async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+        let (this, key) = (self.clone(), key.to_owned());
+        Ok(run_blocking(move || this.revoke(&key)).await?)
+    }
+
+    async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+        KeyStore::list(self)
+    }
+
+    async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+        KeyStore::plans(self)
+    }
+
+    async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+        KeyStore::accounts(self)
+    }
+
+    async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+        let (this, account) = (self.clone(), account.to_owned());
+        Ok(run_blocking(move || this.set_plan(&account, plan)).await?)
+    }
+
+    async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+        KeyStore::authenticate(self, secret)
+    }
+
+    async fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+        KeyStore::plan(self, account)
     }
 }
 

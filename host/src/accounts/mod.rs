@@ -6,10 +6,14 @@
 
 mod keys;
 mod plan;
+mod postgres;
 mod rate;
+mod store;
 mod usage;
 
 pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
 pub use plan::{Plan, PlanLimits, Plans};
+pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};
+pub use store::{AccountStore, Accounts};
 pub use usage::{MonthUsage, UsageStore};

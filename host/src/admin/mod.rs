@@ -5,6 +5,9 @@
 //! the change is live at once; with none, the CLI opens the files itself. Either way the
 //! work is [`Admin::execute`]: one implementation, two transports.
 //!
+//! On the postgres backend there is no data dir to share: the CLI runs the request on the
+//! database itself, where every node sees the change at once.
+//!
 //! Nothing here knows HTTP; the socket is local and owner-only, so it needs no secret.
 
 mod ops;
@@ -14,18 +17,32 @@ pub use ops::{Admin, Request, Response, UsageRow};
 
 use std::path::Path;
 
-use crate::data_dir::DataDir;
+use crate::{
+    config::Config,
+    data_dir::DataDir,
+    storage::{self, Backend},
+};
 
-/// Runs `request` on the data dir at `data_dir`: through the running server's admin socket
-/// when one answers, else on the files (which takes the data dir's lock, as the server
-/// does). A socket file left by a killed server refuses connections, so it leads to the
-/// files too.
-pub fn run(data_dir: &Path, request: Request) -> anyhow::Result<Response> {
-    match socket::connect(data_dir) {
-        Some(stream) => socket::call(&stream, &request),
-        None => {
-            let dir = DataDir::open(data_dir)?;
-            Admin::open(dir.db())?.execute(request)
-        }
+/// Runs `request` where `config` keeps the state. On the embedded backend that is the data
+/// dir at `data_dir`: through the running server's admin socket when one answers, else on
+/// the files (which takes the data dir's lock, as the server does); a socket file left by a
+/// killed server refuses connections, so it leads to the files too. On postgres it is the
+/// database.
+pub fn run(data_dir: &Path, config: &Config, request: Request) -> anyhow::Result<Response> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match config.storage.backend {
+        Backend::Postgres => runtime.block_on(async {
+            let pool = storage::connect(&config.storage).await?;
+            Admin::postgres(pool).execute(request).await
+        }),
+        Backend::Embedded => match socket::connect(data_dir) {
+            Some(stream) => socket::call(&stream, &request),
+            None => {
+                let dir = DataDir::open(data_dir)?;
+                runtime.block_on(Admin::open(dir.db())?.execute(request))
+            }
+        },
     }
 }

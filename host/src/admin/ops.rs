@@ -2,10 +2,15 @@
 
 use std::sync::Arc;
 
+use anyhow::Context;
 use redb::Database;
 use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
 
-use crate::accounts::{AccountInfo, KeyInfo, KeyStore, MonthUsage, Plan, UsageStore};
+use crate::accounts::{
+    AccountInfo, Accounts, KeyInfo, KeyStore, MonthUsage, PgAccounts, Plan, UsageStore,
+};
+use crate::blocking::run_blocking;
 
 /// What the operator asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,43 +83,56 @@ pub struct UsageRow {
     pub usage: MonthUsage,
 }
 
-/// The stores the operator's requests act on. Blocking (redb transactions).
+/// The stores the operator's requests act on.
 #[derive(Clone)]
 pub struct Admin {
-    keys: KeyStore,
-    usage: UsageStore,
+    keys: Accounts,
+    /// Metered usage; kept by the embedded backend only so far.
+    usage: Option<UsageStore>,
 }
 
 impl Admin {
-    /// Opens the stores on `db` (creating their tables on first use).
+    /// Opens the stores on the data dir's `db` (creating their tables on first use).
     pub fn open(db: &Arc<Database>) -> anyhow::Result<Self> {
         Ok(Self {
-            keys: KeyStore::new(db.clone())?,
-            usage: UsageStore::new(db.clone())?,
+            keys: Arc::new(KeyStore::new(db.clone())?),
+            usage: Some(UsageStore::new(db.clone())?),
         })
     }
 
+    /// The stores of the postgres backend, on a pool whose migrations have run.
+    pub fn postgres(pool: PgPool) -> Self {
+        Self {
+            keys: Arc::new(PgAccounts::new(pool)),
+            usage: None,
+        }
+    }
+
     /// Does what `request` asks.
-    pub fn execute(&self, request: Request) -> anyhow::Result<Response> {
+    pub async fn execute(&self, request: Request) -> anyhow::Result<Response> {
         Ok(match request {
             Request::CreateKey { account, plan } => {
-                let (secret, key) = self.keys.create(&account, plan)?;
+                let (secret, key) = self.keys.create(&account, plan).await?;
                 Response::KeyCreated { secret, key }
             }
             Request::RevokeKey { key } => Response::KeyRevoked {
-                key: self.keys.revoke(&key)?,
+                key: self.keys.revoke(&key).await?,
             },
             Request::ListKeys => Response::Keys {
-                keys: self.keys.list()?,
+                keys: self.keys.list().await?,
             },
             Request::ListAccounts => Response::Accounts {
-                accounts: self.keys.accounts()?,
+                accounts: self.keys.accounts().await?,
             },
             Request::SetPlan { account, plan } => Response::PlanSet {
-                account: self.keys.set_plan(&account, plan)?,
+                account: self.keys.set_plan(&account, plan).await?,
             },
             Request::Usage { month, account } => {
-                let rows = self.usage.all()?.into_iter();
+                let usage = self
+                    .usage
+                    .clone()
+                    .context("usage is not metered on the postgres backend yet")?;
+                let rows = run_blocking(move || usage.all()).await?.into_iter();
                 let rows = rows
                     .filter(|(a, m, _)| {
                         account.as_ref().is_none_or(|want| want == a)
@@ -137,8 +155,8 @@ impl Admin {
 mod tests {
     use super::*;
 
-    #[test]
-    fn requests_act_on_the_stores() {
+    #[tokio::test]
+    async fn requests_act_on_the_stores() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("db")).unwrap());
         let admin = Admin::open(&db).unwrap();
@@ -146,7 +164,7 @@ mod tests {
             account: "acme".into(),
             plan: None,
         };
-        let Response::KeyCreated { secret, key } = admin.execute(create).unwrap() else {
+        let Response::KeyCreated { secret, key } = admin.execute(create).await.unwrap() else {
             panic!("not a created key")
         };
         assert_eq!(key.plan, Plan::Free);
@@ -154,7 +172,7 @@ mod tests {
             account: "acme".into(),
             plan: Plan::Liftoff,
         };
-        let Response::PlanSet { account } = admin.execute(set).unwrap() else {
+        let Response::PlanSet { account } = admin.execute(set).await.unwrap() else {
             panic!("not a plan change")
         };
         assert_eq!((account.plan, account.active_keys), (Plan::Liftoff, 1));
@@ -165,7 +183,7 @@ mod tests {
         );
         let revoke = Request::RevokeKey { key: key.id };
         assert!(matches!(
-            admin.execute(revoke).unwrap(),
+            admin.execute(revoke).await.unwrap(),
             Response::KeyRevoked { key } if key.revoked_at.is_some()
         ));
         assert!(keys.authenticate(&secret).unwrap().is_none());
@@ -182,7 +200,7 @@ mod tests {
             month: None,
             account: Some("zeta".into()),
         };
-        let Response::Usage { rows } = admin.execute(only_zeta).unwrap() else {
+        let Response::Usage { rows } = admin.execute(only_zeta).await.unwrap() else {
             panic!("not usage")
         };
         assert_eq!(rows.len(), 1);
@@ -192,7 +210,7 @@ mod tests {
             account: None,
         };
         assert_eq!(
-            admin.execute(other_month).unwrap(),
+            admin.execute(other_month).await.unwrap(),
             Response::Usage { rows: vec![] }
         );
     }

@@ -25,7 +25,6 @@ use tokio::{
 };
 
 use super::{Admin, Request, Response};
-use crate::blocking::run_blocking;
 
 /// The socket's name in the data dir.
 pub const SOCKET_NAME: &str = "admin.sock";
@@ -115,10 +114,7 @@ async fn answer(stream: tokio::net::UnixStream, admin: Admin) -> anyhow::Result<
         let reply: Reply = match serde_json::from_str::<Request>(&line) {
             Ok(request) => {
                 tracing::info!(op = request.op(), "admin request");
-                let admin = admin.clone();
-                run_blocking(move || admin.execute(request))
-                    .await
-                    .map_err(|e| format!("{e:#}"))
+                admin.execute(request).await.map_err(|e| format!("{e:#}"))
             }
             Err(e) => Err(format!("unreadable admin request: {e}")),
         };

@@ -8,7 +8,7 @@ use axum::{
 };
 
 use super::{AppState, error::ApiError};
-use crate::accounts::{KeyStore, Principal};
+use crate::accounts::{AccountStore, Principal};
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]
@@ -21,13 +21,16 @@ impl FromRequestParts<AppState> for Auth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        authenticate(&state.keys, &parts.headers).map(Auth)
+        authenticate(&*state.keys, &parts.headers).await.map(Auth)
     }
 }
 
 /// The caller named by `headers`' `Authorization: Bearer <key>`, or the 401 to answer. Every
 /// door that takes API keys (the REST API, `/mcp`) asks this, so they refuse alike.
-pub fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Principal, ApiError> {
+pub async fn authenticate(
+    keys: &dyn AccountStore,
+    headers: &HeaderMap,
+) -> Result<Principal, ApiError> {
     let header = headers.get(header::AUTHORIZATION).ok_or_else(|| {
         ApiError::invalid_api_key(
             "missing Authorization header: send `Authorization: Bearer <API key>`",
@@ -42,8 +45,8 @@ pub fn authenticate(keys: &KeyStore, headers: &HeaderMap) -> Result<Principal, A
         .ok_or_else(|| {
             ApiError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`")
         })?;
-    // A key lookup is one small B-tree read: cheaper inline than a thread hop.
     keys.authenticate(key)
+        .await
         .map_err(|e| ApiError::internal(&e))?
         .ok_or_else(|| ApiError::invalid_api_key("unknown or revoked API key"))
 }

@@ -111,8 +111,13 @@ pub async fn mount(
 async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
     let Scrape { exporter, state } = scrape;
     scrape::agents_live(state.runtime.live());
-    let (memory, keys) = (state.memory, state.keys);
-    let (counts, plans) = run_blocking(move || anyhow::Ok((memory.live_counts()?, keys.plans()?)))
+    let plans = state
+        .keys
+        .plans()
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    let memory = state.memory;
+    let counts = run_blocking(move || memory.live_counts())
         .await
         .map_err(|e| ApiError::internal(&e))?;
     scrape::memories_by_plan(&counts, &plans);

@@ -30,7 +30,7 @@ pub use front::{AppSlot, front};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
-    accounts::{KeyStore, UsageStore},
+    accounts::{Accounts, UsageStore},
     config::Config,
     console::Console,
     memory::MemoryService,
@@ -46,7 +46,7 @@ const IMPORT_BODY_LIMIT: usize = 64 << 20;
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
-    pub keys: KeyStore,
+    pub keys: Accounts,
     pub memory: MemoryService,
     pub config: Arc<Config>,
     pub runtime: Runtime,

@@ -1,27 +1,26 @@
 //! `wasmind accounts list|set-plan`: accounts and their plans, through the running server
 //! when there is one (a plan change applies to the account's next request), else on the
-//! data dir's files.
-
-use std::path::PathBuf;
+//! data dir's files; on the postgres backend, in the database.
 
 use clap::Subcommand;
 
+use super::target::Target;
 use crate::{
     accounts::{AccountInfo, Plan},
-    admin::{self, Request, Response},
+    admin::{Request, Response},
 };
 
 #[derive(Subcommand)]
 pub(super) enum AccountsCommand {
     /// Lists accounts: name, plan, created (epoch ms), keys not revoked.
     List {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
     },
     /// Moves an existing account to another plan tier.
     SetPlan {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
         #[arg(long)]
         account: String,
         /// free, liftoff or lightyear.
@@ -31,15 +30,15 @@ pub(super) enum AccountsCommand {
 }
 
 pub(super) fn run(command: AccountsCommand) -> anyhow::Result<()> {
-    let (data_dir, request) = match command {
-        AccountsCommand::List { data_dir } => (data_dir, Request::ListAccounts),
+    let (target, request) = match command {
+        AccountsCommand::List { target } => (target, Request::ListAccounts),
         AccountsCommand::SetPlan {
-            data_dir,
+            target,
             account,
             plan,
-        } => (data_dir, Request::SetPlan { account, plan }),
+        } => (target, Request::SetPlan { account, plan }),
     };
-    match admin::run(&data_dir, request)? {
+    match target.run(request)? {
         Response::Accounts { accounts } => {
             println!(
                 "{:<24} {:<10} {:<15} {:>11}",

@@ -1,21 +1,21 @@
 //! `wasmind keys create|revoke|list`: API keys, through the running server when there is
-//! one (live at once), else on the data dir's files.
-
-use std::path::PathBuf;
+//! one (live at once), else on the data dir's files; on the postgres backend, in the
+//! database (live on every node at once).
 
 use clap::Subcommand;
 
+use super::target::Target;
 use crate::{
     accounts::Plan,
-    admin::{self, Request, Response},
+    admin::{Request, Response},
 };
 
 #[derive(Subcommand)]
 pub(super) enum KeysCommand {
     /// Creates a key (and the account, if new); prints the key alone on stdout.
     Create {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
         #[arg(long)]
         account: String,
         /// Plan tier: free, liftoff or lightyear (default free for a new account).
@@ -24,28 +24,28 @@ pub(super) enum KeysCommand {
     },
     /// Revokes a key, given the key itself or its key_… id.
     Revoke {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
         key: String,
     },
     /// Lists keys: ids, accounts, plans, created/revoked — never the secrets.
     List {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
     },
 }
 
 pub(super) fn run(command: KeysCommand) -> anyhow::Result<()> {
-    let (data_dir, request) = match command {
+    let (target, request) = match command {
         KeysCommand::Create {
-            data_dir,
+            target,
             account,
             plan,
-        } => (data_dir, Request::CreateKey { account, plan }),
-        KeysCommand::Revoke { data_dir, key } => (data_dir, Request::RevokeKey { key }),
-        KeysCommand::List { data_dir } => (data_dir, Request::ListKeys),
+        } => (target, Request::CreateKey { account, plan }),
+        KeysCommand::Revoke { target, key } => (target, Request::RevokeKey { key }),
+        KeysCommand::List { target } => (target, Request::ListKeys),
     };
-    match admin::run(&data_dir, request)? {
+    match target.run(request)? {
         Response::KeyCreated { secret, .. } => println!("{secret}"),
         Response::KeyRevoked { key } => println!("revoked {} (account {})", key.id, key.account),
         Response::Keys { keys } => {

@@ -20,6 +20,7 @@ mod console;
 mod keys;
 mod mcp;
 mod remote;
+mod target;
 mod usage;
 
 use accounts::AccountsCommand;
@@ -78,8 +79,8 @@ enum Command {
     /// Prints metered usage, one line per account and month: agent run hours and the
     /// tokens agents' Minds spent.
     Usage {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: target::Target,
         /// Only this calendar month (UTC), as YYYY-MM; default: every month.
         #[arg(long, value_parser = usage::month)]
         month: Option<String>,
@@ -142,10 +143,10 @@ fn execute(command: Command) -> anyhow::Result<()> {
             mcp::run(&url, &key)
         }
         Command::Usage {
-            data_dir,
+            target,
             month,
             account,
-        } => usage::run(&data_dir, month.as_deref(), account.as_deref()),
+        } => usage::run(&target, month.as_deref(), account.as_deref()),
         Command::Console { command } => console::run(command),
         Command::Agent { command } => agent::run(command),
         Command::Agents { command } => agents::run(command),

@@ -1,12 +1,11 @@
 //! `wasmind usage`: metered usage per account and month, from the running server when
 //! there is one, else from the data dir's files.
 
-use std::path::Path;
-
-use crate::admin::{self, Request, Response};
+use super::target::Target;
+use crate::admin::{Request, Response};
 
 pub(super) fn run(
-    data_dir: &Path,
+    target: &Target,
     month: Option<&str>,
     account: Option<&str>,
 ) -> anyhow::Result<()> {
@@ -14,7 +13,7 @@ pub(super) fn run(
         month: month.map(str::to_owned),
         account: account.map(str::to_owned),
     };
-    let Response::Usage { rows } = admin::run(data_dir, request)? else {
+    let Response::Usage { rows } = target.run(request)? else {
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(

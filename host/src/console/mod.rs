@@ -15,7 +15,7 @@ pub use config::ConsoleConfig;
 pub use own_key::OwnKey;
 pub use token::{Claims, LEEWAY_SECS, TokenError};
 
-use crate::accounts::{KeyStore, Plan};
+use crate::accounts::{Accounts, Plan};
 use provider::ProviderKeys;
 use token::Verifier;
 
@@ -46,12 +46,12 @@ pub enum SignInError {
 /// Signs tenants in to the console.
 pub struct Console {
     verifier: Verifier,
-    keys: KeyStore,
+    keys: Accounts,
 }
 
 impl Console {
     /// Loads (or creates) the server's own key in `data_dir` and the provider's keys.
-    pub fn open(data_dir: &Path, config: &ConsoleConfig, keys: KeyStore) -> anyhow::Result<Self> {
+    pub fn open(data_dir: &Path, config: &ConsoleConfig, keys: Accounts) -> anyhow::Result<Self> {
         let provider = config.provider()?.map(ProviderKeys::new).transpose()?;
         let own = OwnKey::load_or_create(data_dir)?;
         tracing::info!(
@@ -68,10 +68,10 @@ impl Console {
     /// The session a valid ID token of an existing account opens.
     pub async fn sign_in(&self, token: &str) -> Result<Session, SignInError> {
         let claims = self.verifier.verify(token).await?;
-        // One small B-tree read: cheaper inline than a thread hop (as API-key checks).
         let plan = self
             .keys
             .plan(&claims.account)
+            .await
             .map_err(SignInError::Storage)?
             .ok_or_else(|| TokenError::UnknownAccount(claims.account.clone()))?;
         Ok(Session {

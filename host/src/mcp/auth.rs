@@ -10,15 +10,15 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use crate::{accounts::KeyStore, api::authenticate};
+use crate::{accounts::Accounts, api::authenticate};
 
 /// Admits a request with a live key (noting its principal), refuses any other with 401.
 pub async fn require_key(
-    State(keys): State<KeyStore>,
+    State(keys): State<Accounts>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match authenticate(&keys, request.headers()) {
+    match authenticate(&*keys, request.headers()).await {
         Ok(who) => {
             request.extensions_mut().insert(who);
             next.run(request).await
@@ -45,9 +45,9 @@ mod tests {
     use tower::ServiceExt;
 
     use super::require_key;
-    use crate::accounts::{KeyStore, Principal};
+    use crate::accounts::{Accounts, KeyStore, Principal};
 
-    fn app(keys: KeyStore) -> Router {
+    fn app(keys: Accounts) -> Router {
         Router::new()
             .route(
                 "/mcp",
@@ -83,7 +83,7 @@ mod tests {
         let db = std::sync::Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
         let keys = KeyStore::new(db).unwrap();
         let (key, _) = keys.create("acme", None).unwrap();
-        let app = app(keys.clone());
+        let app = app(std::sync::Arc::new(keys.clone()));
 
         let (status, challenge, body) = call(&app, Some(&key)).await;
         assert_eq!(

@@ -26,5 +26,6 @@ mod metrics;
 mod openapi;
 mod operator;
 mod persistence;
+mod postgres_cli;
 mod quota;
 mod transfer;

@@ -23,20 +23,25 @@ use crate::{
     clock::{iso8601, month_of, now_ms},
 };
 
-/// Runs key or usage storage work off the async workers; any failure is a 500.
+/// Runs usage storage work off the async workers; any failure is a 500.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> ApiResult<T> {
-    run_blocking(f)
-        .await
-        .map_err(|e| ApiError::internal(&format!("{e:#}")))
+    run_blocking(f).await.map_err(|e| failed(&e))
+}
+
+/// A storage failure as the 500 to answer, its whole chain of causes logged.
+fn failed(e: &dyn std::fmt::Display) -> ApiError {
+    ApiError::internal(&format!("{e:#}"))
 }
 
 /// The account's keys, newest first.
 async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
-    let (keys, account) = (state.keys.clone(), account.to_string());
-    let mut mine: Vec<KeyInfo> = blocking(move || keys.list())
-        .await?
+    let mut mine: Vec<KeyInfo> = state
+        .keys
+        .list()
+        .await
+        .map_err(|e| failed(&e))?
         .into_iter()
         .filter(|k| k.account == account)
         .collect();
@@ -98,9 +103,12 @@ pub async fn create_key(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
 ) -> ApiResult<Response> {
-    let keys = state.keys.clone();
     // The account exists (sign-in checked it), so this keeps its plan.
-    let (secret, info) = blocking(move || keys.create(&session.account, None)).await?;
+    let (secret, info) = state
+        .keys
+        .create(&session.account, None)
+        .await
+        .map_err(|e| failed(&e))?;
     let body = CreatedKey {
         key_id: info.id,
         key: secret,
@@ -137,8 +145,7 @@ pub async fn revoke_key(
             "this account has no key with that id",
         ));
     }
-    let keys = state.keys.clone();
-    let info = blocking(move || keys.revoke(&key_id)).await?;
+    let info = state.keys.revoke(&key_id).await.map_err(|e| failed(&e))?;
     Ok(Json(RevokedKey {
         key_id: info.id,
         revoked_at: iso8601(info.revoked_at.unwrap_or_else(now_ms)),
@@ -164,7 +171,7 @@ pub async fn usage(
         .runtime
         .month_run_ms(account, now)
         .await
-        .map_err(|e| ApiError::internal(&format!("{e:#}")))?;
+        .map_err(|e| failed(&e))?;
     let (usage, who) = (state.usage.clone(), account.to_string());
     let month = blocking(move || usage.month(&who, now)).await?;
     let live: u64 = state

@@ -6,6 +6,8 @@ pub mod components;
 pub mod fake_anthropic;
 pub mod fake_mind;
 pub mod fake_server;
+#[path = "../../support/postgres.rs"]
+pub mod postgres;
 
 use std::{
     io::{BufRead, BufReader},

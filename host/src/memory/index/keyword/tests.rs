@@ -40,6 +40,16 @@ fn ids(idx: &KeywordIndex, filter: &SearchFilter, query: &str) -> Vec<u64> {
     ids
 }
 
+/// Upserts of account `a`'s docs 1–3 (two match "apple", two "cherry", one both) and `and`.
+fn orchard(and: IndexDoc) -> Vec<IndexOp> {
+    upserts(vec![
+        doc(1, "a", "n", "apple cherry pie", &[]),
+        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
+        doc(3, "a", "n", "cherry blossom in spring", &[]),
+        and,
+    ])
+}
+
 fn open() -> (tempfile::TempDir, KeywordIndex) {
     let dir = tempfile::tempdir().unwrap();
     let idx = KeywordIndex::open(dir.path()).unwrap();
@@ -225,12 +235,7 @@ fn filters_hold_on_both_the_pruned_union_and_the_rare_filter_paths() {
 #[test]
 fn another_accounts_writes_leave_scores_unchanged() {
     let (_dir, idx) = open();
-    let mine = upserts(vec![
-        doc(1, "a", "n", "apple cherry pie", &[]),
-        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
-        doc(3, "a", "n", "cherry blossom in spring", &[]),
-        doc(4, "a", "n", "a quiet walk by the river", &[]),
-    ]);
+    let mine = orchard(doc(4, "a", "n", "a quiet walk by the river", &[]));
     idx.apply(&mine, 1).unwrap();
     let before = idx.search(&in_account("a"), "apple cherry", 10).unwrap();
     assert_eq!(before.len(), 3);
@@ -279,13 +284,8 @@ fn a_torn_index_is_recreated_empty_for_a_rebuild() {
 #[test]
 fn writes_before_their_commit_score_as_after_it() {
     let (_dir, idx) = open();
-    let base = upserts(vec![
-        doc(1, "a", "n", "apple cherry pie", &[]),
-        doc(2, "a", "n", "an apple a day keeps the doctor away", &[]),
-        doc(3, "a", "n", "cherry blossom in spring", &[]),
-        doc(5, "b", "n", "apple", &[]),
-    ]);
-    idx.apply(&base, 1).unwrap();
+    idx.apply(&orchard(doc(5, "b", "n", "apple", &[])), 1)
+        .unwrap();
     idx.checkpoint().unwrap();
     let ops = vec![
         IndexOp::Upsert(doc(4, "a", "n", "apple apple crumble with cherry", &[])),

@@ -1,0 +1,220 @@
+//! Accounts and keys in PostgreSQL (the postgres backend): one row per account and per key,
+//! shared by every node, so a key made or revoked through any node's CLI counts on every
+//! node from its next request — each request's authentication is one indexed lookup.
+
+use std::collections::HashMap;
+
+use anyhow::Context;
+use async_trait::async_trait;
+use sqlx::{PgPool, Row, postgres::PgRow};
+
+use super::store::{
+    AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
+};
+use super::{AccountInfo, KeyInfo, Plan, Principal};
+use crate::clock::now_ms;
+
+/// Accounts and keys over a PostgreSQL pool whose migrations have run.
+#[derive(Clone)]
+pub struct PgAccounts {
+    pool: PgPool,
+}
+
+impl PgAccounts {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+/// The columns [`key_info`] reads, for `concat!` (sqlx takes only static SQL).
+macro_rules! key_columns {
+    () => {
+        "k.key_id, k.account_id, a.plan, k.created_at, k.revoked_at"
+    };
+}
+
+fn parse_plan(text: &str) -> anyhow::Result<Plan> {
+    text.parse()
+        .map_err(|e: String| anyhow::anyhow!("stored plan: {e}"))
+}
+
+fn plan_of(row: &PgRow, column: &str) -> anyhow::Result<Plan> {
+    parse_plan(row.try_get(column)?)
+}
+
+fn millis(row: &PgRow, column: &str) -> anyhow::Result<u64> {
+    let ms: i64 = row.try_get(column)?;
+    u64::try_from(ms).with_context(|| format!("negative {column}"))
+}
+
+fn key_info(row: &PgRow) -> anyhow::Result<KeyInfo> {
+    let revoked: Option<i64> = row.try_get("revoked_at")?;
+    Ok(KeyInfo {
+        id: row.try_get("key_id")?,
+        account: row.try_get("account_id")?,
+        plan: plan_of(row, "plan")?,
+        created_at: millis(row, "created_at")?,
+        revoked_at: revoked.map(u64::try_from).transpose()?,
+    })
+}
+
+fn account_info(row: &PgRow) -> anyhow::Result<AccountInfo> {
+    let active: i64 = row.try_get("active_keys")?;
+    Ok(AccountInfo {
+        name: row.try_get("account_id")?,
+        plan: plan_of(row, "plan")?,
+        created_at: millis(row, "created_at")?,
+        active_keys: u32::try_from(active).unwrap_or(u32::MAX),
+    })
+}
+
+/// Epoch milliseconds as PostgreSQL's `bigint`.
+fn now() -> i64 {
+    i64::try_from(now_ms()).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl AccountStore for PgAccounts {
+    async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
+        validate_account(account)?;
+        let key = NewKey::generate();
+        let now = now();
+        let mut txn = self.pool.begin().await?;
+        // A new account gets `plan` or free; an existing one keeps its plan unless one is given.
+        let stored: String = sqlx::query_scalar(
+            "INSERT INTO accounts (account_id, plan, created_at) VALUES ($1, $2, $3)
+             ON CONFLICT (account_id) DO UPDATE SET plan = COALESCE($4, accounts.plan)
+             RETURNING plan",
+        )
+        .bind(account)
+        .bind(plan.unwrap_or_default().as_str())
+        .bind(now)
+        .bind(plan.map(Plan::as_str))
+        .fetch_one(&mut *txn)
+        .await?;
+        sqlx::query(
+            "INSERT INTO api_keys (account_id, key_id, key_hash, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(account)
+        .bind(&key.id)
+        .bind(&key.hash)
+        .bind(now)
+        .execute(&mut *txn)
+        .await?;
+        txn.commit().await?;
+        let info = KeyInfo {
+            id: key.id,
+            account: account.to_owned(),
+            plan: parse_plan(&stored)?,
+            created_at: u64::try_from(now)?,
+            revoked_at: None,
+        };
+        Ok((key.secret, info))
+    }
+
+    async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+        let row = sqlx::query(concat!(
+            "WITH k AS (
+                 UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
+                 WHERE key_hash = $1 OR key_id = $2
+                 RETURNING *
+             )
+             SELECT ",
+            key_columns!(),
+            " FROM k JOIN accounts a USING (account_id)"
+        ))
+        .bind(hash_key(key))
+        .bind(key)
+        .bind(now())
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| no_such_key(key))?;
+        key_info(&row)
+    }
+
+    async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+        sqlx::query(concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k JOIN accounts a USING (account_id) ORDER BY k.created_at, k.key_id"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(key_info)
+        .collect()
+    }
+
+    async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+        sqlx::query("SELECT account_id, plan FROM accounts")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("account_id")?, plan_of(row, "plan")?)))
+            .collect()
+    }
+
+    async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+        sqlx::query(ACCOUNTS_QUERY)
+            .bind(None::<&str>)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(account_info)
+            .collect()
+    }
+
+    async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+        let updated = sqlx::query("UPDATE accounts SET plan = $2 WHERE account_id = $1")
+            .bind(account)
+            .bind(plan.as_str())
+            .execute(&self.pool)
+            .await?;
+        if updated.rows_affected() == 0 {
+            return Err(no_such_account(account));
+        }
+        let row = sqlx::query(ACCOUNTS_QUERY)
+            .bind(account)
+            .fetch_one(&self.pool)
+            .await?;
+        account_info(&row)
+    }
+
+    async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+        let row = sqlx::query(
+            "SELECT k.account_id, k.key_id, a.plan FROM api_keys k JOIN accounts a USING (account_id)
+             WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
+        )
+        .bind(hash_key(secret))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let account: String = row.try_get("account_id")?;
+            let key_id: String = row.try_get("key_id")?;
+            Ok(Principal {
+                account: account.into(),
+                plan: plan_of(&row, "plan")?,
+                key_id: key_id.into(),
+            })
+        })
+        .transpose()
+    }
+
+    async fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+        sqlx::query("SELECT plan FROM accounts WHERE account_id = $1")
+            .bind(account)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|row| plan_of(&row, "plan"))
+            .transpose()
+    }
+}
+
+/// Accounts by name with their unrevoked keys counted; `$1` limits it to one account.
+const ACCOUNTS_QUERY: &str = "
+    SELECT a.account_id, a.plan, a.created_at,
+           count(k.key_id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
+    FROM accounts a LEFT JOIN api_keys k USING (account_id)
+    WHERE $1::text IS NULL OR a.account_id = $1
+    GROUP BY a.account_id
+    ORDER BY a.account_id";

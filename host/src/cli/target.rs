@@ -1,0 +1,29 @@
+//! Where an operator command acts: the data dir (embedded backend), or the database the
+//! configuration names (postgres) — the same `--config` `serve` takes.
+
+use std::path::PathBuf;
+
+use crate::{
+    admin::{self, Request, Response},
+    config::Config,
+};
+
+#[derive(clap::Args)]
+pub(super) struct Target {
+    /// Where the database and indexes live (the embedded backend).
+    #[arg(long, env = "WASMIND_DATA_DIR", default_value = "./wasmind-data")]
+    data_dir: PathBuf,
+    /// TOML configuration file, as `serve` takes it; with `[storage] backend = "postgres"`
+    /// the command acts on that database.
+    #[arg(long, env = "WASMIND_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+impl Target {
+    /// Runs `request` there.
+    pub(super) fn run(&self, request: Request) -> anyhow::Result<Response> {
+        let env = std::env::vars().collect();
+        let (config, _) = Config::load(self.config.as_deref(), &env)?;
+        admin::run(&self.data_dir, &config, request)
+    }
+}

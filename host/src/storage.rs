@@ -1,0 +1,95 @@
+//! Where the domains keep their state, chosen by `[storage] backend`: `embedded` (the data
+//! dir: redb, tantivy, usearch — one machine, the default) or `postgres` (one PostgreSQL ≥ 16
+//! with pgvector, shared by any number of nodes). Each domain has its own store trait with an
+//! implementation per backend; this module only opens the database.
+//!
+//! So far the accounts domain (keys, plans) runs on postgres, through the CLI; `serve`
+//! refuses the backend until memory and agents do too (README, "The postgres backend").
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::PgPoolOptions;
+
+use crate::secret::Secret;
+
+/// The `[storage]` section.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    pub backend: Backend,
+    /// `postgres://user:password@host:port/database` (env `WASMIND_DATABASE_URL`); needed by
+    /// the postgres backend.
+    pub database_url: Option<Secret>,
+    /// Most connections this process holds open.
+    pub pool_size: u32,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            backend: Backend::Embedded,
+            database_url: None,
+            pool_size: 16,
+        }
+    }
+}
+
+/// Which backend the domains' stores use.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The data dir (redb, tantivy, usearch): one machine.
+    #[default]
+    Embedded,
+    /// PostgreSQL with pgvector, shared by every node.
+    Postgres,
+}
+
+/// The schema, embedded in the binary.
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// How long a connection attempt may wait for the server (and a pooled connection for a
+/// free slot) before the caller gets an error.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Connects to the configured database and brings its schema up to date. The migrations
+/// run under PostgreSQL's advisory lock (sqlx takes it), so nodes starting together apply
+/// each migration once and the others wait for it.
+pub async fn connect(config: &StorageConfig) -> anyhow::Result<PgPool> {
+    let url = config
+        .database_url
+        .as_ref()
+        .context("[storage] backend = \"postgres\" needs database_url (or WASMIND_DATABASE_URL)")?;
+    let pool = PgPoolOptions::new()
+        .max_connections(config.pool_size.max(1))
+        .acquire_timeout(CONNECT_PATIENCE)
+        .connect(url.expose())
+        .await
+        .with_context(|| format!("connecting to PostgreSQL at {}", redacted(url.expose())))?;
+    MIGRATOR
+        .run(&pool)
+        .await
+        .context("applying the database schema")?;
+    Ok(pool)
+}
+
+/// `url` with any password replaced, for messages.
+fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{scheme}://{name}:***@{host}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+use super::*;
+use crate::test_postgres::Postgres;
+
+fn config(url: String) -> StorageConfig {
+    StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 2,
+    }
+}
+
+/// Nodes starting at once all come up, and each migration is applied exactly once (sqlx
+/// serializes them on an advisory lock).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_starting_together_apply_the_schema_once() {
+    let pg = Postgres::start();
+    let config = config(pg.database("race"));
+    let nodes: Vec<_> = (0..4)
+        .map(|_| {
+            let config = config.clone();
+            tokio::spawn(async move { connect(&config).await })
+        })
+        .collect();
+    for node in nodes {
+        node.await.unwrap().unwrap();
+    }
+    let applied = pg.psql(
+        "race",
+        "SELECT count(*) FROM _sqlx_migrations WHERE success",
+    );
+    assert_eq!(applied, MIGRATOR.iter().count().to_string());
+    assert_eq!(pg.psql("race", "SELECT count(*) FROM accounts"), "0");
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_named_without_its_password() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://wasmind:hunter2@127.0.0.1:{port}/gone");
+    let error = format!("{:#}", connect(&config(url)).await.unwrap_err());
+    assert!(
+        error.contains(&format!("wasmind:***@127.0.0.1:{port}/gone")),
+        "{error}"
+    );
+    assert!(!error.contains("hunter2"), "{error}");
+}
+
+#[tokio::test]
+async fn the_postgres_backend_asks_for_its_url() {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        ..StorageConfig::default()
+    };
+    let error = connect(&config).await.unwrap_err().to_string();
+    assert!(error.contains("WASMIND_DATABASE_URL"), "{error}");
+}
+
+#[test]
+fn the_storage_section_parses_and_the_url_comes_from_the_environment() {
+    let config =
+        crate::config::Config::parse("[storage]\nbackend = \"postgres\"\npool_size = 8\n").unwrap();
+    assert_eq!(config.storage.backend, Backend::Postgres);
+    assert_eq!(config.storage.pool_size, 8);
+    let env = std::collections::BTreeMap::from([(
+        "WASMIND_DATABASE_URL".to_string(),
+        "postgres://a@b/c".to_string(),
+    )]);
+    let (config, _) = crate::config::Config::load(None, &env).unwrap();
+    assert_eq!(
+        config.storage.database_url.as_ref().map(Secret::expose),
+        Some("postgres://a@b/c")
+    );
+    assert!(crate::config::Config::parse("[storage]\nbackend = \"mysql\"\n").is_err());
+}
+
+#[test]
+fn passwords_are_redacted_and_nothing_else() {
+    assert_eq!(redacted("postgres://u:p@h:5/d"), "postgres://u:***@h:5/d");
+    assert_eq!(redacted("postgres://u@h/d"), "postgres://u@h/d");
+    assert_eq!(redacted("not a url"), "not a url");
+}
