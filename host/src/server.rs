@@ -9,7 +9,7 @@ use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::{
-    accounts::{Accounts, KeyStore, UsageStore},
+    accounts::{Accounts, KeyStore, Ledger, UsageStore},
     admin::{self, Admin},
     api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
@@ -148,7 +148,7 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
     readiness.mark(Part::Indexes);
     let mind = mind::from_config(&config.mind)?;
     let records = AgentStore::new(dir.db().clone())?;
-    let usage = UsageStore::new(dir.db().clone())?;
+    let usage: Ledger = Arc::new(UsageStore::new(dir.db().clone())?);
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),

@@ -3,7 +3,7 @@
 //! with pgvector, shared by any number of nodes). Each domain has its own store trait with an
 //! implementation per backend; this module only opens the database.
 //!
-//! So far the accounts domain (keys, plans) runs on postgres, through the CLI; `serve`
+//! So far the accounts domain (keys, plans, usage) runs on postgres, through the CLI; `serve`
 //! refuses the backend until memory and agents do too (README, "The postgres backend").
 
 use std::time::Duration;

@@ -5,6 +5,7 @@
 //! a stolen database reveals no usable key.
 
 mod keys;
+mod ledger;
 mod plan;
 mod postgres;
 mod rate;
@@ -12,6 +13,7 @@ mod store;
 mod usage;
 
 pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
+pub use ledger::{Ledger, PgUsage, UsageLedger};
 pub use plan::{Plan, PlanLimits, Plans};
 pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};

@@ -4,10 +4,12 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::month_of;
+use super::ledger::UsageLedger;
+use crate::{blocking::run_blocking, clock::month_of};
 
 /// (account, `YYYY-MM`) → usage (JSON).
 const USAGE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("account_usage");
@@ -24,7 +26,8 @@ pub struct MonthUsage {
     pub cpu_ms: u64,
 }
 
-/// Usage over the shared database. Blocking.
+/// Usage in the data dir's redb (the embedded backend). Its methods block on redb; the
+/// [`UsageLedger`] impl runs them off the async workers.
 #[derive(Clone)]
 pub struct UsageStore {
     db: Arc<Database>,
@@ -91,70 +94,20 @@ impl UsageStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+#[async_trait]
+impl UsageLedger for UsageStore {
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+        let (this, account) = (self.clone(), account.to_owned());
+        Ok(run_blocking(move || this.add(&account, at_ms, delta)).await?)
+    }
 
-    #[test]
-    fn months_are_separate() {
-        let dir = tempfile::tempdir().unwrap();
-        let s =
-            UsageStore::new(Arc::new(Database::create(dir.path().join("db")).unwrap())).unwrap();
-        let nov = 1_795_233_312_005;
-        let dec = crate::clock::next_month_start(nov);
-        s.add(
-            "a",
-            nov,
-            MonthUsage {
-                run_ms: 5,
-                input_tokens: 1,
-                output_tokens: 2,
-                cpu_ms: 3,
-            },
-        )
-        .unwrap();
-        s.add(
-            "a",
-            nov,
-            MonthUsage {
-                run_ms: 7,
-                cpu_ms: 4,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        s.add(
-            "a",
-            dec,
-            MonthUsage {
-                run_ms: 1,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            s.month("a", nov).unwrap(),
-            MonthUsage {
-                run_ms: 12,
-                input_tokens: 1,
-                output_tokens: 2,
-                cpu_ms: 7,
-            }
-        );
-        assert_eq!(s.month("a", dec).unwrap().run_ms, 1);
-        assert_eq!(s.month("b", nov).unwrap(), MonthUsage::default());
-        let rows: Vec<(String, String, u64)> = s
-            .all()
-            .unwrap()
-            .into_iter()
-            .map(|(account, month, u)| (account, month, u.run_ms))
-            .collect();
-        assert_eq!(
-            rows,
-            [
-                ("a".into(), month_of(nov), 12),
-                ("a".into(), month_of(dec), 1)
-            ]
-        );
+    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+        let (this, account) = (self.clone(), account.to_owned());
+        Ok(run_blocking(move || this.month(&account, at_ms)).await?)
+    }
+
+    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+        let this = self.clone();
+        Ok(run_blocking(move || this.all()).await?)
     }
 }

@@ -2,15 +2,14 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use redb::Database;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::accounts::{
-    AccountInfo, Accounts, KeyInfo, KeyStore, MonthUsage, PgAccounts, Plan, UsageStore,
+    AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan,
+    UsageStore,
 };
-use crate::blocking::run_blocking;
 
 /// What the operator asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,8 +86,7 @@ pub struct UsageRow {
 #[derive(Clone)]
 pub struct Admin {
     keys: Accounts,
-    /// Metered usage; kept by the embedded backend only so far.
-    usage: Option<UsageStore>,
+    usage: Ledger,
 }
 
 impl Admin {
@@ -96,15 +94,15 @@ impl Admin {
     pub fn open(db: &Arc<Database>) -> anyhow::Result<Self> {
         Ok(Self {
             keys: Arc::new(KeyStore::new(db.clone())?),
-            usage: Some(UsageStore::new(db.clone())?),
+            usage: Arc::new(UsageStore::new(db.clone())?),
         })
     }
 
     /// The stores of the postgres backend, on a pool whose migrations have run.
     pub fn postgres(pool: PgPool) -> Self {
         Self {
-            keys: Arc::new(PgAccounts::new(pool)),
-            usage: None,
+            keys: Arc::new(PgAccounts::new(pool.clone())),
+            usage: Arc::new(PgUsage::new(pool)),
         }
     }
 
@@ -128,11 +126,7 @@ impl Admin {
                 account: self.keys.set_plan(&account, plan).await?,
             },
             Request::Usage { month, account } => {
-                let usage = self
-                    .usage
-                    .clone()
-                    .context("usage is not metered on the postgres backend yet")?;
-                let rows = run_blocking(move || usage.all()).await?.into_iter();
+                let rows = self.usage.all().await?.into_iter();
                 let rows = rows
                     .filter(|(a, m, _)| {
                         account.as_ref().is_none_or(|want| want == a)

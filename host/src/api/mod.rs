@@ -30,7 +30,7 @@ pub use front::{AppSlot, front};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
-    accounts::{Accounts, UsageStore},
+    accounts::{Accounts, Ledger},
     config::Config,
     console::Console,
     memory::MemoryService,
@@ -51,7 +51,7 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub runtime: Runtime,
     pub records: AgentStore,
-    pub usage: UsageStore,
+    pub usage: Ledger,
     /// The Mind, for the host's own jobs (consolidation summaries).
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).

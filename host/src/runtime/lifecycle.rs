@@ -272,9 +272,12 @@ async fn supervise(
     if let Err(e) = ended {
         tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");
     }
-    let (account, usage_store) = (ctx.account.clone(), inner.services.usage.clone());
-    if let Err(e) =
-        run_blocking(move || usage_store.add(&account, now_ms(), usage.month(run_ms))).await
+    let delta = usage.month(run_ms);
+    if let Err(e) = inner
+        .services
+        .usage
+        .add(&ctx.account, now_ms(), delta)
+        .await
     {
         tracing::error!(error = %e, "recording agent usage failed");
     }

@@ -118,13 +118,8 @@ fn count(outcome: &Result<AgentRecord, SpawnRefusal>) {
 impl Runtime {
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus
     /// its running agents so far — what the monthly agent-hour budget is checked against.
-    pub async fn month_run_ms(
-        &self,
-        account: &str,
-        now: u64,
-    ) -> Result<u64, BlockingError<anyhow::Error>> {
-        let (usage, who) = (self.inner.services.usage.clone(), account.to_string());
-        let finished_ms = run_blocking(move || usage.month(&who, now)).await?.run_ms;
+    pub async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {
+        let finished_ms = self.inner.services.usage.month(account, now).await?.run_ms;
         Ok(finished_ms + self.running_ms(account))
     }
 
@@ -159,7 +154,7 @@ impl Runtime {
         let used_ms = self
             .month_run_ms(&account, now)
             .await
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+            .map_err(SpawnRefusal::Storage)?;
         let budget_ms = (limits.agent_hours_per_month * MS_PER_HOUR) as u64;
         if used_ms >= budget_ms {
             return Err(SpawnRefusal::MonthlyQuota {
@@ -294,10 +289,7 @@ impl Runtime {
             if let Err(e) = titled {
                 tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
             }
-            let usage = services.usage.clone();
-            if let Err(e) =
-                run_blocking(move || usage.add(&account, now_ms(), spent.month(0))).await
-            {
+            if let Err(e) = services.usage.add(&account, now_ms(), spent.month(0)).await {
                 tracing::error!(error = %e, "recording the title's usage failed");
             }
         });

@@ -18,7 +18,7 @@ use super::{
     stop::StopSignal,
 };
 use crate::{
-    accounts::UsageStore,
+    accounts::Ledger,
     memory::MemoryService,
     mind::{Message, Mind},
 };
@@ -31,7 +31,7 @@ pub struct Services {
     pub memory: MemoryService,
     pub mind: Arc<dyn Mind>,
     pub records: AgentStore,
-    pub usage: UsageStore,
+    pub usage: Ledger,
 }
 
 /// Who an agent acts for and how to reach it; shared by its store and its supervisor.

@@ -71,12 +71,21 @@ fn keys_and_accounts_live_in_the_configured_database() {
         "{row}"
     );
 
-    // What the backend does not hold yet says so instead of acting on a data dir.
-    let (ok, _, stderr) = wasmind(&config, "usage");
-    assert!(
-        !ok && stderr.contains("not metered on the postgres backend"),
-        "{stderr}"
+    // Usage rows any node added are what `usage` prints.
+    pg.psql(
+        "cli",
+        "INSERT INTO account_usage VALUES ('acme', '2026-11', 3600000, 10, 20, 1500)",
     );
+    let (ok, usage, stderr) = wasmind(&config, "usage --account acme");
+    assert!(ok, "{stderr}");
+    let row: Vec<&str> = usage.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        row,
+        ["acme", "2026-11", "1.0000", "1.500", "10", "20"],
+        "{usage}"
+    );
+
+    // What the backend does not hold yet says so instead of acting on a data dir.
     let (ok, _, stderr) = wasmind(&config, "serve --listen 127.0.0.1:0");
     assert!(!ok && stderr.contains("backend = \"embedded\""), "{stderr}");
 }

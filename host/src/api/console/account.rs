@@ -19,16 +19,8 @@ use super::{
 };
 use crate::{
     accounts::KeyInfo,
-    blocking::run_blocking,
     clock::{iso8601, month_of, now_ms},
 };
-
-/// Runs usage storage work off the async workers; any failure is a 500.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
-) -> ApiResult<T> {
-    run_blocking(f).await.map_err(|e| failed(&e))
-}
 
 /// A storage failure as the 500 to answer, its whole chain of causes logged.
 fn failed(e: &dyn std::fmt::Display) -> ApiError {
@@ -172,8 +164,11 @@ pub async fn usage(
         .month_run_ms(account, now)
         .await
         .map_err(|e| failed(&e))?;
-    let (usage, who) = (state.usage.clone(), account.to_string());
-    let month = blocking(move || usage.month(&who, now)).await?;
+    let month = state
+        .usage
+        .month(account, now)
+        .await
+        .map_err(|e| failed(&e))?;
     let live: u64 = state
         .memory
         .namespaces(account)

@@ -28,7 +28,6 @@ use super::{
 };
 use crate::{
     accounts::MonthUsage,
-    blocking::run_blocking,
     clock::now_ms,
     memory::{
         ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_NAMESPACE,
@@ -380,13 +379,12 @@ pub async fn consolidate(
         .consolidate(&account, &q, state.mind.as_ref())
         .await;
     if spent != Usage::default() {
-        let usage = state.usage.clone();
         let delta = MonthUsage {
             input_tokens: spent.input_tokens.into(),
             output_tokens: spent.output_tokens.into(),
             ..MonthUsage::default()
         };
-        if let Err(e) = run_blocking(move || usage.add(&account, now_ms(), delta)).await {
+        if let Err(e) = state.usage.add(&account, now_ms(), delta).await {
             tracing::error!(error = %e, "recording consolidation usage failed");
         }
     }

@@ -1,0 +1,111 @@
+//! Metered usage behind one trait, as accounts and keys are (`store`): the runtime, the
+//! console, the memory API and the operator's `usage` command record and read it without
+//! knowing the backend — [`UsageStore`](super::UsageStore) in the data dir's redb,
+//! [`PgUsage`] in PostgreSQL, where every node adds to the same rows.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use sqlx::{PgPool, Row, postgres::PgRow};
+
+use super::MonthUsage;
+use crate::clock::month_of;
+
+/// Usage per account and calendar month (UTC).
+#[async_trait]
+pub trait UsageLedger: Send + Sync + 'static {
+    /// Adds `delta` to the month containing `at_ms`, durably.
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()>;
+
+    /// The usage of the month containing `at_ms`.
+    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage>;
+
+    /// Every (account, `YYYY-MM`, usage) recorded, ordered by account then month.
+    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>>;
+}
+
+/// The ledger a server or CLI command runs on; cheap to clone.
+pub type Ledger = Arc<dyn UsageLedger>;
+
+/// Usage in PostgreSQL: one row per account and month, added to in place, so concurrent
+/// nodes' additions never lose one another.
+#[derive(Clone)]
+pub struct PgUsage {
+    pool: PgPool,
+}
+
+impl PgUsage {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+fn signed(n: u64) -> anyhow::Result<i64> {
+    Ok(i64::try_from(n)?)
+}
+
+fn usage_of(row: &PgRow) -> anyhow::Result<MonthUsage> {
+    let field =
+        |name: &str| -> anyhow::Result<u64> { Ok(u64::try_from(row.try_get::<i64, _>(name)?)?) };
+    Ok(MonthUsage {
+        run_ms: field("run_ms")?,
+        input_tokens: field("input_tokens")?,
+        output_tokens: field("output_tokens")?,
+        cpu_ms: field("cpu_ms")?,
+    })
+}
+
+#[async_trait]
+impl UsageLedger for PgUsage {
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+        sqlx::query(
+            "INSERT INTO account_usage
+                 (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (account_id, month) DO UPDATE SET
+                 run_ms = account_usage.run_ms + EXCLUDED.run_ms,
+                 input_tokens = account_usage.input_tokens + EXCLUDED.input_tokens,
+                 output_tokens = account_usage.output_tokens + EXCLUDED.output_tokens,
+                 cpu_ms = account_usage.cpu_ms + EXCLUDED.cpu_ms",
+        )
+        .bind(account)
+        .bind(month_of(at_ms))
+        .bind(signed(delta.run_ms)?)
+        .bind(signed(delta.input_tokens)?)
+        .bind(signed(delta.output_tokens)?)
+        .bind(signed(delta.cpu_ms)?)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+        sqlx::query(
+            "SELECT run_ms, input_tokens, output_tokens, cpu_ms FROM account_usage
+             WHERE account_id = $1 AND month = $2",
+        )
+        .bind(account)
+        .bind(month_of(at_ms))
+        .fetch_optional(&self.pool)
+        .await?
+        .map_or(Ok(MonthUsage::default()), |row| usage_of(&row))
+    }
+
+    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+        sqlx::query("SELECT * FROM account_usage ORDER BY account_id, month")
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("account_id")?,
+                    row.try_get("month")?,
+                    usage_of(row)?,
+                ))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;
