@@ -305,9 +305,7 @@ impl KeywordIndex {
     /// applied before are kept, to be staged again after a failed commit.
     pub fn apply(&self, ops: &[IndexOp], seq: u64) -> Result<(), IndexError> {
         let mut staging = self.staging.lock();
-        if staging.rolled_back {
-            self.stage_again(&mut staging)?;
-        }
+        self.restage(&mut staging)?;
         let mut analyzer = self.analyzer.clone();
         let mut recent = Vec::with_capacity(ops.len());
         for op in ops {
@@ -348,8 +346,9 @@ impl KeywordIndex {
 
     /// Commits what is staged and swaps the view to the new searcher with nothing recent.
     /// A failed commit is rolled back and leaves [`Recent`] as it was, for the next apply
-    /// to stage again.
+    /// or commit to stage again.
     fn commit(&self, staging: &mut Staging) -> Result<(), IndexError> {
+        self.restage(staging)?;
         let seq = staging.seq.max(self.committed.load(Ordering::Acquire));
         let result = staging.writer.prepare_commit().and_then(|mut commit| {
             commit.set_payload(&seq.to_string());
@@ -374,8 +373,13 @@ impl KeywordIndex {
         Ok(())
     }
 
-    /// Stages again every write [`Recent`] holds, after a rollback discarded them.
-    fn stage_again(&self, staging: &mut Staging) -> Result<(), IndexError> {
+    /// Stages again every write [`Recent`] holds when a rollback discarded them (else
+    /// nothing): before anything else is staged or committed, so no commit's payload
+    /// claims writes it lacks.
+    fn restage(&self, staging: &mut Staging) -> Result<(), IndexError> {
+        if !staging.rolled_back {
+            return Ok(());
+        }
         let mut analyzer = self.analyzer.clone();
         let view = self.view.read();
         for (id, doc) in view.recent.pending() {

@@ -318,8 +318,16 @@ fn writes_before_their_commit_score_as_after_it() {
     }
 }
 
+/// What `commit` leaves after tantivy refused a commit: the writer rolled back.
+fn refuse_commit(idx: &KeywordIndex) {
+    let mut staging = idx.staging.lock();
+    staging.writer.rollback().unwrap();
+    staging.rolled_back = true;
+}
+
 /// A failed commit rolls tantivy's writer back; the writes it discarded are still in
-/// `Recent` (searchable) and are staged again, so the next commit holds them.
+/// `Recent` (searchable) and are staged again before the next write or commit, a
+/// checkpoint's included, so no commit's watermark claims writes it lacks.
 #[test]
 fn writes_a_failed_commit_discarded_are_staged_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,18 +335,19 @@ fn writes_a_failed_commit_discarded_are_staged_again() {
         let idx = KeywordIndex::open(dir.path()).unwrap();
         idx.apply(&upserts(vec![doc(1, "a", "n", "first batch", &[])]), 1)
             .unwrap();
-        {
-            // What `commit` leaves after tantivy refused a commit.
-            let mut staging = idx.staging.lock();
-            staging.writer.rollback().unwrap();
-            staging.rolled_back = true;
-        }
+        refuse_commit(&idx);
         assert_eq!(ids(&idx, &in_account("a"), "batch"), [1]);
         idx.apply(&upserts(vec![doc(2, "a", "n", "second batch", &[])]), 2)
             .unwrap();
         idx.checkpoint().unwrap();
         assert_eq!(idx.watermark(), 2);
+        // A checkpoint, with no write in between, stages them again too.
+        idx.apply(&upserts(vec![doc(3, "a", "n", "third batch", &[])]), 3)
+            .unwrap();
+        refuse_commit(&idx);
+        idx.checkpoint().unwrap();
+        assert_eq!(idx.watermark(), 3);
     }
     let idx = KeywordIndex::open(dir.path()).unwrap();
-    assert_eq!(ids(&idx, &in_account("a"), "batch"), [1, 2]);
+    assert_eq!(ids(&idx, &in_account("a"), "batch"), [1, 2, 3]);
 }
