@@ -33,7 +33,7 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-use self::collect::{TopMatching, Wanted};
+use self::collect::{TopMatching, Wanted, best};
 use self::deferred::DeferredSync;
 use self::recent::Recent;
 use self::stats::AccountStats;
@@ -309,22 +309,15 @@ impl KeywordIndex {
         let mut analyzer = self.analyzer.clone();
         let mut recent = Vec::with_capacity(ops.len());
         for op in ops {
-            match op {
+            let (key, value) = match op {
                 IndexOp::Upsert(doc) => {
-                    let key = analyzed(&mut analyzer, &doc.key);
-                    let value = analyzed(&mut analyzer, &doc.value);
-                    let writer = &staging.writer;
-                    writer.delete_term(Term::from_field_u64(self.fields.id, doc.id));
-                    writer.add_document(self.fields.document(doc, &key, &value))?;
-                    recent.push((op, key, value));
+                    self.stage(&staging.writer, &mut analyzer, doc.id, Some(doc))?
                 }
                 IndexOp::Remove { id, .. } => {
-                    staging
-                        .writer
-                        .delete_term(Term::from_field_u64(self.fields.id, *id));
-                    recent.push((op, Vec::new(), Vec::new()));
+                    self.stage(&staging.writer, &mut analyzer, *id, None)?
                 }
-            }
+            };
+            recent.push((op, key, value));
         }
         let waiting = {
             let mut view = self.view.write();
@@ -383,19 +376,29 @@ impl KeywordIndex {
         let mut analyzer = self.analyzer.clone();
         let view = self.view.read();
         for (id, doc) in view.recent.pending() {
-            staging
-                .writer
-                .delete_term(Term::from_field_u64(self.fields.id, id));
-            if let Some(doc) = doc {
-                let key = analyzed(&mut analyzer, &doc.key);
-                let value = analyzed(&mut analyzer, &doc.value);
-                staging
-                    .writer
-                    .add_document(self.fields.document(doc, &key, &value))?;
-            }
+            self.stage(&staging.writer, &mut analyzer, id, doc)?;
         }
         staging.rolled_back = false;
         Ok(())
+    }
+
+    /// Stages in `writer` the removal of any doc `id`, then `doc` when it is to be there;
+    /// returns `doc`'s analyzed key and value (empty for a removal).
+    fn stage(
+        &self,
+        writer: &IndexWriter,
+        analyzer: &mut TextAnalyzer,
+        id: u64,
+        doc: Option<&IndexDoc>,
+    ) -> Result<(Vec<Token>, Vec<Token>), IndexError> {
+        writer.delete_term(Term::from_field_u64(self.fields.id, id));
+        let Some(doc) = doc else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let key = analyzed(analyzer, &doc.key);
+        let value = analyzed(analyzer, &doc.value);
+        writer.add_document(self.fields.document(doc, &key, &value))?;
+        Ok((key, value))
     }
 
     /// Top `k` (id, bm25 score) for a natural-language query, best first.
@@ -520,13 +523,6 @@ impl KeywordIndex {
         };
         Ok(())
     }
-}
-
-/// The `k` best of `hits`, best first; equal scores by lower id (as [`TopMatching`] does).
-fn best(mut hits: Vec<(u64, f32)>, k: usize) -> Vec<(u64, f32)> {
-    hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    hits.truncate(k);
-    hits
 }
 
 #[cfg(test)]

@@ -56,10 +56,7 @@ impl Collector for TopMatching<'_> {
     }
 
     fn merge_fruits(&self, fruits: Vec<Vec<(u64, Score)>>) -> tantivy::Result<Self::Fruit> {
-        let mut hits: Vec<(u64, Score)> = fruits.into_iter().flatten().collect();
-        hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits.truncate(self.k);
-        Ok(hits)
+        Ok(best(fruits.into_iter().flatten().collect(), self.k))
     }
 
     fn collect_segment(
@@ -81,6 +78,13 @@ impl Collector for TopMatching<'_> {
         })?;
         Ok(top.harvest())
     }
+}
+
+/// The `k` best of `hits` (id, score), best first; equal scores by lower id.
+pub(super) fn best(mut hits: Vec<(u64, Score)>, k: usize) -> Vec<(u64, Score)> {
+    hits.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    hits.truncate(k);
+    hits
 }
 
 /// The filter resolved against one segment's fast-field dictionaries.

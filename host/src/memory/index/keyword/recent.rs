@@ -71,7 +71,8 @@ impl RecentDoc {
 struct AccountRecent {
     live: HashMap<u64, RecentDoc>,
     /// Ids upserted or removed since the commit: their committed versions are stale.
-    touched: HashSet<u64>,
+    /// Shared with the searches under way (copied only when a write meets one).
+    touched: Arc<HashSet<u64>>,
     /// Every doc added since the commit, as tantivy will count it.
     totals: Totals,
     key_freq: HashMap<String, u64>,
@@ -103,13 +104,15 @@ impl Recent {
             key_tokens: recent.key.norm(),
             value_tokens: recent.value.norm(),
         });
-        for term in recent.key.freqs.keys() {
-            *account.key_freq.entry(term.clone()).or_insert(0) += 1;
+        for (field, freq) in [
+            (&recent.key, &mut account.key_freq),
+            (&recent.value, &mut account.value_freq),
+        ] {
+            for term in field.freqs.keys() {
+                *freq.entry(term.clone()).or_insert(0) += 1;
+            }
         }
-        for term in recent.value.freqs.keys() {
-            *account.value_freq.entry(term.clone()).or_insert(0) += 1;
-        }
-        account.touched.insert(doc.id);
+        Arc::make_mut(&mut account.touched).insert(doc.id);
         account.live.insert(doc.id, recent);
         self.added += 1;
     }
@@ -118,7 +121,7 @@ impl Recent {
     pub(super) fn remove(&mut self, id: u64, account: &str) {
         let account = self.accounts.entry(account.to_owned()).or_default();
         account.live.remove(&id);
-        account.touched.insert(id);
+        Arc::make_mut(&mut account.touched).insert(id);
     }
 
     /// Docs added since the commit.
@@ -176,7 +179,7 @@ impl Recent {
             totals: account.totals,
             key_freq: freqs(&account.key_freq),
             value_freq: freqs(&account.value_freq),
-            touched: Arc::new(account.touched.clone()),
+            touched: Arc::clone(&account.touched),
             candidates,
         }
     }
