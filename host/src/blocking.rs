@@ -40,6 +40,20 @@ where
     }
 }
 
+/// Runs `work` on a clone of `store` on the blocking pool: how a store whose methods block
+/// (on redb) serves the async traits the domains share with their postgres backends.
+pub async fn with_store<S, T>(
+    store: &S,
+    work: impl FnOnce(&S) -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T>
+where
+    S: Clone + Send + 'static,
+    T: Send + 'static,
+{
+    let store = store.clone();
+    Ok(run_blocking(move || work(&store)).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@ use super::Plan;
 use super::store::{
     AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
 };
-use crate::{blocking::run_blocking, clock::now_ms};
+use crate::{blocking::with_store, clock::now_ms};
 
 /// account name → account record (JSON).
 const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
@@ -269,35 +269,36 @@ impl KeyStore {
     }
 }
 
-/// The backend-neutral face of the store. Writes (each a durable redb commit) run on the
-/// blocking pool; the reads are a few B-tree lookups, cheaper inline than a thread hop.
+/// The backend-neutral face of the store. Writes (each a durable redb commit) and scans run
+/// on the blocking pool; a key check and a plan lookup are one B-tree read each, cheaper
+/// inline than a thread hop.
 #[async_trait]
 impl AccountStore for KeyStore {
     async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
-        let (this, account) = (self.clone(), account.to_owned());
-        Ok(run_blocking(move || this.create(&account, plan)).await?)
+        let account = account.to_owned();
+        with_store(self, move |s| s.create(&account, plan)).await
     }
 
     async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
-        let (this, key) = (self.clone(), key.to_owned());
-        Ok(run_blocking(move || this.revoke(&key)).await?)
+        let key = key.to_owned();
+        with_store(self, move |s| s.revoke(&key)).await
     }
 
     async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
-        KeyStore::list(self)
+        with_store(self, KeyStore::list).await
     }
 
     async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
-        KeyStore::plans(self)
+        with_store(self, KeyStore::plans).await
     }
 
     async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
-        KeyStore::accounts(self)
+        with_store(self, KeyStore::accounts).await
     }
 
     async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
-        let (this, account) = (self.clone(), account.to_owned());
-        Ok(run_blocking(move || this.set_plan(&account, plan)).await?)
+        let account = account.to_owned();
+        with_store(self, move |s| s.set_plan(&account, plan)).await
     }
 
     async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {

@@ -9,7 +9,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::ledger::UsageLedger;
-use crate::{blocking::run_blocking, clock::month_of};
+use crate::{blocking::with_store, clock::month_of};
 
 /// (account, `YYYY-MM`) → usage (JSON).
 const USAGE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("account_usage");
@@ -97,17 +97,16 @@ impl UsageStore {
 #[async_trait]
 impl UsageLedger for UsageStore {
     async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
-        let (this, account) = (self.clone(), account.to_owned());
-        Ok(run_blocking(move || this.add(&account, at_ms, delta)).await?)
+        let account = account.to_owned();
+        with_store(self, move |s| s.add(&account, at_ms, delta)).await
     }
 
     async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
-        let (this, account) = (self.clone(), account.to_owned());
-        Ok(run_blocking(move || this.month(&account, at_ms)).await?)
+        let account = account.to_owned();
+        with_store(self, move |s| s.month(&account, at_ms)).await
     }
 
     async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
-        let this = self.clone();
-        Ok(run_blocking(move || this.all()).await?)
+        with_store(self, UsageStore::all).await
     }
 }
