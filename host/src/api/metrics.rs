@@ -18,10 +18,7 @@ use axum::{
 };
 
 use super::{ApiError, AppState};
-use crate::{
-    blocking::run_blocking,
-    metrics::{Exporter, names, scrape},
-};
+use crate::metrics::{Exporter, names, scrape};
 
 /// The `route` of a request that matched no route.
 const UNMATCHED: &str = "unmatched";
@@ -116,8 +113,9 @@ async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
         .plans()
         .await
         .map_err(|e| ApiError::internal(&e))?;
-    let memory = state.memory;
-    let counts = run_blocking(move || memory.live_counts())
+    let counts = state
+        .memory
+        .live_counts()
         .await
         .map_err(|e| ApiError::internal(&e))?;
     scrape::memories_by_plan(&counts, &plans);

@@ -28,6 +28,9 @@ pub enum MemoryError {
     Index(#[from] IndexError),
     #[error("storage: {0}")]
     Storage(#[from] redb::Error),
+    /// The postgres backend's database failed (or refused a write: nothing was written).
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
     #[error("stored record unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
     /// A write group could not be committed; nothing of it was written.
@@ -63,6 +66,14 @@ fn refused_message(refusal: &Refusal, cooldown: &Duration) -> String {
 }
 
 impl MemoryError {
+    /// No live memory at (namespace, key).
+    pub fn not_found(namespace: &str, key: &str) -> Self {
+        MemoryError::NotFound {
+            key: key.to_string(),
+            namespace: namespace.to_string(),
+        }
+    }
+
     /// A validation failure of `field`.
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
         MemoryError::Invalid {

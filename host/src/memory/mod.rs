@@ -5,14 +5,17 @@
 //! nothing here knows about HTTP. Writes go through one writer thread (group commit);
 //! reads are redb snapshots and index queries that run concurrently with it.
 
+mod backend;
 mod config;
 mod consolidate;
 mod dedupe;
 mod derived;
 pub mod embed;
+mod embedded;
 mod error;
 pub mod index;
 mod input;
+mod postgres;
 mod record;
 mod search;
 mod service;
@@ -20,6 +23,7 @@ mod store;
 mod transfer;
 mod writer;
 
+pub use backend::{ListPage, MemoryBackend, PutOutcome};
 pub use config::MemoryConfig;
 pub use consolidate::{
     DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Refusal,
@@ -31,11 +35,11 @@ pub use input::{
     MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft, PutInput, validate_key, validate_namespace,
     validate_tags,
 };
+pub use postgres::PgMemory;
 pub use record::{Memory, Source};
 pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
 pub use service::{
     ClusterOutcome, ConsolidateQuery, ConsolidateReport, DedupeReport, Deleted, ListQuery,
     MemoryService,
 };
-pub use store::{ListPage, PutOutcome};
 pub use transfer::{ImportItem, ImportReport, ItemError, Rejected};

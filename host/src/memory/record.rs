@@ -23,6 +23,13 @@ impl Source {
             Source::Consolidated => "consolidated",
         }
     }
+
+    /// The source [`as_str`](Self::as_str) spells `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Source::Manual, Source::AutoExtracted, Source::Consolidated]
+            .into_iter()
+            .find(|s| s.as_str() == name)
+    }
 }
 
 /// One version of a memory. Versions of the same (account, namespace, key) form a chain

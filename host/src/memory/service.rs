@@ -1,25 +1,18 @@
 //! `MemoryService`: the operations of the memory API over store, indexes and embedder.
 
-use std::{
-    collections::HashMap,
-    path::Path,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 
 use super::MemoryConfig;
 use super::{
     MemoryError, PutInput, Result,
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome},
     consolidate::{self, Gate},
     dedupe::{self, Pair},
-    derived::Indexes,
     embed::EmbedService,
-    index::SearchFilter,
+    embedded::Embedded,
     record::Memory,
     search::{self, SearchHit, SearchQuery},
-    store::{self, ListPage, Merge, PutOutcome, Reader},
-    transfer::{self, ImportItem, ImportReport},
-    writer::Writer,
+    transfer::{ImportItem, ImportReport},
 };
 use crate::{
     clock::now_ms,
@@ -94,45 +87,49 @@ pub struct MemoryService {
 }
 
 struct Inner {
-    db: Arc<redb::Database>,
+    backend: Arc<dyn MemoryBackend>,
     embed: EmbedService,
-    indexes: Arc<Indexes>,
-    writer: Writer,
     decay_half_life_days: f64,
     consolidations: Gate,
 }
 
 impl MemoryService {
-    /// Opens the memory tables and indexes under `index_dir`, replaying what the indexes
-    /// miss, and starts the writer and the checkpoint thread.
+    /// The embedded backend: the memory tables in `db` and the indexes under `index_dir`,
+    /// replaying what the indexes miss, with the writer and the checkpoint thread started.
     pub fn open(
         db: Arc<redb::Database>,
-        index_dir: &Path,
+        index_dir: &std::path::Path,
         embed: EmbedService,
         config: &MemoryConfig,
     ) -> Result<Self> {
-        store::init(&db)?;
-        let indexes = Arc::new(Indexes::open(index_dir, embed.dims(), &db)?);
-        let writer = Writer::start(db.clone(), indexes.clone());
-        let service = Self {
+        let every = Duration::from_secs(config.checkpoint_interval_secs);
+        let backend = Embedded::open(db, index_dir, embed.dims(), every)?;
+        Ok(Self::over(backend, embed, config))
+    }
+
+    /// The service over any backend.
+    pub fn over(
+        backend: Arc<dyn MemoryBackend>,
+        embed: EmbedService,
+        config: &MemoryConfig,
+    ) -> Self {
+        Self {
             inner: Arc::new(Inner {
-                db,
+                backend,
                 embed,
-                indexes,
-                writer,
                 decay_half_life_days: config.decay_half_life_days,
                 consolidations: Gate::new(Duration::from_secs(config.consolidate_cooldown_secs)),
             }),
-        };
-        service.start_checkpoints(Duration::from_secs(config.checkpoint_interval_secs.max(1)));
-        Ok(service)
+        }
     }
 
     /// Creates or version-updates a memory (idempotent on identical value).
     pub async fn put(&self, input: PutInput, limit: u64) -> Result<PutOutcome> {
         input.validate()?;
-        if let Some(live) =
-            self.read(|r, now| r.live(&input.account, &input.namespace, &input.key, now))?
+        let backend = &self.inner.backend;
+        if let Some(live) = backend
+            .live(&input.account, &input.namespace, &input.key)
+            .await?
             && live.value == input.value
         {
             return Ok(PutOutcome {
@@ -141,16 +138,12 @@ impl MemoryService {
             });
         }
         let embedding = self.embed_one(&input.value).await?;
-        self.inner
-            .writer
-            .run(move |b| b.put(&input, &embedding, limit))
-            .await
+        backend.put(input, embedding, limit).await
     }
 
     /// The live memory at (namespace, key), counting the access.
     pub async fn get(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
-        let (a, n, k) = (account.to_string(), namespace.to_string(), key.to_string());
-        self.inner.writer.run(move |b| b.touch(&a, &n, &k)).await
+        self.inner.backend.touch(account, namespace, key).await
     }
 
     /// Soft (default) or hard delete of (namespace, key).
@@ -161,51 +154,45 @@ impl MemoryService {
         key: &str,
         hard: bool,
     ) -> Result<Deleted> {
-        let (a, n, k) = (account.to_string(), namespace.to_string(), key.to_string());
-        self.inner
-            .writer
-            .run(move |b| match hard {
-                true => b.hard_delete(&a, &n, &k).map(Deleted::Hard),
-                false => b
-                    .soft_delete(&a, &n, &k)
-                    .map(|m| Deleted::Soft(Box::new(m))),
-            })
-            .await
+        let backend = &self.inner.backend;
+        match hard {
+            true => backend
+                .hard_delete(account, namespace, key)
+                .await
+                .map(Deleted::Hard),
+            false => backend
+                .soft_delete(account, namespace, key)
+                .await
+                .map(|m| Deleted::Soft(Box::new(m))),
+        }
     }
 
     /// Every stored version of (namespace, key), newest first, including superseded and
     /// soft-deleted ones.
-    pub fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
-        self.read(|r, _| r.history(account, namespace, key))
+    pub async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+        self.inner.backend.history(account, namespace, key).await
     }
 
     /// One page of live memories, newest first.
     pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
-        self.reap_if_due(account).await?;
-        self.read(|r, now| {
-            r.list(account, q.before, q.limit, now, |m| {
-                q.namespace.as_ref().is_none_or(|ns| &m.namespace == ns) && m.has_all_tags(&q.tags)
-            })
-        })
+        self.inner.backend.list(account, &q).await
     }
 
     /// (namespace, live count) of the account.
     pub async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {
-        self.reap_if_due(account).await?;
-        self.read(|r, _| r.namespaces(account))
+        self.inner.backend.namespaces(account).await
     }
 
     /// (account, live memories) of every account with any, read from the per-account
     /// counts the quota keeps (O(accounts)); an expired memory counts until its account's
     /// next read reaps it.
-    pub fn live_counts(&self) -> Result<Vec<(String, u64)>> {
-        self.read(|r, _| r.account_counts())
+    pub async fn live_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.inner.backend.live_counts().await
     }
 
     /// Every live memory, oldest first (the order an import recreates them in).
     pub async fn export(&self, account: &str) -> Result<Vec<Memory>> {
-        self.reap_if_due(account).await?;
-        self.read(|r, now| r.all_live(account, now, |_| true))
+        self.inner.backend.live_in(account, None).await
     }
 
     /// Writes items in order as puts, halting at the quota.
@@ -238,10 +225,7 @@ impl MemoryService {
                 (item.index, item.key, input)
             })
             .collect();
-        self.inner
-            .writer
-            .run(move |b| transfer::apply(b, prepared, limit))
-            .await
+        self.inner.backend.import(account, prepared, limit).await
     }
 
     /// Ranked search over live memories, timed by mode.
@@ -254,17 +238,45 @@ impl MemoryService {
     }
 
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
-        let query_vector = match q.mode.uses_vectors() {
+        let vector = match q.mode.uses_vectors() {
             true => Some(self.inner.embed.embed_query(&q.query).await?),
             false => None,
         };
-        let this = self.clone();
-        let account = account.to_string();
-        tokio::task::spawn_blocking(move || {
-            this.rank(&account, &q, query_vector.as_deref().map(Vec::as_slice))
-        })
-        .await
-        .map_err(|_| MemoryError::Stopped)?
+        let now = now_ms();
+        let found = self
+            .inner
+            .backend
+            .candidates(&CandidateQuery {
+                account: account.to_string(),
+                namespace: q.namespace.clone(),
+                tags: q.tags.clone(),
+                query: q.query.clone(),
+                keywords: q.mode.uses_keywords(),
+                vector,
+                k: search::candidates_for(q.limit),
+                now,
+            })
+            .await?;
+        let best_bm25 = found.iter().filter_map(|(_, c)| c.bm25).fold(0.0, f32::max);
+        let hits = found
+            .into_iter()
+            .map(|(memory, candidate)| {
+                let (score, breakdown) = search::score(
+                    q.mode,
+                    &memory,
+                    candidate,
+                    best_bm25,
+                    now,
+                    self.inner.decay_half_life_days,
+                );
+                SearchHit {
+                    memory,
+                    score,
+                    breakdown,
+                }
+            })
+            .collect();
+        Ok(search::finish(hits, q.min_score, q.limit))
     }
 
     /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
@@ -276,7 +288,9 @@ impl MemoryService {
         dry_run: bool,
     ) -> Result<DedupeReport> {
         let memories = self.live_in(account, namespace).await?;
-        let candidates = self.neighbour_pairs(account, &memories, DEDUPE_NEIGHBOURS, threshold)?;
+        let candidates = self
+            .neighbour_pairs(account, &memories, DEDUPE_NEIGHBOURS, threshold)
+            .await?;
         let pairs = dedupe::plan(&memories, candidates, threshold);
         let public_id = |id: u64| {
             memories
@@ -289,12 +303,7 @@ impl MemoryService {
             true => pairs.len(),
             false => {
                 let ids: Vec<u64> = pairs.iter().map(|p| p.removed).collect();
-                let account = account.to_string();
-                self.inner
-                    .writer
-                    .run(move |b| b.soft_delete_ids(&account, &ids))
-                    .await?
-                    .len()
+                self.inner.backend.soft_delete_ids(account, ids).await?
             }
         };
         Ok(DedupeReport {
@@ -342,8 +351,9 @@ impl MemoryService {
                 })?),
             };
         let memories = self.live_in(account, q.namespace.as_deref()).await?;
-        let candidates =
-            self.neighbour_pairs(account, &memories, consolidate::NEIGHBOURS, q.threshold)?;
+        let candidates = self
+            .neighbour_pairs(account, &memories, consolidate::NEIGHBOURS, q.threshold)
+            .await?;
         let pairs = dedupe::similar_pairs(&memories, candidates, q.threshold);
         let plan = consolidate::plan(&memories, &pairs, q.min_cluster_size);
         let by_id: HashMap<u64, &Memory> = memories.iter().map(|m| (m.id, m)).collect();
@@ -399,12 +409,7 @@ impl MemoryService {
             })
             .collect();
         permit.writing();
-        let owner = account.to_string();
-        let merged = self
-            .inner
-            .writer
-            .run(move |b| b.consolidate(&owner, &merges))
-            .await?;
+        let merged = self.inner.backend.consolidate(account, merges).await?;
         for (outcome, done) in report.clusters.iter_mut().zip(merged) {
             outcome.summary = Some((done.summary.memory_id, done.summary.key));
             outcome.replaced = done.replaced.into_iter().map(|m| m.memory_id).collect();
@@ -412,70 +417,11 @@ impl MemoryService {
         Ok(report)
     }
 
-    /// Saves the vector index and forgets the oplog entries both indexes now hold.
-    /// Blocking: call it from a blocking context (the checkpoint thread, shutdown).
+    /// Makes the backend's derived state durable (the embedded indexes: saves the vectors
+    /// and forgets the oplog entries both indexes now hold). Blocking: call it from a
+    /// blocking context (the checkpoint thread, shutdown).
     pub fn checkpoint(&self) -> Result<()> {
-        let upto = self.inner.indexes.checkpoint()?;
-        self.inner
-            .writer
-            .run_blocking(move |b| b.truncate_oplog(upto))
-    }
-
-    fn rank(
-        &self,
-        account: &str,
-        q: &SearchQuery,
-        query_vector: Option<&[f32]>,
-    ) -> Result<Vec<SearchHit>> {
-        let now = now_ms();
-        let filter = SearchFilter {
-            account,
-            namespace: q.namespace.as_deref(),
-            tags: &q.tags,
-            now_ms: now,
-        };
-        let k = search::candidates_for(q.limit);
-        let keyword = match q.mode.uses_keywords() {
-            true => self.inner.indexes.keyword.search(&filter, &q.query, k)?,
-            false => Vec::new(),
-        };
-        let semantic = match query_vector {
-            Some(v) => self.inner.indexes.vector.search(&filter, v, k)?,
-            None => Vec::new(),
-        };
-        let best_bm25 = keyword.iter().map(|h| h.1).fold(0.0, f32::max);
-        let reader = Reader::new(&self.inner.db)?;
-        let mut hits = Vec::new();
-        for (id, mut candidate) in search::merge(&keyword, &semantic) {
-            let Some(memory) = reader
-                .memory(id)?
-                .filter(|m| m.account == account && m.is_live(now))
-            else {
-                continue;
-            };
-            if let (None, Some(v)) = (candidate.cosine, query_vector) {
-                candidate.cosine = self
-                    .inner
-                    .indexes
-                    .vector
-                    .vector(account, id)
-                    .map(|stored| dot(&stored, v));
-            }
-            let (score, breakdown) = search::score(
-                q.mode,
-                &memory,
-                candidate,
-                best_bm25,
-                now,
-                self.inner.decay_half_life_days,
-            );
-            hits.push(SearchHit {
-                memory,
-                score,
-                breakdown,
-            });
-        }
-        Ok(search::finish(hits, q.min_score, q.limit))
+        self.inner.backend.checkpoint()
     }
 
     async fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
@@ -489,70 +435,25 @@ impl MemoryService {
 
     /// Every live memory of `account` (in `namespace` when given), oldest first.
     async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>> {
-        self.reap_if_due(account).await?;
-        self.read(|r, now| {
-            r.all_live(account, now, |m| {
-                namespace.is_none_or(|ns| m.namespace == ns)
-            })
-        })
+        self.inner.backend.live_in(account, namespace).await
     }
 
     /// Candidate similar pairs `(memory, neighbour, similarity)` among `memories`: up to
-    /// `k` vector-index neighbours of each at or above `threshold` (to be normalized by
+    /// `k` nearest neighbours of each at or above `threshold` (to be normalized by
     /// `dedupe::similar_pairs`).
-    fn neighbour_pairs(
+    async fn neighbour_pairs(
         &self,
         account: &str,
         memories: &[Memory],
         k: usize,
         threshold: f32,
     ) -> Result<Vec<(u64, u64, f32)>> {
-        let mut candidates = Vec::new();
-        for m in memories {
-            for (other, similarity) in self
-                .inner
-                .indexes
-                .vector
-                .neighbours(account, m.id, k, threshold)?
-            {
-                candidates.push((m.id, other, similarity));
-            }
-        }
-        Ok(candidates)
+        let ids = memories.iter().map(|m| m.id).collect();
+        self.inner
+            .backend
+            .neighbours(account, ids, k, threshold)
+            .await
     }
-
-    /// Reaps expired memories of `account` first, so counts and quotas are exact.
-    async fn reap_if_due(&self, account: &str) -> Result<()> {
-        if self.read(|r, now| r.has_due_expiries(account, now))? {
-            let account = account.to_string();
-            self.inner.writer.run(move |b| b.reap(&account)).await?;
-        }
-        Ok(())
-    }
-
-    fn read<T>(&self, f: impl FnOnce(&Reader, u64) -> Result<T>) -> Result<T> {
-        f(&Reader::new(&self.inner.db)?, now_ms())
-    }
-
-    fn start_checkpoints(&self, every: Duration) {
-        let weak = Arc::downgrade(&self.inner);
-        std::thread::Builder::new()
-            .name("memory-checkpoint".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(every);
-                    let Some(inner) = weak.upgrade() else { return };
-                    if let Err(e) = (MemoryService { inner }).checkpoint() {
-                        tracing::error!(error = %e, "memory checkpoint failed");
-                    }
-                }
-            })
-            .expect("spawning the checkpoint thread");
-    }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Import: a batch of puts applied in order in one transaction, halting at the quota.
 
-use super::{MemoryError, PutInput, Result, store::Batch};
+use super::{MemoryError, PutInput, Result};
 
 /// One item of an import, already parsed: either an input or why it cannot be one.
 #[derive(Debug)]
@@ -58,35 +58,45 @@ pub(super) type Prepared = (
     std::result::Result<(PutInput, Vec<f32>), Rejected>,
 );
 
-/// Writes `items` in order, halting at the quota.
-pub(super) fn apply(
-    batch: &mut Batch<'_>,
-    items: Vec<Prepared>,
-    limit: u64,
-) -> Result<ImportReport> {
-    let mut report = ImportReport::default();
-    for (index, given_key, item) in items {
+/// An import's report as its items are written in order, one put each.
+#[derive(Debug, Default)]
+pub(super) struct Importing {
+    report: ImportReport,
+}
+
+impl Importing {
+    /// Records one item: its key and what its put did, or why it was refused before any
+    /// put. Returns whether to go on (`false`: halted at the quota); a failure that is
+    /// not the item's fault is returned, aborting the whole import.
+    pub(super) fn record<T>(
+        &mut self,
+        index: usize,
+        given_key: Option<String>,
+        item: std::result::Result<(String, Result<T>), Rejected>,
+    ) -> Result<bool> {
         let (key, rejected) = match item {
             Err(rejected) => (given_key, rejected),
-            Ok((input, embedding)) => match batch.put(&input, &embedding, limit) {
-                Ok(_) => {
-                    report.imported += 1;
-                    continue;
-                }
-                Err(MemoryError::QuotaExceeded { limit, used }) => {
-                    report.halted = Some((limit, used));
-                    break;
-                }
-                Err(e @ MemoryError::Invalid { .. }) => (Some(input.key), e.into()),
-                Err(other) => return Err(other),
-            },
+            Ok((_, Ok(_))) => {
+                self.report.imported += 1;
+                return Ok(true);
+            }
+            Ok((_, Err(MemoryError::QuotaExceeded { limit, used }))) => {
+                self.report.halted = Some((limit, used));
+                return Ok(false);
+            }
+            Ok((key, Err(e @ MemoryError::Invalid { .. }))) => (Some(key), e.into()),
+            Ok((_, Err(other))) => return Err(other),
         };
-        report.failed += 1;
-        report.errors.push(ItemError {
+        self.report.failed += 1;
+        self.report.errors.push(ItemError {
             index,
             key,
             rejected,
         });
+        Ok(true)
     }
-    Ok(report)
+
+    pub(super) fn done(self) -> ImportReport {
+        self.report
+    }
 }

@@ -137,7 +137,9 @@ pub async fn history(
     ConsoleAuth(session): ConsoleAuth,
     Query(q): Query<AddressQuery>,
 ) -> ApiResult<Json<History>> {
-    memory::history_in(&state, &session.account, &q).map(Json)
+    memory::history_in(&state, &session.account, &q)
+        .await
+        .map(Json)
 }
 
 /// Delete a memory, soft or hard (as DELETE /api/v1/memory).

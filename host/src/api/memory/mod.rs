@@ -178,17 +178,17 @@ pub async fn history(
     auth: Auth,
     Query(q): Query<AddressQuery>,
 ) -> ApiResult<Json<History>> {
-    history_in(&state, &auth.0.account, &q).map(Json)
+    history_in(&state, &auth.0.account, &q).await.map(Json)
 }
 
 /// The body of a memory's history in `account`, whoever signed the request in.
-pub(in crate::api) fn history_in(
+pub(in crate::api) async fn history_in(
     state: &AppState,
     account: &str,
     q: &AddressQuery,
 ) -> ApiResult<History> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let versions = state.memory.history(account, &namespace, &key)?;
+    let versions = state.memory.history(account, &namespace, &key).await?;
     if versions.is_empty() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }

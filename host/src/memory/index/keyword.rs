@@ -19,6 +19,7 @@ mod stats;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -133,6 +134,33 @@ fn analyzed(analyzer: &mut TextAnalyzer, text: &str) -> Vec<Token> {
     tokens
 }
 
+/// The English analyzer, built once (its stop-word set and stemmer) and cloned per use.
+fn shared_analyzer() -> TextAnalyzer {
+    static ANALYZER_EN: LazyLock<TextAnalyzer> = LazyLock::new(english_analyzer);
+    ANALYZER_EN.clone()
+}
+
+/// The terms this index stores for `text`, in order, repeats kept: for another store
+/// that scores keywords as this index does (the postgres backend).
+pub fn index_terms(text: &str) -> Vec<String> {
+    analyzed(&mut shared_analyzer(), text)
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
+}
+
+/// Distinct analyzed terms of `query`, at most [`MAX_QUERY_TERMS`]: what a search
+/// looks for.
+pub fn query_terms(query: &str) -> BTreeSet<String> {
+    let mut analyzer = shared_analyzer();
+    let mut stream = analyzer.token_stream(query);
+    let mut terms = BTreeSet::new();
+    while terms.len() < MAX_QUERY_TERMS && stream.advance() {
+        terms.insert(stream.token().text.clone());
+    }
+    terms
+}
+
 /// `tokens`, each prefixed with `scope`.
 fn scoped(scope: &str, tokens: &[Token]) -> PreTokenizedString {
     let tokens = tokens
@@ -233,7 +261,7 @@ impl KeywordIndex {
                 Index::create(DeferredSync::open(dir)?, schema, Default::default())?
             }
         };
-        let analyzer = english_analyzer();
+        let analyzer = shared_analyzer();
         index.tokenizers().register(ANALYZER, analyzer.clone());
         let watermark = match index.load_metas()?.payload {
             None => 0,
@@ -413,7 +441,7 @@ impl KeywordIndex {
         query: &str,
         k: usize,
     ) -> Result<Vec<(u64, f32)>, IndexError> {
-        let terms: Vec<String> = self.query_terms(query).into_iter().collect();
+        let terms: Vec<String> = query_terms(query).into_iter().collect();
         if k == 0 || terms.is_empty() {
             return Ok(Vec::new());
         }
@@ -488,17 +516,6 @@ impl KeywordIndex {
             }
         }
         Ok(rarest.map_or(Rarest::Common, |(_, term)| Rarest::Term(term)))
-    }
-
-    /// Distinct analyzed terms of `query`, at most [`MAX_QUERY_TERMS`].
-    fn query_terms(&self, query: &str) -> BTreeSet<String> {
-        let mut analyzer = self.analyzer.clone();
-        let mut stream = analyzer.token_stream(query);
-        let mut terms = BTreeSet::new();
-        while terms.len() < MAX_QUERY_TERMS && stream.advance() {
-            terms.insert(stream.token().text.clone());
-        }
-        terms
     }
 
     /// Removes every doc (used before a full rebuild) and durably resets the watermark to 0,

@@ -18,7 +18,7 @@ mod perf_tests;
 #[cfg(test)]
 mod test_support;
 
-pub use keyword::KeywordIndex;
+pub use keyword::{KeywordIndex, index_terms, query_terms};
 pub use vector::VectorIndex;
 
 /// One live memory as the indexes see it.

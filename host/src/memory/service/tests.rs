@@ -36,7 +36,7 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
             let value = format!("{account} likes {key}");
             service.put(put(account, key, &value), 10).await.unwrap();
         }
-        let mut counts = service.live_counts().unwrap();
+        let mut counts = service.live_counts().await.unwrap();
         counts.sort();
         assert_eq!(counts, [("acme".into(), 2), ("globex".into(), 1)]);
         for mode in [Mode::Hybrid, Mode::Semantic, Mode::Keyword, Mode::Keyword] {

@@ -13,8 +13,8 @@ mod write;
 
 use redb::{ReadableTable, TableDefinition};
 
-pub use read::{ListPage, Reader};
-pub use write::{Batch, Merge, PutOutcome};
+pub use read::Reader;
+pub use write::Batch;
 
 use super::{Result, record::Memory};
 

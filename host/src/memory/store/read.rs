@@ -7,16 +7,7 @@ use super::{
     ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NS_COUNTS, OPLOG, OPLOG_FLOOR,
     TIMELINE, decode_embedding, load,
 };
-use crate::memory::{Result, record::Memory};
-
-/// One page of a list.
-#[derive(Debug)]
-pub struct ListPage {
-    /// Newest first.
-    pub memories: Vec<Memory>,
-    /// The id to continue below, when more remain.
-    pub next_before: Option<u64>,
-}
+use crate::memory::{Result, backend::ListPage, record::Memory};
 
 /// Ids changed after a watermark, with their accounts, and the last oplog seq seen.
 pub type OplogTail = (Vec<(u64, String)>, u64);

@@ -3,7 +3,13 @@ use std::collections::BTreeMap;
 use redb::Database;
 
 use super::*;
-use crate::memory::{MemoryError, index::IndexOp, input::PutInput, record::Source};
+use crate::memory::{
+    MemoryError,
+    backend::{ListPage, Merge},
+    index::IndexOp,
+    input::PutInput,
+    record::Source,
+};
 
 fn db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();

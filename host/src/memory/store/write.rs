@@ -10,35 +10,13 @@ use super::{
     OPLOG, OPLOG_FLOOR, TIMELINE, encode_embedding, load,
 };
 use crate::memory::{
-    MemoryError, Result, derived::index_doc, index::IndexOp, input::PutInput, record::Memory,
+    MemoryError, Result,
+    backend::{Merge, Merged, PutOutcome},
+    derived::index_doc,
+    index::IndexOp,
+    input::PutInput,
+    record::Memory,
 };
-
-/// What a put did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PutOutcome {
-    /// The latest version after the put.
-    pub memory: Memory,
-    /// False when the put was identical to the live version (nothing written).
-    pub created: bool,
-}
-
-/// One summary of a consolidation: the put that writes it and the originals it replaces.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Merge {
-    pub summary: PutInput,
-    pub embedding: Vec<f32>,
-    /// Internal ids of the live memories the summary replaces.
-    pub originals: Vec<u64>,
-}
-
-/// What one merge did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Merged {
-    /// The summary's version after the put (the existing one when it was identical).
-    pub summary: Memory,
-    /// The originals soft-deleted and linked to it (those still live at the write).
-    pub replaced: Vec<Memory>,
-}
 
 /// Open tables of one write transaction plus the index changes it produced.
 pub struct Batch<'t> {
@@ -217,7 +195,7 @@ impl<'t> Batch<'t> {
     pub fn hard_delete(&mut self, account: &str, namespace: &str, key: &str) -> Result<usize> {
         let head_key = (account, namespace, key);
         let Some(head) = self.heads.remove(head_key)?.map(|v| v.value()) else {
-            return Err(not_found(namespace, key));
+            return Err(MemoryError::not_found(namespace, key));
         };
         let mut next = Some(head);
         let mut removed = 0;
@@ -267,7 +245,7 @@ impl<'t> Batch<'t> {
             None => None,
         };
         head.filter(|m| m.is_live(self.now))
-            .ok_or_else(|| not_found(namespace, key))
+            .ok_or_else(|| MemoryError::not_found(namespace, key))
     }
 
     fn retire(&mut self, mut memory: Memory) -> Result<Memory> {
@@ -345,12 +323,5 @@ impl<'t> Batch<'t> {
             account: m.account.clone(),
         });
         Ok(())
-    }
-}
-
-fn not_found(namespace: &str, key: &str) -> MemoryError {
-    MemoryError::NotFound {
-        key: key.to_string(),
-        namespace: namespace.to_string(),
     }
 }

@@ -1,0 +1,141 @@
+//! Where memories are kept: the seam between the memory API's operations
+//! ([`MemoryService`](super::MemoryService): validation, embedding, the ranking formula,
+//! dedupe's and consolidation's policies) and a storage backend.
+//!
+//! Two backends implement [`MemoryBackend`]: [`Embedded`](super::embedded::Embedded) (redb,
+//! tantivy and usearch in the data dir: one machine) and
+//! [`PgMemory`](super::postgres::PgMemory) (PostgreSQL with pgvector, shared by every node).
+//! Both keep every version, tombstone and access count, count an account's live memories
+//! for its quota in the write's own transaction, and score keywords with BM25 over the
+//! account's own documents, so a search's breakdown means the same on either.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{
+    ImportReport, ListQuery, Result, input::PutInput, record::Memory, search::Candidate,
+    transfer::Prepared,
+};
+
+/// What a put did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PutOutcome {
+    /// The latest version after the put.
+    pub memory: Memory,
+    /// False when the put was identical to the live version (nothing written).
+    pub created: bool,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    /// Newest first.
+    pub memories: Vec<Memory>,
+    /// The id to continue below, when more remain.
+    pub next_before: Option<u64>,
+}
+
+/// One summary of a consolidation: the put that writes it and the originals it replaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub summary: PutInput,
+    pub embedding: Vec<f32>,
+    /// Internal ids of the live memories the summary replaces.
+    pub originals: Vec<u64>,
+}
+
+/// What one merge did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    /// The summary's version after the put (the existing one when it was identical).
+    pub summary: Memory,
+    /// The originals soft-deleted and linked to it (those still live at the write).
+    pub replaced: Vec<Memory>,
+}
+
+/// What a search asks the backend for: candidates from both the keyword and the vector
+/// side, each restricted to the account, namespace, tags and expiry inside the search.
+#[derive(Debug, Clone)]
+pub struct CandidateQuery {
+    pub account: String,
+    pub namespace: Option<String>,
+    /// AND filter.
+    pub tags: Vec<String>,
+    /// Searched by BM25 when `keywords` is set.
+    pub query: String,
+    pub keywords: bool,
+    /// The query's embedding, when the mode uses vectors.
+    pub vector: Option<Arc<Vec<f32>>>,
+    /// Candidates asked of each side.
+    pub k: usize,
+    /// Epoch ms: memories expired at this instant are not candidates.
+    pub now: u64,
+}
+
+/// The storage operations of the memory domain. Every one is scoped to one account the
+/// caller authenticated; writes are all-or-nothing and durable when they return.
+#[async_trait]
+pub trait MemoryBackend: Send + Sync {
+    /// The live memory at (namespace, key), if any.
+    async fn live(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>>;
+
+    /// Creates, version-updates or (identical value) leaves a memory; refuses with
+    /// `QuotaExceeded` when it would take the account past `limit` live memories.
+    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome>;
+
+    /// Counts an access of the live memory at (namespace, key) and returns it.
+    async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory>;
+
+    /// The live version gets `deletedAt` and leaves every view but history.
+    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory>;
+
+    /// Every version of (namespace, key) removed for good; returns how many.
+    async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize>;
+
+    /// Every stored version of (namespace, key), newest first.
+    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>>;
+
+    /// One page of live memories, newest first.
+    async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage>;
+
+    /// (namespace, live count) of the account, by namespace name.
+    async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>>;
+
+    /// (account, live memories) of every account with any (an expired memory counts until
+    /// its account's next read reaps it).
+    async fn live_counts(&self) -> Result<Vec<(String, u64)>>;
+
+    /// Every live memory of `account` (in `namespace` when given), oldest first.
+    async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>>;
+
+    /// Writes `items` in order as puts in one transaction, halting at the quota.
+    async fn import(&self, account: &str, items: Vec<Prepared>, limit: u64)
+    -> Result<ImportReport>;
+
+    /// Soft-deletes those of `ids` still live in `account`; returns how many.
+    async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize>;
+
+    /// Consolidation's write, all in one transaction: every original still live is
+    /// soft-deleted, then each summary is put (no quota room needed: each merge replaces
+    /// at least as many memories as it adds) and its originals linked to it.
+    async fn consolidate(&self, account: &str, merges: Vec<Merge>) -> Result<Vec<Merged>>;
+
+    /// Live candidates for a search with what each side found: BM25 from the keyword
+    /// side, the cosine from the vector side — and, for a keyword-only candidate when the
+    /// query has a vector, its cosine from the stored embedding.
+    async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>>;
+
+    /// Up to `k` nearest other memories of each of `ids` at or above `threshold`:
+    /// `(memory, neighbour, cosine)`.
+    async fn neighbours(
+        &self,
+        account: &str,
+        ids: Vec<u64>,
+        k: usize,
+        threshold: f32,
+    ) -> Result<Vec<(u64, u64, f32)>>;
+
+    /// Makes derived state durable (the embedded indexes); blocking.
+    fn checkpoint(&self) -> Result<()>;
+}

@@ -1,0 +1,264 @@
+//! The embedded backend: redb in the data dir is the source of truth, written by one
+//! writer thread (group commit), with the tantivy and usearch indexes derived from it.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+
+use super::{
+    ImportReport, ListQuery, MemoryError, Result,
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
+    derived::Indexes,
+    index::SearchFilter,
+    input::PutInput,
+    record::Memory,
+    search::{self, Candidate},
+    store::{self, Reader},
+    transfer::{self, Prepared},
+    writer::Writer,
+};
+use crate::clock::now_ms;
+
+/// redb + tantivy + usearch in one data dir; cheap to clone (handles).
+#[derive(Clone)]
+pub struct Embedded {
+    db: Arc<redb::Database>,
+    indexes: Arc<Indexes>,
+    writer: Writer,
+}
+
+impl Embedded {
+    /// Opens the memory tables and indexes under `index_dir`, replaying what the indexes
+    /// miss, and starts the writer and a checkpoint every `checkpoint_every`.
+    pub fn open(
+        db: Arc<redb::Database>,
+        index_dir: &Path,
+        dims: usize,
+        checkpoint_every: Duration,
+    ) -> Result<Arc<Self>> {
+        store::init(&db)?;
+        let indexes = Arc::new(Indexes::open(index_dir, dims, &db)?);
+        let writer = Writer::start(db.clone(), indexes.clone());
+        let this = Arc::new(Self {
+            db,
+            indexes,
+            writer,
+        });
+        this.start_checkpoints(checkpoint_every.max(Duration::from_secs(1)));
+        Ok(this)
+    }
+
+    fn read<T>(&self, f: impl FnOnce(&Reader, u64) -> Result<T>) -> Result<T> {
+        f(&Reader::new(&self.db)?, now_ms())
+    }
+
+    /// Reaps expired memories of `account` first, so counts and quotas are exact.
+    async fn reap_if_due(&self, account: &str) -> Result<()> {
+        if self.read(|r, now| r.has_due_expiries(account, now))? {
+            let account = account.to_string();
+            self.writer.run(move |b| b.reap(&account)).await?;
+        }
+        Ok(())
+    }
+
+    /// The candidates of `q` from both indexes, each with its row (blocking).
+    fn rank(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
+        let filter = SearchFilter {
+            account: &q.account,
+            namespace: q.namespace.as_deref(),
+            tags: &q.tags,
+            now_ms: q.now,
+        };
+        let keyword = match q.keywords {
+            true => self.indexes.keyword.search(&filter, &q.query, q.k)?,
+            false => Vec::new(),
+        };
+        let semantic = match &q.vector {
+            Some(v) => self.indexes.vector.search(&filter, v.as_slice(), q.k)?,
+            None => Vec::new(),
+        };
+        let reader = Reader::new(&self.db)?;
+        let mut found = Vec::new();
+        for (id, mut candidate) in search::merge(&keyword, &semantic) {
+            let Some(memory) = reader
+                .memory(id)?
+                .filter(|m| m.account == q.account && m.is_live(q.now))
+            else {
+                continue;
+            };
+            if let (None, Some(v)) = (candidate.cosine, &q.vector) {
+                candidate.cosine = self
+                    .indexes
+                    .vector
+                    .vector(&q.account, id)
+                    .map(|stored| dot(&stored, v));
+            }
+            found.push((memory, candidate));
+        }
+        Ok(found)
+    }
+
+    fn start_checkpoints(self: &Arc<Self>, every: Duration) {
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("memory-checkpoint".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    let Some(this) = weak.upgrade() else { return };
+                    if let Err(e) = this.checkpoint() {
+                        tracing::error!(error = %e, "memory checkpoint failed");
+                    }
+                }
+            })
+            .expect("spawning the checkpoint thread");
+    }
+}
+
+#[async_trait]
+impl MemoryBackend for Embedded {
+    async fn live(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>> {
+        self.read(|r, now| r.live(account, namespace, key, now))
+    }
+
+    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
+        self.writer
+            .run(move |b| b.put(&input, &embedding, limit))
+            .await
+    }
+
+    async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let (a, n, k) = owned(account, namespace, key);
+        self.writer.run(move |b| b.touch(&a, &n, &k)).await
+    }
+
+    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let (a, n, k) = owned(account, namespace, key);
+        self.writer.run(move |b| b.soft_delete(&a, &n, &k)).await
+    }
+
+    async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {
+        let (a, n, k) = owned(account, namespace, key);
+        self.writer.run(move |b| b.hard_delete(&a, &n, &k)).await
+    }
+
+    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+        self.read(|r, _| r.history(account, namespace, key))
+    }
+
+    async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage> {
+        self.reap_if_due(account).await?;
+        self.read(|r, now| {
+            r.list(account, q.before, q.limit, now, |m| {
+                q.namespace.as_ref().is_none_or(|ns| &m.namespace == ns) && m.has_all_tags(&q.tags)
+            })
+        })
+    }
+
+    async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {
+        self.reap_if_due(account).await?;
+        self.read(|r, _| r.namespaces(account))
+    }
+
+    async fn live_counts(&self) -> Result<Vec<(String, u64)>> {
+        self.blocking(|this| this.read(|r, _| r.account_counts()))
+            .await
+    }
+
+    async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>> {
+        self.reap_if_due(account).await?;
+        self.read(|r, now| {
+            r.all_live(account, now, |m| {
+                namespace.is_none_or(|ns| m.namespace == ns)
+            })
+        })
+    }
+
+    async fn import(
+        &self,
+        _account: &str,
+        items: Vec<Prepared>,
+        limit: u64,
+    ) -> Result<ImportReport> {
+        self.writer
+            .run(move |b| {
+                let mut report = transfer::Importing::default();
+                for (index, key, item) in items {
+                    let put = item.map(|(input, embedding)| {
+                        let put = b.put(&input, &embedding, limit);
+                        (input.key, put)
+                    });
+                    if !report.record(index, key, put)? {
+                        break;
+                    }
+                }
+                Ok(report.done())
+            })
+            .await
+    }
+
+    async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize> {
+        let account = account.to_string();
+        let removed = self
+            .writer
+            .run(move |b| b.soft_delete_ids(&account, &ids))
+            .await?;
+        Ok(removed.len())
+    }
+
+    async fn consolidate(&self, account: &str, merges: Vec<Merge>) -> Result<Vec<Merged>> {
+        let account = account.to_string();
+        self.writer
+            .run(move |b| b.consolidate(&account, &merges))
+            .await
+    }
+
+    async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
+        // Index searches are CPU work of a few ms: off the async workers.
+        let q = q.clone();
+        self.blocking(move |this| this.rank(&q)).await
+    }
+
+    async fn neighbours(
+        &self,
+        account: &str,
+        ids: Vec<u64>,
+        k: usize,
+        threshold: f32,
+    ) -> Result<Vec<(u64, u64, f32)>> {
+        let mut pairs = Vec::new();
+        for id in ids {
+            for (other, similarity) in self.indexes.vector.neighbours(account, id, k, threshold)? {
+                pairs.push((id, other, similarity));
+            }
+        }
+        Ok(pairs)
+    }
+
+    fn checkpoint(&self) -> Result<()> {
+        let upto = self.indexes.checkpoint()?;
+        self.writer.run_blocking(move |b| b.truncate_oplog(upto))
+    }
+}
+
+impl Embedded {
+    /// Runs `f` on the blocking pool with a handle on this backend: for scans and index
+    /// searches, kept off the async workers.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Self) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || f(&this))
+            .await
+            .map_err(|_| MemoryError::Stopped)?
+    }
+}
+
+fn owned(account: &str, namespace: &str, key: &str) -> (String, String, String) {
+    (account.into(), namespace.into(), key.into())
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,349 @@
+//! The postgres backend of the memory domain: every version, tombstone, access count and
+//! quota count in tables shared by every node, vectors in pgvector, keyword scores as BM25
+//! in SQL (see [`search`]). Nodes keep nothing of it in memory, so a put acknowledged by
+//! one node is found by the next search on any other (read-your-writes across nodes).
+//!
+//! Writes of an account run in one transaction that first locks the account's counter row
+//! ([`write::Txn`]); reads are single statements on the pool.
+
+mod rows;
+mod search;
+mod write;
+
+use async_trait::async_trait;
+use sqlx::{AssertSqlSafe, PgPool, Row};
+
+use self::rows::{memories, memory, memory_columns, signed, unsigned};
+use self::search::VectorSql;
+use self::write::Txn;
+use super::{
+    ImportReport, ListQuery, MemoryError, Result,
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
+    embed::EmbedError,
+    input::PutInput,
+    record::Memory,
+    search::Candidate,
+    transfer::{Importing, Prepared},
+};
+use crate::clock::now_ms;
+
+/// Accounts holding at most this many counted memories are searched exactly (see
+/// [`search`]); measured in BENCHMARKS.md.
+const EXACT_UP_TO: u64 = 10_000;
+
+/// Memories in PostgreSQL with pgvector.
+pub struct PgMemory {
+    pool: PgPool,
+    vectors: VectorSql,
+    /// Accounts with at most this many counted memories are searched exactly.
+    exact_up_to: u64,
+}
+
+impl PgMemory {
+    /// The memory domain on `pool` (migrated): records which embedder (`identity`,
+    /// `kind:model:dims`) makes the database's vectors on first use and refuses any other
+    /// afterwards, then makes sure the HNSW index for its dimensions exists.
+    pub async fn open(pool: PgPool, identity: &str, dims: usize) -> Result<Self> {
+        let mut tx = pool.begin().await?;
+        // Nodes starting together: one creates the index, the others wait for it.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('wasmind.memory_embedder'))")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO memory_embedder (identity) VALUES ($1) ON CONFLICT DO NOTHING")
+            .bind(identity)
+            .execute(&mut *tx)
+            .await?;
+        let recorded: String = sqlx::query_scalar("SELECT identity FROM memory_embedder")
+            .fetch_one(&mut *tx)
+            .await?;
+        if recorded != identity {
+            let kind = recorded.split(':').next().unwrap_or_default().to_owned();
+            return Err(MemoryError::Embed(EmbedError::Mismatch {
+                recorded,
+                current: identity.to_owned(),
+                kind,
+            }));
+        }
+        sqlx::query(AssertSqlSafe(VectorSql::create_index(dims)))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Self {
+            pool,
+            vectors: VectorSql::new(dims),
+            exact_up_to: EXACT_UP_TO,
+        })
+    }
+
+    /// Below how many counted memories an account is searched exactly (tests use 0 to
+    /// exercise the index on small data).
+    #[cfg(test)]
+    pub(crate) fn exact_up_to(mut self, memories: u64) -> Self {
+        self.exact_up_to = memories;
+        self
+    }
+
+    /// Runs `f` in a write transaction of `account` and commits it.
+    async fn write<T>(
+        &self,
+        account: &str,
+        f: impl AsyncFnOnce(&mut Txn) -> Result<T>,
+    ) -> Result<T> {
+        let mut txn = Txn::begin(&self.pool, account, now_ms()).await?;
+        let out = f(&mut txn).await?;
+        txn.commit().await?;
+        Ok(out)
+    }
+
+    /// Reaps the account's due expiries first, so counts and lists are exact.
+    async fn reap_if_due(&self, account: &str) -> Result<()> {
+        let due: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM memories \
+             WHERE account_id = $1 AND counted AND expires_at <= $2)",
+        )
+        .bind(account)
+        .bind(signed(now_ms()))
+        .fetch_one(&self.pool)
+        .await?;
+        if due {
+            // Beginning a write reaps.
+            self.write(account, async |_| Ok(())).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether `account` is small enough to be searched exactly.
+    async fn exact(&self, account: &str) -> Result<bool> {
+        let live: Option<i64> =
+            sqlx::query_scalar("SELECT live FROM memory_accounts WHERE account_id = $1")
+                .bind(account)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(live.map_or(0, unsigned) <= self.exact_up_to)
+    }
+}
+
+#[async_trait]
+impl MemoryBackend for PgMemory {
+    async fn live(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+             AND counted AND (expires_at IS NULL OR expires_at > $4)"
+        ))
+        .bind(account)
+        .bind(namespace)
+        .bind(key)
+        .bind(signed(now_ms()))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| memory(&r)).transpose()
+    }
+
+    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
+        self.write(&input.account, async |txn| {
+            txn.put(&input, &embedding, limit).await
+        })
+        .await
+    }
+
+    async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        let row = sqlx::query(concat!(
+            "UPDATE memories SET access_count = access_count + 1 \
+             WHERE account_id = $1 AND namespace = $2 AND key = $3 AND counted \
+             AND (expires_at IS NULL OR expires_at > $4) RETURNING ",
+            memory_columns!()
+        ))
+        .bind(account)
+        .bind(namespace)
+        .bind(key)
+        .bind(signed(now_ms()))
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| MemoryError::not_found(namespace, key))?;
+        memory(&row)
+    }
+
+    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+        self.write(account, async |txn| txn.soft_delete(namespace, key).await)
+            .await
+    }
+
+    async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {
+        self.write(account, async |txn| txn.hard_delete(namespace, key).await)
+            .await
+    }
+
+    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+             ORDER BY id DESC"
+        ))
+        .bind(account)
+        .bind(namespace)
+        .bind(key)
+        .fetch_all(&self.pool)
+        .await?;
+        memories(&rows)
+    }
+
+    async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage> {
+        self.reap_if_due(account).await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND counted \
+             AND (expires_at IS NULL OR expires_at > $2) AND id < $3 \
+             AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+             ORDER BY id DESC LIMIT $6"
+        ))
+        .bind(account)
+        .bind(signed(now_ms()))
+        .bind(q.before.map_or(i64::MAX, signed))
+        .bind(q.namespace.as_deref())
+        .bind(&q.tags)
+        .bind(i64::try_from(q.limit.saturating_add(1)).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut memories = memories(&rows)?;
+        let next_before = match memories.len() > q.limit {
+            true => {
+                memories.truncate(q.limit);
+                memories.last().map(|m| m.id)
+            }
+            false => None,
+        };
+        Ok(ListPage {
+            memories,
+            next_before,
+        })
+    }
+
+    async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {
+        self.reap_if_due(account).await?;
+        let rows = sqlx::query(
+            "SELECT namespace, count(*) AS live FROM memories \
+             WHERE account_id = $1 AND counted GROUP BY namespace ORDER BY namespace COLLATE \"C\"",
+        )
+        .bind(account)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get("namespace"), unsigned(r.get("live"))))
+            .collect())
+    }
+
+    async fn live_counts(&self) -> Result<Vec<(String, u64)>> {
+        let rows = sqlx::query("SELECT account_id, live FROM memory_accounts WHERE live > 0")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get("account_id"), unsigned(r.get("live"))))
+            .collect())
+    }
+
+    async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>> {
+        self.reap_if_due(account).await?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND counted \
+             AND (expires_at IS NULL OR expires_at > $2) \
+             AND ($3::text IS NULL OR namespace = $3) ORDER BY id"
+        ))
+        .bind(account)
+        .bind(signed(now_ms()))
+        .bind(namespace)
+        .fetch_all(&self.pool)
+        .await?;
+        memories(&rows)
+    }
+
+    async fn import(
+        &self,
+        account: &str,
+        items: Vec<Prepared>,
+        limit: u64,
+    ) -> Result<ImportReport> {
+        self.write(account, async |txn| {
+            let mut report = Importing::default();
+            for (index, key, item) in items {
+                let put = match item {
+                    Ok((input, embedding)) => {
+                        let put = txn.put(&input, &embedding, limit).await;
+                        Ok((input.key, put))
+                    }
+                    Err(rejected) => Err(rejected),
+                };
+                if !report.record(index, key, put)? {
+                    break;
+                }
+            }
+            Ok(report.done())
+        })
+        .await
+    }
+
+    async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize> {
+        self.write(account, async |txn| txn.soft_delete_ids(&ids).await)
+            .await
+            .map(|removed| removed.len())
+    }
+
+    async fn consolidate(&self, account: &str, merges: Vec<Merge>) -> Result<Vec<Merged>> {
+        self.write(account, async |txn| txn.consolidate(&merges).await)
+            .await
+    }
+
+    async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
+        let keyword = match q.keywords {
+            true => search::keyword(&self.pool, q).await?,
+            false => Vec::new(),
+        };
+        let semantic = match &q.vector {
+            Some(v) => {
+                let exact = self.exact(&q.account).await?;
+                search::vector(&self.pool, &self.vectors, exact, q, v).await?
+            }
+            None => Vec::new(),
+        };
+        let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rows = search::rows(&self.pool, q, &ids).await?;
+        Ok(search::merged(&keyword, &semantic, rows))
+    }
+
+    async fn neighbours(
+        &self,
+        account: &str,
+        ids: Vec<u64>,
+        k: usize,
+        threshold: f32,
+    ) -> Result<Vec<(u64, u64, f32)>> {
+        let exact = self.exact(account).await?;
+        search::neighbours(
+            &self.pool,
+            &self.vectors,
+            exact,
+            account,
+            &ids,
+            k,
+            threshold,
+        )
+        .await
+    }
+
+    /// Nothing to do: every write is durable in PostgreSQL when it returns.
+    fn checkpoint(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,61 @@
+//! `memories` rows to and from [`Memory`].
+
+use sqlx::{Row, postgres::PgRow};
+
+use crate::memory::{
+    Result,
+    record::{Memory, Source},
+};
+
+/// The columns [`memory`] reads, for `concat!` (sqlx takes only static SQL).
+macro_rules! memory_columns {
+    () => {
+        "account_id, id, memory_id, namespace, key, value, tags, importance, source, \
+         created_at, updated_at, access_count, expires_at, is_latest, deleted_at, version, \
+         previous, consolidated_into"
+    };
+}
+pub(super) use memory_columns;
+
+/// The memory in a row selected with [`memory_columns`].
+pub(super) fn memory(row: &PgRow) -> Result<Memory> {
+    let source: String = row.try_get("source")?;
+    Ok(Memory {
+        id: unsigned(row.try_get("id")?),
+        memory_id: row.try_get("memory_id")?,
+        account: row.try_get("account_id")?,
+        namespace: row.try_get("namespace")?,
+        key: row.try_get("key")?,
+        value: row.try_get("value")?,
+        tags: row.try_get("tags")?,
+        importance: row.try_get("importance")?,
+        source: Source::from_name(&source).ok_or_else(|| {
+            sqlx::Error::Decode(format!("unknown memory source {source:?}").into())
+        })?,
+        created_at: unsigned(row.try_get("created_at")?),
+        updated_at: unsigned(row.try_get("updated_at")?),
+        access_count: unsigned(row.try_get("access_count")?),
+        expires_at: row.try_get::<Option<i64>, _>("expires_at")?.map(unsigned),
+        is_latest: row.try_get("is_latest")?,
+        deleted_at: row.try_get::<Option<i64>, _>("deleted_at")?.map(unsigned),
+        version: u32::try_from(row.try_get::<i32, _>("version")?).unwrap_or_default(),
+        previous: row.try_get::<Option<i64>, _>("previous")?.map(unsigned),
+        consolidated_into: row.try_get("consolidated_into")?,
+    })
+}
+
+/// Every memory in `rows`.
+pub(super) fn memories(rows: &[PgRow]) -> Result<Vec<Memory>> {
+    rows.iter().map(memory).collect()
+}
+
+/// A stored bigint as the domain's unsigned id, count or instant (never negative: every
+/// one is written from a `u64` through [`signed`]).
+pub(super) fn unsigned(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or_default()
+}
+
+/// A domain id, count or instant as a bigint (epoch ms and ids stay far below `i64::MAX`).
+pub(super) fn signed(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,263 @@
+//! Search on PostgreSQL: BM25 over the account's own documents computed in SQL, and
+//! pgvector nearest neighbours.
+//!
+//! **Keywords.** Each counted memory's key and value are analyzed in Rust by the embedded
+//! index's own analyzer ([`query_terms`], `index_terms`) and stored as (term, frequency)
+//! rows with the token counts quantized as tantivy's fieldnorms; the writes keep per-account
+//! document frequencies and token totals in the same transaction. The query below is
+//! tantivy's BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N − n + 0.5) / (n + 0.5)), summed over
+//! the query's terms in key and value), so both backends give the same scores for the same
+//! documents. One difference: tantivy counts a deleted document in N and n until a merge
+//! drops it, here a document leaves the statistics when it stops being live.
+//!
+//! **Vectors.** An account holding at most [`PgMemory::exact_up_to`](super::PgMemory)
+//! memories is scanned exactly (its rows through the `memories_counted` index, every
+//! distance computed): at that size it is as fast as an index and never misses. A larger
+//! account goes through the HNSW index over every account's vectors, with
+//! `hnsw.iterative_scan = relaxed_order` so that the filter on the account (and namespace,
+//! tags, expiry) keeps scanning until `k` rows pass it, the rows re-sorted afterwards
+//! (relaxed order may return them slightly out of order).
+
+use std::sync::Arc;
+
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
+
+use super::rows::{memories, memory_columns, signed, unsigned};
+use crate::memory::{
+    Result, backend::CandidateQuery, index::query_terms, record::Memory, search::Candidate,
+};
+
+/// BM25 as tantivy scores it, over one account's statistics.
+const BM25: &str = "\
+WITH totals AS (
+    SELECT greatest(live, 1)::float8 AS n,
+           greatest(key_tokens, 1)::float8 / greatest(live, 1) AS key_avg,
+           greatest(value_tokens, 1)::float8 / greatest(live, 1) AS value_avg
+    FROM memory_accounts WHERE account_id = $1
+), weights AS (
+    SELECT s.field, s.term,
+           ln(1 + (totals.n - s.docs + 0.5) / (s.docs + 0.5)) * 2.2 AS weight,
+           CASE s.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END AS avg
+    FROM memory_term_stats s, totals
+    WHERE s.account_id = $1 AND s.term = ANY($2) AND s.docs > 0
+)
+SELECT t.id, sum(w.weight * t.tf / (t.tf + 1.2 * (0.25 + 0.75
+           * (CASE w.field WHEN 0 THEN m.key_norm ELSE m.value_norm END) / w.avg)))::float4 AS bm25
+FROM weights w
+JOIN memory_terms t ON t.account_id = $1 AND t.field = w.field AND t.term = w.term
+JOIN memories m ON m.account_id = $1 AND m.id = t.id
+WHERE m.counted AND (m.expires_at IS NULL OR m.expires_at > $3)
+  AND ($4::text IS NULL OR m.namespace = $4) AND m.tags @> $5
+GROUP BY t.id ORDER BY bm25 DESC, t.id DESC LIMIT $6";
+
+/// The vector queries, built once for the recorded embedder's dimensions: the HNSW index
+/// is on `embedding::vector(dims)`, and only that expression in an `ORDER BY` uses it.
+pub(super) struct VectorSql {
+    pub(super) search_exact: Arc<str>,
+    pub(super) search_index: Arc<str>,
+    pub(super) neighbours_exact: Arc<str>,
+    pub(super) neighbours_index: Arc<str>,
+}
+
+impl VectorSql {
+    pub(super) fn new(dims: usize) -> Self {
+        let search = |order: &str| -> Arc<str> {
+            format!(
+                "SELECT id, (1 - (embedding <=> $2::real[]::vector))::float4 AS cosine FROM ( \
+                    SELECT id, embedding, {order} AS distance FROM memories \
+                    WHERE account_id = $1 AND counted \
+                    AND (expires_at IS NULL OR expires_at > $3) \
+                    AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+                    ORDER BY {order} LIMIT $6 \
+                 ) found ORDER BY distance, id DESC"
+            )
+            .into()
+        };
+        let neighbours = |order: &str| -> Arc<str> {
+            format!(
+                "SELECT m.id AS memory, n.id AS neighbour, n.cosine FROM memories m \
+                 CROSS JOIN LATERAL ( \
+                    SELECT o.id, (1 - (o.embedding <=> m.embedding))::float4 AS cosine \
+                    FROM memories o WHERE o.account_id = $1 AND o.counted AND o.id <> m.id \
+                    ORDER BY {order} LIMIT $3 \
+                 ) n WHERE m.account_id = $1 AND m.id = ANY($2) AND n.cosine >= $4"
+            )
+            .into()
+        };
+        Self {
+            search_exact: search("embedding <=> $2::real[]::vector"),
+            search_index: search(&format!(
+                "embedding::vector({dims}) <=> $2::real[]::vector({dims})"
+            )),
+            neighbours_exact: neighbours("o.embedding <=> m.embedding"),
+            neighbours_index: neighbours(&format!(
+                "o.embedding::vector({dims}) <=> m.embedding::vector({dims})"
+            )),
+        }
+    }
+
+    /// The statement creating the HNSW index the `*_index` queries use.
+    pub(super) fn create_index(dims: usize) -> String {
+        format!(
+            "CREATE INDEX IF NOT EXISTS memories_hnsw_{dims} ON memories \
+             USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE counted"
+        )
+    }
+}
+
+/// Top `k` (id, BM25) of the account's live memories for `q`'s text.
+pub(super) async fn keyword(pool: &PgPool, q: &CandidateQuery) -> Result<Vec<(u64, f32)>> {
+    let terms: Vec<String> = query_terms(&q.query).into_iter().collect();
+    if terms.is_empty() || q.k == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = sqlx::query(BM25)
+        .bind(&q.account)
+        .bind(&terms)
+        .bind(signed(q.now))
+        .bind(q.namespace.as_deref())
+        .bind(&q.tags)
+        .bind(limit(q.k))
+        .fetch_all(pool)
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (unsigned(r.get("id")), r.get("bm25")))
+        .collect())
+}
+
+/// Top `k` (id, cosine) of the account's live memories nearest `vector`.
+pub(super) async fn vector(
+    pool: &PgPool,
+    sql: &VectorSql,
+    exact: bool,
+    q: &CandidateQuery,
+    vector: &[f32],
+) -> Result<Vec<(u64, f32)>> {
+    let mut tx = pool.begin().await?;
+    let statement = match exact {
+        true => &sql.search_exact,
+        false => {
+            use_index(&mut tx, q.k).await?;
+            &sql.search_index
+        }
+    };
+    let rows = sqlx::query(AssertSqlSafe(statement.clone()))
+        .bind(&q.account)
+        .bind(vector)
+        .bind(signed(q.now))
+        .bind(q.namespace.as_deref())
+        .bind(&q.tags)
+        .bind(limit(q.k))
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(rows
+        .iter()
+        .map(|r| (unsigned(r.get("id")), r.get("cosine")))
+        .collect())
+}
+
+/// `(memory, neighbour, cosine)`: up to `k` nearest other counted memories of each of
+/// `ids` at or above `threshold`.
+pub(super) async fn neighbours(
+    pool: &PgPool,
+    sql: &VectorSql,
+    exact: bool,
+    account: &str,
+    ids: &[u64],
+    k: usize,
+    threshold: f32,
+) -> Result<Vec<(u64, u64, f32)>> {
+    let mut tx = pool.begin().await?;
+    let statement = match exact {
+        true => &sql.neighbours_exact,
+        false => {
+            use_index(&mut tx, k).await?;
+            &sql.neighbours_index
+        }
+    };
+    let rows = sqlx::query(AssertSqlSafe(statement.clone()))
+        .bind(account)
+        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+        .bind(limit(k))
+        .bind(threshold)
+        .fetch_all(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                unsigned(r.get("memory")),
+                unsigned(r.get("neighbour")),
+                r.get("cosine"),
+            )
+        })
+        .collect())
+}
+
+/// The live rows of `ids` with each one's cosine to `vector` (when given).
+pub(super) async fn rows(
+    pool: &PgPool,
+    q: &CandidateQuery,
+    ids: &[u64],
+) -> Result<Vec<(Memory, Option<f32>)>> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        memory_columns!(),
+        ", CASE WHEN $3::real[] IS NULL THEN NULL \
+            ELSE (1 - (embedding <=> $3::real[]::vector))::float4 END AS cosine \
+         FROM memories WHERE account_id = $1 AND id = ANY($2) AND counted \
+         AND (expires_at IS NULL OR expires_at > $4)"
+    ))
+    .bind(&q.account)
+    .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+    .bind(q.vector.as_deref().map(Vec::as_slice))
+    .bind(signed(q.now))
+    .fetch_all(pool)
+    .await?;
+    let found = memories(&rows)?;
+    Ok(found
+        .into_iter()
+        .zip(rows.iter().map(|r| r.get("cosine")))
+        .collect())
+}
+
+/// Makes the next query of `tx` go through the HNSW index with its filter: the planner
+/// is told not to sort (else, guessing the account's rows few, it scans and sorts them
+/// all), the scan is iterative, and its candidate list no shorter than what is asked for.
+pub(super) async fn use_index(tx: &mut Transaction<'static, Postgres>, k: usize) -> Result<()> {
+    let ef_search = k.clamp(100, 1000).to_string();
+    sqlx::query(
+        "SELECT set_config('enable_sort', 'off', true), \
+                set_config('hnsw.iterative_scan', 'relaxed_order', true), \
+                set_config('hnsw.ef_search', $1, true)",
+    )
+    .bind(ef_search)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn limit(k: usize) -> i64 {
+    i64::try_from(k).unwrap_or(i64::MAX)
+}
+
+/// Both sides merged into candidates with their rows (see [`MemoryBackend::candidates`]).
+///
+/// [`MemoryBackend::candidates`]: crate::memory::MemoryBackend::candidates
+pub(super) fn merged(
+    keyword: &[(u64, f32)],
+    semantic: &[(u64, f32)],
+    rows: Vec<(Memory, Option<f32>)>,
+) -> Vec<(Memory, Candidate)> {
+    let mut found = crate::memory::search::merge(keyword, semantic);
+    rows.into_iter()
+        .filter_map(|(memory, cosine)| {
+            let mut candidate = found.remove(&memory.id)?;
+            candidate.cosine = candidate.cosine.or(cosine);
+            Some((memory, candidate))
+        })
+        .collect()
+}

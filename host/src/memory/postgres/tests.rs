@@ -1,0 +1,555 @@
+//! The postgres backend on a real PostgreSQL, checked against the embedded backend: the
+//! same operations give the same outcomes and the same scores; and what only several
+//! nodes can show — one node's writes found by another, one quota shared by all.
+
+use std::{collections::HashMap, sync::Arc};
+
+use sqlx::{AssertSqlSafe, Row};
+
+use super::{PgMemory, Txn};
+use crate::memory::{
+    Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, SearchQuery,
+    Source,
+    backend::Merge,
+    embed::{EmbedService, HashEmbedder},
+    transfer::ImportItem,
+};
+use crate::storage::{Backend, StorageConfig, connect};
+use crate::test_postgres::Postgres;
+
+const DIMS: usize = 64;
+const IDENTITY: &str = "hash:lexical-hash:64";
+
+fn embed() -> EmbedService {
+    EmbedService::new(Arc::new(HashEmbedder::new(DIMS)), &Default::default())
+}
+
+fn embedded(dir: &tempfile::TempDir) -> MemoryService {
+    let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+    MemoryService::open(db, &dir.path().join("index"), embed(), &Default::default()).unwrap()
+}
+
+/// A node's backend on `url`: its own pool, as each node has.
+async fn node(url: &str) -> PgMemory {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 4,
+    };
+    let pool = connect(&config).await.unwrap();
+    PgMemory::open(pool, IDENTITY, DIMS).await.unwrap()
+}
+
+fn service(backend: PgMemory) -> MemoryService {
+    MemoryService::over(Arc::new(backend), embed(), &Default::default())
+}
+
+fn input(account: &str, namespace: &str, key: &str, value: &str) -> PutInput {
+    PutInput {
+        account: account.into(),
+        key: key.into(),
+        value: value.into(),
+        namespace: namespace.into(),
+        tags: vec![format!("t{}", key.len() % 2)],
+        importance: 5.0,
+        expires_in_days: None,
+        source: Source::Manual,
+    }
+}
+
+fn query(text: &str, mode: Mode) -> SearchQuery {
+    SearchQuery {
+        query: text.into(),
+        namespace: None,
+        tags: Vec::new(),
+        limit: 50,
+        mode,
+        min_score: 0.0,
+    }
+}
+
+/// A script of every kind of operation; what each did, without the ids and instants that
+/// differ between two stores by nature.
+async fn transcript(s: &MemoryService) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut say = |line: String| out.push(line);
+    for (ns, key, value) in [
+        ("default", "pet", "a cat named Tom"),
+        ("default", "pet", "a dog named Rex"),
+        ("default", "pet", "a dog named Rex"),
+        ("work", "desk", "the third floor"),
+        ("work", "lunch", "noodles on fridays"),
+        ("default", "car", "a blue bicycle"),
+    ] {
+        let put = s.put(input("acme", ns, key, value), 5).await.unwrap();
+        say(format!(
+            "put {key}: v{} created={} previous={}",
+            put.memory.version,
+            put.created,
+            put.memory.previous.is_some()
+        ));
+    }
+    let refused = s.put(input("acme", "x", "six", "over"), 4).await;
+    say(format!("quota: {}", refused.unwrap_err()));
+    let got = s.get("acme", "default", "pet").await.unwrap();
+    let got = s.get("acme", "default", got.key.as_str()).await.unwrap();
+    say(format!(
+        "get pet: {} accesses={}",
+        got.value, got.access_count
+    ));
+    let missing = s.get("acme", "default", "nothing").await.unwrap_err();
+    say(format!("get missing: {missing}"));
+    let history = s.history("acme", "default", "pet").await.unwrap();
+    say(format!(
+        "history: {:?}",
+        history
+            .iter()
+            .map(|m| (m.version, m.value.as_str(), m.is_latest))
+            .collect::<Vec<_>>()
+    ));
+    let mut before = None;
+    loop {
+        let page = s
+            .list(
+                "acme",
+                ListQuery {
+                    limit: 2,
+                    before,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let keys: Vec<&str> = page.memories.iter().map(|m| m.key.as_str()).collect();
+        say(format!(
+            "page: {keys:?} more={}",
+            page.next_before.is_some()
+        ));
+        match page.next_before {
+            Some(next) => before = Some(next),
+            None => break,
+        }
+    }
+    let filtered = s
+        .list(
+            "acme",
+            ListQuery {
+                namespace: Some("work".into()),
+                tags: vec!["t1".into()],
+                limit: 10,
+                before: None,
+            },
+        )
+        .await
+        .unwrap();
+    say(format!(
+        "work t1: {:?}",
+        filtered.memories.iter().map(|m| &m.key).collect::<Vec<_>>()
+    ));
+    say(format!(
+        "namespaces: {:?}",
+        s.namespaces("acme").await.unwrap()
+    ));
+    match s.delete("acme", "work", "desk", false).await.unwrap() {
+        Deleted::Soft(m) => say(format!(
+            "soft: {} deleted={}",
+            m.key,
+            m.deleted_at.is_some()
+        )),
+        Deleted::Hard(_) => unreachable!(),
+    }
+    let again = s.delete("acme", "work", "desk", false).await.unwrap_err();
+    say(format!("soft again: {again}"));
+    say(format!(
+        "hard pet: {:?}",
+        s.delete("acme", "default", "pet", true).await.unwrap()
+    ));
+    say(format!(
+        "history after hard: {}",
+        s.history("acme", "default", "pet").await.unwrap().len()
+    ));
+    let items = ["one", "two", "bad key!", "three", "four"]
+        .into_iter()
+        .enumerate()
+        .map(|(index, key)| ImportItem {
+            index,
+            key: Some(key.into()),
+            input: Ok(input("acme", "imported", key, &format!("{key} value"))),
+        })
+        .collect();
+    let report = s.import("acme", items, 5).await.unwrap();
+    say(format!(
+        "import: imported={} failed={} halted={:?} errors={:?}",
+        report.imported,
+        report.failed,
+        report.halted,
+        report
+            .errors
+            .iter()
+            .map(|e| (e.index, &e.rejected.code))
+            .collect::<Vec<_>>()
+    ));
+    s.put(input("acme", "dup", "first", "same words here"), 10)
+        .await
+        .unwrap();
+    s.put(input("acme", "dup", "second", "same words here"), 10)
+        .await
+        .unwrap();
+    let dedupe = s.dedupe("acme", Some("dup"), 0.9, false).await.unwrap();
+    say(format!(
+        "dedupe: scanned={} removed={} pairs={:?}",
+        dedupe.scanned,
+        dedupe.removed,
+        dedupe.pairs.len()
+    ));
+    let exported: Vec<String> = s
+        .export("acme")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| format!("{}/{}", m.namespace, m.key))
+        .collect();
+    say(format!("export: {exported:?}"));
+    say(format!("counts: {:?}", s.live_counts().await.unwrap()));
+    out
+}
+
+#[tokio::test]
+async fn every_operation_does_on_postgres_what_it_does_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = transcript(&embedded(&dir)).await;
+    let pg = Postgres::start();
+    let got = transcript(&service(node(&pg.database("memory")).await)).await;
+    assert_eq!(got, expected);
+}
+
+#[tokio::test]
+async fn scores_and_breakdowns_match_the_embedded_backend() {
+    let texts = [
+        "the cat sat on the mat",
+        "a dog chased the cat around the garden",
+        "coffee with oat milk every morning",
+        "the garden needs water in summer",
+        "running shoes for the marathon",
+        "she runs every morning before coffee",
+        "a quiet cat sleeping in the sun",
+        "the marathon starts at nine",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let pg_server = Postgres::start();
+    let backends = [
+        embedded(&dir),
+        service(node(&pg_server.database("scores")).await),
+    ];
+    for s in &backends {
+        for (i, text) in texts.iter().enumerate() {
+            s.put(input("acme", "default", &format!("note{i}"), text), 100)
+                .await
+                .unwrap();
+            // Another account's documents must move none of acme's scores.
+            s.put(
+                input("globex", "default", &format!("cat{i}"), "cat cat cat"),
+                100,
+            )
+            .await
+            .unwrap();
+        }
+    }
+    for text in [
+        "cat",
+        "running coffee",
+        "the garden",
+        "marathon morning cat",
+    ] {
+        for mode in [Mode::Keyword, Mode::Hybrid] {
+            let mut found = Vec::new();
+            for s in &backends {
+                let hits = s.search("acme", query(text, mode)).await.unwrap();
+                let by_key: HashMap<String, (f64, f64)> = hits
+                    .into_iter()
+                    .map(|h| (h.memory.key, (h.score, h.breakdown.keyword)))
+                    .collect();
+                found.push(by_key);
+            }
+            let (embedded, postgres) = (&found[0], &found[1]);
+            assert!(!embedded.is_empty());
+            let mut keys: Vec<_> = embedded.keys().collect();
+            keys.sort();
+            let mut pg_keys: Vec<_> = postgres.keys().collect();
+            pg_keys.sort();
+            assert_eq!(keys, pg_keys, "{text:?} {mode:?}");
+            for key in keys {
+                let (a, b) = (embedded[key], postgres[key]);
+                assert!(
+                    (a.0 - b.0).abs() < 1e-4 && (a.1 - b.1).abs() < 1e-4,
+                    "{text:?} {mode:?} {key}: embedded {a:?}, postgres {b:?}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_write_on_one_node_is_read_on_another_and_the_quota_holds_across_nodes() {
+    let pg = Postgres::start();
+    let url = pg.database("nodes");
+    let (a, b) = (service(node(&url).await), service(node(&url).await));
+    a.put(
+        input("acme", "default", "plan", "ship the postgres backend"),
+        100,
+    )
+    .await
+    .unwrap();
+    let hits = b
+        .search("acme", query("postgres backend", Mode::Hybrid))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].memory.key, "plan");
+    assert_eq!(
+        b.get("acme", "default", "plan").await.unwrap().access_count,
+        1
+    );
+
+    // Twenty puts at once through both nodes into a quota of 8 (one already used).
+    let puts = (0..20).map(|i| {
+        let node = if i % 2 == 0 { a.clone() } else { b.clone() };
+        tokio::spawn(async move {
+            node.put(input("acme", "n", &format!("k{i}"), &format!("v{i}")), 8)
+                .await
+        })
+    });
+    let mut made = 0;
+    for put in puts {
+        match put.await.unwrap() {
+            Ok(_) => made += 1,
+            Err(MemoryError::QuotaExceeded { limit: 8, used: 8 }) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(made, 7);
+    assert_eq!(a.live_counts().await.unwrap(), [("acme".into(), 8)]);
+    assert_eq!(b.export("acme").await.unwrap().len(), 8);
+}
+
+#[tokio::test]
+async fn the_vector_index_finds_what_an_exact_scan_finds() {
+    let pg = Postgres::start();
+    let url = pg.database("vectors");
+    let exact = service(node(&url).await);
+    let indexed = service(node(&url).await.exact_up_to(0));
+    for account in ["acme", "globex"] {
+        for chunk in 0..10 {
+            let items = (0..100)
+                .map(|i| {
+                    let n = chunk * 100 + i;
+                    let text = format!("note {n} about topic {} and {}", n % 37, n % 11);
+                    ImportItem {
+                        index: i,
+                        key: None,
+                        input: Ok(input(account, "default", &format!("k{n}"), &text)),
+                    }
+                })
+                .collect();
+            exact.import(account, items, 10_000).await.unwrap();
+        }
+    }
+    let (mut found, mut wanted) = (0, 0);
+    for topic in 0..20 {
+        let q = SearchQuery {
+            limit: 10,
+            ..query(&format!("topic {topic} and {}", topic % 11), Mode::Semantic)
+        };
+        let keys = |hits: Vec<crate::memory::SearchHit>| -> Vec<String> {
+            hits.into_iter().map(|h| h.memory.key).collect()
+        };
+        let truth = keys(exact.search("acme", q.clone()).await.unwrap());
+        let got = keys(indexed.search("acme", q).await.unwrap());
+        assert_eq!(got.len(), 10);
+        wanted += truth.len();
+        found += got.iter().filter(|k| truth.contains(k)).count();
+    }
+    let recall = found as f64 / wanted as f64;
+    assert!(recall >= 0.95, "recall@10 of the index path: {recall}");
+
+    // And the index path is the HNSW index's, the exact one a scan of the account.
+    let backend = node(&url).await;
+    let plan = |sql: Arc<str>, indexed: bool| {
+        let pool = backend.pool.clone();
+        async move {
+            let explain = format!("EXPLAIN {sql}");
+            let mut tx = pool.begin().await.unwrap();
+            if indexed {
+                super::search::use_index(&mut tx, 10).await.unwrap();
+            }
+            sqlx::query(AssertSqlSafe(explain))
+                .bind("acme")
+                .bind(vec![0.125f32; DIMS])
+                .bind(0i64)
+                .bind(None::<String>)
+                .bind(Vec::<String>::new())
+                .bind(10i64)
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<String, _>(0))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    let hnsw = format!("memories_hnsw_{DIMS}");
+    let indexed = plan(backend.vectors.search_index.clone(), true).await;
+    assert!(indexed.contains(&hnsw), "{indexed}");
+    let exact = plan(backend.vectors.search_exact.clone(), false).await;
+    assert!(!exact.contains(&hnsw), "{exact}");
+}
+
+#[tokio::test]
+async fn expired_memories_leave_counts_lists_and_the_live_key() {
+    let pg = Postgres::start();
+    let url = pg.database("expiry");
+    let s = service(node(&url).await);
+    let mut brief = input("acme", "default", "brief", "gone soon");
+    brief.expires_in_days = Some(1.0);
+    s.put(brief, 10).await.unwrap();
+    s.put(input("acme", "default", "stays", "here"), 10)
+        .await
+        .unwrap();
+    pg.psql(
+        "expiry",
+        "UPDATE memories SET expires_at = 1 WHERE key = 'brief'",
+    );
+    assert_eq!(s.live_counts().await.unwrap(), [("acme".into(), 2)]);
+    let page = s
+        .list(
+            "acme",
+            ListQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.memories.len(), 1);
+    assert_eq!(s.live_counts().await.unwrap(), [("acme".into(), 1)]);
+    assert_eq!(s.namespaces("acme").await.unwrap(), [("default".into(), 1)]);
+    // The key is free again: a put starts a new version after the expired one.
+    let again = s
+        .put(input("acme", "default", "brief", "back"), 10)
+        .await
+        .unwrap();
+    assert_eq!((again.memory.version, again.created), (2, true));
+    let keyword = s
+        .search("acme", query("gone soon", Mode::Keyword))
+        .await
+        .unwrap();
+    assert!(keyword.is_empty(), "{keyword:?}");
+}
+
+#[tokio::test]
+async fn consolidation_replaces_its_originals_in_one_transaction() {
+    let pg = Postgres::start();
+    let url = pg.database("consolidate");
+    let backend = node(&url).await;
+    let embedding = vec![0.125; DIMS];
+    for key in ["a", "b", "c", "keep"] {
+        backend
+            .put(input("acme", "n", key, key), embedding.clone(), 4)
+            .await
+            .unwrap();
+    }
+    let ids: HashMap<String, u64> = backend
+        .live_in("acme", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.key, m.id))
+        .collect();
+    let mut summary = input("acme", "n", "a", "a b c");
+    summary.source = Source::Consolidated;
+    let merge = Merge {
+        summary,
+        embedding,
+        originals: vec![ids["a"], ids["b"], ids["c"]],
+    };
+    // The quota of 4 is full, yet consolidation needs no room: three become one.
+    let merged = backend.consolidate("acme", vec![merge]).await.unwrap();
+    let written = &merged[0].summary;
+    assert_eq!((written.key.as_str(), written.version), ("a", 2));
+    assert_eq!(merged[0].replaced.len(), 3);
+    for key in ["a", "b", "c"] {
+        let original = backend
+            .history("acme", "n", key)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert!(original.deleted_at.is_some() && !original.is_latest);
+        assert_eq!(
+            original.consolidated_into.as_ref(),
+            Some(&written.memory_id)
+        );
+    }
+    let live: Vec<String> = backend
+        .live_in("acme", None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.key)
+        .collect();
+    assert_eq!(live, ["keep", "a"]);
+    assert_eq!(backend.live_counts().await.unwrap(), [("acme".into(), 2)]);
+}
+
+#[tokio::test]
+async fn a_failed_write_leaves_nothing_behind() {
+    let pg = Postgres::start();
+    let url = pg.database("atomic");
+    let backend = node(&url).await;
+    backend
+        .put(input("acme", "n", "kept", "kept"), vec![0.5; DIMS], 10)
+        .await
+        .unwrap();
+    // A transaction that wrote and then failed (a vector of the wrong length) is rolled
+    // back whole: the counter row, the terms and the rows are as before.
+    let mut txn = Txn::begin(&backend.pool, "acme", crate::clock::now_ms())
+        .await
+        .unwrap();
+    txn.put(&input("acme", "n", "one", "first"), &[0.5; DIMS], 10)
+        .await
+        .unwrap();
+    assert!(
+        txn.put(&input("acme", "n", "two", "second"), &[0.5; 3], 10)
+            .await
+            .is_err()
+    );
+    drop(txn);
+    assert_eq!(backend.live_counts().await.unwrap(), [("acme".into(), 1)]);
+    assert_eq!(
+        pg.psql(
+            "atomic",
+            "SELECT count(*) FROM memory_terms WHERE term = 'first'"
+        ),
+        "0"
+    );
+}
+
+#[tokio::test]
+async fn a_database_made_with_another_embedder_is_refused() {
+    let pg = Postgres::start();
+    let url = pg.database("identity");
+    node(&url).await;
+    let pool = connect(&StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.as_str().into()),
+        pool_size: 1,
+    })
+    .await
+    .unwrap();
+    let err = PgMemory::open(pool, "onnx:all-MiniLM-L6-v2-onnx-int8:384", 384)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains(IDENTITY) && err.contains("onnx:"), "{err}");
+}

@@ -1,0 +1,371 @@
+//! Writes of one account in one PostgreSQL transaction. [`Txn::begin`] locks the account's
+//! counter row first, so the writes of an account are serial across every node: the quota
+//! check, the live-key check and the version chain read what no other write is changing.
+//! Like the embedded batch, each operation checks everything before it changes anything,
+//! and the caller commits or drops (rolls back) the whole transaction.
+
+use std::collections::HashMap;
+
+use sqlx::{PgPool, Postgres, Row, Transaction};
+use tantivy::fieldnorm::FieldNormReader;
+
+use super::rows::{memories, memory, memory_columns, signed, unsigned};
+use crate::memory::{
+    MemoryError, Result,
+    backend::{Merge, Merged, PutOutcome},
+    index::index_terms,
+    input::PutInput,
+    record::Memory,
+};
+
+/// Field numbers of `memory_terms`.
+const KEY_FIELD: i16 = 0;
+const VALUE_FIELD: i16 = 1;
+
+/// A write transaction of one account, its counter row locked.
+pub(super) struct Txn {
+    tx: Transaction<'static, Postgres>,
+    account: String,
+    now: u64,
+    /// The account's counted memories (the quota's used), kept in step with the row.
+    live: u64,
+}
+
+impl Txn {
+    /// Begins a write of `account` at `now`: locks its counter row (made by its first
+    /// write), then reaps its memories whose expiry has passed, so the counts are exact.
+    pub(super) async fn begin(pool: &PgPool, account: &str, now: u64) -> Result<Self> {
+        let mut tx = pool.begin().await?;
+        let lock = "SELECT live FROM memory_accounts WHERE account_id = $1 FOR UPDATE";
+        let mut row = sqlx::query(lock)
+            .bind(account)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if row.is_none() {
+            sqlx::query(
+                "INSERT INTO memory_accounts (account_id) VALUES ($1) ON CONFLICT DO NOTHING",
+            )
+            .bind(account)
+            .execute(&mut *tx)
+            .await?;
+            row = Some(sqlx::query(lock).bind(account).fetch_one(&mut *tx).await?);
+        }
+        let live = row.map_or(0, |r| unsigned(r.get("live")));
+        let mut txn = Self {
+            tx,
+            account: account.to_string(),
+            now,
+            live,
+        };
+        txn.reap().await?;
+        Ok(txn)
+    }
+
+    /// Makes every write of the transaction durable at once.
+    pub(super) async fn commit(self) -> Result<()> {
+        Ok(self.tx.commit().await?)
+    }
+
+    /// Creates, version-updates or (identical value) leaves a memory; refuses with
+    /// `QuotaExceeded` when it would take the account past `limit` live memories.
+    pub(super) async fn put(
+        &mut self,
+        input: &PutInput,
+        embedding: &[f32],
+        limit: u64,
+    ) -> Result<PutOutcome> {
+        input.validate()?;
+        debug_assert_eq!(input.account, self.account);
+        let previous = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+             ORDER BY id DESC LIMIT 1"
+        ))
+        .bind(&self.account)
+        .bind(&input.namespace)
+        .bind(&input.key)
+        .fetch_optional(&mut *self.tx)
+        .await?
+        .map(|row| memory(&row))
+        .transpose()?;
+        let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
+        if let Some(live) = live_head
+            && live.value == input.value
+        {
+            return Ok(PutOutcome {
+                memory: live.clone(),
+                created: false,
+            });
+        }
+        if live_head.is_none() && self.live >= limit {
+            return Err(MemoryError::QuotaExceeded {
+                limit,
+                used: self.live,
+            });
+        }
+        let mut memory = Memory {
+            id: 0,
+            memory_id: crate::id::new_id("mem_"),
+            account: self.account.clone(),
+            namespace: input.namespace.clone(),
+            key: input.key.clone(),
+            value: input.value.clone(),
+            tags: input.tags.clone(),
+            importance: input.importance,
+            source: input.source,
+            created_at: live_head.map_or(self.now, |m| m.created_at),
+            updated_at: self.now,
+            access_count: live_head.map_or(0, |m| m.access_count),
+            expires_at: input.expires_at(self.now),
+            is_latest: true,
+            deleted_at: None,
+            version: previous.as_ref().map_or(1, |m| m.version + 1),
+            previous: previous.as_ref().map(|m| m.id),
+            consolidated_into: None,
+        };
+        if let Some(old) = &previous {
+            sqlx::query("UPDATE memories SET is_latest = false WHERE account_id = $1 AND id = $2")
+                .bind(&self.account)
+                .bind(signed(old.id))
+                .execute(&mut *self.tx)
+                .await?;
+            self.unlist(&[old.id]).await?;
+        }
+        memory.id = self.insert(&memory, embedding).await?;
+        Ok(PutOutcome {
+            memory,
+            created: true,
+        })
+    }
+
+    /// Soft delete of the live memory at (namespace, key).
+    pub(super) async fn soft_delete(&mut self, namespace: &str, key: &str) -> Result<Memory> {
+        let row = sqlx::query(concat!(
+            "UPDATE memories SET is_latest = false, deleted_at = $4 \
+             WHERE account_id = $1 AND namespace = $2 AND key = $3 AND counted \
+             AND (expires_at IS NULL OR expires_at > $4) RETURNING ",
+            memory_columns!()
+        ))
+        .bind(&self.account)
+        .bind(namespace)
+        .bind(key)
+        .bind(signed(self.now))
+        .fetch_optional(&mut *self.tx)
+        .await?
+        .ok_or_else(|| MemoryError::not_found(namespace, key))?;
+        let retired = memory(&row)?;
+        self.unlist(&[retired.id]).await?;
+        Ok(retired)
+    }
+
+    /// Soft-deletes those of `ids` still live; returns them in the order of `ids`.
+    pub(super) async fn soft_delete_ids(&mut self, ids: &[u64]) -> Result<Vec<Memory>> {
+        let rows = sqlx::query(concat!(
+            "UPDATE memories SET is_latest = false, deleted_at = $3 \
+             WHERE account_id = $1 AND id = ANY($2) AND counted \
+             AND (expires_at IS NULL OR expires_at > $3) RETURNING ",
+            memory_columns!()
+        ))
+        .bind(&self.account)
+        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+        .bind(signed(self.now))
+        .fetch_all(&mut *self.tx)
+        .await?;
+        let mut retired = memories(&rows)?;
+        retired.sort_by_key(|m| ids.iter().position(|&id| id == m.id));
+        let gone: Vec<u64> = retired.iter().map(|m| m.id).collect();
+        self.unlist(&gone).await?;
+        Ok(retired)
+    }
+
+    /// Every version of (namespace, key) removed for good; returns how many.
+    pub(super) async fn hard_delete(&mut self, namespace: &str, key: &str) -> Result<usize> {
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3",
+        )
+        .bind(&self.account)
+        .bind(namespace)
+        .bind(key)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        if ids.is_empty() {
+            return Err(MemoryError::not_found(namespace, key));
+        }
+        let ids: Vec<u64> = ids.into_iter().map(unsigned).collect();
+        self.unlist(&ids).await?;
+        sqlx::query("DELETE FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3")
+            .bind(&self.account)
+            .bind(namespace)
+            .bind(key)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(ids.len())
+    }
+
+    /// See [`MemoryBackend::consolidate`](crate::memory::MemoryBackend::consolidate).
+    pub(super) async fn consolidate(&mut self, merges: &[Merge]) -> Result<Vec<Merged>> {
+        for merge in merges {
+            merge.summary.validate()?;
+        }
+        let mut retired = Vec::with_capacity(merges.len());
+        for merge in merges {
+            retired.push(self.soft_delete_ids(&merge.originals).await?);
+        }
+        let mut merged = Vec::with_capacity(merges.len());
+        for (merge, mut replaced) in merges.iter().zip(retired) {
+            let summary = self
+                .put(&merge.summary, &merge.embedding, u64::MAX)
+                .await?
+                .memory;
+            sqlx::query(
+                "UPDATE memories SET consolidated_into = $3 WHERE account_id = $1 AND id = ANY($2)",
+            )
+            .bind(&self.account)
+            .bind(replaced.iter().map(|m| signed(m.id)).collect::<Vec<_>>())
+            .bind(&summary.memory_id)
+            .execute(&mut *self.tx)
+            .await?;
+            for original in &mut replaced {
+                original.consolidated_into = Some(summary.memory_id.clone());
+            }
+            merged.push(Merged { summary, replaced });
+        }
+        Ok(merged)
+    }
+
+    /// Takes the account's memories whose expiry has passed out of the counted set.
+    async fn reap(&mut self) -> Result<()> {
+        let due: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM memories WHERE account_id = $1 AND counted AND expires_at <= $2",
+        )
+        .bind(&self.account)
+        .bind(signed(self.now))
+        .fetch_all(&mut *self.tx)
+        .await?;
+        if !due.is_empty() {
+            let due: Vec<u64> = due.into_iter().map(unsigned).collect();
+            self.unlist(&due).await?;
+        }
+        Ok(())
+    }
+
+    /// Inserts a new live version, its terms, and its share of the account's statistics;
+    /// returns its id.
+    async fn insert(&mut self, m: &Memory, embedding: &[f32]) -> Result<u64> {
+        let key = Analyzed::new(KEY_FIELD, &m.key);
+        let value = Analyzed::new(VALUE_FIELD, &m.value);
+        let (mut fields, mut terms, mut tfs) = (Vec::new(), Vec::new(), Vec::new());
+        for field in [&key, &value] {
+            for (term, tf) in &field.freqs {
+                fields.push(field.field);
+                terms.push(term.as_str());
+                tfs.push(*tf);
+            }
+        }
+        let row = sqlx::query(
+            "WITH row AS ( \
+                INSERT INTO memories (account_id, id, memory_id, namespace, key, value, tags, \
+                    importance, source, created_at, updated_at, access_count, expires_at, \
+                    is_latest, deleted_at, version, previous, consolidated_into, counted, \
+                    key_norm, value_norm, embedding) \
+                VALUES ($1, nextval('memory_ids'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+                    $12, true, NULL, $13, $14, NULL, true, $15, $16, $17::real[]::vector) \
+                RETURNING id \
+             ), given AS ( \
+                SELECT * FROM unnest($18::smallint[], $19::text[], $20::int[]) AS g(field, term, tf) \
+             ), postings AS ( \
+                INSERT INTO memory_terms (account_id, field, term, id, tf) \
+                SELECT $1, given.field, given.term, row.id, given.tf FROM given, row \
+             ), stats AS ( \
+                INSERT INTO memory_term_stats (account_id, field, term, docs) \
+                SELECT $1, field, term, 1 FROM given \
+                ON CONFLICT (account_id, field, term) \
+                DO UPDATE SET docs = memory_term_stats.docs + 1 \
+             ), totals AS ( \
+                UPDATE memory_accounts SET live = live + 1, key_tokens = key_tokens + $15, \
+                    value_tokens = value_tokens + $16 WHERE account_id = $1 \
+             ) SELECT id FROM row",
+        )
+        .bind(&m.account)
+        .bind(&m.memory_id)
+        .bind(&m.namespace)
+        .bind(&m.key)
+        .bind(&m.value)
+        .bind(&m.tags)
+        .bind(m.importance)
+        .bind(m.source.as_str())
+        .bind(signed(m.created_at))
+        .bind(signed(m.updated_at))
+        .bind(signed(m.access_count))
+        .bind(m.expires_at.map(signed))
+        .bind(i32::try_from(m.version).unwrap_or(i32::MAX))
+        .bind(m.previous.map(signed))
+        .bind(key.norm)
+        .bind(value.norm)
+        .bind(embedding)
+        .bind(&fields)
+        .bind(&terms)
+        .bind(&tfs)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        self.live += 1;
+        Ok(unsigned(row.get("id")))
+    }
+
+    /// Takes `ids` out of the counted set (those in it): their terms go, and their share
+    /// of the account's statistics with them.
+    async fn unlist(&mut self, ids: &[u64]) -> Result<()> {
+        let gone: i64 = sqlx::query_scalar(
+            "WITH gone AS ( \
+                UPDATE memories SET counted = false \
+                WHERE account_id = $1 AND id = ANY($2) AND counted \
+                RETURNING id, key_norm, value_norm \
+             ), postings AS ( \
+                DELETE FROM memory_terms t USING gone \
+                WHERE t.account_id = $1 AND t.id = gone.id RETURNING t.field, t.term \
+             ), stats AS ( \
+                UPDATE memory_term_stats s SET docs = s.docs - n.docs \
+                FROM (SELECT field, term, count(*) AS docs FROM postings GROUP BY field, term) n \
+                WHERE s.account_id = $1 AND s.field = n.field AND s.term = n.term \
+             ), totals AS ( \
+                UPDATE memory_accounts SET live = live - (SELECT count(*) FROM gone), \
+                    key_tokens = key_tokens - (SELECT coalesce(sum(key_norm), 0) FROM gone), \
+                    value_tokens = value_tokens - (SELECT coalesce(sum(value_norm), 0) FROM gone) \
+                WHERE account_id = $1 \
+             ) SELECT count(*) FROM gone",
+        )
+        .bind(&self.account)
+        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+        .fetch_one(&mut *self.tx)
+        .await?;
+        self.live = self.live.saturating_sub(unsigned(gone));
+        Ok(())
+    }
+}
+
+/// One field's analyzed terms as the keyword index would store them.
+struct Analyzed {
+    field: i16,
+    /// Distinct terms with their frequencies.
+    freqs: HashMap<String, i32>,
+    /// The token count quantized as tantivy's fieldnorms are (BM25's length).
+    norm: i32,
+}
+
+impl Analyzed {
+    fn new(field: i16, text: &str) -> Self {
+        let tokens = index_terms(text);
+        let count = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        let mut freqs = HashMap::with_capacity(tokens.len());
+        for token in tokens {
+            *freqs.entry(token).or_insert(0) += 1;
+        }
+        let quantized = FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(count));
+        Self {
+            field,
+            freqs,
+            norm: i32::try_from(quantized).unwrap_or(i32::MAX),
+        }
+    }
+}
