@@ -6,7 +6,9 @@
 //! 2. search latency over one account of 100,000 memories (keyword, hybrid, semantic;
 //!    distinct queries and cached query embeddings);
 //! 3. cold start of the real `wasmind` binary on that data dir, and its RSS;
-//! 4. search latency over 1,000 accounts × 1,000 memories.
+//! 4. search latency over 1,000 accounts × 1,000 memories;
+//! 5. only when asked for (`WASMIND_BENCH_PHASES=postgres`): puts and the two search data
+//!    sets on the postgres backend, on the library (see `memory/postgres.rs`).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -17,7 +19,8 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi` picks phases (cold needs single's dir);
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres` picks phases (cold needs
+//!   single's dir; the default is all but postgres);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
 //!   and HTTP without inference);
@@ -31,6 +34,8 @@ mod cold;
 mod harness;
 #[path = "memory/load.rs"]
 mod load;
+#[path = "memory/postgres.rs"]
+mod postgres;
 #[path = "memory/put.rs"]
 mod put;
 #[path = "memory/report.rs"]
@@ -196,6 +201,11 @@ fn main() {
             settings.per_account,
             &model,
         );
+    }
+
+    if settings.wants("postgres") {
+        println!("\n({})", harness::loadavg());
+        postgres::run(&mut table, &settings, &model);
     }
 
     drop(model);

@@ -129,7 +129,7 @@ fn finished(
 }
 
 /// The `i`th memory of an account: a short English-like text with a few fields varied.
-fn item(account: &str, i: usize, texts: &mut Texts) -> PutInput {
+pub fn item(account: &str, i: usize, texts: &mut Texts) -> PutInput {
     let value = texts.memory_value();
     let rng = texts.rng();
     let tags = match rng.range(0, 3) {

@@ -254,7 +254,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let _ = std::fs::remove_dir_all(&path);
 }
 
-fn input(account: &str, key: String, value: String) -> PutInput {
+pub fn input(account: &str, key: String, value: String) -> PutInput {
     PutInput {
         account: account.into(),
         key,
@@ -312,7 +312,7 @@ fn concurrent_http(
 }
 
 /// `tasks` async tasks putting distinct texts on the library until `secs` pass.
-fn concurrent_lib(
+pub fn concurrent_lib(
     rt: &tokio::runtime::Runtime,
     memory: &wasmind::memory::MemoryService,
     tasks: usize,
@@ -370,7 +370,7 @@ fn per_put(cpu: Duration, puts: usize) -> Duration {
 }
 
 /// "N puts/s (C ms CPU per put: at most M puts/s on this machine's idle cores)".
-fn rate_text(rate: f64, cpu: Duration) -> String {
+pub fn rate_text(rate: f64, cpu: Duration) -> String {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let cpu_ms = ms(cpu);
     format!(

@@ -1,0 +1,221 @@
+//! The memory domain on the postgres backend (`WASMIND_BENCH_PHASES=postgres`): a
+//! PostgreSQL of the bench's own (the test harness's server: default settings, fsync and
+//! synchronous commit on) on loopback, and `MemoryService` over `PgMemory` in this process
+//! with no HTTP, so its rows sit beside the embedded backend's "breakdown: … no HTTP" rows.
+//! Searches use the hash embedder (no inference), as the embedded 1,000 × 1,000 rows do.
+
+#[path = "../../tests/support/postgres.rs"]
+mod server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+use wasmind::memory::embed::{
+    EmbedService, Embedder, EmbedderConfig, EmbedderKind, HashEmbedder, identity,
+};
+use wasmind::memory::{ImportItem, MemoryService, Mode, PgMemory, SearchQuery};
+use wasmind::storage::{Backend, StorageConfig, connect};
+
+use super::Settings;
+use super::load::item;
+use super::put::{concurrent_lib, input, rate_text};
+use super::report::Table;
+use super::text::Texts;
+
+/// Items per import call while loading, and imports in flight.
+const CHUNK: usize = 1_000;
+const IN_FLIGHT: usize = 3;
+
+pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
+    let pg = server::Postgres::start();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut texts = Texts::new(21);
+
+    let section = "postgres: put";
+    println!("\n== {section} ==");
+    let memory = rt.block_on(service(&pg.database("put_onnx"), EmbedderKind::Onnx, model));
+    puts(table, &rt, section, "default embedder", &memory, settings, &mut texts);
+    let hash = hash_embedder();
+    let memory = rt.block_on(service(&pg.database("put_hash"), EmbedderKind::Hash, &hash));
+    puts(table, &rt, section, "hash embedder", &memory, settings, &mut texts);
+
+    let section = format!("postgres: search, 1 account × {}", settings.single);
+    println!("\n== {section} ==");
+    let memory = rt.block_on(service(&pg.database("single"), EmbedderKind::Hash, &hash));
+    let accounts = load(table, &rt, &section, &memory, 1, settings.single);
+    searches(table, &rt, &section, &memory, &accounts, &mut texts);
+
+    let section = format!(
+        "postgres: search, {} accounts × {}",
+        settings.accounts, settings.per_account
+    );
+    println!("\n== {section} ==");
+    let memory = rt.block_on(service(&pg.database("multi"), EmbedderKind::Hash, &hash));
+    let accounts = load(
+        table,
+        &rt,
+        &section,
+        &memory,
+        settings.accounts,
+        settings.per_account,
+    );
+    searches(table, &rt, &section, &memory, &accounts, &mut texts);
+}
+
+fn hash_embedder() -> Arc<dyn Embedder> {
+    Arc::new(HashEmbedder::new(384))
+}
+
+/// A node's memory service on the database at `url`.
+async fn service(url: &str, kind: EmbedderKind, embedder: &Arc<dyn Embedder>) -> MemoryService {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        ..StorageConfig::default()
+    };
+    let pool = connect(&config).await.expect("connect");
+    let backend = PgMemory::open(pool, &identity(kind, &**embedder), embedder.dims())
+        .await
+        .expect("open the memory tables");
+    let embed = EmbedService::new(embedder.clone(), &EmbedderConfig::default());
+    MemoryService::over(Arc::new(backend), embed, &Default::default())
+}
+
+fn puts(
+    table: &mut Table,
+    rt: &tokio::runtime::Runtime,
+    section: &str,
+    embedder: &str,
+    memory: &MemoryService,
+    settings: &Settings,
+    texts: &mut Texts,
+) {
+    let sequential: Vec<Duration> = (0..settings.puts)
+        .map(|i| {
+            let input = input("acct-put", format!("seq_{i}"), texts.sentence(13, 17));
+            let started = Instant::now();
+            rt.block_on(memory.put(input, 1_000_000)).expect("put");
+            started.elapsed()
+        })
+        .collect();
+    table.latency(
+        section,
+        &format!("MemoryService::put, {embedder}, sequential"),
+        &sequential,
+        None,
+    );
+    let (_, rate, cpu) = concurrent_lib(rt, memory, settings.clients, settings.put_secs, texts);
+    table.value(
+        section,
+        &format!("MemoryService::put, {embedder}, {} tasks", settings.clients),
+        rate_text(rate, cpu),
+        "",
+        None,
+    );
+}
+
+/// Loads `accounts` × `per_account` memories through imports; returns the accounts.
+fn load(
+    table: &mut Table,
+    rt: &tokio::runtime::Runtime,
+    section: &str,
+    memory: &MemoryService,
+    accounts: usize,
+    per_account: usize,
+) -> Vec<String> {
+    let names: Vec<String> = (0..accounts).map(|a| format!("acct-{a:04}")).collect();
+    let mut texts = Texts::new(2);
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let done = rt.block_on(async {
+        let mut jobs = JoinSet::new();
+        let mut done = 0;
+        for account in &names {
+            for first in (0..per_account).step_by(CHUNK) {
+                let items: Vec<ImportItem> = (first..per_account.min(first + CHUNK))
+                    .enumerate()
+                    .map(|(index, i)| ImportItem {
+                        index,
+                        key: None,
+                        input: Ok(item(account, i, &mut texts)),
+                    })
+                    .collect();
+                while jobs.len() >= IN_FLIGHT {
+                    done += imported(jobs.join_next().await);
+                }
+                let (memory, account) = (memory.clone(), account.clone());
+                jobs.spawn(async move { memory.import(&account, items, u64::MAX).await });
+                if last_report.elapsed() > Duration::from_secs(30) {
+                    last_report = Instant::now();
+                    println!(
+                        "  … {done} memories after {:.0} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+        }
+        while !jobs.is_empty() {
+            done += imported(jobs.join_next().await);
+        }
+        done
+    });
+    let secs = started.elapsed().as_secs_f64();
+    table.value(
+        section,
+        "load via MemoryService::import, hash embedder (setup)",
+        format!("{done} memories in {secs:.0} s ({:.0}/s)", done as f64 / secs),
+        "",
+        None,
+    );
+    names
+}
+
+fn imported(
+    joined: Option<
+        Result<wasmind::memory::Result<wasmind::memory::ImportReport>, tokio::task::JoinError>,
+    >,
+) -> usize {
+    let report = joined.expect("a job").expect("join").expect("import");
+    assert!(report.failed == 0 && report.halted.is_none(), "{report:?}");
+    report.imported
+}
+
+/// Keyword, hybrid and semantic searches (limit 10) with never-seen queries, each from a
+/// random account.
+fn searches(
+    table: &mut Table,
+    rt: &tokio::runtime::Runtime,
+    section: &str,
+    memory: &MemoryService,
+    accounts: &[String],
+    texts: &mut Texts,
+) {
+    for mode in [Mode::Keyword, Mode::Hybrid, Mode::Semantic] {
+        let samples: Vec<Duration> = (0..300)
+            .map(|_| {
+                let account = &accounts[texts.rng().range(0, accounts.len() - 1)];
+                let query = SearchQuery {
+                    query: texts.query(),
+                    namespace: None,
+                    tags: Vec::new(),
+                    limit: 10,
+                    mode,
+                    min_score: 0.0,
+                };
+                let started = Instant::now();
+                rt.block_on(memory.search(account, query)).expect("search");
+                started.elapsed()
+            })
+            .collect();
+        table.latency(
+            section,
+            &format!("MemoryService::search {}, no HTTP", mode.as_str()),
+            &samples,
+            None,
+        );
+    }
+}
