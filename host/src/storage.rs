@@ -3,8 +3,9 @@
 //! with pgvector, shared by any number of nodes). Each domain has its own store trait with an
 //! implementation per backend; this module only opens the database.
 //!
-//! So far the accounts domain (keys, plans, usage) runs on postgres, through the CLI; `serve`
-//! refuses the backend until memory and agents do too (README, "The postgres backend").
+//! So far the accounts domain (keys, plans, usage) runs on postgres through the CLI, and the
+//! memory domain has its postgres backend (`memory::PgMemory`); `serve` refuses the backend
+//! until agents do too (README, "The postgres backend").
 
 use std::time::Duration;
 

@@ -38,10 +38,26 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let section = "postgres: put";
     println!("\n== {section} ==");
     let memory = rt.block_on(service(&pg.database("put_onnx"), EmbedderKind::Onnx, model));
-    puts(table, &rt, section, "default embedder", &memory, settings, &mut texts);
+    puts(
+        table,
+        &rt,
+        section,
+        "default embedder",
+        &memory,
+        settings,
+        &mut texts,
+    );
     let hash = hash_embedder();
     let memory = rt.block_on(service(&pg.database("put_hash"), EmbedderKind::Hash, &hash));
-    puts(table, &rt, section, "hash embedder", &memory, settings, &mut texts);
+    puts(
+        table,
+        &rt,
+        section,
+        "hash embedder",
+        &memory,
+        settings,
+        &mut texts,
+    );
 
     let section = format!("postgres: search, 1 account × {}", settings.single);
     println!("\n== {section} ==");
@@ -167,7 +183,10 @@ fn load(
     table.value(
         section,
         "load via MemoryService::import, hash embedder (setup)",
-        format!("{done} memories in {secs:.0} s ({:.0}/s)", done as f64 / secs),
+        format!(
+            "{done} memories in {secs:.0} s ({:.0}/s)",
+            done as f64 / secs
+        ),
         "",
         None,
     );

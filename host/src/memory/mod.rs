@@ -1,9 +1,10 @@
-//! Long-term memory: the store (redb, the source of truth), the derived indexes (tantivy
-//! keywords, usearch vectors), the embedder, and the operations of the memory API.
+//! Long-term memory: the operations of the memory API ([`MemoryService`]), the embedder,
+//! and two storage backends behind [`MemoryBackend`]: embedded — the store (redb, the
+//! source of truth, one writer thread with group commit) and the indexes derived from it
+//! (tantivy keywords, usearch vectors) — and PostgreSQL with pgvector ([`PgMemory`]).
 //!
 //! Everything here is scoped by an account name the caller has already authenticated;
-//! nothing here knows about HTTP. Writes go through one writer thread (group commit);
-//! reads are redb snapshots and index queries that run concurrently with it.
+//! nothing here knows about HTTP.
 
 mod backend;
 mod config;
