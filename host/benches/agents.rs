@@ -64,9 +64,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use fake_mind::FakeMind;
-use harness::{
-    ACCOUNT, Client, Server, ServerOptions, Smaps, loadavg, mappings, pct_ms, rss_kib, summary,
-};
+use harness::{Client, Server, ServerOptions, Smaps, loadavg, mappings, pct_ms, rss_kib, summary};
 
 struct Settings {
     agents: usize,
@@ -559,7 +557,7 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
         // Some ended although the Mind never answered: say how.
         let mut ended: HashMap<String, usize> = HashMap::new();
         for id in &ids {
-            if let Ok(Some(r)) = server.state.records.get(ACCOUNT, id)
+            if let Some(r) = server.record(id)
                 && r.status.is_terminal()
             {
                 let why = r.error.map_or_else(
@@ -628,22 +626,23 @@ fn live(s: &Settings, mind: &FakeMind, table: &mut Table) {
         None,
     );
 
-    // What the spawn path pays on this machine: the account's running time is summed over
-    // every live agent (under the runtime's lock), and each spawn commits durably twice.
+    // What the spawn path pays on this machine: the month's run time (the usage ledger's
+    // month plus the running agents' sum, taken under the runtime's lock), and each spawn
+    // commits durably twice.
     let scan: Vec<Duration> = (0..200)
         .map(|_| {
             let t = Instant::now();
-            std::hint::black_box(server.state.runtime.running_ms(ACCOUNT));
+            std::hint::black_box(server.month_run_ms());
             t.elapsed()
         })
         .collect();
     println!(
-        "Runtime::running_ms over {live_now} live agents (every spawn calls it): {}",
+        "Runtime::month_run_ms with {live_now} live agents (every spawn's budget check): {}",
         summary(&scan)
     );
     table.latency(
         &format!(
-            "`Runtime::running_ms` with {live_now} live (once per spawn, under the live lock)"
+            "`Runtime::month_run_ms` with {live_now} live (once per spawn: ledger read + live sum)"
         ),
         &scan,
         None,
@@ -938,14 +937,7 @@ fn stop(s: &Settings, mind: &FakeMind, table: &mut Table) {
             },
         ));
         let client = server.client();
-        let records = server.state.records.clone();
-        let reported = |id: &str| {
-            records
-                .get(ACCOUNT, id)
-                .ok()
-                .flatten()
-                .is_some_and(|r| !r.progress.is_empty())
-        };
+        let reported = |id: &str| server.record(id).is_some_and(|r| !r.progress.is_empty());
         let others: Vec<String> = (0..background)
             .map(|i| id_of(&client.spawn(&format!("background {i}")).0))
             .collect();

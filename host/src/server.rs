@@ -75,7 +75,7 @@ pub fn serve(
             .into_future(),
     );
     // Loads on this thread while the runtime's workers already answer health checks.
-    let state = load_state(&dir, config, &readiness)?;
+    let state = runtime.block_on(load_state(&dir, config, &readiness))?;
     let memory = state.memory.clone();
     let (mcp, sessions) = mcp::router(state.clone());
     let router = runtime.block_on(api::mount_metrics(
@@ -121,14 +121,18 @@ fn serve_admin(
 
 /// Everything the API serves, opened on `dir`: the embedder, the memory store and its
 /// indexes, the Mind, agent records and the agent runtime. The benchmarks start from here.
-pub fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
+pub async fn open_state(dir: &DataDir, config: Config) -> anyhow::Result<AppState> {
     let readiness = Readiness::new(MindCheck::checking(&config.mind));
-    load_state(dir, config, &readiness)
+    load_state(dir, config, &readiness).await
 }
 
 /// [`open_state`], marking the embedder and the indexes on `readiness` as they come up (the
 /// runtime is marked by `serve` once the API built on it is installed).
-fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::Result<AppState> {
+async fn load_state(
+    dir: &DataDir,
+    config: Config,
+    readiness: &Readiness,
+) -> anyhow::Result<AppState> {
     let embedder = embed::from_config(&config.embedder)?;
     tracing::info!(
         embedder = embedder.name(),
@@ -147,7 +151,7 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
     .context("opening the memory store")?;
     readiness.mark(Part::Indexes);
     let mind = mind::from_config(&config.mind)?;
-    let records = AgentStore::new(dir.db().clone())?;
+    let records = AgentStore::embedded(dir.db().clone())?;
     let usage: Ledger = Arc::new(UsageStore::new(dir.db().clone())?);
     let services = Arc::new(Services {
         memory: memory.clone(),
@@ -155,8 +159,9 @@ fn load_state(dir: &DataDir, config: Config, readiness: &Readiness) -> anyhow::R
         records: records.clone(),
         usage: usage.clone(),
     });
-    let runtime =
-        Runtime::start(&config.runtime, dir, services).context("starting the agent runtime")?;
+    let runtime = Runtime::start(&config.runtime, dir, services, None)
+        .await
+        .context("starting the agent runtime")?;
     let keys: Accounts = Arc::new(KeyStore::new(dir.db().clone())?);
     let console = Console::open(dir.path(), &config.console, keys.clone())
         .context("setting up console sign-in")?;

@@ -4,8 +4,9 @@
 //! implementation per backend; this module only opens the database.
 //!
 //! So far the accounts domain (keys, plans, usage) runs on postgres through the CLI, and the
-//! memory domain has its postgres backend (`memory::PgMemory`); `serve` refuses the backend
-//! until agents do too (README, "The postgres backend").
+//! memory domain and the agents domain's stores (records, components, spawn limits) have
+//! their postgres implementations; `serve` refuses the backend until agents are placed
+//! across nodes (README, "The postgres backend").
 
 use std::time::Duration;
 

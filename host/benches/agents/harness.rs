@@ -85,11 +85,13 @@ impl Server {
             .tempdir_in(root)
             .expect("temp data dir");
         let dir = DataDir::open(tmp.path()).expect("data dir");
-        let state = wasmind::server::open_state(&dir, config).expect("open_state");
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .expect("runtime");
+        let state = runtime
+            .block_on(wasmind::server::open_state(&dir, config))
+            .expect("open_state");
         let (key, _) = runtime
             .block_on(state.keys.create(ACCOUNT, Some(Plan::Lightyear)))
             .expect("create key");
@@ -130,9 +132,29 @@ impl Server {
             .expect("create key")
     }
 
+    /// The bench account's agent `id`, if it has it (and the store answers).
+    pub fn record(&self, id: &str) -> Option<wasmind::runtime::AgentRecord> {
+        let runtime = self.runtime.as_ref().expect("serving");
+        runtime
+            .block_on(self.state.records.get(ACCOUNT, id))
+            .ok()
+            .flatten()
+    }
+
+    /// The bench account's agent run time this month, in ms.
+    pub fn month_run_ms(&self) -> u64 {
+        let runtime = self.runtime.as_ref().expect("serving");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_millis() as u64;
+        (runtime.block_on(self.state.runtime.month_run_ms(ACCOUNT, now))).expect("month usage")
+    }
+
     /// Agents spawning or running.
     pub fn live(&self) -> u32 {
-        self.state.runtime.concurrent(ACCOUNT)
+        let runtime = self.runtime.as_ref().expect("serving");
+        (runtime.block_on(self.state.runtime.concurrent(ACCOUNT))).expect("counting live agents")
     }
 
     /// Stops every live agent (through the runtime, no HTTP), waits until none is left,
@@ -154,11 +176,12 @@ impl Server {
     }
 
     fn stop_all_live(&self, timeout: Duration) {
-        let records = self.state.records.clone();
+        let (records, runtime) = (&self.state.records, self.runtime.as_ref().expect("serving"));
         let mut before = None;
         let mut ids = Vec::new();
         loop {
-            let (page, next) = records.list(ACCOUNT, before, 1000).expect("listing agents");
+            let (page, next) =
+                (runtime.block_on(records.list(ACCOUNT, before, 1000))).expect("listing agents");
             ids.extend(
                 page.iter()
                     .filter(|r| !r.status.is_terminal())

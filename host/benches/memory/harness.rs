@@ -46,7 +46,12 @@ pub struct Opened {
 pub fn open(path: &Path, config: Config) -> Opened {
     let started = Instant::now();
     let dir = DataDir::open(path).expect("open data dir");
-    let state = wasmind::server::open_state(&dir, config).expect("open the server state");
+    let state = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(wasmind::server::open_state(&dir, config))
+        .expect("open the server state");
     Opened {
         dir,
         state,

@@ -126,6 +126,21 @@ impl Admission {
         }
     }
 
+    /// Agents of `account` spawning or running on this host.
+    pub(super) fn concurrent(&self, account: &str) -> u32 {
+        let live = self.live.lock();
+        live.per_account.get(account).map_or(0, |a| a.admitted)
+    }
+
+    /// Run time so far of the account's agents running on this host, in ms.
+    pub(super) fn running_ms(&self, account: &str) -> u64 {
+        let live = self.live.lock();
+        let now = live.offset_ms(Instant::now());
+        live.per_account
+            .get(account)
+            .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
+    }
+
     /// The live agent `agent_id`, if it is.
     pub(super) fn agent(&self, agent_id: &str) -> Option<Arc<AgentCtx>> {
         self.live.lock().agents.get(agent_id).cloned()
@@ -141,21 +156,6 @@ impl Runtime {
     /// Agents spawning or running on this host.
     pub fn live(&self) -> u32 {
         self.inner.admission.live.lock().total
-    }
-
-    /// Agents of `account` spawning or running.
-    pub fn concurrent(&self, account: &str) -> u32 {
-        let live = self.inner.admission.live.lock();
-        live.per_account.get(account).map_or(0, |a| a.admitted)
-    }
-
-    /// Run time so far of the account's running agents, in ms.
-    pub fn running_ms(&self, account: &str) -> u64 {
-        let live = self.inner.admission.live.lock();
-        let now = live.offset_ms(Instant::now());
-        live.per_account
-            .get(account)
-            .map_or(0, |a| (a.launched * now).saturating_sub(a.launched_sum_ms))
     }
 
     /// Whether agent `agent_id` has a run on this host that has not ended (a stopped agent

@@ -13,11 +13,10 @@
 use serde_json::json;
 
 use super::{
-    records::{AgentStore, Progress, RecordError, Usage},
+    records::{Progress, RecordError, Usage},
     state::AgentCtx,
 };
 use crate::{
-    blocking::run_blocking,
     clock::now_ms,
     memory::{MemoryDraft, MemoryError, PutInput, Source},
     mind::RunReport,
@@ -83,32 +82,27 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
         kind: "info".into(),
         message: format!("automatic extraction remembered {written} memories"),
     };
-    record(ctx, "the extraction summary", move |records, id| {
-        records.update(id, |r| {
+    let summarized = ctx
+        .services
+        .records
+        .update(&ctx.account, &ctx.agent_id, |r| {
             r.progress.push(summary);
             true
-        })
-    })
-    .await;
+        });
+    record(ctx, "the extraction summary", summarized.await);
     proposals.usage.into()
 }
 
 async fn log(ctx: &AgentCtx, message: String, data: Option<serde_json::Value>) {
-    record(ctx, "an extraction event", move |records, id| {
-        records.append_log(id, LOG_KIND, message, data)
-    })
-    .await;
+    let logged =
+        (ctx.services.records).append_log(&ctx.account, &ctx.agent_id, LOG_KIND, message, data);
+    record(ctx, "an extraction event", logged.await);
 }
 
-/// Runs `write` on the agent's records off the async workers. A failure is only logged:
-/// nothing of extraction may fail the run.
-async fn record<T: Send + 'static>(
-    ctx: &AgentCtx,
-    what: &'static str,
-    write: impl FnOnce(&AgentStore, &str) -> Result<T, RecordError> + Send + 'static,
-) {
-    let (records, id) = (ctx.services.records.clone(), ctx.agent_id.clone());
-    if let Err(e) = run_blocking(move || write(&records, &id)).await {
+/// Logs a failure to record `what`, and only logs it: nothing of extraction may fail the
+/// run.
+fn record<T>(ctx: &AgentCtx, what: &'static str, written: Result<T, RecordError>) {
+    if let Err(e) = written {
         tracing::error!(agent = %ctx.agent_id, error = %e, "recording {what} failed");
     }
 }

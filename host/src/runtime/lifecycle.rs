@@ -20,26 +20,24 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
+    limits::{LocalLimits, SharedLimits, SpawnLimits},
     records::{AgentRecord, Failure, RecordError, Status, Usage},
     run::{Ended, Outcome, run},
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
     timings::Recorder,
 };
-use crate::{
-    accounts::RateLimiter, blocking::run_blocking, clock::now_ms, data_dir::DataDir,
-    metrics::names, mind::RunReport,
-};
+use crate::{clock::now_ms, data_dir::DataDir, metrics::names, mind::RunReport};
 
 pub(super) struct Inner {
-    pub(super) compiled: Compiled,
+    pub(super) compiled: Arc<Compiled>,
     /// Tenants' uploaded components.
     pub(super) components: Components,
     pub(super) services: Arc<Services>,
     pub(super) config: RuntimeConfig,
     pub(super) admission: Arc<Admission>,
-    /// Every key's spawn-rate windows.
-    pub(super) rate: RateLimiter,
+    /// The accounts' and keys' limits spawns are admitted within.
+    pub(super) limits: Box<dyn SpawnLimits>,
     pub(super) timings: Recorder,
     /// Where agents' tasks run: the guests' own threads.
     guest_tasks: tokio::runtime::Handle,
@@ -62,16 +60,31 @@ pub(super) fn grace(config: &RuntimeConfig) -> Duration {
 }
 
 impl Runtime {
-    /// Compiles the default agent component and opens the uploaded ones in `dir`, then
-    /// marks agents a previous process left alive as failed (nothing stays `running`
-    /// forever).
-    pub fn start(
+    /// Compiles the default agent component into `dir`'s cache and serves the uploaded
+    /// components kept in `shared` (or the data dir), then marks agents a previous process
+    /// left alive as failed (nothing stays `running` forever).
+    pub async fn start(
         config: &RuntimeConfig,
         dir: &DataDir,
         services: Arc<Services>,
+        shared: Option<sqlx::PgPool>,
     ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, &dir.cache_dir())?;
-        let components = Components::open(dir.db().clone(), &dir.components_dir())?;
+        let admission = Admission::new(compiled.layout.cap);
+        let (components, limits): (_, Box<dyn SpawnLimits>) = match shared {
+            None => (
+                Components::embedded(dir.db().clone(), &dir.components_dir())?,
+                Box::new(LocalLimits::new(
+                    admission.clone(),
+                    services.usage.clone(),
+                    services.records.clone(),
+                )),
+            ),
+            Some(pool) => (
+                Components::postgres(pool.clone()),
+                Box::new(SharedLimits::new(pool, admission.clone())),
+            ),
+        };
         let threads = config.guest_threads();
         let guests = GuestThreads::start(threads)?;
         tracing::info!(
@@ -88,17 +101,17 @@ impl Runtime {
                     let engine = compiled.engine.clone();
                     move || engine.increment_epoch()
                 }),
-                admission: Admission::new(compiled.layout.cap),
-                compiled,
+                admission,
+                limits,
+                compiled: Arc::new(compiled),
                 components,
                 services,
                 config: config.clone(),
-                rate: RateLimiter::default(),
                 timings: Recorder::new(),
             }),
             _guests: Arc::new(guests),
         };
-        runtime.fail_orphans()?;
+        runtime.fail_orphans().await?;
         Ok(runtime)
     }
 
@@ -166,10 +179,10 @@ impl Runtime {
         });
     }
 
-    fn fail_orphans(&self) -> anyhow::Result<()> {
+    async fn fail_orphans(&self) -> anyhow::Result<()> {
         let records = &self.inner.services.records;
-        for id in records.alive()? {
-            let failed = records.update(&id, |r| {
+        for (account, id) in records.alive().await? {
+            let failed = records.update(&account, &id, |r| {
                 r.status = Status::Failed;
                 r.ended_at = Some(now_ms());
                 r.error = Some(Failure {
@@ -177,14 +190,12 @@ impl Runtime {
                     message: "the host restarted while this agent was alive; spawn it again".into(),
                 });
                 true
-            })?;
-            if let Some(r) = failed {
-                records.append_log(
-                    &id,
-                    "terminal",
-                    "failed".into(),
-                    Some(json!({ "status": "failed", "error": r.error })),
-                )?;
+            });
+            if let Some(r) = failed.await? {
+                let data = json!({ "status": "failed", "error": r.error });
+                let logged =
+                    records.append_log(&account, &id, "terminal", "failed".into(), Some(data));
+                logged.await?;
             }
         }
         Ok(())
@@ -198,24 +209,18 @@ async fn supervise(
     pre: &AgentPre<AgentState>,
     task: &str,
 ) {
-    let records = inner.services.records.clone();
-    let id = ctx.agent_id.clone();
-    let started = run_blocking({
-        let (records, id) = (records.clone(), id.clone());
-        move || {
-            records.update(&id, |r| {
-                let starting = r.status == Status::Spawning;
-                if starting {
-                    r.status = Status::Running;
-                    r.started_at = Some(now_ms());
-                }
-                starting
-            })
+    let records = &inner.services.records;
+    let (account, id) = (&ctx.account, &ctx.agent_id);
+    let started = records.update(account, id, |r| {
+        let starting = r.status == Status::Spawning;
+        if starting {
+            r.status = Status::Running;
+            r.started_at = Some(now_ms());
         }
-    })
-    .await;
-    match started {
-        Ok(Some(r)) if r.status == Status::Running => inner.timings.running(&id),
+        starting
+    });
+    match started.await {
+        Ok(Some(r)) if r.status == Status::Running => inner.timings.running(id),
         Ok(_) => {}
         Err(e) => tracing::error!(agent = %id, error = %e, "recording the agent as running failed"),
     }
@@ -242,8 +247,8 @@ async fn supervise(
         };
         usage += extraction::extract(ctx, report).await;
     }
-    let ended = run_blocking(move || {
-        let ended = records.update(&id, |r| {
+    let ended = async {
+        let ended = records.update(account, id, move |r| {
             r.usage += usage;
             if !r.status.is_terminal() {
                 r.ended_at = Some(now_ms());
@@ -260,14 +265,17 @@ async fn supervise(
                 }
             }
             true
-        })?;
-        if let Some(r) = ended {
+        });
+        if let Some(r) = ended.await? {
             metrics::counter!(names::AGENTS_ENDED, "status" => r.status.as_str()).increment(1);
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
-            records.append_log(&id, "terminal", r.status.as_str().into(), Some(data))?;
+            let status = r.status.as_str().into();
+            records
+                .append_log(account, id, "terminal", status, Some(data))
+                .await?;
         }
         Ok::<_, RecordError>(())
-    })
+    }
     .await;
     if let Err(e) = ended {
         tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");

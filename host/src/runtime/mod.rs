@@ -7,7 +7,7 @@
 //! (`spawn`) is admitted within the plan's and the host's limits (`admission`), then
 //! supervised from launch to its recorded end (`lifecycle`) around the run itself
 //! (`run`). Each interface of `guest-sdk/wit/agent.wit` has its host side in `host/`. Records and
-//! log events are durable in redb (`records`); their watchers are woken on each change
+//! log events are durable in redb or PostgreSQL (`records`); their watchers are woken on each change
 //! (`changes`).
 //! Nothing outside this module knows wasmtime.
 
@@ -23,6 +23,7 @@ mod extraction;
 mod guests;
 mod host;
 mod lifecycle;
+mod limits;
 mod newest;
 mod records;
 mod run;
@@ -40,7 +41,8 @@ pub use config::RuntimeConfig;
 pub use host::account_memory;
 pub use lifecycle::Runtime;
 pub use records::{
-    AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, Status, Usage,
+    AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, RecordError,
+    Status, Usage,
 };
 pub use spawn::{SpawnRefusal, SpawnRequest, StopError};
 pub use state::Services;

@@ -26,7 +26,7 @@ use super::{
     records::{Failure, Usage},
     state::{AgentCtx, AgentState},
 };
-use crate::{blocking::run_blocking, mind::Message};
+use crate::mind::Message;
 
 /// How a run ended.
 pub(super) enum Outcome {
@@ -209,11 +209,15 @@ async fn note_dropped(inner: &Inner, ctx: &AgentCtx, dropped: [(&'static str, u6
             .map(|(what, n)| (format!("dropped_{what}"), (*n).into()))
             .collect(),
     );
-    let (records, id) = (inner.services.records.clone(), ctx.agent_id.clone());
     let message = format!("dropped past the run's bounds: {message}");
-    if let Err(e) =
-        run_blocking(move || records.append_log(&id, "limit", message, Some(data))).await
-    {
+    let logged = (inner.services.records).append_log(
+        &ctx.account,
+        &ctx.agent_id,
+        "limit",
+        message,
+        Some(data),
+    );
+    if let Err(e) = logged.await {
         tracing::error!(agent = %ctx.agent_id, error = %e, "logging the dropped reports failed");
     }
 }

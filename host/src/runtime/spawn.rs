@@ -1,30 +1,28 @@
 //! Spawn and stop, the two operations callers ask of the runtime, each one call.
 //!
 //! A spawn is checked in a fixed order, each check the refusal a client can act on first:
-//! the component it names (the account's own, loaded ready to run), then the account's monthly agent-hour budget (finished runs plus the run time of its running
-//! agents), then a place among the account's concurrent agents and under the host's
-//! admission cap, then the key's rolling spawn-rate windows, which count admitted spawns
-//! only. An admitted spawn is stored as `spawning`, launched, and, when no name was given,
-//! named from its task until the Mind titles it.
+//! the component it names (the account's own, loaded ready to run), then the account's
+//! monthly agent-hour budget (finished runs plus the run time of its running agents), then
+//! a place among the account's concurrent agents and under the host's admission cap, then
+//! the key's rolling spawn-rate windows, which count admitted spawns only (`limits`, which
+//! stores the admitted spawn as `spawning` in the same step). It is then launched and,
+//! when no name was given, named from its task until the Mind titles it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{
-    admission::Refusal,
     lifecycle::Runtime,
+    limits::Asked,
     records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
 };
 use crate::{
     accounts::{Plan, PlanLimits, Window},
-    blocking::{BlockingError, run_blocking},
-    clock::{next_month_start, now_ms},
+    clock::now_ms,
     id::new_id,
     metrics::names,
     mind::jobs::MAX_TITLE_CHARS,
     text::shorten,
 };
-
-const MS_PER_HOUR: f64 = 3_600_000.0;
 
 /// What a caller asks to spawn, on behalf of whom.
 #[derive(Debug, Clone)]
@@ -119,14 +117,21 @@ impl Runtime {
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus
     /// its running agents so far — what the monthly agent-hour budget is checked against.
     pub async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {
-        let finished_ms = self.inner.services.usage.month(account, now).await?.run_ms;
-        Ok(finished_ms + self.running_ms(account))
+        self.inner.limits.month_run_ms(account, now).await
     }
 
-    /// Spawns `key_id` made in its rolling minute and hour
-    /// ([`crate::accounts::RateLimiter::used`]).
-    pub fn spawns_in_windows(&self, key_id: &str) -> (u32, u32) {
-        self.inner.rate.used(key_id, Instant::now())
+    /// Agents of `account` spawning or running (on every node).
+    pub async fn concurrent(&self, account: &str) -> anyhow::Result<u32> {
+        self.inner.limits.concurrent(account).await
+    }
+
+    /// Spawns the account's key `key_id` made in its rolling minute and hour.
+    pub async fn spawns_in_windows(
+        &self,
+        account: &str,
+        key_id: &str,
+    ) -> anyhow::Result<(u32, u32)> {
+        self.inner.limits.spawns_in_windows(account, key_id).await
     }
 
     /// Admits, stores and launches one agent, or says why not (see the module's order).
@@ -150,48 +155,6 @@ impl Runtime {
         let services = &self.inner.services;
         let (agent, pre) = self.agent_for(&account, agent).await?;
         let now = now_ms();
-
-        let used_ms = self
-            .month_run_ms(&account, now)
-            .await
-            .map_err(SpawnRefusal::Storage)?;
-        let budget_ms = (limits.agent_hours_per_month * MS_PER_HOUR) as u64;
-        if used_ms >= budget_ms {
-            return Err(SpawnRefusal::MonthlyQuota {
-                plan,
-                used_hours: used_ms as f64 / MS_PER_HOUR,
-                limit_hours: limits.agent_hours_per_month,
-                resets_at: next_month_start(now),
-            });
-        }
-
-        let slot = self
-            .inner
-            .admission
-            .reserve(&account, limits.concurrent_agents)
-            .map_err(|refusal| match refusal {
-                Refusal::ConcurrentLimit { current, max } => {
-                    SpawnRefusal::ConcurrentLimit { plan, current, max }
-                }
-                Refusal::AtCapacity { cap } => SpawnRefusal::AtCapacity { cap },
-            })?;
-
-        self.inner
-            .rate
-            .try_acquire(
-                &key_id,
-                limits.spawns_per_minute,
-                limits.spawns_per_hour,
-                Instant::now(),
-            )
-            .map_err(|refused| SpawnRefusal::RateLimited {
-                plan,
-                window: refused.window,
-                retry_after_secs: refused.retry_after_secs,
-                per_minute: limits.spawns_per_minute,
-                per_hour: limits.spawns_per_hour,
-            })?;
-
         let untitled = name.is_none();
         let record = AgentRecord {
             agent_id: new_id("ag_"),
@@ -213,10 +176,12 @@ impl Runtime {
             agent,
             seq: 0,
         };
-        let records = services.records.clone();
-        let record = run_blocking(move || records.create(record))
-            .await
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        let asked = Asked {
+            plan,
+            limits: &limits,
+            now,
+        };
+        let (record, slot) = self.inner.limits.admit(record, asked).await?;
         let cpu_budget = Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
             .unwrap_or(Duration::MAX);
         self.launch(slot, &record, limits.memories, cpu_budget, pre);
@@ -230,20 +195,18 @@ impl Runtime {
     /// agent is signalled, then dropped after its grace. Idempotent: a terminal agent is
     /// left as it is. Returns the agent's status afterwards.
     pub async fn stop(&self, account: &str, agent_id: &str) -> Result<Status, StopError> {
-        let storage = |e: BlockingError<RecordError>| StopError::Storage(e.into());
-        let records = self.inner.services.records.clone();
-        let (account, id) = (account.to_string(), agent_id.to_string());
-        let record = run_blocking(move || records.get(&account, &id))
+        let storage = |e: RecordError| StopError::Storage(e.into());
+        let records = &self.inner.services.records;
+        let record = records
+            .get(account, agent_id)
             .await
             .map_err(storage)?
             .ok_or(StopError::NotFound)?;
         if record.status.is_terminal() {
             return Ok(record.status);
         }
-        let records = self.inner.services.records.clone();
-        let id = record.agent_id;
-        let updated = run_blocking(move || {
-            records.update(&id, |r| {
+        let updated = records
+            .update(account, agent_id, |r| {
                 let alive = !r.status.is_terminal();
                 if alive {
                     r.status = Status::Stopped;
@@ -251,10 +214,9 @@ impl Runtime {
                 }
                 alive
             })
-        })
-        .await
-        .map_err(storage)?
-        .ok_or(StopError::NotFound)?;
+            .await
+            .map_err(storage)?
+            .ok_or(StopError::NotFound)?;
         self.signal_stop(&updated.agent_id);
         Ok(updated.status)
     }
@@ -277,15 +239,14 @@ impl Runtime {
                 }
             };
             let spent = Usage::from(title.usage);
-            let (records, agent) = (services.records.clone(), id.clone());
-            let titled = run_blocking(move || {
-                records.update(&agent, |r| {
+            let titled = services
+                .records
+                .update(&account, &id, move |r| {
                     r.name = title.text;
                     r.usage += spent;
                     true
                 })
-            })
-            .await;
+                .await;
             if let Err(e) = titled {
                 tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
             }

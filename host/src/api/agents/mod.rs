@@ -19,9 +19,8 @@ use super::{
 };
 use crate::{
     accounts::Principal,
-    blocking::run_blocking,
     clock::iso8601,
-    runtime::{AgentRecord, MemoryMode, SpawnRequest, Status, StopError},
+    runtime::{AgentRecord, MemoryMode, RecordError, SpawnRequest, Status, StopError},
 };
 use axum::{
     Json,
@@ -47,11 +46,11 @@ pub(in crate::api) fn agent_id(path: Result<Path<String>, PathRejection>) -> Api
     path.map(|Path(id)| id).map_err(|_| agent_not_found())
 }
 
-/// Runs storage work off the async workers; any failure is a 500.
-async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
-    f: impl FnOnce() -> Result<T, E> + Send + 'static,
-) -> ApiResult<T> {
-    run_blocking(f).await.map_err(|e| ApiError::internal(&e))
+/// A failure to read agent records is a 500.
+impl From<RecordError> for ApiError {
+    fn from(e: RecordError) -> Self {
+        ApiError::internal(&e)
+    }
 }
 
 /// Start an agent on a task, within the plan's budget, concurrency and spawn rate.
@@ -183,9 +182,7 @@ pub async fn list_agents(
     let before = cursor
         .map(|c| cursor::decode(AGENTS_CURSOR, c))
         .transpose()?;
-    let records = state.records.clone();
-    let account = account.to_string();
-    let (page, next) = blocking(move || records.list(&account, before, limit)).await?;
+    let (page, next) = state.records.list(account, before, limit).await?;
     Ok(AgentList {
         data: page.iter().map(AgentView::from).collect(),
         next_cursor: next.map(|n| cursor::encode(AGENTS_CURSOR, n)),
@@ -198,11 +195,7 @@ pub(in crate::api) async fn owned(
     account: &str,
     id: String,
 ) -> ApiResult<AgentRecord> {
-    let records = state.records.clone();
-    let account = account.to_string();
-    blocking(move || records.get(&account, &id))
-        .await?
-        .ok_or_else(agent_not_found)
+    (state.records.get(account, &id).await?).ok_or_else(agent_not_found)
 }
 
 /// One agent: status, progress, result, usage.
@@ -289,8 +282,9 @@ pub async fn logs(
         .map(|c| cursor::decode(LOGS_CURSOR, c))
         .transpose()?
         .unwrap_or(0);
-    let records = state.records.clone();
-    let (events, more) = blocking(move || records.logs(&record.agent_id, after, limit)).await?;
+    let (events, more) = (state.records)
+        .logs(&record.account, &record.agent_id, after, limit)
+        .await?;
     let next = more
         .then(|| events.last().map(|e| cursor::encode(LOGS_CURSOR, e.seq)))
         .flatten();

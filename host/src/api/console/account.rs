@@ -176,24 +176,27 @@ pub async fn usage(
         .iter()
         .map(|(_, n)| n)
         .sum();
-    let spawn_windows = keys_of(&state, account)
-        .await?
-        .into_iter()
-        .filter(|k| k.revoked_at.is_none())
-        .flat_map(|k| {
-            let (minute, hour) = state.runtime.spawns_in_windows(&k.id);
+    let mut spawn_windows = Vec::new();
+    for key in keys_of(&state, account).await? {
+        if key.revoked_at.is_some() {
+            continue;
+        }
+        let (minute, hour) =
+            (state.runtime.spawns_in_windows(account, &key.id).await).map_err(|e| failed(&e))?;
+        spawn_windows.extend(
             [
                 (60, minute, limits.spawns_per_minute),
                 (3_600, hour, limits.spawns_per_hour),
             ]
             .map(|(window_secs, used, limit)| SpawnWindow {
-                key_id: k.id.clone(),
+                key_id: key.id.clone(),
                 window_secs,
                 used,
                 limit: Some(limit),
-            })
-        })
-        .collect();
+            }),
+        );
+    }
+    let running = (state.runtime.concurrent(account).await).map_err(|e| failed(&e))?;
     Ok(Json(UsageReport {
         month: month_of(now),
         plan: session.plan.as_str(),
@@ -206,7 +209,7 @@ pub async fn usage(
             limit: Some(limits.memories),
         },
         concurrent_agents: ConcurrencyUsed {
-            running: state.runtime.concurrent(account),
+            running,
             limit: Some(limits.concurrent_agents),
         },
         spawn_windows,

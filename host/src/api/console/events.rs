@@ -32,10 +32,7 @@ use super::{
     },
     auth::StreamAuth,
 };
-use crate::{
-    blocking::run_blocking,
-    runtime::{AgentRecord, Progress, Watch},
-};
+use crate::runtime::{AgentRecord, Progress, Watch};
 
 /// Log events read from the store at once.
 const LOG_BATCH: usize = 1_000;
@@ -170,12 +167,8 @@ impl Feed {
 
     /// Queues what changed since the last read: progress, log events, then the status.
     async fn catch_up(&mut self) {
-        let (records, account, id) = (
-            self.state.records.clone(),
-            self.sent.account.clone(),
-            self.sent.agent_id.clone(),
-        );
-        let record = match run_blocking(move || records.get(&account, &id)).await {
+        let (account, id) = (&self.sent.account, &self.sent.agent_id);
+        let record = match self.state.records.get(account, id).await {
             Ok(Some(record)) => record,
             Ok(None) => return self.fail("the agent's record is gone"),
             Err(e) => return self.fail(&e.to_string()),
@@ -200,12 +193,12 @@ impl Feed {
         // before it ended, so the read below sees it if there is one.
         self.idle = !self.state.runtime.is_live(&self.sent.agent_id);
         loop {
-            let (records, id, after) = (
-                self.state.records.clone(),
-                self.sent.agent_id.clone(),
-                self.log_seq,
-            );
-            match run_blocking(move || records.logs(&id, after, LOG_BATCH)).await {
+            let (account, id) = (&self.sent.account, &self.sent.agent_id);
+            let read = self
+                .state
+                .records
+                .logs(account, id, self.log_seq, LOG_BATCH);
+            match read.await {
                 Ok((events, more)) => {
                     if let Some(last) = events.last() {
                         self.log_seq = last.seq;

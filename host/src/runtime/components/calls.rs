@@ -1,25 +1,15 @@
-//! What callers ask of the runtime about components, each one async call run on the
-//! blocking pool: upload, read, list, delete, and what a spawn's `agent` runs.
+//! What callers ask of the runtime about components, each one async call: upload, read,
+//! list, delete, and what a spawn's `agent` runs.
 
 use super::{
     names::{check_name, check_version},
     ops::{Upload, UploadError},
     store::ComponentRecord,
 };
-use crate::{
-    blocking::{BlockingError, run_blocking},
-    runtime::{
-        bindings::AgentPre, lifecycle::Runtime, records::AgentComponent, spawn::SpawnRefusal,
-        state::AgentState,
-    },
+use crate::runtime::{
+    bindings::AgentPre, lifecycle::Runtime, records::AgentComponent, spawn::SpawnRefusal,
+    state::AgentState,
 };
-
-fn blocking_error<E: Into<anyhow::Error>>(e: BlockingError<E>) -> anyhow::Error {
-    match e {
-        BlockingError::Failed(e) => e.into(),
-        BlockingError::Aborted(e) => e.into(),
-    }
-}
 
 impl Runtime {
     /// Stores an account's component once it is checked (name, version, not a duplicate,
@@ -28,13 +18,8 @@ impl Runtime {
     pub async fn upload_component(&self, up: Upload) -> Result<ComponentRecord, UploadError> {
         check_name(&up.name).map_err(UploadError::InvalidName)?;
         check_version(&up.version).map_err(UploadError::InvalidVersion)?;
-        let inner = self.inner.clone();
-        let (record, pad) = run_blocking(move || inner.components.upload(&inner.compiled, up))
-            .await
-            .map_err(|e| match e {
-                BlockingError::Failed(e) => e,
-                BlockingError::Aborted(e) => UploadError::Storage(e.into()),
-            })?;
+        let inner = &self.inner;
+        let (record, pad) = inner.components.upload(&inner.compiled, up).await?;
         tokio::time::sleep(pad).await;
         Ok(record)
     }
@@ -45,10 +30,7 @@ impl Runtime {
         account: &str,
         id: &str,
     ) -> anyhow::Result<Option<ComponentRecord>> {
-        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
-        run_blocking(move || inner.components.store.get(&account, &id))
-            .await
-            .map_err(blocking_error)
+        self.inner.components.get(account, id).await
     }
 
     /// Up to `limit` of the account's components newest first, below list position
@@ -59,27 +41,23 @@ impl Runtime {
         before: Option<u64>,
         limit: usize,
     ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
-        let (inner, account) = (self.inner.clone(), account.to_string());
-        run_blocking(move || inner.components.store.list(&account, before, limit))
-            .await
-            .map_err(blocking_error)
+        self.inner.components.list(account, before, limit).await
     }
 
-    /// Deletes the account's component `id` and returns it; its bytes and artifact go with
-    /// the last component that has them. Agents already running it keep running.
+    /// Deletes the account's component `id` and returns it; this node's artifact goes with
+    /// the last component that has its bytes. Agents already running it keep running.
     pub async fn delete_component(
         &self,
         account: &str,
         id: &str,
     ) -> anyhow::Result<Option<ComponentRecord>> {
-        let (inner, account, id) = (self.inner.clone(), account.to_string(), id.to_string());
-        run_blocking(move || inner.components.delete(&inner.compiled, &account, &id))
-            .await
-            .map_err(blocking_error)
+        let inner = &self.inner;
+        inner.components.delete(&inner.compiled, account, id).await
     }
 
     /// What a spawn runs: the default agent when `spec` is `None`, else the account's
-    /// component it names, loaded (never compiled) on a cache miss.
+    /// component it names, loaded on a cache miss (compiled only on a node that has no
+    /// artifact of it yet).
     pub(in crate::runtime) async fn agent_for(
         &self,
         account: &str,
@@ -88,14 +66,11 @@ impl Runtime {
         let Some(spec) = spec else {
             return Ok((None, self.inner.compiled.default.clone()));
         };
-        let (inner, account) = (self.inner.clone(), account.to_string());
-        let (component, pre) =
-            run_blocking(move || inner.components.resolve(&inner.compiled, &account, &spec))
-                .await
-                .map_err(|e| match e {
-                    BlockingError::Failed(e) => e,
-                    BlockingError::Aborted(e) => SpawnRefusal::Storage(e.into()),
-                })?;
+        let inner = &self.inner;
+        let (component, pre) = inner
+            .components
+            .resolve(&inner.compiled, account, &spec)
+            .await?;
         Ok((Some(component), pre))
     }
 }

@@ -2,18 +2,25 @@
 //! account by name and version, and run by a spawn that names one.
 //!
 //! An upload is checked before anything is stored (a component, not a core module; it
-//! compiles; every import is one the sandbox offers; it exports `run`), then its bytes are
-//! written content-addressed (`blobs`) and its metadata committed (`store`). Identical
-//! bytes are stored and compiled once across accounts, by the same code path whoever came
-//! first, so no account can tell another uploaded them. A spawn loads the precompiled
-//! artifact into a bounded cache of linked components (`cache`), never compiling.
+//! compiles; every import is one the sandbox offers; it exports `run`), then its bytes
+//! and metadata are stored (`store`): in the data dir, bytes content-addressed in files
+//! (`blobs`) beside metadata in redb (`embedded`), or both in PostgreSQL (`postgres`).
+//! Identical bytes are compiled once per node whoever uploaded them, by the same code path
+//! whoever came first, and every upload of them answers no sooner than the first, so no
+//! account can tell another uploaded them. A spawn loads the node's precompiled artifact
+//! into a bounded cache of linked components (`cache`); a node that has none (another node
+//! took the upload) compiles the stored bytes once.
 
 mod blobs;
 mod cache;
 mod calls;
+mod embedded;
 mod names;
 mod ops;
+mod postgres;
 mod store;
+#[cfg(test)]
+mod tests;
 
 pub use names::{ID_PREFIX, MAX_NAME_CHARS, MAX_VERSION_CHARS, VERSION_PATTERN};
 pub(super) use ops::Components;

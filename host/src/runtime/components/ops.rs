@@ -1,6 +1,7 @@
 //! The components' operations below the runtime's calls (`calls`): an upload checked,
-//! validated and stored; a delete that lets the bytes go with their last reference; the
-//! resolution of a spawn's `agent` to a linked component, from the cache or its artifact.
+//! validated (on the blocking pool) and stored; a delete that lets this node's artifact go
+//! with the bytes' last reference; the resolution of a spawn's `agent` to a linked
+//! component, from the cache, this node's artifact, or the stored bytes.
 
 use std::{
     path::Path,
@@ -13,9 +14,10 @@ use redb::Database;
 use sha2::{Digest, Sha256};
 
 use super::{
-    blobs::Blobs,
     cache::PreCache,
-    store::{ComponentRecord, ComponentStore, CreateError},
+    embedded::EmbeddedComponents,
+    postgres::PgComponents,
+    store::{ComponentBackend, ComponentRecord, CreateError},
 };
 use crate::{
     clock::now_ms,
@@ -30,17 +32,13 @@ use crate::{
     },
 };
 
-/// The components' metadata, bytes and linked forms.
+/// The components' metadata and bytes (in a backend) and linked forms (this node's).
 pub struct Components {
-    pub(super) store: ComponentStore,
-    blobs: Blobs,
+    store: Arc<dyn ComponentBackend>,
     cache: PreCache,
-    /// Held while bytes are written or removed and their references change, so a delete
-    /// never removes a file an upload has just counted on.
-    files: Mutex<()>,
     /// Held while an upload is validated: one compilation at a time (each already uses
     /// every core), so a burst of uploads queues instead of starving running agents.
-    compiling: Mutex<()>,
+    compiling: Arc<Mutex<()>>,
 }
 
 /// An upload, as the caller received it.
@@ -89,78 +87,80 @@ fn storage(e: impl std::error::Error + Send + Sync + 'static) -> UploadError {
 }
 
 impl Components {
-    /// The components kept in `db` and, bytes, in `dir`; removes bytes no component
-    /// references (left by a crash mid-upload or mid-delete).
-    pub fn open(db: Arc<Database>, dir: &Path) -> anyhow::Result<Self> {
-        let store = ComponentStore::new(db)?;
-        let blobs = Blobs::new(dir);
-        let swept = blobs.sweep(|sha| {
-            store
-                .referenced(sha)
-                .map_err(|e| std::io::Error::other(e.to_string()))
-        })?;
-        if swept > 0 {
-            tracing::info!(files = swept, "removed unreferenced component files");
-        }
-        Ok(Self {
+    /// Components kept in the data dir: metadata in `db`, bytes in `dir` (see
+    /// [`EmbeddedComponents::open`]).
+    pub fn embedded(db: Arc<Database>, dir: &Path) -> anyhow::Result<Self> {
+        Ok(Self::over(Arc::new(EmbeddedComponents::open(db, dir)?)))
+    }
+
+    /// Components kept in PostgreSQL (migrations applied), shared with every node.
+    pub fn postgres(pool: sqlx::PgPool) -> Self {
+        Self::over(Arc::new(PgComponents::new(pool)))
+    }
+
+    fn over(store: Arc<dyn ComponentBackend>) -> Self {
+        Self {
             store,
-            blobs,
             cache: PreCache::default(),
-            files: Mutex::new(()),
-            compiling: Mutex::new(()),
-        })
+            compiling: Arc::default(),
+        }
     }
 
     /// Checks, compiles, stores: see [`Runtime::upload_component`].
     /// Returns the record and how long to wait before answering: every upload of the same
     /// bytes takes at least as long as their first validation (a compilation), so no
     /// account can tell from the time that another uploaded them first.
-    pub(super) fn upload(
+    pub(super) async fn upload(
         &self,
-        compiled: &Compiled,
+        compiled: &Arc<Compiled>,
         up: Upload,
     ) -> Result<(ComponentRecord, Duration), UploadError> {
         let exact = format!("{}@{}", up.name, up.version);
         if self
             .store
             .resolve(&up.account, &exact)
+            .await
             .map_err(storage)?
             .is_some()
         {
             return Err(UploadError::Exists);
         }
-        if self.store.count(&up.account).map_err(storage)? >= up.max_components as usize {
+        if self.store.count(&up.account).await.map_err(storage)? >= up.max_components as usize {
             return Err(UploadError::Quota {
                 max: up.max_components,
             });
         }
         let digest: [u8; 32] = Sha256::digest(&up.bytes).into();
         let sha256 = hex::encode(digest);
-        let (pre, took) = {
-            let _compiling = self.compiling.lock();
+        let (compiling, checked) = (self.compiling.clone(), compiled.clone());
+        let (bytes, (pre, took)) = tokio::task::spawn_blocking(move || {
+            let _compiling = compiling.lock();
             let started = Instant::now();
-            (validate(compiled, &digest, &up.bytes)?, started.elapsed())
-        };
+            let pre = validate(&checked, &digest, &up.bytes);
+            (up.bytes, pre.map(|pre| (pre, started.elapsed())))
+        })
+        .await
+        .map_err(storage)
+        .and_then(|(bytes, validated)| Ok((bytes, validated?)))?;
         let record = ComponentRecord {
             component_id: new_id(super::ID_PREFIX),
             account: up.account,
             name: up.name,
             version: up.version,
             sha256,
-            size: up.bytes.len() as u64,
+            size: bytes.len() as u64,
             created_at: now_ms(),
             seq: 0,
         };
-        let _files = self.files.lock();
-        self.blobs
-            .put(&record.sha256, &up.bytes)
-            .map_err(|e| UploadError::Storage(e.into()))?;
         let took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let created = self.store.create(record, up.max_components, took_us);
+        let created = self
+            .store
+            .create(record, bytes, up.max_components, took_us)
+            .await;
         let record = match created {
             Ok(record) => record,
             Err(e) => {
-                self.drop_unreferenced(compiled, &digest);
+                self.drop_unreferenced(compiled, &digest).await;
                 return Err(e.into());
             }
         };
@@ -168,6 +168,7 @@ impl Components {
         let first_us = self
             .store
             .validation_us(&record.sha256)
+            .await
             .map_err(storage)?
             .unwrap_or(took_us);
         Ok((
@@ -176,54 +177,70 @@ impl Components {
         ))
     }
 
-    /// Removes the bytes and artifact of `digest` if no component references them.
-    fn drop_unreferenced(&self, compiled: &Compiled, digest: &[u8; 32]) {
+    /// Removes this node's artifact of `digest` if no component references its bytes.
+    async fn drop_unreferenced(&self, compiled: &Compiled, digest: &[u8; 32]) {
         let sha256 = hex::encode(digest);
-        if let Ok(false) = self.store.referenced(&sha256) {
+        if let Ok(false) = self.store.referenced(&sha256).await {
             self.cache.forget(&sha256);
             let artifact = engine::artifact_path(&compiled.engine, &compiled.cache_dir, digest);
-            if let Err(e) = self
-                .blobs
-                .remove(&sha256)
-                .and_then(|()| std::fs::remove_file(artifact))
-                .or_else(|e| match e.kind() {
-                    std::io::ErrorKind::NotFound => Ok(()),
-                    _ => Err(e),
-                })
+            if let Err(e) = std::fs::remove_file(artifact)
+                && e.kind() != std::io::ErrorKind::NotFound
             {
-                tracing::warn!(error = %e, %sha256, "removing component files failed");
+                tracing::warn!(error = %e, %sha256, "removing the component's artifact failed");
             }
         }
     }
 
-    pub(super) fn delete(
+    pub(super) async fn delete(
         &self,
         compiled: &Compiled,
         account: &str,
         id: &str,
     ) -> anyhow::Result<Option<ComponentRecord>> {
-        let _files = self.files.lock();
-        let Some((record, last)) = self.store.delete(account, id)? else {
+        let Some((record, last)) = self.store.delete(account, id).await? else {
             return Ok(None);
         };
         if last {
             let mut digest = [0u8; 32];
             hex::decode_to_slice(&record.sha256, &mut digest)?;
-            self.drop_unreferenced(compiled, &digest);
+            self.drop_unreferenced(compiled, &digest).await;
         }
         Ok(Some(record))
     }
 
-    /// The linked component `spec` names for `account`, with what the record says of it.
-    pub(super) fn resolve(
+    /// The account's component `id`, if it has one.
+    pub(super) async fn get(
         &self,
-        compiled: &Compiled,
+        account: &str,
+        id: &str,
+    ) -> anyhow::Result<Option<ComponentRecord>> {
+        Ok(self.store.get(account, id).await?)
+    }
+
+    /// Up to `limit` of the account's components newest first, below list position
+    /// `before`; also the position to continue from when more remain.
+    pub(super) async fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
+        Ok(self.store.list(account, before, limit).await?)
+    }
+
+    /// The linked component `spec` names for `account`, with what the record says of it:
+    /// from the cache, else from this node's artifact, else compiled from the stored bytes
+    /// (the first spawn of it on this node).
+    pub(super) async fn resolve(
+        &self,
+        compiled: &Arc<Compiled>,
         account: &str,
         spec: &str,
     ) -> Result<(AgentComponent, AgentPre<AgentState>), SpawnRefusal> {
         let record = self
             .store
             .resolve(account, spec)
+            .await
             .map_err(|e| SpawnRefusal::Storage(e.into()))?
             .ok_or(SpawnRefusal::ComponentNotFound)?;
         let cached = self.cache.get(&record.sha256);
@@ -235,23 +252,7 @@ impl Components {
         let pre = match cached {
             Some(pre) => pre,
             None => {
-                let mut digest = [0u8; 32];
-                hex::decode_to_slice(&record.sha256, &mut digest)
-                    .map_err(|e| SpawnRefusal::Storage(e.into()))?;
-                let pre = engine::load(
-                    &compiled.engine,
-                    &compiled.linker,
-                    &compiled.cache_dir,
-                    &digest,
-                    || self.blobs.read(&record.sha256),
-                )
-                .map_err(|e| match e {
-                    // Deleted since it was resolved.
-                    LoadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        SpawnRefusal::ComponentNotFound
-                    }
-                    e => SpawnRefusal::Storage(e.into()),
-                })?;
+                let pre = self.load(compiled, &record).await?;
                 self.cache.put(&record.sha256, pre.clone());
                 pre
             }
@@ -263,6 +264,44 @@ impl Components {
             version: record.version,
         };
         Ok((component, pre))
+    }
+
+    /// The component of `record` loaded on the blocking pool; its bytes are read from the
+    /// store only when this node has no artifact of them.
+    async fn load(
+        &self,
+        compiled: &Arc<Compiled>,
+        record: &ComponentRecord,
+    ) -> Result<AgentPre<AgentState>, SpawnRefusal> {
+        let mut digest = [0u8; 32];
+        hex::decode_to_slice(&record.sha256, &mut digest)
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        let (store, compiled) = (self.store.clone(), compiled.clone());
+        let (account, sha256) = (record.account.clone(), record.sha256.clone());
+        let tokio = tokio::runtime::Handle::current();
+        let loaded = tokio::task::spawn_blocking(move || {
+            engine::load(
+                &compiled.engine,
+                &compiled.linker,
+                &compiled.cache_dir,
+                &digest,
+                || {
+                    let bytes = tokio.block_on(store.bytes(&account, &sha256));
+                    bytes
+                        .map_err(std::io::Error::other)?
+                        .ok_or_else(|| std::io::ErrorKind::NotFound.into())
+                },
+            )
+        })
+        .await
+        .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        loaded.map_err(|e| match e {
+            // Deleted since it was resolved.
+            LoadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                SpawnRefusal::ComponentNotFound
+            }
+            e => SpawnRefusal::Storage(e.into()),
+        })
     }
 }
 

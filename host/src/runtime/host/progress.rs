@@ -7,7 +7,6 @@
 use serde_json::{Value, json};
 
 use crate::{
-    blocking::run_blocking,
     clock::now_ms,
     runtime::{
         bindings::progress,
@@ -67,13 +66,12 @@ impl AgentState {
         message: String,
         data: Option<Value>,
     ) -> impl Future<Output = wasmtime::Result<()>> + Send + 'static {
-        let (records, id) = (
-            self.agent.services.records.clone(),
-            self.agent.agent_id.clone(),
-        );
+        let agent = self.agent.clone();
         async move {
-            run_blocking(move || records.append_log(&id, kind, message, data))
-                .await
+            let records = &agent.services.records;
+            (records
+                .append_log(&agent.account, &agent.agent_id, kind, message, data)
+                .await)
                 .map_err(wasmtime::Error::msg)?;
             Ok(())
         }
@@ -93,18 +91,13 @@ impl progress::Host for AgentState {
         {
             return Ok(());
         }
-        let (records, id) = (
-            self.agent.services.records.clone(),
-            self.agent.agent_id.clone(),
-        );
-        run_blocking(move || {
-            records.update(&id, |r| {
-                r.progress.push(entry);
-                true
-            })
-        })
-        .await
-        .map_err(wasmtime::Error::msg)?;
+        let agent = &self.agent;
+        let records = &agent.services.records;
+        let pushed = records.update(&agent.account, &agent.agent_id, |r| {
+            r.progress.push(entry);
+            true
+        });
+        pushed.await.map_err(wasmtime::Error::msg)?;
         Ok(())
     }
 

@@ -1,0 +1,113 @@
+//! The limits a spawn is admitted within, and the figures the console shows of them: the
+//! account's monthly agent hours, its concurrent agents, the key's rolling spawn-rate
+//! windows — and this host's admission cap, which is always the node's own.
+//!
+//! Two keepers: [`LocalLimits`] counts in this process's memory, exact when one process
+//! holds every agent (the embedded backend); [`SharedLimits`] counts from PostgreSQL in
+//! the spawn's own transaction under a lock of the account, so spawns at several nodes at
+//! once never pass a limit together.
+
+mod local;
+mod shared;
+#[cfg(test)]
+mod tests;
+
+use async_trait::async_trait;
+
+pub use self::local::LocalLimits;
+pub use self::shared::SharedLimits;
+use super::{
+    admission::{Refusal, Slot},
+    records::AgentRecord,
+    spawn::SpawnRefusal,
+};
+use crate::accounts::{Plan, PlanLimits, RateRefusal, Window};
+
+const MS_PER_HOUR: f64 = 3_600_000.0;
+
+/// What a spawn is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct Asked<'a> {
+    pub plan: Plan,
+    pub limits: &'a PlanLimits,
+    /// Epoch milliseconds of the spawn.
+    pub now: u64,
+}
+
+impl Asked<'_> {
+    /// The monthly agent-hour budget, in ms.
+    fn budget_ms(&self) -> u64 {
+        (self.limits.agent_hours_per_month * MS_PER_HOUR) as u64
+    }
+
+    /// The refusal of a month whose `used_ms` reached the budget, if it did.
+    fn month(&self, used_ms: u64) -> Result<(), SpawnRefusal> {
+        if used_ms < self.budget_ms() {
+            return Ok(());
+        }
+        Err(SpawnRefusal::MonthlyQuota {
+            plan: self.plan,
+            used_hours: used_ms as f64 / MS_PER_HOUR,
+            limit_hours: self.limits.agent_hours_per_month,
+            resets_at: crate::clock::next_month_start(self.now),
+        })
+    }
+
+    /// The refusal of a place not reserved.
+    fn place(&self, refusal: Refusal) -> SpawnRefusal {
+        match refusal {
+            Refusal::ConcurrentLimit { current, max } => SpawnRefusal::ConcurrentLimit {
+                plan: self.plan,
+                current,
+                max,
+            },
+            Refusal::AtCapacity { cap } => SpawnRefusal::AtCapacity { cap },
+        }
+    }
+
+    /// The refusal of a full rate window.
+    fn rate(&self, refused: RateRefusal) -> SpawnRefusal {
+        SpawnRefusal::RateLimited {
+            plan: self.plan,
+            window: refused.window,
+            retry_after_secs: refused.retry_after_secs,
+            per_minute: self.limits.spawns_per_minute,
+            per_hour: self.limits.spawns_per_hour,
+        }
+    }
+}
+
+/// Keeps the limits of spawns.
+#[async_trait]
+pub trait SpawnLimits: Send + Sync {
+    /// Checks, in order, the account's monthly agent hours, a place among its concurrent
+    /// agents and under this host's cap, and the key's rate windows; stores `record` when
+    /// all admit, as one step against other spawns of the account. Returns the stored
+    /// record and its place on this host.
+    async fn admit(
+        &self,
+        record: AgentRecord,
+        asked: Asked<'_>,
+    ) -> Result<(AgentRecord, Slot), SpawnRefusal>;
+
+    /// The account's agent run time in the month of `now`, in ms: its finished runs plus
+    /// its running agents so far.
+    async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64>;
+
+    /// The account's agents spawning or running.
+    async fn concurrent(&self, account: &str) -> anyhow::Result<u32>;
+
+    /// Spawns of `key_id` counted in its rolling minute and hour.
+    async fn spawns_in_windows(&self, account: &str, key_id: &str) -> anyhow::Result<(u32, u32)>;
+}
+
+/// The whole seconds until a window whose oldest counted spawn is `oldest_ms` admits one
+/// again (at least 1), as [`crate::accounts::RateLimiter`] counts them.
+fn retry_after_secs(window: Window, oldest_ms: u64, now_ms: u64) -> u64 {
+    let span_ms = match window {
+        Window::Minute => 60_000,
+        Window::Hour => 3_600_000,
+    };
+    let left_ms = (oldest_ms + span_ms).saturating_sub(now_ms);
+    left_ms.div_ceil(1_000).max(1)
+}

@@ -1,0 +1,227 @@
+//! Both keepers admit within the same limits with the same refusals; and on PostgreSQL,
+//! spawns at several nodes at once stay within each limit exactly.
+
+use std::sync::Arc;
+
+use super::{Asked, LocalLimits, SharedLimits, SpawnLimits};
+use crate::{
+    accounts::{Plan, PlanLimits, UsageStore, Window},
+    clock::now_ms,
+    runtime::{
+        admission::{Admission, Slot},
+        records::{AgentRecord, AgentStore, MemoryMode, Status, Usage},
+        spawn::SpawnRefusal,
+    },
+    storage::{Backend, StorageConfig, connect},
+    test_postgres::Postgres,
+};
+
+fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLimits {
+    PlanLimits {
+        spawns_per_minute: per_minute,
+        spawns_per_hour: per_hour,
+        concurrent_agents: concurrent,
+        memories: 100,
+        agent_hours_per_month: hours,
+        component_max_bytes: 1 << 20,
+        components: 10,
+        cpu_seconds_per_run: 60.0,
+    }
+}
+
+fn draft(n: usize, key: &str, created_at: u64) -> AgentRecord {
+    AgentRecord {
+        agent_id: format!("ag_{key}_{n}"),
+        account: "acct".into(),
+        key_id: key.into(),
+        name: "n".into(),
+        status: Status::Spawning,
+        task: "t".into(),
+        created_at,
+        updated_at: created_at,
+        final_result: None,
+        progress: vec![],
+        error: None,
+        model: "m".into(),
+        started_at: None,
+        ended_at: None,
+        usage: Usage::default(),
+        memory_mode: MemoryMode::default(),
+        agent: None,
+        seq: 0,
+    }
+}
+
+async fn admit(
+    gate: &dyn SpawnLimits,
+    n: usize,
+    key: &str,
+    limits: &PlanLimits,
+) -> Result<(AgentRecord, Slot), SpawnRefusal> {
+    let now = now_ms();
+    let asked = Asked {
+        plan: Plan::Free,
+        limits,
+        now,
+    };
+    gate.admit(draft(n, key, now), asked).await
+}
+
+fn local() -> (tempfile::TempDir, LocalLimits) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+    let usage = Arc::new(UsageStore::new(db.clone()).unwrap());
+    let records = AgentStore::embedded(db).unwrap();
+    (dir, LocalLimits::new(Admission::new(100), usage, records))
+}
+
+/// A node's keeper on `url` with a host cap of `cap`: its own pool, as each node has.
+async fn node(url: &str, cap: u32) -> SharedLimits {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 8,
+    };
+    SharedLimits::new(connect(&config).await.unwrap(), Admission::new(cap))
+}
+
+/// The same spawns on one keeper: concurrency, then the minute window, then the budget.
+async fn one_keeper_admits_within_every_limit(gate: &dyn SpawnLimits) {
+    let two = limits(2, 3, 10, 1.0);
+    let first = admit(gate, 1, "k1", &two).await.unwrap();
+    let _second = admit(gate, 2, "k1", &two).await.unwrap();
+    assert!(first.0.seq > 0, "stored with a list position");
+    match admit(gate, 3, "k1", &two).await.err() {
+        Some(SpawnRefusal::ConcurrentLimit { current, max, .. }) => {
+            assert_eq!((current, max), (2, 2));
+        }
+        other => panic!("expected the concurrency limit, got {other:?}"),
+    }
+    assert_eq!(gate.concurrent("acct").await.unwrap(), 2);
+    let many = limits(10, 3, 10, 1.0);
+    let _third = admit(gate, 4, "k1", &many).await.unwrap();
+    match admit(gate, 5, "k1", &many).await.err() {
+        Some(SpawnRefusal::RateLimited {
+            window,
+            retry_after_secs,
+            ..
+        }) => {
+            assert_eq!(window, Window::Minute);
+            assert!((55..=60).contains(&retry_after_secs), "{retry_after_secs}");
+        }
+        other => panic!("expected the minute window, got {other:?}"),
+    }
+    assert_eq!(gate.spawns_in_windows("acct", "k1").await.unwrap(), (3, 3));
+    assert_eq!(gate.spawns_in_windows("acct", "k2").await.unwrap(), (0, 0));
+    let _other_key = admit(gate, 6, "k2", &many).await.unwrap();
+    let spent = limits(10, 10, 10, 0.0);
+    match admit(gate, 7, "k3", &spent).await.err() {
+        Some(SpawnRefusal::MonthlyQuota { limit_hours, .. }) => assert_eq!(limit_hours, 0.0),
+        other => panic!("expected the monthly budget, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn both_keepers_admit_within_every_limit() {
+    let (_dir, gate) = local();
+    one_keeper_admits_within_every_limit(&gate).await;
+    let pg = Postgres::start();
+    let gate = node(&pg.database("limits"), 100).await;
+    one_keeper_admits_within_every_limit(&gate).await;
+}
+
+#[tokio::test]
+async fn concurrent_spawns_at_three_nodes_stay_within_the_limits_exactly() {
+    let pg = Postgres::start();
+    let url = pg.database("nodes");
+    let nodes = Arc::new([
+        node(&url, 100).await,
+        node(&url, 100).await,
+        node(&url, 100).await,
+    ]);
+    // 30 spawns at once, 10 per node: 5 may run at once.
+    let racing = |limits: PlanLimits, key: &'static str| {
+        let (nodes, limits) = (nodes.clone(), Arc::new(limits));
+        futures_util::future::join_all((0..30).map(move |n| {
+            let (nodes, limits) = (nodes.clone(), limits.clone());
+            tokio::spawn(async move { admit(&nodes[n % 3], n, key, &limits).await })
+        }))
+    };
+    let outcomes = racing(limits(5, 100, 100, 10.0), "k1").await;
+    let admitted: Vec<_> = outcomes
+        .into_iter()
+        .filter_map(|o| o.unwrap().ok())
+        .collect();
+    assert_eq!(admitted.len(), 5, "the concurrency cap, exactly");
+    assert_eq!(nodes[1].concurrent("acct").await.unwrap(), 5);
+    // Of the next 30, at most 7 per minute per key.
+    let outcomes = racing(limits(100, 7, 100, 10.0), "k2").await;
+    let (mut admitted, mut rated) = (0, 0);
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            Ok(_) => admitted += 1,
+            Err(SpawnRefusal::RateLimited {
+                window: Window::Minute,
+                ..
+            }) => rated += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!((admitted, rated), (7, 23), "the minute window, exactly");
+    assert_eq!(
+        nodes[2].spawns_in_windows("acct", "k2").await.unwrap(),
+        (7, 7)
+    );
+}
+
+#[tokio::test]
+async fn the_hour_window_budget_and_host_cap_count_across_nodes() {
+    let pg = Postgres::start();
+    let url = pg.database("windows");
+    let (a, b) = (node(&url, 1).await, node(&url, 100).await);
+    let hourly = limits(100, 100, 2, 10.0);
+    // Two spawns 30 minutes ago, through the tables as node a made them then.
+    let half_hour_ago = now_ms() - 30 * 60_000;
+    let asked = Asked {
+        plan: Plan::Free,
+        limits: &hourly,
+        now: half_hour_ago,
+    };
+    for n in 0..2 {
+        let (_, slot) = b.admit(draft(n, "k", half_hour_ago), asked).await.unwrap();
+        drop(slot);
+    }
+    match admit(&a, 2, "k", &hourly).await.err() {
+        Some(SpawnRefusal::RateLimited {
+            window,
+            retry_after_secs,
+            ..
+        }) => {
+            assert_eq!(window, Window::Hour);
+            assert!(
+                (1795..=1800).contains(&retry_after_secs),
+                "{retry_after_secs}"
+            );
+        }
+        other => panic!("expected the hour window, got {other:?}"),
+    }
+    // Two agents alive for 30 minutes: an hour of this month's budget.
+    let used = a.month_run_ms("acct", now_ms()).await.unwrap();
+    assert!((3_600_000..3_660_000).contains(&used), "{used}");
+    match admit(&a, 3, "k2", &limits(100, 100, 100, 1.0)).await.err() {
+        Some(SpawnRefusal::MonthlyQuota { used_hours, .. }) => assert!(used_hours >= 1.0),
+        other => panic!("expected the monthly budget, got {other:?}"),
+    }
+    // Node a's own cap is 1: its second live agent waits for the first's slot.
+    let roomy = limits(100, 100, 100, 10.0);
+    let (_, slot) = admit(&a, 4, "k3", &roomy).await.unwrap();
+    assert!(matches!(
+        admit(&a, 5, "k3", &roomy).await.err(),
+        Some(SpawnRefusal::AtCapacity { cap: 1 })
+    ));
+    admit(&b, 6, "k3", &roomy).await.expect("node b has room");
+    drop(slot);
+    admit(&a, 7, "k3", &roomy)
+        .await
+        .expect("the slot came back");
+}

@@ -1,0 +1,254 @@
+//! Agent records and their log events, behind [`AgentBackend`]: embedded (redb, in the data
+//! dir) or PostgreSQL (shared by every node).
+//!
+//! Status transitions are durable before they are reported. Progress entries and log
+//! events are not made durable on their own (redb's `Durability::None`, PostgreSQL's
+//! `synchronous_commit = off`): the next durable commit makes them durable too. That keeps
+//! a chatty agent from costing an fsync per line while a crash loses at most the last few
+//! events of agents that were still running.
+//!
+//! Every change wakes the agent's watchers ([`AgentStore::watch`]); on PostgreSQL also the
+//! watchers on other nodes, through `NOTIFY`.
+
+mod embedded;
+mod postgres;
+#[cfg(test)]
+mod tests;
+mod types;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use self::embedded::EmbeddedAgents;
+pub use self::postgres::{PgAgents, insert_agent};
+pub use self::types::{
+    AgentComponent, AgentRecord, Failure, LogEvent, MAX_PROGRESS, MemoryMode, Progress, Status,
+    Usage,
+};
+use super::changes::{Changes, Watch};
+use crate::clock::now_ms;
+
+/// Storage failures of agent records.
+#[derive(Debug, thiserror::Error)]
+#[error("agent storage: {0}")]
+pub struct RecordError(String);
+
+macro_rules! record_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for RecordError {
+            fn from(e: $t) -> Self {
+                RecordError(e.to_string())
+            }
+        }
+    )*};
+}
+record_error_from!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError,
+    serde_json::Error,
+    sqlx::Error,
+    tokio::task::JoinError
+);
+
+impl RecordError {
+    /// A log event for an agent the account does not have.
+    fn no_agent(account: &str, agent_id: &str) -> Self {
+        RecordError(format!("account {account:?} has no agent {agent_id:?}"))
+    }
+}
+
+type Result<T> = std::result::Result<T, RecordError>;
+
+/// A change to a record: edits it and says whether it changed anything.
+pub type Change = Box<dyn FnOnce(&mut AgentRecord) -> bool + Send>;
+
+/// Where agent records and log events are kept. Every operation names the account, and
+/// an agent of another account is not found.
+#[async_trait]
+pub trait AgentBackend: Send + Sync {
+    /// Stores a new record (durably), assigning its list position (`seq`).
+    async fn create(&self, record: AgentRecord) -> Result<AgentRecord>;
+
+    /// The record of `agent_id` if it belongs to `account`.
+    async fn get(&self, account: &str, agent_id: &str) -> Result<Option<AgentRecord>>;
+
+    /// Up to `limit` of the account's agents newest first, below list position `before`;
+    /// also the position to continue from when more remain.
+    async fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<AgentRecord>, Option<u64>)>;
+
+    /// Applies `change` to the record in one transaction (see [`apply`]); the record after
+    /// it, or as it was when unchanged; `None` when there is no such agent.
+    async fn update(
+        &self,
+        account: &str,
+        agent_id: &str,
+        change: Change,
+    ) -> Result<Option<AgentRecord>>;
+
+    /// Appends `event` to the agent's log with the next sequence number (1, 2, …), which
+    /// it returns; an error when the account has no such agent.
+    async fn append_log(&self, account: &str, agent_id: &str, event: LogEvent) -> Result<u64>;
+
+    /// Log events after `after`, at most `limit`, and whether more remain (none for an
+    /// agent the account does not have).
+    async fn logs(
+        &self,
+        account: &str,
+        agent_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<LogEvent>, bool)>;
+
+    /// `(account, agent_id)` of every agent not yet terminal.
+    async fn alive(&self) -> Result<Vec<(String, String)>>;
+}
+
+/// What [`apply`] did, so a backend stores it accordingly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Nothing to store.
+    Unchanged,
+    /// Store the record; `durable` when its status changed (the write must be synced),
+    /// `ended` when it turned terminal (it is no longer alive).
+    Changed { durable: bool, ended: bool },
+}
+
+/// Applies `change` as every backend does: stamps `updated_at` and keeps the newest
+/// [`MAX_PROGRESS`] progress entries when it changed something.
+pub fn apply(record: &mut AgentRecord, change: Change) -> Applied {
+    let before = record.status;
+    if !change(record) {
+        return Applied::Unchanged;
+    }
+    record.updated_at = now_ms();
+    if record.progress.len() > MAX_PROGRESS {
+        record
+            .progress
+            .drain(..record.progress.len() - MAX_PROGRESS);
+    }
+    let durable = record.status != before;
+    Applied::Changed {
+        durable,
+        ended: durable && record.status.is_terminal(),
+    }
+}
+
+/// Agent records over a backend, with the watchers of this process.
+#[derive(Clone)]
+pub struct AgentStore {
+    backend: Arc<dyn AgentBackend>,
+    /// Woken after every committed change of a watched agent.
+    changes: Arc<Changes>,
+}
+
+impl AgentStore {
+    /// Records in the data dir's database, creating their tables on first use.
+    pub fn embedded(db: Arc<redb::Database>) -> Result<Self> {
+        Ok(Self {
+            backend: Arc::new(EmbeddedAgents::new(db)?),
+            changes: Arc::default(),
+        })
+    }
+
+    /// Records in PostgreSQL (migrations applied); changes other nodes make wake this
+    /// process's watchers too.
+    pub async fn postgres(pool: sqlx::PgPool) -> Result<Self> {
+        let changes = Arc::<Changes>::default();
+        PgAgents::forward_changes(&pool, &changes).await?;
+        Ok(Self {
+            backend: Arc::new(PgAgents::new(pool)),
+            changes,
+        })
+    }
+
+    /// Watches `agent_id`: every change committed after this call (progress, log events,
+    /// status) wakes the watch.
+    pub fn watch(&self, agent_id: &str) -> Watch {
+        self.changes.watch(agent_id)
+    }
+
+    /// Stores a new record (durably), assigning its list position.
+    pub async fn create(&self, record: AgentRecord) -> Result<AgentRecord> {
+        self.backend.create(record).await
+    }
+
+    /// The record of `agent_id` if it belongs to `account`.
+    pub async fn get(&self, account: &str, agent_id: &str) -> Result<Option<AgentRecord>> {
+        self.backend.get(account, agent_id).await
+    }
+
+    /// Up to `limit` of the account's agents newest first, below list position `before`;
+    /// also the position to continue from when more remain.
+    pub async fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<AgentRecord>, Option<u64>)> {
+        self.backend.list(account, before, limit).await
+    }
+
+    /// Applies `change` to a record unless it returns false; durable when the status
+    /// changed. Returns the record after the change (or as it was, if unchanged).
+    pub async fn update(
+        &self,
+        account: &str,
+        agent_id: &str,
+        change: impl FnOnce(&mut AgentRecord) -> bool + Send + 'static,
+    ) -> Result<Option<AgentRecord>> {
+        let updated = self
+            .backend
+            .update(account, agent_id, Box::new(change))
+            .await?;
+        self.changes.notify(agent_id);
+        Ok(updated)
+    }
+
+    /// Appends a log event; returns its sequence number (1, 2, …).
+    pub async fn append_log(
+        &self,
+        account: &str,
+        agent_id: &str,
+        kind: &str,
+        message: String,
+        data: Option<Value>,
+    ) -> Result<u64> {
+        let event = LogEvent {
+            seq: 0,
+            ts: now_ms(),
+            kind: kind.to_string(),
+            message,
+            data,
+        };
+        let seq = self.backend.append_log(account, agent_id, event).await?;
+        self.changes.notify(agent_id);
+        Ok(seq)
+    }
+
+    /// Log events after `after`, at most `limit`, and whether more remain.
+    pub async fn logs(
+        &self,
+        account: &str,
+        agent_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<LogEvent>, bool)> {
+        self.backend.logs(account, agent_id, after, limit).await
+    }
+
+    /// `(account, agent_id)` of every agent that was not terminal (after a restart:
+    /// orphans).
+    pub async fn alive(&self) -> Result<Vec<(String, String)>> {
+        self.backend.alive().await
+    }
+}

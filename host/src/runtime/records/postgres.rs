@@ -1,0 +1,248 @@
+//! Agent records in PostgreSQL, shared by every node: the record as JSON beside the columns
+//! queries select on, log events in their own table numbered under the agent row's lock.
+//! Every change is announced on [`CHANNEL`] in its own transaction, so watchers on every
+//! node wake when it commits.
+
+use std::{
+    sync::{Arc, Weak},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction, postgres::PgListener};
+
+use super::{AgentBackend, AgentRecord, Applied, Change, LogEvent, RecordError, Result, apply};
+use crate::runtime::changes::Changes;
+
+/// The `NOTIFY` channel of agent changes; the payload is the agent's id.
+const CHANNEL: &str = "wasmind_agent_changes";
+
+/// Agent records over a PostgreSQL pool whose migrations have run.
+#[derive(Clone)]
+pub struct PgAgents {
+    pool: PgPool,
+}
+
+/// List positions and log sequence numbers as PostgreSQL's `bigint`.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn limit_plus_one(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
+}
+
+/// Progress and log events: committed without waiting for the WAL flush (see the module
+/// docs of `records`).
+async fn relaxed(tx: &mut Transaction<'_, Postgres>) -> Result<()> {
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+impl PgAgents {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// Listens on [`CHANNEL`] for as long as `changes` lives, waking its watchers on every
+    /// change any node commits. The listener reconnects by itself; while it is away, a
+    /// watcher still sees what it missed at its next wake (it reads the store, not the
+    /// notice).
+    pub async fn forward_changes(pool: &PgPool, changes: &Arc<Changes>) -> Result<()> {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(CHANNEL).await?;
+        let changes: Weak<Changes> = Arc::downgrade(changes);
+        tokio::spawn(async move {
+            loop {
+                let notice = listener.recv().await;
+                let Some(changes) = changes.upgrade() else {
+                    return;
+                };
+                match notice {
+                    Ok(notice) => changes.notify(notice.payload()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "agent change notices: the listener lost the database; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+fn record(json: &str) -> Result<AgentRecord> {
+    Ok(serde_json::from_str(json)?)
+}
+
+#[async_trait]
+impl AgentBackend for PgAgents {
+    async fn create(&self, record: AgentRecord) -> Result<AgentRecord> {
+        insert_agent(&mut *self.pool.acquire().await?, record).await
+    }
+
+    async fn get(&self, account: &str, agent_id: &str) -> Result<Option<AgentRecord>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT record::text FROM agents WHERE account_id = $1 AND agent_id = $2",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        json.as_deref().map(record).transpose()
+    }
+
+    async fn list(
+        &self,
+        account: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<(Vec<AgentRecord>, Option<u64>)> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT record::text FROM agents WHERE account_id = $1 AND seq < $2
+             ORDER BY seq DESC LIMIT $3",
+        )
+        .bind(account)
+        .bind(int(before.unwrap_or(u64::MAX)))
+        .bind(limit_plus_one(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let more = rows.len() > limit;
+        let page = rows
+            .iter()
+            .take(limit)
+            .map(|json| record(json))
+            .collect::<Result<Vec<_>>>()?;
+        let next = more.then(|| page.last().map(|r| r.seq)).flatten();
+        Ok((page, next))
+    }
+
+    async fn update(
+        &self,
+        account: &str,
+        agent_id: &str,
+        change: Change,
+    ) -> Result<Option<AgentRecord>> {
+        let mut tx = self.pool.begin().await?;
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT record::text FROM agents WHERE account_id = $1 AND agent_id = $2 FOR UPDATE",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(mut record) = json.as_deref().map(record).transpose()? else {
+            return Ok(None);
+        };
+        let Applied::Changed { durable, .. } = apply(&mut record, change) else {
+            return Ok(Some(record));
+        };
+        if !durable {
+            relaxed(&mut tx).await?;
+        }
+        sqlx::query(
+            "UPDATE agents SET status = $3, record = $4::jsonb
+             WHERE account_id = $1 AND agent_id = $2",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .bind(record.status.as_str())
+        .bind(serde_json::to_string(&record)?)
+        .execute(&mut *tx)
+        .await?;
+        notify(&mut tx, agent_id).await?;
+        tx.commit().await?;
+        Ok(Some(record))
+    }
+
+    async fn append_log(&self, account: &str, agent_id: &str, event: LogEvent) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        relaxed(&mut tx).await?;
+        let seq: Option<i64> = sqlx::query_scalar(
+            "WITH a AS (
+                UPDATE agents SET log_seq = log_seq + 1
+                WHERE account_id = $1 AND agent_id = $2 RETURNING log_seq
+             )
+             INSERT INTO agent_logs (account_id, agent_id, seq, event)
+             SELECT $1, $2, a.log_seq, jsonb_set($3::jsonb, '{seq}', to_jsonb(a.log_seq)) FROM a
+             RETURNING seq",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .bind(serde_json::to_string(&event)?)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let seq = seq.ok_or_else(|| RecordError::no_agent(account, agent_id))?;
+        notify(&mut tx, agent_id).await?;
+        tx.commit().await?;
+        Ok(u64::try_from(seq).unwrap_or_default())
+    }
+
+    async fn logs(
+        &self,
+        account: &str,
+        agent_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<(Vec<LogEvent>, bool)> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT event::text FROM agent_logs
+             WHERE account_id = $1 AND agent_id = $2 AND seq > $3
+             ORDER BY seq LIMIT $4",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .bind(int(after))
+        .bind(limit_plus_one(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let more = rows.len() > limit;
+        let events = rows
+            .iter()
+            .take(limit)
+            .map(|json| Ok(serde_json::from_str(json)?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((events, more))
+    }
+
+    async fn alive(&self) -> Result<Vec<(String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT account_id, agent_id FROM agents WHERE status IN ('spawning', 'running')",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+}
+
+/// Stores a new record on `conn` (in the caller's transaction, if it has one), assigning
+/// its list position.
+pub async fn insert_agent(conn: &mut PgConnection, mut record: AgentRecord) -> Result<AgentRecord> {
+    let seq: i64 = sqlx::query_scalar(
+        "WITH s AS (SELECT nextval('agent_seq') AS seq)
+             INSERT INTO agents (account_id, agent_id, seq, key_id, created_at, status, record)
+             SELECT $1, $2, s.seq, $3, $4, $5, jsonb_set($6::jsonb, '{seq}', to_jsonb(s.seq))
+             FROM s RETURNING seq",
+    )
+    .bind(&record.account)
+    .bind(&record.agent_id)
+    .bind(&record.key_id)
+    .bind(int(record.created_at))
+    .bind(record.status.as_str())
+    .bind(serde_json::to_string(&record)?)
+    .fetch_one(conn)
+    .await?;
+    record.seq = u64::try_from(seq).unwrap_or_default();
+    Ok(record)
+}
+
+/// Announces a change of `agent_id` to every node, when `tx` commits.
+async fn notify(tx: &mut Transaction<'_, Postgres>, agent_id: &str) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(agent_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,189 @@
+//! What is stored about an agent: its record (status, progress, result, usage) and the
+//! events of its log stream; the same on every backend.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::accounts::MonthUsage;
+
+/// Most progress entries kept on a record (oldest dropped first).
+pub const MAX_PROGRESS: usize = 500;
+
+/// Lifecycle of an agent (§3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Spawning,
+    Running,
+    Completed,
+    Stopped,
+    Failed,
+}
+
+impl Status {
+    /// No further transitions happen from a terminal status.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Stopped | Status::Failed)
+    }
+
+    /// Spelling in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Spawning => "spawning",
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Stopped => "stopped",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// What an agent may do with its account's memory (§4.4 memory writing modes, plus `off`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryMode {
+    /// The tools, and automatic extraction after a completed run (the default).
+    #[default]
+    Auto,
+    /// The tools only: nothing is extracted.
+    Explicit,
+    /// The tools, extraction, and the agent is told to write what matters as it works.
+    Both,
+    /// No memory: every tool call fails with "memory channel is not configured".
+    Off,
+}
+
+impl MemoryMode {
+    /// Every mode, in the order the API documents them.
+    pub const ALL: [MemoryMode; 4] = [Self::Auto, Self::Explicit, Self::Both, Self::Off];
+
+    /// Spelling in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Explicit => "explicit",
+            Self::Both => "both",
+            Self::Off => "off",
+        }
+    }
+
+    /// The mode spelled `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// Whether a completed run's memories are extracted.
+    pub fn extracts(self) -> bool {
+        matches!(self, Self::Auto | Self::Both)
+    }
+
+    /// Whether the memory tools reach the memory service.
+    pub fn has_memory(self) -> bool {
+        self != Self::Off
+    }
+}
+
+/// A progress entry (§2.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    pub ts: u64,
+    pub kind: String,
+    pub message: String,
+}
+
+/// Why an agent failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub code: String,
+    pub message: String,
+}
+
+/// Tokens an agent's Mind calls spent, and the CPU time it used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// CPU time the guest used, in milliseconds (records made before it was metered
+    /// read 0).
+    #[serde(default)]
+    pub cpu_ms: u64,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cpu_ms += other.cpu_ms;
+    }
+}
+
+impl From<crate::mind::Usage> for Usage {
+    fn from(u: crate::mind::Usage) -> Self {
+        Usage {
+            input_tokens: u64::from(u.input_tokens),
+            output_tokens: u64::from(u.output_tokens),
+            cpu_ms: 0,
+        }
+    }
+}
+
+impl Usage {
+    /// These tokens and CPU time and `run_ms` of run time, as the account's monthly usage
+    /// counts them.
+    pub fn month(self, run_ms: u64) -> MonthUsage {
+        MonthUsage {
+            run_ms,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cpu_ms: self.cpu_ms,
+        }
+    }
+}
+
+/// Which uploaded component an agent runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentComponent {
+    pub component_id: String,
+    pub name: String,
+    pub version: String,
+}
+
+/// One agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub agent_id: String,
+    pub account: String,
+    pub key_id: String,
+    pub name: String,
+    pub status: Status,
+    pub task: String,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub final_result: Option<String>,
+    pub progress: Vec<Progress>,
+    pub error: Option<Failure>,
+    pub model: String,
+    pub started_at: Option<u64>,
+    pub ended_at: Option<u64>,
+    pub usage: Usage,
+    /// Records written before memory modes existed read as `auto`.
+    #[serde(default)]
+    pub memory_mode: MemoryMode,
+    /// The uploaded component it runs; `None` for the default agent (and for records
+    /// written before components existed).
+    #[serde(default)]
+    pub agent: Option<AgentComponent>,
+    /// Position in the account's list (newest has the highest).
+    pub seq: u64,
+}
+
+/// One event of an agent's log stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogEvent {
+    pub seq: u64,
+    pub ts: u64,
+    /// `thinking`, `tool_use`, `tool_result` or `terminal`.
+    pub kind: String,
+    pub message: String,
+    pub data: Option<Value>,
+}
