@@ -21,7 +21,7 @@ use crate::{
     memory::{MemoryConfig, embed::EmbedderConfig},
     metrics::MetricsConfig,
     mind::MindConfig,
-    runtime::RuntimeConfig,
+    runtime::{ClusterConfig, RuntimeConfig},
     storage::StorageConfig,
 };
 
@@ -45,6 +45,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// Where the domains keep their state: the data dir, or a shared PostgreSQL.
     pub storage: StorageConfig,
+    /// This node among the nodes sharing the postgres backend.
+    pub cluster: ClusterConfig,
 }
 
 impl Config {
@@ -90,6 +92,7 @@ impl Config {
             }
         }
         self.mind.key_from_vendor_variable(env);
+        self.cluster.check()?;
         self.mind.check()
     }
 }

@@ -38,5 +38,7 @@ pub mod server;
 pub mod storage;
 #[cfg(test)]
 #[path = "../tests/support/postgres.rs"]
+// Sharing a server across tests and restarting one are the end-to-end tests' needs.
+#[allow(dead_code)]
 mod test_postgres;
 mod text;

@@ -5,6 +5,8 @@
 //! Searches use the hash embedder (no inference), as the embedded 1,000 × 1,000 rows do.
 
 #[path = "../../tests/support/postgres.rs"]
+// Sharing a server across tests and restarting one are the end-to-end tests' needs.
+#[allow(dead_code)]
 mod server;
 
 use std::sync::Arc;

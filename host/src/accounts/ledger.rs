@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use sqlx::{PgPool, Row, postgres::PgRow};
+use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
 use super::MonthUsage;
 use crate::clock::month_of;
@@ -55,28 +55,38 @@ fn usage_of(row: &PgRow) -> anyhow::Result<MonthUsage> {
     })
 }
 
+/// Adds `delta` to the month of `at_ms` on `conn` (in the caller's transaction, if any).
+pub async fn add_usage(
+    conn: &mut PgConnection,
+    account: &str,
+    at_ms: u64,
+    delta: MonthUsage,
+) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO account_usage
+             (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (account_id, month) DO UPDATE SET
+             run_ms = account_usage.run_ms + EXCLUDED.run_ms,
+             input_tokens = account_usage.input_tokens + EXCLUDED.input_tokens,
+             output_tokens = account_usage.output_tokens + EXCLUDED.output_tokens,
+             cpu_ms = account_usage.cpu_ms + EXCLUDED.cpu_ms",
+    )
+    .bind(account)
+    .bind(month_of(at_ms))
+    .bind(signed(delta.run_ms)?)
+    .bind(signed(delta.input_tokens)?)
+    .bind(signed(delta.output_tokens)?)
+    .bind(signed(delta.cpu_ms)?)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl UsageLedger for PgUsage {
     async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
-        sqlx::query(
-            "INSERT INTO account_usage
-                 (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (account_id, month) DO UPDATE SET
-                 run_ms = account_usage.run_ms + EXCLUDED.run_ms,
-                 input_tokens = account_usage.input_tokens + EXCLUDED.input_tokens,
-                 output_tokens = account_usage.output_tokens + EXCLUDED.output_tokens,
-                 cpu_ms = account_usage.cpu_ms + EXCLUDED.cpu_ms",
-        )
-        .bind(account)
-        .bind(month_of(at_ms))
-        .bind(signed(delta.run_ms)?)
-        .bind(signed(delta.input_tokens)?)
-        .bind(signed(delta.output_tokens)?)
-        .bind(signed(delta.cpu_ms)?)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        add_usage(&mut *self.pool.acquire().await?, account, at_ms, delta).await
     }
 
     async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {

@@ -13,7 +13,7 @@ mod store;
 mod usage;
 
 pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
-pub use ledger::{Ledger, PgUsage, UsageLedger};
+pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
 pub use plan::{Plan, PlanLimits, Plans};
 pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};

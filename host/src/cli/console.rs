@@ -1,21 +1,28 @@
 //! `wasmind console login`: a short-lived sign-in link for the console, for operators
 //! without an identity provider. The link carries an ID token signed by the server's own
-//! key, which lives in a file of the data dir (not the database), so this works whether or
-//! not a server holds the data dir.
+//! key, which lives in a file of the data dir (not the database, so this works whether or
+//! not a server holds the data dir) — or, on the postgres backend, in the database every
+//! node reads it from.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 
-use crate::{accounts::KeyStore, console::OwnKey, data_dir::DataDir};
+use super::target::Target;
+use crate::{
+    accounts::{AccountStore, KeyStore, PgAccounts},
+    console::OwnKey,
+    data_dir::DataDir,
+    storage::{self, Backend},
+};
 
 #[derive(Subcommand)]
 pub(super) enum ConsoleCommand {
     /// Prints a sign-in link `BASE/console#token=<ID token>` for an account.
     Login {
-        #[arg(long, env = "WASMIND_DATA_DIR")]
-        data_dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
         /// The account to sign in to (it must exist by the time the link is used).
         #[arg(long)]
         account: String,
@@ -31,13 +38,12 @@ pub(super) enum ConsoleCommand {
 pub(super) fn run(command: ConsoleCommand) -> anyhow::Result<()> {
     match command {
         ConsoleCommand::Login {
-            data_dir,
+            target,
             account,
             url,
             ttl_minutes,
         } => {
-            warn_if_unknown(&data_dir, &account);
-            let key = OwnKey::load_or_create(&data_dir)?;
+            let key = own_key(&target, &account)?;
             let token = key.sign(&account, Duration::from_secs(ttl_minutes * 60))?;
             let base = url.trim_end_matches('/');
             if base.is_empty() {
@@ -49,8 +55,31 @@ pub(super) fn run(command: ConsoleCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Says so on stderr when the data dir is free and has no such account; while a server
-/// holds the data dir the account cannot be read here, and the server checks it at sign-in.
+/// The key the target's servers accept, warning on stderr when `account` is known not to
+/// exist.
+fn own_key(target: &Target, account: &str) -> anyhow::Result<OwnKey> {
+    let config = target.config()?;
+    match config.storage.backend {
+        Backend::Embedded => {
+            warn_if_unknown(target.data_dir(), account);
+            OwnKey::load_or_create(target.data_dir())
+        }
+        Backend::Postgres => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let pool = storage::connect(&config.storage).await?;
+                let known = PgAccounts::new(pool.clone()).plan(account).await;
+                warn_unless_known(account, &known);
+                OwnKey::load_or_create_in(&pool).await
+            })
+        }
+    }
+}
+
+/// While a server holds the data dir the account cannot be read here (the server checks it
+/// at sign-in); otherwise says so when there is no such account.
 fn warn_if_unknown(data_dir: &std::path::Path, account: &str) {
     let Ok(dir) = DataDir::open(data_dir) else {
         return;
@@ -58,6 +87,10 @@ fn warn_if_unknown(data_dir: &std::path::Path, account: &str) {
     let known = KeyStore::new(dir.db().clone())
         .and_then(|keys| keys.plan(account))
         .context("reading accounts");
+    warn_unless_known(account, &known);
+}
+
+fn warn_unless_known<P>(account: &str, known: &anyhow::Result<Option<P>>) {
     if matches!(known, Ok(None)) {
         eprintln!(
             "wasmind: warning: account {account:?} does not exist yet; the link signs in once \

@@ -22,8 +22,17 @@ pub(super) struct Target {
 impl Target {
     /// Runs `request` there.
     pub(super) fn run(&self, request: Request) -> anyhow::Result<Response> {
+        admin::run(&self.data_dir, &self.config()?, request)
+    }
+
+    /// The configuration (file, then environment), as `serve` reads it.
+    pub(super) fn config(&self) -> anyhow::Result<Config> {
         let env = std::env::vars().collect();
-        let (config, _) = Config::load(self.config.as_deref(), &env)?;
-        admin::run(&self.data_dir, &config, request)
+        Ok(Config::load(self.config.as_deref(), &env)?.0)
+    }
+
+    /// The data dir (the embedded backend's).
+    pub(super) fn data_dir(&self) -> &std::path::Path {
+        &self.data_dir
     }
 }

@@ -9,8 +9,6 @@ pub mod own_key;
 mod provider;
 mod token;
 
-use std::path::Path;
-
 pub use config::ConsoleConfig;
 pub use own_key::OwnKey;
 pub use token::{Claims, LEEWAY_SECS, TokenError};
@@ -50,10 +48,9 @@ pub struct Console {
 }
 
 impl Console {
-    /// Loads (or creates) the server's own key in `data_dir` and the provider's keys.
-    pub fn open(data_dir: &Path, config: &ConsoleConfig, keys: Accounts) -> anyhow::Result<Self> {
+    /// Signs in with the server's `own` key and the provider's keys.
+    pub fn open(own: OwnKey, config: &ConsoleConfig, keys: Accounts) -> anyhow::Result<Self> {
         let provider = config.provider()?.map(ProviderKeys::new).transpose()?;
-        let own = OwnKey::load_or_create(data_dir)?;
         tracing::info!(
             own_issuer = own.issuer(),
             provider = provider.as_ref().map(|p| p.config.issuer.as_str()),

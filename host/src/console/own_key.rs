@@ -1,5 +1,6 @@
-//! The server's own signing key: an ES256 (P-256) key pair kept in the data dir, for
-//! operators without an identity provider. `wasmind console login` signs short-lived ID
+//! The server's own signing key: an ES256 (P-256) key pair kept in the data dir (in the
+//! database on the postgres backend, so every node has the same), for operators without an
+//! identity provider. `wasmind console login` signs short-lived ID
 //! tokens with it; the server accepts them beside the provider's.
 //!
 //! The key is a file, not a redb table, so the CLI can read it while a server holds the
@@ -58,6 +59,21 @@ impl OwnKey {
         Self::from_pem(&pem).with_context(|| format!("reading the key in {}", path.display()))
     }
 
+    /// Reads the key every node of the postgres backend shares, creating it first if
+    /// there is none (nodes racing to create it all end up with the one inserted first).
+    pub async fn load_or_create_in(pool: &sqlx::PgPool) -> anyhow::Result<Self> {
+        sqlx::query("INSERT INTO console_own_key (id, pem) VALUES (1, $1) ON CONFLICT DO NOTHING")
+            .bind(generate()?)
+            .execute(pool)
+            .await
+            .context("storing the console signing key")?;
+        let pem: String = sqlx::query_scalar("SELECT pem FROM console_own_key WHERE id = 1")
+            .fetch_one(pool)
+            .await
+            .context("reading the console signing key")?;
+        Self::from_pem(pem.as_bytes()).context("reading the database's console signing key")
+    }
+
     fn from_pem(pem: &[u8]) -> anyhow::Result<Self> {
         let encoding = EncodingKey::from_ec_pem(pem)?;
         let jwk = Jwk::from_encoding_key(&encoding, Algorithm::ES256)?;
@@ -98,15 +114,23 @@ impl OwnKey {
     }
 }
 
-/// Generates a key and publishes it at `path` unless another process did first; returns
-/// the PEM now at `path`.
-fn create(path: &Path) -> anyhow::Result<Vec<u8>> {
+/// A new key pair as PKCS#8 PEM.
+fn generate() -> anyhow::Result<String> {
     let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING)
         .map_err(|_| anyhow::anyhow!("generating the console signing key failed"))?;
     let der = pair
         .to_pkcs8v1()
         .map_err(|_| anyhow::anyhow!("encoding the console signing key failed"))?;
-    let pem = pem::encode(&pem::Pem::new("PRIVATE KEY", der.as_ref().to_vec()));
+    Ok(pem::encode(&pem::Pem::new(
+        "PRIVATE KEY",
+        der.as_ref().to_vec(),
+    )))
+}
+
+/// Generates a key and publishes it at `path` unless another process did first; returns
+/// the PEM now at `path`.
+fn create(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let pem = generate()?;
     let staging = staging_path(path);
     let written = write_private(&staging, pem.as_bytes()).and_then(|()| {
         match std::fs::hard_link(&staging, path) {

@@ -145,6 +145,11 @@ impl Admission {
     pub(super) fn agent(&self, agent_id: &str) -> Option<Arc<AgentCtx>> {
         self.live.lock().agents.get(agent_id).cloned()
     }
+
+    /// Every live agent (launched, not yet ended).
+    pub(super) fn agents(&self) -> Vec<Arc<AgentCtx>> {
+        self.live.lock().agents.values().cloned().collect()
+    }
 }
 
 impl Runtime {

@@ -85,7 +85,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
     let summarized = ctx
         .services
         .records
-        .update(&ctx.account, &ctx.agent_id, |r| {
+        .update(&ctx.account, &ctx.agent_id, ctx.fence, |r| {
             r.progress.push(summary);
             true
         });
@@ -94,8 +94,14 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
 }
 
 async fn log(ctx: &AgentCtx, message: String, data: Option<serde_json::Value>) {
-    let logged =
-        (ctx.services.records).append_log(&ctx.account, &ctx.agent_id, LOG_KIND, message, data);
+    let logged = (ctx.services.records).append_log(
+        &ctx.account,
+        &ctx.agent_id,
+        ctx.fence,
+        LOG_KIND,
+        message,
+        data,
+    );
     record(ctx, "an extraction event", logged.await);
 }
 

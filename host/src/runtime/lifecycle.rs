@@ -14,6 +14,7 @@ use serde_json::json;
 use super::{
     admission::{Admission, Slot},
     bindings::AgentPre,
+    cluster::Cluster,
     components::Components,
     config::RuntimeConfig,
     cpu::{CpuGate, CpuMeter},
@@ -21,7 +22,7 @@ use super::{
     extraction,
     guests::GuestThreads,
     limits::{LocalLimits, SharedLimits, SpawnLimits},
-    records::{AgentRecord, Failure, RecordError, Status, Usage},
+    records::{AgentRecord, Failure, Fence, RecordError, Status, Usage},
     run::{Ended, Outcome, run},
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
@@ -43,6 +44,8 @@ pub(super) struct Inner {
     guest_tasks: tokio::runtime::Handle,
     /// Their slots, shared fairly between accounts.
     pub(super) cpu: Arc<CpuGate>,
+    /// This node among the nodes sharing PostgreSQL (none on the embedded backend).
+    pub(super) cluster: Option<Arc<Cluster>>,
 }
 
 /// The agent runtime; cheap to clone.
@@ -61,17 +64,18 @@ pub(super) fn grace(config: &RuntimeConfig) -> Duration {
 
 impl Runtime {
     /// Compiles the default agent component into `dir`'s cache and serves the uploaded
-    /// components kept in `shared` (or the data dir), then marks agents a previous process
-    /// left alive as failed (nothing stays `running` forever).
+    /// components kept in the data dir, or with `cluster` in PostgreSQL, then marks agents a
+    /// previous process (this node) left alive as failed (nothing stays `running` forever);
+    /// with `cluster`, starts keeping this node's claims and delivering stops.
     pub async fn start(
         config: &RuntimeConfig,
         dir: &DataDir,
         services: Arc<Services>,
-        shared: Option<sqlx::PgPool>,
+        cluster: Option<Cluster>,
     ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, &dir.cache_dir())?;
         let admission = Admission::new(compiled.layout.cap);
-        let (components, limits): (_, Box<dyn SpawnLimits>) = match shared {
+        let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {
             None => (
                 Components::embedded(dir.db().clone(), &dir.components_dir())?,
                 Box::new(LocalLimits::new(
@@ -80,11 +84,17 @@ impl Runtime {
                     services.records.clone(),
                 )),
             ),
-            Some(pool) => (
-                Components::postgres(pool.clone()),
-                Box::new(SharedLimits::new(pool, admission.clone())),
+            Some(cluster) => (
+                Components::postgres(cluster.pool.clone()),
+                Box::new(SharedLimits::new(
+                    cluster.pool.clone(),
+                    admission.clone(),
+                    &cluster.node,
+                    cluster.lease,
+                )),
             ),
         };
+        let cluster = cluster.map(Arc::new);
         let threads = config.guest_threads();
         let guests = GuestThreads::start(threads)?;
         tracing::info!(
@@ -108,10 +118,14 @@ impl Runtime {
                 services,
                 config: config.clone(),
                 timings: Recorder::new(),
+                cluster: cluster.clone(),
             }),
             _guests: Arc::new(guests),
         };
         runtime.fail_orphans().await?;
+        if let Some(cluster) = cluster {
+            cluster.start(Arc::downgrade(&runtime.inner)).await?;
+        }
         Ok(runtime)
     }
 
@@ -122,11 +136,13 @@ impl Runtime {
     }
 
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
-    /// running `pre` on the guests' threads within `cpu_budget` of CPU time.
+    /// running `pre` on the guests' threads within `cpu_budget` of CPU time, every write of
+    /// its run fenced by `fence`.
     pub(super) fn launch(
         &self,
         slot: Slot,
         record: &AgentRecord,
+        fence: Fence,
         memory_quota: u64,
         cpu_budget: Duration,
         pre: AgentPre<AgentState>,
@@ -134,6 +150,7 @@ impl Runtime {
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),
             account: record.account.clone(),
+            fence,
             memory_quota,
             memory_mode: record.memory_mode,
             stop: StopSignal::default(),
@@ -156,33 +173,47 @@ impl Runtime {
     /// flag, and after the grace period it is dropped wherever it is. The record is left
     /// to the caller ([`Runtime::stop`] turns it `stopped` first).
     pub fn signal_stop(&self, agent_id: &str) {
-        let Some(agent) = self.inner.admission.agent(agent_id) else {
+        self.inner.signal_stop(agent_id, false);
+    }
+}
+
+impl Inner {
+    /// [`Runtime::signal_stop`]; with `kill`, no grace: the agent is dropped at once (this
+    /// node's claim on it is stale, and another node has or will have its say).
+    pub(super) fn signal_stop(&self, agent_id: &str, kill: bool) {
+        let Some(agent) = self.admission.agent(agent_id) else {
             return;
         };
-        if !agent.stop.request() {
+        let raised = match kill {
+            true => agent.stop.kill(),
+            false => agent.stop.request(),
+        };
+        if !raised {
             return;
         }
-        self.inner.timings.stop_requested(agent_id);
+        self.timings.stop_requested(agent_id);
         // A CPU-bound guest holds its task until its slice ends, so the grace timer is seen
         // only at the next epoch tick (up to 10 ms late). Advancing the epoch when the
         // grace ends makes every running guest yield at once — this one is then dropped,
         // the others just start a new slice. (Called outside the async runtime, as at
         // shutdown, the next tick does it.)
-        let engine = self.inner.compiled.engine.clone();
-        let grace = grace(&self.inner.config);
+        let engine = self.compiled.engine.clone();
+        let grace = grace(&self.config);
         let Ok(tokio) = tokio::runtime::Handle::try_current() else {
             return;
         };
         tokio.spawn(async move {
-            tokio::time::sleep_until(agent.stop.wait().await + grace).await;
+            agent.stop.deadline(grace).await;
             engine.increment_epoch();
         });
     }
+}
 
+impl Runtime {
     async fn fail_orphans(&self) -> anyhow::Result<()> {
         let records = &self.inner.services.records;
         for (account, id) in records.alive().await? {
-            let failed = records.update(&account, &id, |r| {
+            let failed = records.update(&account, &id, None, |r| {
                 r.status = Status::Failed;
                 r.ended_at = Some(now_ms());
                 r.error = Some(Failure {
@@ -193,8 +224,14 @@ impl Runtime {
             });
             if let Some(r) = failed.await? {
                 let data = json!({ "status": "failed", "error": r.error });
-                let logged =
-                    records.append_log(&account, &id, "terminal", "failed".into(), Some(data));
+                let logged = records.append_log(
+                    &account,
+                    &id,
+                    None,
+                    "terminal",
+                    "failed".into(),
+                    Some(data),
+                );
                 logged.await?;
             }
         }
@@ -211,7 +248,7 @@ async fn supervise(
 ) {
     let records = &inner.services.records;
     let (account, id) = (&ctx.account, &ctx.agent_id);
-    let started = records.update(account, id, |r| {
+    let started = records.update(account, id, ctx.fence, |r| {
         let starting = r.status == Status::Spawning;
         if starting {
             r.status = Status::Running;
@@ -248,7 +285,7 @@ async fn supervise(
         usage += extraction::extract(ctx, report).await;
     }
     let ended = async {
-        let ended = records.update(account, id, move |r| {
+        let ended = records.update(account, id, ctx.fence, move |r| {
             r.usage += usage;
             if !r.status.is_terminal() {
                 r.ended_at = Some(now_ms());
@@ -271,14 +308,22 @@ async fn supervise(
             let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
             let status = r.status.as_str().into();
             records
-                .append_log(account, id, "terminal", status, Some(data))
+                .append_log(account, id, ctx.fence, "terminal", status, Some(data))
                 .await?;
         }
         Ok::<_, RecordError>(())
     }
     .await;
-    if let Err(e) = ended {
-        tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");
+    match ended {
+        Ok(()) => {}
+        // Failed by another node, which metered the run up to this node's last heartbeat.
+        Err(RecordError::Stale(_)) => {
+            tracing::warn!(agent = %ctx.agent_id, "the agent's claim went stale: its end is another node's");
+            return;
+        }
+        Err(e) => {
+            tracing::error!(agent = %ctx.agent_id, error = %e, "recording the agent's end failed");
+        }
     }
     let delta = usage.month(run_ms);
     if let Err(e) = inner

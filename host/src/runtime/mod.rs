@@ -15,6 +15,7 @@ mod admission;
 mod bindings;
 mod bounds;
 mod changes;
+mod cluster;
 mod components;
 mod config;
 mod cpu;
@@ -33,6 +34,7 @@ mod stop;
 mod timings;
 
 pub use changes::Watch;
+pub use cluster::{Cluster, ClusterConfig, node_id};
 pub use components::{
     ComponentRecord, ID_PREFIX as COMPONENT_ID_PREFIX, MAX_NAME_CHARS as MAX_COMPONENT_NAME_CHARS,
     MAX_VERSION_CHARS, Upload, UploadError, VERSION_PATTERN,

@@ -114,7 +114,7 @@ pub(super) async fn run(
         // no further slice.
         tokio::select! {
             biased;
-            () = async { tokio::time::sleep_until(ctx.stop.wait().await + grace).await } => None,
+            () = ctx.stop.deadline(grace) => None,
             () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
             result = run => Some(result),
         }
@@ -213,6 +213,7 @@ async fn note_dropped(inner: &Inner, ctx: &AgentCtx, dropped: [(&'static str, u6
     let logged = (inner.services.records).append_log(
         &ctx.account,
         &ctx.agent_id,
+        ctx.fence,
         "limit",
         message,
         Some(data),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use super::{
     lifecycle::Runtime,
-    limits::Asked,
+    limits::{Admitted, Asked},
     records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
 };
 use crate::{
@@ -181,10 +181,14 @@ impl Runtime {
             limits: &limits,
             now,
         };
-        let (record, slot) = self.inner.limits.admit(record, asked).await?;
+        let Admitted {
+            record,
+            slot,
+            fence,
+        } = self.inner.limits.admit(record, asked).await?;
         let cpu_budget = Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
             .unwrap_or(Duration::MAX);
-        self.launch(slot, &record, limits.memories, cpu_budget, pre);
+        self.launch(slot, &record, fence, limits.memories, cpu_budget, pre);
         if untitled {
             self.retitle(&record);
         }
@@ -192,7 +196,7 @@ impl Runtime {
     }
 
     /// Stops the account's agent `agent_id`: its record turns `stopped` at once and the
-    /// agent is signalled, then dropped after its grace. Idempotent: a terminal agent is
+    /// agent is signalled (on whichever node runs it), then dropped after its grace. Idempotent: a terminal agent is
     /// left as it is. Returns the agent's status afterwards.
     pub async fn stop(&self, account: &str, agent_id: &str) -> Result<Status, StopError> {
         let storage = |e: RecordError| StopError::Storage(e.into());
@@ -206,7 +210,7 @@ impl Runtime {
             return Ok(record.status);
         }
         let updated = records
-            .update(account, agent_id, |r| {
+            .update(account, agent_id, None, |r| {
                 let alive = !r.status.is_terminal();
                 if alive {
                     r.status = Status::Stopped;
@@ -218,6 +222,12 @@ impl Runtime {
             .map_err(storage)?
             .ok_or(StopError::NotFound)?;
         self.signal_stop(&updated.agent_id);
+        if let Some(cluster) = &self.inner.cluster
+            && let Err(e) = cluster.announce_stop(agent_id).await
+        {
+            // Recorded all the same: the owner's heartbeat delivers it.
+            tracing::warn!(agent = %agent_id, error = %e, "announcing a stop failed");
+        }
         Ok(updated.status)
     }
 
@@ -241,7 +251,7 @@ impl Runtime {
             let spent = Usage::from(title.usage);
             let titled = services
                 .records
-                .update(&account, &id, move |r| {
+                .update(&account, &id, None, move |r| {
                     r.name = title.text;
                     r.usage += spent;
                     true

@@ -14,7 +14,7 @@ use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
-    records::{AgentStore, MemoryMode, Usage},
+    records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
 };
 use crate::{
@@ -38,6 +38,9 @@ pub struct Services {
 pub struct AgentCtx {
     pub agent_id: String,
     pub account: String,
+    /// The epoch of this node's claim on the agent: every write of the run is fenced by it
+    /// (`None` on the embedded backend).
+    pub fence: Fence,
     /// The account plan's live-memory quota.
     pub memory_quota: u64,
     /// What the agent may do with memory.

@@ -9,6 +9,7 @@ mod anthropic;
 mod authoring;
 mod cli;
 mod cli_remote;
+mod cluster;
 mod components;
 mod console;
 mod console_browser;

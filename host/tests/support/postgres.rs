@@ -57,6 +57,54 @@ impl Postgres {
         pg
     }
 
+    /// One server for the whole test process, started on first use. A static is never
+    /// dropped, so a watcher process stops the server and deletes its files once this
+    /// process is gone (however it ends).
+    pub fn shared() -> &'static Postgres {
+        static SHARED: std::sync::OnceLock<Postgres> = std::sync::OnceLock::new();
+        SHARED.get_or_init(|| {
+            let pg = Postgres::start();
+            // Started in the background of a shell that exits at once, so the watcher
+            // belongs to init, not to this process.
+            let stop = format!(
+                "(while [ -e /proc/{pid} ]; do sleep 1; done; {pg_ctl} -D {data} -m immediate -w stop; rm -rf {dir}) >/dev/null 2>&1 &",
+                pid = std::process::id(),
+                pg_ctl = pg.bin.join("pg_ctl").display(),
+                data = pg.data().display(),
+                dir = pg.dir.path().display(),
+            );
+            let mut watcher = match pg.nobody {
+                Some(_) => {
+                    let mut c = Command::new("runuser");
+                    c.args(["-u", "nobody", "--", "sh", "-c", &stop]);
+                    c
+                }
+                None => {
+                    let mut c = Command::new("sh");
+                    c.args(["-c", &stop]);
+                    c
+                }
+            };
+            let started = watcher
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            assert!(
+                started.is_ok_and(|s| s.success()),
+                "starting the shared server's watcher"
+            );
+            pg
+        })
+    }
+
+    /// Stops the server at once (as a crash would: no checkpoint) and starts it again on
+    /// the same port and data.
+    pub fn restart(&self) {
+        self.stop();
+        self.start_server();
+    }
+
     /// Connection URL of database `db` as the superuser `wasmind`.
     pub fn url(&self, db: &str) -> String {
         format!("postgres://wasmind@127.0.0.1:{}/{db}", self.port)

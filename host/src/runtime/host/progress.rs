@@ -70,7 +70,14 @@ impl AgentState {
         async move {
             let records = &agent.services.records;
             (records
-                .append_log(&agent.account, &agent.agent_id, kind, message, data)
+                .append_log(
+                    &agent.account,
+                    &agent.agent_id,
+                    agent.fence,
+                    kind,
+                    message,
+                    data,
+                )
                 .await)
                 .map_err(wasmtime::Error::msg)?;
             Ok(())
@@ -93,7 +100,7 @@ impl progress::Host for AgentState {
         }
         let agent = &self.agent;
         let records = &agent.services.records;
-        let pushed = records.update(&agent.account, &agent.agent_id, |r| {
+        let pushed = records.update(&agent.account, &agent.agent_id, agent.fence, |r| {
             r.progress.push(entry);
             true
         });

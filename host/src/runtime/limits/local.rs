@@ -7,11 +7,11 @@ use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 
-use super::{Asked, SpawnLimits};
+use super::{Admitted, Asked, SpawnLimits};
 use crate::{
     accounts::{Ledger, RateLimiter},
     runtime::{
-        admission::{Admission, Slot},
+        admission::Admission,
         records::{AgentRecord, AgentStore},
         spawn::SpawnRefusal,
     },
@@ -38,11 +38,7 @@ impl LocalLimits {
 
 #[async_trait]
 impl SpawnLimits for LocalLimits {
-    async fn admit(
-        &self,
-        record: AgentRecord,
-        asked: Asked<'_>,
-    ) -> Result<(AgentRecord, Slot), SpawnRefusal> {
+    async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
         let used_ms =
             (self.month_run_ms(&record.account, asked.now).await).map_err(SpawnRefusal::Storage)?;
         asked.month(used_ms)?;
@@ -60,7 +56,11 @@ impl SpawnLimits for LocalLimits {
             .map_err(|refused| asked.rate(refused))?;
         let record =
             (self.records.create(record).await).map_err(|e| SpawnRefusal::Storage(e.into()))?;
-        Ok((record, slot))
+        Ok(Admitted {
+            record,
+            slot,
+            fence: None,
+        })
     }
 
     async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {

@@ -18,7 +18,7 @@ pub use self::local::LocalLimits;
 pub use self::shared::SharedLimits;
 use super::{
     admission::{Refusal, Slot},
-    records::AgentRecord,
+    records::{AgentRecord, Fence},
     spawn::SpawnRefusal,
 };
 use crate::accounts::{Plan, PlanLimits, RateRefusal, Window};
@@ -77,18 +77,21 @@ impl Asked<'_> {
     }
 }
 
+/// An admitted spawn: its stored record, its place on this host, and the fence of this
+/// node's claim on it.
+pub struct Admitted {
+    pub record: AgentRecord,
+    pub slot: Slot,
+    pub fence: Fence,
+}
+
 /// Keeps the limits of spawns.
 #[async_trait]
 pub trait SpawnLimits: Send + Sync {
     /// Checks, in order, the account's monthly agent hours, a place among its concurrent
     /// agents and under this host's cap, and the key's rate windows; stores `record` when
-    /// all admit, as one step against other spawns of the account. Returns the stored
-    /// record and its place on this host.
-    async fn admit(
-        &self,
-        record: AgentRecord,
-        asked: Asked<'_>,
-    ) -> Result<(AgentRecord, Slot), SpawnRefusal>;
+    /// all admit, as one step against other spawns of the account, claimed by this node.
+    async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal>;
 
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus
     /// its running agents so far.

@@ -3,20 +3,21 @@
 //! are the rows it spawned in the last minute and hour, finished months are the usage
 //! table. A spawn reads them and inserts its row in one transaction holding a lock of the
 //! account, so concurrent spawns at different nodes are admitted one after another.
-//! Only the host's admission cap is this node's own.
+//! Only the host's admission cap is this node's own. The admitted agent is claimed by
+//! this node in the same insert (see `cluster`).
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Row};
 
-use super::{Asked, SpawnLimits, retry_after_secs};
+use super::{Admitted, Asked, SpawnLimits, retry_after_secs};
 use crate::{
     accounts::{RateRefusal, Window},
     clock::{month_of, now_ms},
     runtime::{
-        admission::{Admission, Refusal, Slot},
-        records::{AgentRecord, insert_agent},
+        admission::{Admission, Refusal},
+        records::{AgentRecord, Claim, FIRST_EPOCH, insert_agent},
         spawn::SpawnRefusal,
     },
 };
@@ -25,6 +26,9 @@ use crate::{
 pub struct SharedLimits {
     pool: PgPool,
     admission: Arc<Admission>,
+    /// This node, which claims what it admits, and how long its first lease holds.
+    node: String,
+    lease_ms: u64,
 }
 
 /// What a spawn of one key of one account is checked against.
@@ -90,8 +94,13 @@ async fn figures(
 }
 
 impl SharedLimits {
-    pub fn new(pool: PgPool, admission: Arc<Admission>) -> Self {
-        Self { pool, admission }
+    pub fn new(pool: PgPool, admission: Arc<Admission>, node: &str, lease: Duration) -> Self {
+        Self {
+            pool,
+            admission,
+            node: node.to_owned(),
+            lease_ms: u64::try_from(lease.as_millis()).unwrap_or(u64::MAX),
+        }
     }
 
     async fn read(&self, account: &str, key_id: &str, now: u64) -> anyhow::Result<Figures> {
@@ -106,11 +115,7 @@ fn storage(e: impl Into<anyhow::Error>) -> SpawnRefusal {
 
 #[async_trait]
 impl SpawnLimits for SharedLimits {
-    async fn admit(
-        &self,
-        record: AgentRecord,
-        asked: Asked<'_>,
-    ) -> Result<(AgentRecord, Slot), SpawnRefusal> {
+    async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
         let limits = asked.limits;
         let mut tx = self.pool.begin().await.map_err(storage)?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('wasmind.spawns'), hashtext($1))")
@@ -144,9 +149,17 @@ impl SpawnLimits for SharedLimits {
                 retry_after_secs,
             }));
         }
-        let record = insert_agent(&mut tx, record).await.map_err(storage)?;
+        let claim = Claim {
+            node: &self.node,
+            lease_until: Some(now + self.lease_ms),
+        };
+        let record = (insert_agent(&mut tx, record, Some(claim)).await).map_err(storage)?;
         tx.commit().await.map_err(storage)?;
-        Ok((record, slot))
+        Ok(Admitted {
+            record,
+            slot,
+            fence: Some(FIRST_EPOCH),
+        })
     }
 
     async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {

@@ -1,14 +1,14 @@
 //! Both keepers admit within the same limits with the same refusals; and on PostgreSQL,
 //! spawns at several nodes at once stay within each limit exactly.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
-use super::{Asked, LocalLimits, SharedLimits, SpawnLimits};
+use super::{Admitted, Asked, LocalLimits, SharedLimits, SpawnLimits};
 use crate::{
     accounts::{Plan, PlanLimits, UsageStore, Window},
     clock::now_ms,
     runtime::{
-        admission::{Admission, Slot},
+        admission::Admission,
         records::{AgentRecord, AgentStore, MemoryMode, Status, Usage},
         spawn::SpawnRefusal,
     },
@@ -57,7 +57,7 @@ async fn admit(
     n: usize,
     key: &str,
     limits: &PlanLimits,
-) -> Result<(AgentRecord, Slot), SpawnRefusal> {
+) -> Result<Admitted, SpawnRefusal> {
     let now = now_ms();
     let asked = Asked {
         plan: Plan::Free,
@@ -82,7 +82,12 @@ async fn node(url: &str, cap: u32) -> SharedLimits {
         database_url: Some(url.into()),
         pool_size: 8,
     };
-    SharedLimits::new(connect(&config).await.unwrap(), Admission::new(cap))
+    SharedLimits::new(
+        connect(&config).await.unwrap(),
+        Admission::new(cap),
+        "node-a",
+        Duration::from_secs(15),
+    )
 }
 
 /// The same spawns on one keeper: concurrency, then the minute window, then the budget.
@@ -90,7 +95,7 @@ async fn one_keeper_admits_within_every_limit(gate: &dyn SpawnLimits) {
     let two = limits(2, 3, 10, 1.0);
     let first = admit(gate, 1, "k1", &two).await.unwrap();
     let _second = admit(gate, 2, "k1", &two).await.unwrap();
-    assert!(first.0.seq > 0, "stored with a list position");
+    assert!(first.record.seq > 0, "stored with a list position");
     match admit(gate, 3, "k1", &two).await.err() {
         Some(SpawnRefusal::ConcurrentLimit { current, max, .. }) => {
             assert_eq!((current, max), (2, 2));
@@ -188,7 +193,7 @@ async fn the_hour_window_budget_and_host_cap_count_across_nodes() {
         now: half_hour_ago,
     };
     for n in 0..2 {
-        let (_, slot) = b.admit(draft(n, "k", half_hour_ago), asked).await.unwrap();
+        let Admitted { slot, .. } = b.admit(draft(n, "k", half_hour_ago), asked).await.unwrap();
         drop(slot);
     }
     match admit(&a, 2, "k", &hourly).await.err() {
@@ -214,7 +219,7 @@ async fn the_hour_window_budget_and_host_cap_count_across_nodes() {
     }
     // Node a's own cap is 1: its second live agent waits for the first's slot.
     let roomy = limits(100, 100, 100, 10.0);
-    let (_, slot) = admit(&a, 4, "k3", &roomy).await.unwrap();
+    let Admitted { slot, .. } = admit(&a, 4, "k3", &roomy).await.unwrap();
     assert!(matches!(
         admit(&a, 5, "k3", &roomy).await.err(),
         Some(SpawnRefusal::AtCapacity { cap: 1 })

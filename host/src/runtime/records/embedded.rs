@@ -1,12 +1,14 @@
-//! Agent records in the data dir's redb database: one machine's agents. Every operation
-//! runs on the blocking pool.
+//! Agent records in the data dir's redb database: one machine's agents, one process, so no
+//! fencing. Every operation runs on the blocking pool.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{AgentBackend, AgentRecord, Applied, Change, LogEvent, RecordError, Result, apply};
+use super::{
+    AgentBackend, AgentRecord, Applied, Change, Fence, LogEvent, RecordError, Result, apply,
+};
 use crate::runtime::newest;
 
 /// agent_id → record (JSON).
@@ -118,6 +120,7 @@ impl AgentBackend for EmbeddedAgents {
         &self,
         account: &str,
         agent_id: &str,
+        _fence: Fence,
         change: Change,
     ) -> Result<Option<AgentRecord>> {
         let (account, agent_id) = (account.to_owned(), agent_id.to_owned());
@@ -147,7 +150,13 @@ impl AgentBackend for EmbeddedAgents {
         .await
     }
 
-    async fn append_log(&self, account: &str, agent_id: &str, event: LogEvent) -> Result<u64> {
+    async fn append_log(
+        &self,
+        account: &str,
+        agent_id: &str,
+        _fence: Fence,
+        event: LogEvent,
+    ) -> Result<u64> {
         let (account, agent_id) = (account.to_owned(), agent_id.to_owned());
         self.blocking(move |db| {
             let mut txn = db.begin_write()?;

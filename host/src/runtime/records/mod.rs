@@ -13,7 +13,7 @@
 mod embedded;
 mod postgres;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 mod types;
 
 use std::sync::Arc;
@@ -22,7 +22,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::embedded::EmbeddedAgents;
-pub use self::postgres::{PgAgents, insert_agent};
+pub use self::postgres::{
+    Claim, FIRST_EPOCH, PgAgents, append_event, insert_agent, notify, write_record,
+};
 pub use self::types::{
     AgentComponent, AgentRecord, Failure, LogEvent, MAX_PROGRESS, MemoryMode, Progress, Status,
     Usage,
@@ -30,16 +32,24 @@ pub use self::types::{
 use super::changes::{Changes, Watch};
 use crate::clock::now_ms;
 
-/// Storage failures of agent records.
+/// Why an operation on agent records failed.
 #[derive(Debug, thiserror::Error)]
-#[error("agent storage: {0}")]
-pub struct RecordError(String);
+pub enum RecordError {
+    /// The store failed.
+    #[error("agent storage: {0}")]
+    Storage(String),
+    /// A write of the agent's run by a node whose claim on it is no longer the agent's
+    /// (its lease ran out and the agent was failed, or it was claimed again): refused, and
+    /// the node's instance must stop.
+    #[error("this node's claim on agent {0} is stale: the write was refused")]
+    Stale(String),
+}
 
 macro_rules! record_error_from {
     ($($t:ty),*) => {$(
         impl From<$t> for RecordError {
             fn from(e: $t) -> Self {
-                RecordError(e.to_string())
+                RecordError::Storage(e.to_string())
             }
         }
     )*};
@@ -58,7 +68,7 @@ record_error_from!(
 impl RecordError {
     /// A log event for an agent the account does not have.
     fn no_agent(account: &str, agent_id: &str) -> Self {
-        RecordError(format!("account {account:?} has no agent {agent_id:?}"))
+        RecordError::Storage(format!("account {account:?} has no agent {agent_id:?}"))
     }
 }
 
@@ -66,6 +76,12 @@ type Result<T> = std::result::Result<T, RecordError>;
 
 /// A change to a record: edits it and says whether it changed anything.
 pub type Change = Box<dyn FnOnce(&mut AgentRecord) -> bool + Send>;
+
+/// Whose write it is. A node running an agent writes about its run under the fencing
+/// epoch of its claim, and a write under a superseded epoch is refused
+/// ([`RecordError::Stale`]); anyone else's (a stop, a title) is not fenced. The embedded
+/// backend has one process and no epochs: it takes every write.
+pub type Fence = Option<u64>;
 
 /// Where agent records and log events are kept. Every operation names the account, and
 /// an agent of another account is not found.
@@ -86,18 +102,27 @@ pub trait AgentBackend: Send + Sync {
         limit: usize,
     ) -> Result<(Vec<AgentRecord>, Option<u64>)>;
 
-    /// Applies `change` to the record in one transaction (see [`apply`]); the record after
-    /// it, or as it was when unchanged; `None` when there is no such agent.
+    /// Applies `change` to the record in one transaction (see [`apply`]) if `fence`
+    /// admits the write; the record after it, or as it was when unchanged; `None` when
+    /// there is no such agent.
     async fn update(
         &self,
         account: &str,
         agent_id: &str,
+        fence: Fence,
         change: Change,
     ) -> Result<Option<AgentRecord>>;
 
     /// Appends `event` to the agent's log with the next sequence number (1, 2, …), which
-    /// it returns; an error when the account has no such agent.
-    async fn append_log(&self, account: &str, agent_id: &str, event: LogEvent) -> Result<u64>;
+    /// it returns, if `fence` admits the write; an error when the account has no such
+    /// agent.
+    async fn append_log(
+        &self,
+        account: &str,
+        agent_id: &str,
+        fence: Fence,
+        event: LogEvent,
+    ) -> Result<u64>;
 
     /// Log events after `after`, at most `limit`, and whether more remain (none for an
     /// agent the account does not have).
@@ -109,7 +134,8 @@ pub trait AgentBackend: Send + Sync {
         limit: usize,
     ) -> Result<(Vec<LogEvent>, bool)>;
 
-    /// `(account, agent_id)` of every agent not yet terminal.
+    /// `(account, agent_id)` of every agent not yet terminal that this process (this
+    /// node, on PostgreSQL) runs or ran: after a restart, its orphans.
     async fn alive(&self) -> Result<Vec<(String, String)>>;
 }
 
@@ -160,13 +186,13 @@ impl AgentStore {
         })
     }
 
-    /// Records in PostgreSQL (migrations applied); changes other nodes make wake this
-    /// process's watchers too.
-    pub async fn postgres(pool: sqlx::PgPool) -> Result<Self> {
+    /// Records in PostgreSQL (migrations applied), as node `node` sees them; changes
+    /// other nodes make wake this process's watchers too.
+    pub async fn postgres(pool: sqlx::PgPool, node: &str) -> Result<Self> {
         let changes = Arc::<Changes>::default();
         PgAgents::forward_changes(&pool, &changes).await?;
         Ok(Self {
-            backend: Arc::new(PgAgents::new(pool)),
+            backend: Arc::new(PgAgents::new(pool, node)),
             changes,
         })
     }
@@ -198,27 +224,31 @@ impl AgentStore {
         self.backend.list(account, before, limit).await
     }
 
-    /// Applies `change` to a record unless it returns false; durable when the status
-    /// changed. Returns the record after the change (or as it was, if unchanged).
+    /// Applies `change` to a record unless it returns false, if `fence` admits the write;
+    /// durable when the status changed. Returns the record after the change (or as it
+    /// was, if unchanged).
     pub async fn update(
         &self,
         account: &str,
         agent_id: &str,
+        fence: Fence,
         change: impl FnOnce(&mut AgentRecord) -> bool + Send + 'static,
     ) -> Result<Option<AgentRecord>> {
         let updated = self
             .backend
-            .update(account, agent_id, Box::new(change))
+            .update(account, agent_id, fence, Box::new(change))
             .await?;
         self.changes.notify(agent_id);
         Ok(updated)
     }
 
-    /// Appends a log event; returns its sequence number (1, 2, …).
+    /// Appends a log event if `fence` admits the write; returns its sequence number (1,
+    /// 2, …).
     pub async fn append_log(
         &self,
         account: &str,
         agent_id: &str,
+        fence: Fence,
         kind: &str,
         message: String,
         data: Option<Value>,
@@ -230,7 +260,9 @@ impl AgentStore {
             message,
             data,
         };
-        let seq = self.backend.append_log(account, agent_id, event).await?;
+        let seq = (self.backend)
+            .append_log(account, agent_id, fence, event)
+            .await?;
         self.changes.notify(agent_id);
         Ok(seq)
     }
@@ -246,8 +278,8 @@ impl AgentStore {
         self.backend.logs(account, agent_id, after, limit).await
     }
 
-    /// `(account, agent_id)` of every agent that was not terminal (after a restart:
-    /// orphans).
+    /// `(account, agent_id)` of every agent not yet terminal that this process (this node)
+    /// runs or ran: after a restart, its orphans.
     pub async fn alive(&self) -> Result<Vec<(String, String)>> {
         self.backend.alive().await
     }

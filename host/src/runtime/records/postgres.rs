@@ -11,16 +11,20 @@ use std::{
 use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction, postgres::PgListener};
 
-use super::{AgentBackend, AgentRecord, Applied, Change, LogEvent, RecordError, Result, apply};
+use super::{
+    AgentBackend, AgentRecord, Applied, Change, Fence, LogEvent, RecordError, Result, apply,
+};
 use crate::runtime::changes::Changes;
 
 /// The `NOTIFY` channel of agent changes; the payload is the agent's id.
 const CHANNEL: &str = "wasmind_agent_changes";
 
-/// Agent records over a PostgreSQL pool whose migrations have run.
+/// Agent records over a PostgreSQL pool whose migrations have run, as one node sees them.
 #[derive(Clone)]
 pub struct PgAgents {
     pool: PgPool,
+    /// This node's id: the owner of the agents it runs.
+    node: String,
 }
 
 /// List positions and log sequence numbers as PostgreSQL's `bigint`.
@@ -42,8 +46,11 @@ async fn relaxed(tx: &mut Transaction<'_, Postgres>) -> Result<()> {
 }
 
 impl PgAgents {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(pool: PgPool, node: &str) -> Self {
+        Self {
+            pool,
+            node: node.to_owned(),
+        }
     }
 
     /// Listens on [`CHANNEL`] for as long as `changes` lives, waking its watchers on every
@@ -80,7 +87,11 @@ fn record(json: &str) -> Result<AgentRecord> {
 #[async_trait]
 impl AgentBackend for PgAgents {
     async fn create(&self, record: AgentRecord) -> Result<AgentRecord> {
-        insert_agent(&mut *self.pool.acquire().await?, record).await
+        let claim = Claim {
+            node: &self.node,
+            lease_until: None,
+        };
+        insert_agent(&mut *self.pool.acquire().await?, record, Some(claim)).await
     }
 
     async fn get(&self, account: &str, agent_id: &str) -> Result<Option<AgentRecord>> {
@@ -123,61 +134,57 @@ impl AgentBackend for PgAgents {
         &self,
         account: &str,
         agent_id: &str,
+        fence: Fence,
         change: Change,
     ) -> Result<Option<AgentRecord>> {
         let mut tx = self.pool.begin().await?;
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT record::text FROM agents WHERE account_id = $1 AND agent_id = $2 FOR UPDATE",
+        let row: Option<(String, i64)> = sqlx::query_as(
+            "SELECT record::text, epoch FROM agents
+             WHERE account_id = $1 AND agent_id = $2 FOR UPDATE",
         )
         .bind(account)
         .bind(agent_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some(mut record) = json.as_deref().map(record).transpose()? else {
+        let Some((json, epoch)) = row else {
             return Ok(None);
         };
+        if fence.is_some_and(|mine| int(mine) != epoch) {
+            return Err(RecordError::Stale(agent_id.to_owned()));
+        }
+        let mut record = record(&json)?;
         let Applied::Changed { durable, .. } = apply(&mut record, change) else {
             return Ok(Some(record));
         };
         if !durable {
             relaxed(&mut tx).await?;
         }
-        sqlx::query(
-            "UPDATE agents SET status = $3, record = $4::jsonb
-             WHERE account_id = $1 AND agent_id = $2",
-        )
-        .bind(account)
-        .bind(agent_id)
-        .bind(record.status.as_str())
-        .bind(serde_json::to_string(&record)?)
-        .execute(&mut *tx)
-        .await?;
+        write_record(&mut tx, &record).await?;
         notify(&mut tx, agent_id).await?;
         tx.commit().await?;
         Ok(Some(record))
     }
 
-    async fn append_log(&self, account: &str, agent_id: &str, event: LogEvent) -> Result<u64> {
+    async fn append_log(
+        &self,
+        account: &str,
+        agent_id: &str,
+        fence: Fence,
+        event: LogEvent,
+    ) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         relaxed(&mut tx).await?;
-        let seq: Option<i64> = sqlx::query_scalar(
-            "WITH a AS (
-                UPDATE agents SET log_seq = log_seq + 1
-                WHERE account_id = $1 AND agent_id = $2 RETURNING log_seq
-             )
-             INSERT INTO agent_logs (account_id, agent_id, seq, event)
-             SELECT $1, $2, a.log_seq, jsonb_set($3::jsonb, '{seq}', to_jsonb(a.log_seq)) FROM a
-             RETURNING seq",
-        )
-        .bind(account)
-        .bind(agent_id)
-        .bind(serde_json::to_string(&event)?)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let seq = seq.ok_or_else(|| RecordError::no_agent(account, agent_id))?;
+        let appended = append_event(&mut tx, account, agent_id, fence, &event).await?;
+        let Some(seq) = appended else {
+            drop(tx);
+            return Err(match self.get(account, agent_id).await? {
+                Some(_) => RecordError::Stale(agent_id.to_owned()),
+                None => RecordError::no_agent(account, agent_id),
+            });
+        };
         notify(&mut tx, agent_id).await?;
         tx.commit().await?;
-        Ok(u64::try_from(seq).unwrap_or_default())
+        Ok(seq)
     }
 
     async fn logs(
@@ -209,21 +216,40 @@ impl AgentBackend for PgAgents {
 
     async fn alive(&self) -> Result<Vec<(String, String)>> {
         Ok(sqlx::query_as(
-            "SELECT account_id, agent_id FROM agents WHERE status IN ('spawning', 'running')",
+            "SELECT account_id, agent_id FROM agents
+             WHERE owner = $1 AND status IN ('spawning', 'running')",
         )
+        .bind(&self.node)
         .fetch_all(&self.pool)
         .await?)
     }
 }
 
+/// Which node runs a new agent, and until when its first lease holds (epoch ms; none:
+/// the claim does not lapse, and only the node's own restart fails the agent).
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    pub node: &'a str,
+    pub lease_until: Option<u64>,
+}
+
+/// The fencing epoch of an agent's first claim.
+pub const FIRST_EPOCH: u64 = 1;
+
 /// Stores a new record on `conn` (in the caller's transaction, if it has one), assigning
-/// its list position.
-pub async fn insert_agent(conn: &mut PgConnection, mut record: AgentRecord) -> Result<AgentRecord> {
+/// its list position; claimed by `claim`'s node under [`FIRST_EPOCH`] when given.
+pub async fn insert_agent(
+    conn: &mut PgConnection,
+    mut record: AgentRecord,
+    claim: Option<Claim<'_>>,
+) -> Result<AgentRecord> {
     let seq: i64 = sqlx::query_scalar(
         "WITH s AS (SELECT nextval('agent_seq') AS seq)
-             INSERT INTO agents (account_id, agent_id, seq, key_id, created_at, status, record)
-             SELECT $1, $2, s.seq, $3, $4, $5, jsonb_set($6::jsonb, '{seq}', to_jsonb(s.seq))
-             FROM s RETURNING seq",
+         INSERT INTO agents (account_id, agent_id, seq, key_id, created_at, status, record,
+                             owner, epoch, lease_until)
+         SELECT $1, $2, s.seq, $3, $4, $5, jsonb_set($6::jsonb, '{seq}', to_jsonb(s.seq)),
+                $7, $8, $9
+         FROM s RETURNING seq",
     )
     .bind(&record.account)
     .bind(&record.agent_id)
@@ -231,18 +257,65 @@ pub async fn insert_agent(conn: &mut PgConnection, mut record: AgentRecord) -> R
     .bind(int(record.created_at))
     .bind(record.status.as_str())
     .bind(serde_json::to_string(&record)?)
+    .bind(claim.map(|c| c.node))
+    .bind(claim.map_or(0, |_| int(FIRST_EPOCH)))
+    .bind(claim.and_then(|c| c.lease_until).map(int))
     .fetch_one(conn)
     .await?;
     record.seq = u64::try_from(seq).unwrap_or_default();
     Ok(record)
 }
 
-/// Announces a change of `agent_id` to every node, when `tx` commits.
-async fn notify(tx: &mut Transaction<'_, Postgres>, agent_id: &str) -> Result<()> {
+/// Writes `record` (its status and JSON) over its row, on `conn` (which holds its lock).
+pub async fn write_record(conn: &mut PgConnection, record: &AgentRecord) -> Result<()> {
+    sqlx::query(
+        "UPDATE agents SET status = $3, record = $4::jsonb
+         WHERE account_id = $1 AND agent_id = $2",
+    )
+    .bind(&record.account)
+    .bind(&record.agent_id)
+    .bind(record.status.as_str())
+    .bind(serde_json::to_string(record)?)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Appends `event` to the agent's log under the next sequence number, which it returns —
+/// `None` when the account has no such agent or `fence` is not its epoch.
+pub async fn append_event(
+    conn: &mut PgConnection,
+    account: &str,
+    agent_id: &str,
+    fence: Fence,
+    event: &LogEvent,
+) -> Result<Option<u64>> {
+    let seq: Option<i64> = sqlx::query_scalar(
+        "WITH a AS (
+            UPDATE agents SET log_seq = log_seq + 1
+            WHERE account_id = $1 AND agent_id = $2 AND ($4::bigint IS NULL OR epoch = $4)
+            RETURNING log_seq
+         )
+         INSERT INTO agent_logs (account_id, agent_id, seq, event)
+         SELECT $1, $2, a.log_seq, jsonb_set($3::jsonb, '{seq}', to_jsonb(a.log_seq)) FROM a
+         RETURNING seq",
+    )
+    .bind(account)
+    .bind(agent_id)
+    .bind(serde_json::to_string(event)?)
+    .bind(fence.map(int))
+    .fetch_optional(conn)
+    .await?;
+    Ok(seq.map(|seq| u64::try_from(seq).unwrap_or_default()))
+}
+
+/// Announces a change of `agent_id` to every node, when the transaction on `conn`
+/// commits.
+pub async fn notify(conn: &mut PgConnection, agent_id: &str) -> Result<()> {
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(CHANNEL)
         .bind(agent_id)
-        .execute(&mut **tx)
+        .execute(conn)
         .await?;
     Ok(())
 }

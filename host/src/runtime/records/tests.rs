@@ -21,12 +21,13 @@ async fn node(url: &str) -> AgentStore {
         database_url: Some(url.into()),
         pool_size: 4,
     };
-    AgentStore::postgres(connect(&config).await.unwrap())
+    AgentStore::postgres(connect(&config).await.unwrap(), "node-a")
         .await
         .unwrap()
 }
 
-fn record(id: &str, account: &str) -> AgentRecord {
+/// A new agent's record (also the cluster's tests').
+pub(in crate::runtime) fn record(id: &str, account: &str) -> AgentRecord {
     AgentRecord {
         agent_id: id.into(),
         account: account.into(),
@@ -76,14 +77,14 @@ async fn updates_and_alive_set(s: &AgentStore) {
     s.create(record("ag_1", "a")).await.unwrap();
     s.create(record("ag_2", "a")).await.unwrap();
     s.create(record("ag_3", "b")).await.unwrap();
-    s.update("a", "ag_1", |r| {
+    s.update("a", "ag_1", None, |r| {
         r.status = Status::Running;
         true
     })
     .await
     .unwrap();
     let done = s
-        .update("a", "ag_1", |r| {
+        .update("a", "ag_1", None, |r| {
             r.status = Status::Completed;
             r.final_result = Some("ok".into());
             true
@@ -100,18 +101,30 @@ async fn updates_and_alive_set(s: &AgentStore) {
         alive,
         [("a".into(), "ag_2".into()), ("b".into(), "ag_3".into())]
     );
-    let unchanged = s.update("a", "ag_1", |_| false).await.unwrap().unwrap();
+    let unchanged = s
+        .update("a", "ag_1", None, |_| false)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(unchanged.final_result.as_deref(), Some("ok"));
-    assert!(s.update("a", "ag_none", |_| true).await.unwrap().is_none());
     assert!(
-        s.update("b", "ag_2", |_| true).await.unwrap().is_none(),
+        s.update("a", "ag_none", None, |_| true)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        s.update("b", "ag_2", None, |_| true)
+            .await
+            .unwrap()
+            .is_none(),
         "another account's agent is not found"
     );
 }
 
 async fn progress_is_trimmed_and_logs_page(s: &AgentStore) {
     s.create(record("ag_1", "a")).await.unwrap();
-    s.update("a", "ag_1", |r| {
+    s.update("a", "ag_1", None, |r| {
         r.progress = (0..MAX_PROGRESS + 5)
             .map(|i| Progress {
                 ts: i as u64,
@@ -129,7 +142,7 @@ async fn progress_is_trimmed_and_logs_page(s: &AgentStore) {
     for i in 0..5 {
         let data = (i == 4).then(|| serde_json::json!({ "n": i }));
         let seq = s
-            .append_log("a", "ag_1", "thinking", format!("m{i}"), data)
+            .append_log("a", "ag_1", None, "thinking", format!("m{i}"), data)
             .await
             .unwrap();
         assert_eq!(seq, i + 1);
@@ -146,7 +159,7 @@ async fn progress_is_trimmed_and_logs_page(s: &AgentStore) {
         "another account's agent has no logs"
     );
     assert!(
-        s.append_log("b", "ag_1", "thinking", "x".into(), None)
+        s.append_log("b", "ag_1", None, "thinking", "x".into(), None)
             .await
             .is_err(),
         "nothing is logged for another account's agent"
@@ -184,7 +197,7 @@ async fn a_change_on_one_node_wakes_watchers_on_another() {
     let (a, b) = (node(&url).await, node(&url).await);
     a.create(record("ag_1", "acct")).await.unwrap();
     let mut watch = b.watch("ag_1");
-    a.append_log("acct", "ag_1", "thinking", "hello".into(), None)
+    a.append_log("acct", "ag_1", None, "thinking", "hello".into(), None)
         .await
         .unwrap();
     tokio::time::timeout(Duration::from_secs(10), watch.changed())
@@ -192,7 +205,7 @@ async fn a_change_on_one_node_wakes_watchers_on_another() {
         .expect("node b's watcher woke on node a's log event");
     let (events, _) = b.logs("acct", "ag_1", 0, 10).await.unwrap();
     assert_eq!(events[0].message, "hello");
-    a.update("acct", "ag_1", |r| {
+    a.update("acct", "ag_1", None, |r| {
         r.status = Status::Running;
         true
     })
@@ -215,7 +228,7 @@ async fn appends_from_several_nodes_are_numbered_without_gaps() {
         let store = nodes[i % 3].clone();
         tokio::spawn(async move {
             store
-                .append_log("acct", "ag_1", "thinking", format!("m{i}"), None)
+                .append_log("acct", "ag_1", None, "thinking", format!("m{i}"), None)
                 .await
                 .unwrap()
         })

@@ -53,18 +53,52 @@ pub fn remote_cli(server: &Server, key: &str, args: &[&str]) -> (i32, String, St
     )
 }
 
-/// Creates a key for `account` on `plan` in `dir` (no server may be running on it).
+/// Whether this run serves from PostgreSQL (`WASMIND_E2E_BACKEND=postgres`, as
+/// `scripts/test`'s second pass sets) rather than from the data dir.
+pub fn on_postgres() -> bool {
+    std::env::var("WASMIND_E2E_BACKEND").is_ok_and(|b| b == "postgres")
+}
+
+/// The `[storage]` section giving the server of data dir `dir` a database of its own on
+/// the run's shared PostgreSQL (made on first use).
+pub fn storage_section(dir: &Path) -> String {
+    static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let name = format!("e2e_{:016x}", {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(dir)
+    });
+    let pg = postgres::Postgres::shared();
+    let mut made = MADE.lock().unwrap();
+    if !made.contains(&name) {
+        pg.database(&name);
+        made.push(name.clone());
+    }
+    format!(
+        "\n[storage]\nbackend = \"postgres\"\ndatabase_url = \"{}\"\n",
+        pg.url(&name)
+    )
+}
+
+/// Creates a key for `account` on `plan` in `dir` (no server may be running on it; on
+/// postgres, in the database of `dir`'s server).
 pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
-    let (ok, stdout, stderr) = cli(&[
+    let dir_arg = dir.to_str().unwrap();
+    let mut args = vec![
         "keys",
         "create",
         "--data-dir",
-        dir.to_str().unwrap(),
+        dir_arg,
         "--account",
         account,
         "--plan",
         plan,
-    ]);
+    ];
+    let config = dir.with_extension("keys.toml");
+    if on_postgres() {
+        std::fs::write(&config, storage_section(dir)).unwrap();
+        args.extend(["--config", config.to_str().unwrap()]);
+    }
+    let (ok, stdout, stderr) = cli(&args);
     assert!(ok, "keys create failed: {stderr}");
     stdout.trim().to_string()
 }
@@ -150,7 +184,11 @@ impl Server {
             cmd.env("WASMIND_EMBEDDER", "hash");
         }
         cmd.envs(options.env.iter().map(|(k, v)| (k, v)));
-        if let Some(config) = &options.config {
+        let mut config = options.config.clone();
+        if on_postgres() && !config.as_ref().is_some_and(|c| c.contains("[storage]")) {
+            config = Some(config.unwrap_or_default() + &storage_section(dir));
+        }
+        if let Some(config) = &config {
             let path = dir.with_extension("toml");
             std::fs::write(&path, config).unwrap();
             cmd.arg("--config").arg(path);
@@ -189,6 +227,14 @@ impl Server {
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Sends the process `signal` (`STOP`, `CONT`, …).
+    pub fn signal(&self, signal: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &self.child.id().to_string()])
+            .status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -{signal}");
     }
 
     /// Asks for a graceful shutdown (SIGTERM) and waits for the exit.

@@ -1,15 +1,19 @@
 //! `wasmind serve`: open the data dir, answer the admin socket and HTTP at once (health
 //! routes, and 503 for the API while loading), load the embedder, replay the indexes,
 //! compile the agent component, fail agents a previous process left alive, then serve the
-//! API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick.
+//! API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick. On
+//! the postgres backend (`stores`) the node has no admin socket (the CLI reaches the
+//! database) and its agents are leased from the database (`runtime::Cluster`).
+
+mod stores;
 
 use std::{collections::BTreeMap, future::IntoFuture, net::SocketAddr, path::Path, sync::Arc};
 
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+use self::stores::Stores;
 use crate::{
-    accounts::{Accounts, KeyStore, Ledger, UsageStore},
     admin::{self, Admin},
     api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
@@ -18,10 +22,10 @@ use crate::{
     data_dir::DataDir,
     health::{Part, Readiness},
     mcp,
-    memory::{MemoryService, embed},
+    memory::embed,
     metrics::Exporter,
     mind::{self, MindCheck, MindStatus},
-    runtime::{AgentStore, Runtime, Services},
+    runtime::{Runtime, Services},
     storage::Backend,
 };
 
@@ -36,19 +40,17 @@ pub fn serve(
     env: &BTreeMap<String, String>,
 ) -> anyhow::Result<()> {
     let (config, _) = Config::load(config_file, env)?;
-    anyhow::ensure!(
-        config.storage.backend == Backend::Embedded,
-        "[storage] backend = \"postgres\" holds accounts and keys (the keys and accounts \
-         commands) but cannot serve yet: memories and agents still live in the data dir, so \
-         `serve` needs backend = \"embedded\""
-    );
     // Before anything that emits is built: handles made earlier would record nowhere.
     let exporter = config.metrics.enabled.then(Exporter::install).transpose()?;
     let dir = DataDir::open(data_dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let admin_socket = serve_admin(&runtime, &dir, data_dir)?;
+    // On postgres the CLI reaches the database itself: no socket to answer.
+    let admin_socket = match config.storage.backend {
+        Backend::Embedded => Some(serve_admin(&runtime, &dir, data_dir)?),
+        Backend::Postgres => None,
+    };
     let readiness = Arc::new(Readiness::new(MindCheck::checking(&config.mind)));
     runtime.spawn(check_mind(config.mind.clone(), readiness.clone()));
     let slot = AppSlot::default();
@@ -139,31 +141,25 @@ async fn load_state(
         dims = embedder.dims(),
         "embedder loaded"
     );
-    embed::check_identity(dir.db(), config.embedder.kind, &*embedder)?;
-    readiness.mark(Part::Embedder);
-    let embed = embed::EmbedService::new(embedder, &config.embedder);
-    let memory = MemoryService::open(
-        dir.db().clone(),
-        &dir.index_dir("memory"),
-        embed,
-        &config.memory,
-    )
-    .context("opening the memory store")?;
-    readiness.mark(Part::Indexes);
+    let Stores {
+        memory,
+        records,
+        usage,
+        keys,
+        own_key,
+        cluster,
+    } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let records = AgentStore::embedded(dir.db().clone())?;
-    let usage: Ledger = Arc::new(UsageStore::new(dir.db().clone())?);
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),
         records: records.clone(),
         usage: usage.clone(),
     });
-    let runtime = Runtime::start(&config.runtime, dir, services, None)
+    let runtime = Runtime::start(&config.runtime, dir, services, cluster)
         .await
         .context("starting the agent runtime")?;
-    let keys: Accounts = Arc::new(KeyStore::new(dir.db().clone())?);
-    let console = Console::open(dir.path(), &config.console, keys.clone())
+    let console = Console::open(own_key, &config.console, keys.clone())
         .context("setting up console sign-in")?;
     Ok(AppState {
         keys,

@@ -1,0 +1,99 @@
+//! The heartbeat: renew this node's leases, stop the instances whose claim is gone, fail
+//! the agents of lost hosts. A node that cannot renew for a whole lease kills its
+//! instances itself: by then another node may have failed them, and an agent never runs
+//! twice at once.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Weak},
+    time::Instant,
+};
+
+use super::{Cluster, reaper};
+use crate::{
+    clock::now_ms,
+    runtime::{lifecycle::Inner, state::AgentCtx},
+};
+
+/// Beats every `cluster.heartbeat` until `inner` is gone.
+pub(super) async fn beat(cluster: Arc<Cluster>, inner: Weak<Inner>) {
+    let mut ticks = tokio::time::interval(cluster.heartbeat);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut renewed = Instant::now();
+    loop {
+        ticks.tick().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match once(&cluster, &inner).await {
+            Ok(()) => renewed = Instant::now(),
+            Err(e) => {
+                tracing::warn!(node = %cluster.node, error = %format!("{e:#}"), "heartbeat failed");
+                if renewed.elapsed() >= cluster.lease {
+                    for ctx in inner.admission.agents() {
+                        tracing::warn!(agent = %ctx.agent_id, "lease not renewed for a whole lease: stopping the instance");
+                        inner.signal_stop(&ctx.agent_id, true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One heartbeat.
+async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
+    let lease_until = now_ms() + lease_ms(cluster);
+    let held: HashMap<String, i64> = sqlx::query_as(
+        "UPDATE agents SET lease_until = $2
+         WHERE owner = $1 AND status IN ('spawning', 'running')
+         RETURNING agent_id, epoch",
+    )
+    .bind(&cluster.node)
+    .bind(i64::try_from(lease_until)?)
+    .fetch_all(&cluster.pool)
+    .await?
+    .into_iter()
+    .collect();
+    for ctx in inner.admission.agents() {
+        let epoch = ctx.fence.and_then(|e| i64::try_from(e).ok());
+        if epoch.is_some() && held.get(&ctx.agent_id) == epoch.as_ref() {
+            continue;
+        }
+        check_claim(cluster, inner, &ctx, epoch).await?;
+    }
+    reaper::reap(&cluster.pool, lease_ms(cluster), now_ms()).await?;
+    Ok(())
+}
+
+/// An instance whose lease was not renewed: its row says why (or that it was admitted
+/// after the renewal read, and all is well).
+async fn check_claim(
+    cluster: &Cluster,
+    inner: &Inner,
+    ctx: &AgentCtx,
+    epoch: Option<i64>,
+) -> anyhow::Result<()> {
+    let row: Option<(String, i64)> =
+        sqlx::query_as("SELECT status, epoch FROM agents WHERE account_id = $1 AND agent_id = $2")
+            .bind(&ctx.account)
+            .bind(&ctx.agent_id)
+            .fetch_optional(&cluster.pool)
+            .await?;
+    match row {
+        Some((_, now)) if Some(now) != epoch => {
+            tracing::warn!(agent = %ctx.agent_id, "this node's claim is stale: killing the instance");
+            inner.signal_stop(&ctx.agent_id, true);
+        }
+        None => inner.signal_stop(&ctx.agent_id, true),
+        Some((status, _)) if !matches!(status.as_str(), "spawning" | "running") => {
+            // Stopped at another node, and its notice missed: the grace holds.
+            inner.signal_stop(&ctx.agent_id, false);
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+fn lease_ms(cluster: &Cluster) -> u64 {
+    u64::try_from(cluster.lease.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,124 @@
+//! Many nodes over one PostgreSQL. Each agent row names the node running it (its owner),
+//! the fencing epoch of that claim and until when the node's lease on it holds. A node
+//! admits and claims a spawn in one transaction (`limits::SharedLimits`), runs it in its own
+//! wasmtime, and writes about the run only under its epoch (`records::Fence`).
+//!
+//! Every heartbeat a node renews the leases of the agents it owns, and stops its instances
+//! whose claim is gone: killed at once when the agent was failed or claimed again (its
+//! epoch moved on), stopped with the grace when it was stopped at another node and the
+//! notice was missed. Then it fails, for every node, the agents whose lease ran out
+//! (`reaper`): the host was lost. A stop arrives at any node; that node records it and
+//! announces it on [`STOPS`], and the owner delivers it to its instance.
+
+mod config;
+mod heartbeat;
+mod reaper;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    path::Path,
+    sync::{Arc, Weak},
+    time::Duration,
+};
+
+use anyhow::Context;
+use rand::RngExt;
+use sqlx::{PgPool, postgres::PgListener};
+
+pub use self::config::ClusterConfig;
+use self::config::check_node_id;
+use super::lifecycle::Inner;
+
+/// The `NOTIFY` channel of stops; the payload is the agent's id.
+const STOPS: &str = "wasmind_agent_stops";
+
+/// The data dir's file keeping a generated node id across restarts (so a restarted node
+/// finds its own orphans).
+const NODE_ID_FILE: &str = "node-id";
+
+/// This node among those sharing the database.
+pub struct Cluster {
+    pub(super) pool: PgPool,
+    pub(super) node: String,
+    pub(super) lease: Duration,
+    heartbeat: Duration,
+}
+
+impl Cluster {
+    /// Node `node` on `pool` (migrated), keeping its claims as `config` says.
+    pub fn new(pool: PgPool, node: String, config: &ClusterConfig) -> Self {
+        Self {
+            pool,
+            node,
+            lease: Duration::from_secs(config.lease_secs),
+            heartbeat: Duration::from_secs(config.heartbeat_secs),
+        }
+    }
+
+    /// The node's id.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Tells every node that `agent_id` was stopped (its owner delivers the stop).
+    pub(super) async fn announce_stop(&self, agent_id: &str) -> anyhow::Result<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(STOPS)
+            .bind(agent_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Starts the heartbeat and the stop listener; both end when `inner` is gone.
+    pub(super) async fn start(self: Arc<Self>, inner: Weak<Inner>) -> anyhow::Result<()> {
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(STOPS).await?;
+        tokio::spawn(deliver_stops(listener, inner.clone()));
+        tokio::spawn(heartbeat::beat(self, inner));
+        Ok(())
+    }
+}
+
+/// Delivers announced stops to this node's instances (a stop of an agent not live here is
+/// nothing to do). The listener reconnects by itself; stops announced while it is away
+/// reach their instances at the next heartbeat.
+async fn deliver_stops(mut listener: PgListener, inner: Weak<Inner>) {
+    loop {
+        let notice = listener.recv().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        match notice {
+            Ok(notice) => inner.signal_stop(notice.payload(), false),
+            Err(e) => {
+                tracing::warn!(error = %e, "stop notices: the listener lost the database; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// This node's id: the configured one, else the one kept in `data_dir`, else a new one
+/// (`node-` and 12 hex digits) kept there from now on.
+pub fn node_id(config: &ClusterConfig, data_dir: &Path) -> anyhow::Result<String> {
+    if let Some(id) = &config.node_id {
+        return Ok(id.clone());
+    }
+    let path = data_dir.join(NODE_ID_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(kept) => {
+            let id = kept.trim().to_owned();
+            check_node_id(&id).with_context(|| format!("reading {}", path.display()))?;
+            Ok(id)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = format!("node-{:012x}", rand::rng().random::<u64>() >> 16);
+            std::fs::write(&path, format!("{id}\n"))
+                .with_context(|| format!("writing {}", path.display()))?;
+            Ok(id)
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}

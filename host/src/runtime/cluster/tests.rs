@@ -1,0 +1,103 @@
+//! A lost node's agents on a real PostgreSQL: failed once however many nodes reap at once,
+//! metered to the node's last heartbeat, and the node's own writes refused afterwards.
+
+use sqlx::PgPool;
+
+use super::reaper::{HOST_LOST, reap};
+use crate::{
+    accounts::{PgUsage, UsageLedger},
+    clock::now_ms,
+    runtime::records::{
+        AgentStore, Claim, FIRST_EPOCH, RecordError, Status, insert_agent, tests::record,
+    },
+    storage::{Backend, StorageConfig, connect},
+    test_postgres::Postgres,
+};
+
+/// A node's pool on `url`.
+async fn pool(url: &str) -> PgPool {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 4,
+    };
+    connect(&config).await.unwrap()
+}
+
+/// Stores a running agent claimed by node-a, started at `started` with its lease until
+/// `lease_until`.
+async fn running(pool: &PgPool, id: &str, started: u64, lease_until: u64) {
+    let mut r = record(id, "acct");
+    r.status = Status::Running;
+    r.started_at = Some(started);
+    let claim = Claim {
+        node: "node-a",
+        lease_until: Some(lease_until),
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    insert_agent(&mut conn, r, Some(claim)).await.unwrap();
+}
+
+fn stale<T>(result: &Result<T, RecordError>) -> bool {
+    matches!(result, Err(RecordError::Stale(_)))
+}
+
+#[tokio::test]
+async fn a_lost_nodes_agents_fail_once_and_its_writes_are_refused() {
+    let pg = Postgres::start();
+    let url = pg.database("cluster");
+    let (a, b) = (pool(&url).await, pool(&url).await);
+    let store = AgentStore::postgres(a.clone(), "node-a").await.unwrap();
+    let (now, lease_ms) = (now_ms(), 15_000);
+    running(&a, "ag_lost", now - 60_000, now - 1_000).await;
+    running(&a, "ag_kept", now - 60_000, now + 60_000).await;
+
+    let (x, y) = tokio::join!(reap(&a, lease_ms, now), reap(&b, lease_ms, now));
+    assert_eq!(x.unwrap() + y.unwrap(), 1, "one node fails the lost agent");
+    assert_eq!(reap(&b, lease_ms, now).await.unwrap(), 0, "once");
+
+    let lost = store.get("acct", "ag_lost").await.unwrap().unwrap();
+    assert_eq!(lost.status, Status::Failed);
+    let error = lost.error.unwrap();
+    assert_eq!(error.code, HOST_LOST);
+    assert!(error.message.contains("node-a"), "{}", error.message);
+    let (events, _) = store.logs("acct", "ag_lost", 0, 10).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, "terminal");
+    assert_eq!(events[0].data.as_ref().unwrap()["error"]["code"], HOST_LOST);
+    let kept = store.get("acct", "ag_kept").await.unwrap().unwrap();
+    assert_eq!(kept.status, Status::Running, "a live lease is left alone");
+    assert!(
+        store.alive().await.unwrap().len() == 1,
+        "only the kept one is node-a's"
+    );
+
+    // Metered up to the last heartbeat: the lease's end less one lease.
+    let last_beat = now - 1_000 - lease_ms;
+    let month = PgUsage::new(a.clone()).month("acct", last_beat).await;
+    assert_eq!(month.unwrap().run_ms, last_beat - (now - 60_000));
+
+    let mine = Some(FIRST_EPOCH);
+    assert!(stale(
+        &store.update("acct", "ag_lost", mine, |_| true).await
+    ));
+    let logged = store.append_log("acct", "ag_lost", mine, "thinking", "late".into(), None);
+    assert!(stale(&logged.await));
+    assert_eq!(
+        store.logs("acct", "ag_lost", 0, 10).await.unwrap().0.len(),
+        1
+    );
+    assert!(
+        store
+            .update("acct", "ag_kept", mine, |_| true)
+            .await
+            .is_ok()
+    );
+    let logged = store.append_log("acct", "ag_kept", mine, "thinking", "on".into(), None);
+    assert_eq!(logged.await.unwrap(), 1, "a current claim writes");
+    let unfenced = store.update("acct", "ag_lost", None, |r| {
+        r.name = "renamed".into();
+        true
+    });
+    assert_eq!(unfenced.await.unwrap().unwrap().name, "renamed");
+}

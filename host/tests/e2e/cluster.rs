@@ -1,0 +1,325 @@
+//! Several nodes over one PostgreSQL (a real one each test starts): every node serves
+//! every account; agents are leased by the node running them, stops reach that node, and
+//! a lost node's agents fail while the others serve on.
+
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+use crate::{
+    agents::{spawn, wait_for, wait_for_terminal_event},
+    common::{Client, Options, Server, binary, postgres::Postgres},
+    guests::SPIN,
+};
+
+/// Nodes sharing one database, each with its own data dir (its node id, its compiled
+/// components' cache).
+struct Nodes {
+    tmp: tempfile::TempDir,
+    config: PathBuf,
+    nodes: Vec<Server>,
+}
+
+impl Nodes {
+    /// `n` nodes on `url`, their agents the spinning guest, with `extra` TOML appended.
+    fn start(url: &str, n: usize, extra: &str) -> Nodes {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[storage]\nbackend = \"postgres\"\ndatabase_url = \"{url}\"\n\
+             [runtime]\ncomponent = {SPIN:?}\nstop_grace_secs = 1.0\n{extra}"
+        );
+        let config = tmp.path().join("cluster.toml");
+        std::fs::write(&config, &text).unwrap();
+        let options = Options {
+            config: Some(text),
+            hash_embedder: true,
+            ..Options::default()
+        };
+        let nodes = (0..n)
+            .map(|i| Server::start_with(&tmp.path().join(format!("node-{i}")), &options))
+            .collect();
+        Nodes { tmp, config, nodes }
+    }
+
+    /// `wasmind ARGS --config CONFIG` (the operator's CLI on the shared database).
+    fn cli(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new(binary())
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .current_dir(self.tmp.path())
+            .output()
+            .expect("running wasmind");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "wasmind {args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    fn key(&self, account: &str, plan: &str) -> String {
+        self.cli(&["keys", "create", "--account", account, "--plan", plan])
+    }
+
+    fn client(&self, node: usize, key: &str) -> Client {
+        self.nodes[node].client(key)
+    }
+}
+
+/// Waits until the agent is `failed` as seen from `c`, and returns it.
+#[track_caller]
+fn wait_failed(c: &Client, id: &str, within: Duration) -> Value {
+    wait_for(c, id, within, |a| a["status"] == "failed")
+}
+
+#[test]
+fn every_node_serves_every_account_and_stops_reach_the_owner() {
+    let pg = Postgres::start();
+    // Heartbeats far apart: a stop reaches its agent's node by notice, not by heartbeat.
+    let nodes = Nodes::start(
+        &pg.database("three"),
+        3,
+        "[cluster]\nheartbeat_secs = 60\nlease_secs = 180\n",
+    );
+    let key = nodes.key("acme", "free");
+    let (a, b, c) = (
+        nodes.client(0, &key),
+        nodes.client(1, &key),
+        nodes.client(2, &key),
+    );
+    assert_eq!(
+        b.get("/api/v1/agents").status,
+        200,
+        "a new key works at once"
+    );
+
+    let put = a.post(
+        "/api/v1/memory",
+        &json!({ "key": "colour", "value": "the front door is painted teal" }),
+    );
+    assert_eq!(put.status, 201, "{:#}", put.body);
+    let found = c.post("/api/v1/memory/search", &json!({ "query": "door teal" }));
+    assert_eq!(found.status, 200, "{:#}", found.body);
+    assert_eq!(
+        found.body["results"][0]["key"], "colour",
+        "{:#}",
+        found.body
+    );
+
+    let id = spawn(&b, "spin");
+    wait_for(&c, &id, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    let since = Instant::now();
+    let stopped = a.delete(&format!("/api/v1/agents/{id}"));
+    assert_eq!(stopped.body, json!({ "agent_id": id, "status": "stopped" }));
+    // Node b writes the terminal event once its instance is gone: after the 1 s grace,
+    // long before its next heartbeat.
+    let event = wait_for_terminal_event(
+        &c,
+        &id,
+        since,
+        Duration::from_secs(30),
+        "the stop never reached node b's instance",
+    );
+    assert_eq!(event["data"]["status"], "stopped");
+
+    nodes.cli(&["keys", "revoke", &key]);
+    for client in [&a, &b, &c] {
+        client
+            .get("/api/v1/agents")
+            .assert_error(401, "invalid_api_key");
+    }
+}
+
+#[test]
+fn spawns_spread_over_nodes_stay_within_the_limits_exactly() {
+    let pg = Postgres::start();
+    let nodes = Nodes::start(
+        &pg.database("limits"),
+        3,
+        "[plans.free]\nspawns_per_minute = 7\nspawns_per_hour = 100\nconcurrent_agents = 5\n\
+         memories = 100\nagent_hours_per_month = 10.0\n",
+    );
+    let key = nodes.key("acme", "free");
+    let bases: Vec<String> = nodes.nodes.iter().map(|n| n.base.clone()).collect();
+    let key = Arc::new(key);
+    let burst = |n: usize| -> Vec<(u16, String, Option<String>)> {
+        let threads: Vec<_> = (0..n)
+            .map(|i| {
+                let (base, key) = (bases[i % 3].clone(), key.clone());
+                std::thread::spawn(move || {
+                    let r = Client::new(&base, Some(&key))
+                        .post("/api/v1/agents", &json!({ "task": format!("spin {i}") }));
+                    let id = r.body["agent_id"].as_str().map(str::to_owned);
+                    (r.status, r.code().to_owned(), id)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    };
+    let first = burst(15);
+    let admitted: Vec<_> = first.iter().filter_map(|r| r.2.clone()).collect();
+    assert_eq!(admitted.len(), 5, "the concurrency cap: {first:?}");
+    assert!(
+        first
+            .iter()
+            .filter(|r| r.0 != 201)
+            .all(|r| r.0 == 429 && r.1 == "concurrent_limit_reached"),
+        "{first:?}"
+    );
+    let c = nodes.client(0, &key);
+    for id in &admitted {
+        c.delete(&format!("/api/v1/agents/{id}"));
+    }
+    let second = burst(6);
+    let admitted = second.iter().filter(|r| r.0 == 201).count();
+    assert_eq!(admitted, 2, "7 per minute in all: {second:?}");
+    assert!(
+        second
+            .iter()
+            .filter(|r| r.0 != 201)
+            .all(|r| r.0 == 429 && r.1 == "rate_limited"),
+        "{second:?}"
+    );
+}
+
+/// Lease 3 s, heartbeat 1 s.
+const SHORT_LEASES: &str = "[cluster]\nheartbeat_secs = 1\nlease_secs = 3\n";
+
+#[test]
+fn a_killed_nodes_agents_fail_and_the_others_serve_on() {
+    let pg = Postgres::start();
+    let mut nodes = Nodes::start(&pg.database("kill"), 3, SHORT_LEASES);
+    let key = nodes.key("acme", "lightyear");
+    let (a, b) = (nodes.client(0, &key), nodes.client(1, &key));
+    let id = spawn(&b, "spin");
+    wait_for(&a, &id, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    nodes.nodes[1].kill9();
+    let killed = Instant::now();
+    let failed = wait_failed(&a, &id, Duration::from_secs(30));
+    let took = killed.elapsed();
+    assert_eq!(failed["error"]["code"], "host_lost", "{failed:#}");
+    // Lease 3 s + a heartbeat 1 s, and slack for a loaded machine.
+    assert!(took < Duration::from_secs(10), "failed after {took:?}");
+    let event = wait_for_terminal_event(&a, &id, killed, Duration::from_secs(5), "no event");
+    assert_eq!(event["data"]["error"]["code"], "host_lost");
+
+    let c = nodes.client(2, &key);
+    let again = spawn(&c, "spin again");
+    wait_for(&a, &again, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    let put = a.post(
+        "/api/v1/memory",
+        &json!({ "key": "k", "value": "still here" }),
+    );
+    assert_eq!(put.status, 201);
+}
+
+#[test]
+fn a_paused_node_past_its_lease_stops_its_stale_instance_itself() {
+    let pg = Postgres::start();
+    let nodes = Nodes::start(&pg.database("pause"), 2, SHORT_LEASES);
+    let key = nodes.key("acme", "lightyear");
+    let (a, b) = (nodes.client(0, &key), nodes.client(1, &key));
+    let id = spawn(&b, "spin");
+    wait_for(&a, &id, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    nodes.nodes[1].signal("STOP");
+    let failed = wait_failed(&a, &id, Duration::from_secs(30));
+    assert_eq!(failed["error"]["code"], "host_lost");
+    nodes.nodes[1].signal("CONT");
+    let since = Instant::now();
+    while !nodes.nodes[1].log().contains("claim is stale") {
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "node b never noticed: {}",
+            nodes.nodes[1].log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Its instance is gone, and nothing it wrote late changed the record.
+    std::thread::sleep(Duration::from_secs(2));
+    let seen = b.get(&format!("/api/v1/agents/{id}")).body;
+    assert_eq!(seen["status"], "failed");
+    assert_eq!(seen["error"]["code"], "host_lost");
+    let logs = b.get(&format!("/api/v1/agents/{id}/logs")).body;
+    let terminal = logs["data"].as_array().unwrap().iter();
+    assert_eq!(terminal.filter(|e| e["kind"] == "terminal").count(), 1);
+}
+
+#[test]
+fn nodes_ride_out_a_postgres_restart_and_lose_no_acknowledged_write() {
+    let pg = Postgres::start();
+    let nodes = Nodes::start(&pg.database("restart"), 2, "");
+    let key = Arc::new(nodes.key("acme", "lightyear"));
+    let bases: Vec<String> = nodes.nodes.iter().map(|n| n.base.clone()).collect();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (base, key, done) = (bases[w % 2].clone(), key.clone(), done.clone());
+            std::thread::spawn(move || {
+                let c = Client::new(&base, Some(&key));
+                let (mut acked, mut refused) = (Vec::new(), Vec::new());
+                for i in 0.. {
+                    if done.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let k = format!("w{w}_{i}");
+                    let body = json!({ "key": k, "value": format!("value {w} {i}") });
+                    let r = c.post("/api/v1/memory", &body);
+                    match r.status {
+                        201 => acked.push(k),
+                        _ => refused.push(format!("{} {}", r.status, r.body)),
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                (acked, refused)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    pg.restart();
+    std::thread::sleep(Duration::from_secs(4));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (mut acked, mut refused) = (Vec::new(), Vec::new());
+    for writer in writers {
+        let (a, r) = writer.join().unwrap();
+        acked.extend(a);
+        refused.extend(r);
+    }
+    assert!(
+        acked.len() > 50,
+        "writes went on: {} acknowledged",
+        acked.len()
+    );
+    // Refusals while the database was away are 5xx errors the client may retry.
+    assert!(
+        refused.iter().all(|r| r.starts_with('5')),
+        "{:?}",
+        &refused[..refused.len().min(5)]
+    );
+    for (n, base) in bases.iter().enumerate() {
+        let c = Client::new(base, Some(&key));
+        for k in &acked {
+            let got = c.get(&format!("/api/v1/memory?key={k}"));
+            assert_eq!(
+                got.status, 200,
+                "node {n} lost acknowledged {k}: {:#}",
+                got.body
+            );
+        }
+    }
+    // Agents too: the listeners and pools came back by themselves.
+    let c = Client::new(&bases[1], Some(&key));
+    let id = spawn(&c, "after the restart");
+    wait_for(&c, &id, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+}
