@@ -3,10 +3,8 @@
 //! with pgvector, shared by any number of nodes). Each domain has its own store trait with an
 //! implementation per backend; this module only opens the database.
 //!
-//! So far the accounts domain (keys, plans, usage) runs on postgres through the CLI, and the
-//! memory domain and the agents domain's stores (records, components, spawn limits) have
-//! their postgres implementations; `serve` refuses the backend until agents are placed
-//! across nodes (README, "The postgres backend").
+//! `server::stores` picks each domain's implementation; agents are placed across the nodes
+//! by `runtime::Cluster` (README, "The postgres backend").
 
 use std::time::Duration;
 

@@ -84,10 +84,6 @@ fn keys_and_accounts_live_in_the_configured_database() {
         ["acme", "2026-11", "1.0000", "1.500", "10", "20"],
         "{usage}"
     );
-
-    // What the backend does not hold yet says so instead of acting on a data dir.
-    let (ok, _, stderr) = wasmind(&config, "serve --listen 127.0.0.1:0");
-    assert!(!ok && stderr.contains("backend = \"embedded\""), "{stderr}");
 }
 
 #[test]

@@ -24,12 +24,22 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wasmind"))
 }
 
-/// Runs a `wasmind` CLI command; returns (success, stdout, stderr).
+/// Runs a `wasmind` CLI command; returns (success, stdout, stderr). On postgres, an
+/// operator command naming a data dir acts on the database of that dir's server instead.
 pub fn cli(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(binary())
-        .args(args)
-        .output()
-        .expect("running wasmind");
+    let mut cmd = Command::new(binary());
+    cmd.args(args);
+    let operator = ["keys", "accounts", "usage", "console"].contains(&args[0]);
+    let dir = args
+        .iter()
+        .position(|a| *a == "--data-dir")
+        .map(|i| args[i + 1]);
+    if let Some(dir) = dir.filter(|_| operator && on_postgres()) {
+        let config = Path::new(dir).with_extension("cli.toml");
+        std::fs::write(&config, storage_section(Path::new(dir))).unwrap();
+        cmd.arg("--config").arg(config);
+    }
+    let out = cmd.output().expect("running wasmind");
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -82,23 +92,16 @@ pub fn storage_section(dir: &Path) -> String {
 /// Creates a key for `account` on `plan` in `dir` (no server may be running on it; on
 /// postgres, in the database of `dir`'s server).
 pub fn create_key(dir: &Path, account: &str, plan: &str) -> String {
-    let dir_arg = dir.to_str().unwrap();
-    let mut args = vec![
+    let (ok, stdout, stderr) = cli(&[
         "keys",
         "create",
         "--data-dir",
-        dir_arg,
+        dir.to_str().unwrap(),
         "--account",
         account,
         "--plan",
         plan,
-    ];
-    let config = dir.with_extension("keys.toml");
-    if on_postgres() {
-        std::fs::write(&config, storage_section(dir)).unwrap();
-        args.extend(["--config", config.to_str().unwrap()]);
-    }
-    let (ok, stdout, stderr) = cli(&args);
+    ]);
     assert!(ok, "keys create failed: {stderr}");
     stdout.trim().to_string()
 }

@@ -1,0 +1,282 @@
+//! Nodes over one PostgreSQL against one embedded node: the release `wasmind` binary
+//! (`CARGO_BIN_EXE_wasmind`) started as separate processes on loopback, a PostgreSQL of
+//! the bench's own (`tests/support/postgres.rs`), the `hash` embedder and the offline Mind.
+//!
+//! 1. `spawns`: `WASMIND_BENCH_SPAWNS` (1,000) spawns of the default agent from 16 client
+//!    threads spread over the nodes, on one embedded node, one postgres node and three
+//!    postgres nodes: spawns per second, and `POST /api/v1/agents` → 201 p50/p99.
+//! 2. `failover`: 10 spinning agents on one of three nodes, that node killed with SIGKILL:
+//!    the time until another node shows the first and the last of them `failed`
+//!    (`host_lost`), with the default lease (15 s, heartbeat 5 s) and a short one (3 s, 1 s).
+//!
+//! `cargo bench -p wasmind --bench cluster`; `WASMIND_BENCH_PHASES` (`spawns,failover`)
+//! picks phases. Results: BENCHMARKS.md, "The postgres backend".
+
+#[path = "../tests/support/postgres.rs"]
+// Restarting a server is the end-to-end tests' need.
+#[allow(dead_code)]
+mod server;
+
+// The guests' paths; this bench runs only the spinning one.
+#[allow(dead_code)]
+mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// A plan that never refuses a spawn here.
+const ROOMY: &str = "[plans.lightyear]\nspawns_per_minute = 1000000\nspawns_per_hour = 1000000\n\
+                     concurrent_agents = 100000\nmemories = 100000\nagent_hours_per_month = 100000.0\n";
+
+/// One `wasmind serve` process.
+struct Node {
+    child: Child,
+    base: String,
+}
+
+impl Node {
+    fn start(data_dir: &Path, config: &Path) -> Node {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wasmind"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .arg("--config")
+            .arg(config)
+            .env("WASMIND_EMBEDDER", "hash")
+            .env("WASMIND_LOG", "warn,wasmind::server=info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting wasmind");
+        let (tx, rx) = mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(rest.split(['"', ' ']).next().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let base = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the node never said where it listens");
+        Node { child, base }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Nodes on one configuration, each with its own data dir.
+struct Nodes {
+    _tmp: tempfile::TempDir,
+    config: PathBuf,
+    nodes: Vec<Node>,
+}
+
+impl Nodes {
+    fn start(n: usize, config: &str) -> Nodes {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("wasmind.toml");
+        std::fs::write(&path, config).unwrap();
+        let nodes = (0..n)
+            .map(|i| Node::start(&tmp.path().join(format!("node-{i}")), &path))
+            .collect();
+        Nodes {
+            _tmp: tmp,
+            config: path,
+            nodes,
+        }
+    }
+
+    /// A lightyear key, made with the CLI (a running embedded node answers it through its
+    /// admin socket; postgres nodes share the database).
+    fn key(&self) -> String {
+        let data_dir = self.config.with_file_name("node-0");
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmind"))
+            .args([
+                "keys",
+                "create",
+                "--account",
+                "bench",
+                "--plan",
+                "lightyear",
+            ])
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--config")
+            .arg(&self.config)
+            .output()
+            .expect("running wasmind keys create");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+fn spawn(http: &reqwest::blocking::Client, base: &str, key: &str, task: &str) -> String {
+    let r = http
+        .post(format!("{base}/api/v1/agents"))
+        .bearer_auth(key)
+        .json(&json!({ "task": task, "name": "bench" }))
+        .send()
+        .expect("spawn");
+    assert_eq!(r.status().as_u16(), 201, "{:?}", r.text());
+    r.json::<Value>().unwrap()["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn status(http: &reqwest::blocking::Client, base: &str, key: &str, id: &str) -> Value {
+    let r = http
+        .get(format!("{base}/api/v1/agents/{id}"))
+        .bearer_auth(key)
+        .send()
+        .expect("get");
+    r.json().unwrap()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn spawns(pg: &server::Postgres) {
+    let total: usize = std::env::var("WASMIND_BENCH_SPAWNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    for (label, backend, n) in [
+        ("embedded, 1 node", None, 1),
+        ("postgres, 1 node", Some("spawns1"), 1),
+        ("postgres, 3 nodes", Some("spawns3"), 3),
+    ] {
+        let storage = backend.map_or(String::new(), |db| {
+            format!(
+                "[storage]\nbackend = \"postgres\"\ndatabase_url = \"{}\"\n",
+                pg.database(db)
+            )
+        });
+        let nodes = Nodes::start(n, &format!("{ROOMY}{storage}"));
+        let key = nodes.key();
+        let bases: Vec<String> = nodes.nodes.iter().map(|n| n.base.clone()).collect();
+        let clients = 16;
+        let started = Instant::now();
+        let threads: Vec<_> = (0..clients)
+            .map(|c| {
+                let (bases, key) = (bases.clone(), key.clone());
+                std::thread::spawn(move || {
+                    let http = client();
+                    (c..total)
+                        .step_by(clients)
+                        .map(|i| {
+                            let at = Instant::now();
+                            spawn(&http, &bases[i % bases.len()], &key, "say hello");
+                            at.elapsed()
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut times: Vec<Duration> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let wall = started.elapsed().as_secs_f64();
+        times.sort();
+        println!(
+            "spawns | {label} | {:.0} spawns/s ({total} in {wall:.2} s, 16 clients) | POST → 201 p50 {:.2} ms, p99 {:.2} ms",
+            total as f64 / wall,
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+        );
+    }
+}
+
+fn failover(pg: &server::Postgres) {
+    for (label, db, cluster) in [
+        ("lease 15 s, heartbeat 5 s", "failover15", ""),
+        (
+            "lease 3 s, heartbeat 1 s",
+            "failover3",
+            "[cluster]\nlease_secs = 3\nheartbeat_secs = 1\n",
+        ),
+    ] {
+        let config = format!(
+            "{ROOMY}[storage]\nbackend = \"postgres\"\ndatabase_url = \"{}\"\n\
+             [runtime]\ncomponent = {:?}\n{cluster}",
+            pg.database(db),
+            guests::SPIN
+        );
+        let mut nodes = Nodes::start(3, &config);
+        let key = nodes.key();
+        let http = client();
+        let (survivor, doomed) = (nodes.nodes[0].base.clone(), nodes.nodes[1].base.clone());
+        let ids: Vec<String> = (0..10)
+            .map(|i| spawn(&http, &doomed, &key, &format!("spin {i}")))
+            .collect();
+        for id in &ids {
+            while status(&http, &survivor, &key, id)["status"] != "running" {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let killed = Instant::now();
+        let node = &mut nodes.nodes[1];
+        node.child.kill().unwrap();
+        node.child.wait().unwrap();
+        let mut first = None;
+        let mut pending = ids.clone();
+        while !pending.is_empty() {
+            pending.retain(|id| {
+                let record = status(&http, &survivor, &key, id);
+                if record["status"] != "failed" {
+                    return true;
+                }
+                assert_eq!(record["error"]["code"], "host_lost", "{record}");
+                first.get_or_insert_with(|| killed.elapsed());
+                false
+            });
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        println!(
+            "failover | {label} | first failed {:.1} s, all 10 failed {:.1} s after SIGKILL",
+            first.unwrap().as_secs_f64(),
+            killed.elapsed().as_secs_f64()
+        );
+    }
+}
+
+fn main() {
+    let phases = std::env::var("WASMIND_BENCH_PHASES").unwrap_or("spawns,failover".into());
+    let pg = server::Postgres::start();
+    for phase in phases.split(',') {
+        match phase {
+            "spawns" => spawns(&pg),
+            "failover" => failover(&pg),
+            other => panic!("no phase {other:?}: spawns, failover"),
+        }
+    }
+}
