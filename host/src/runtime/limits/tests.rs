@@ -9,7 +9,7 @@ use crate::{
     clock::now_ms,
     runtime::{
         admission::Admission,
-        records::{AgentRecord, AgentStore, MemoryMode, Status, Usage},
+        records::{AgentRecord, AgentStore, tests::record},
         spawn::SpawnRefusal,
     },
     storage::{Backend, StorageConfig, connect},
@@ -31,24 +31,10 @@ fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLi
 
 fn draft(n: usize, key: &str, created_at: u64) -> AgentRecord {
     AgentRecord {
-        agent_id: format!("ag_{key}_{n}"),
-        account: "acct".into(),
         key_id: key.into(),
-        name: "n".into(),
-        status: Status::Spawning,
-        task: "t".into(),
         created_at,
         updated_at: created_at,
-        final_result: None,
-        progress: vec![],
-        error: None,
-        model: "m".into(),
-        started_at: None,
-        ended_at: None,
-        usage: Usage::default(),
-        memory_mode: MemoryMode::default(),
-        agent: None,
-        seq: 0,
+        ..record(&format!("ag_{key}_{n}"), "acct")
     }
 }
 
