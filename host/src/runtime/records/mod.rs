@@ -87,7 +87,9 @@ pub type Fence = Option<u64>;
 /// an agent of another account is not found.
 #[async_trait]
 pub trait AgentBackend: Send + Sync {
-    /// Stores a new record (durably), assigning its list position (`seq`).
+    /// Stores a new record (durably), assigning its list position (`seq`); on PostgreSQL
+    /// it is this node's, with a claim that does not lapse (spawns are claimed with a lease
+    /// by `limits::SharedLimits` instead).
     async fn create(&self, record: AgentRecord) -> Result<AgentRecord>;
 
     /// The record of `agent_id` if it belongs to `account`.
