@@ -6,13 +6,13 @@
 //! `server::stores` picks each domain's implementation; agents are placed across the nodes
 //! by `runtime::Cluster` (README, "The postgres backend").
 
-use std::time::Duration;
+use std::{sync::Weak, time::Duration};
 
 use anyhow::Context;
 use serde::Deserialize;
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use crate::secret::Secret;
 
@@ -75,6 +75,35 @@ pub async fn connect(config: &StorageConfig) -> anyhow::Result<PgPool> {
         .await
         .context("applying the database schema")?;
     Ok(pool)
+}
+
+/// Listens on `channel` for as long as `target` lives, handing each notice's payload to
+/// `deliver`. The listener reconnects by itself; what is announced while it is away is
+/// missed, so each caller has its own way to catch up (a re-read, a heartbeat).
+pub async fn forward_notices<T: Send + Sync + 'static>(
+    pool: &PgPool,
+    channel: &'static str,
+    target: Weak<T>,
+    deliver: fn(&T, &str),
+) -> sqlx::Result<()> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(channel).await?;
+    tokio::spawn(async move {
+        loop {
+            let notice = listener.recv().await;
+            let Some(target) = target.upgrade() else {
+                return;
+            };
+            match notice {
+                Ok(notice) => deliver(&target, notice.payload()),
+                Err(e) => {
+                    tracing::warn!(channel, error = %e, "notices: the listener lost the database; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// `url` with any password replaced, for messages.

@@ -24,11 +24,12 @@ use std::{
 
 use anyhow::Context;
 use rand::RngExt;
-use sqlx::{PgPool, postgres::PgListener};
+use sqlx::PgPool;
 
 pub use self::config::ClusterConfig;
 use self::config::check_node_id;
 use super::lifecycle::Inner;
+use crate::storage::forward_notices;
 
 /// The `NOTIFY` channel of stops; the payload is the agent's id.
 const STOPS: &str = "wasmind_agent_stops";
@@ -56,11 +57,6 @@ impl Cluster {
         }
     }
 
-    /// The node's id.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-
     /// Tells every node that `agent_id` was stopped (its owner delivers the stop).
     pub(super) async fn announce_stop(&self, agent_id: &str) -> anyhow::Result<()> {
         sqlx::query("SELECT pg_notify($1, $2)")
@@ -71,32 +67,15 @@ impl Cluster {
         Ok(())
     }
 
-    /// Starts the heartbeat and the stop listener; both end when `inner` is gone.
+    /// Starts the heartbeat and the delivery of announced stops to this node's instances
+    /// (a stop of an agent not live here is nothing to do; one announced while the
+    /// listener is away reaches its instance at the next heartbeat). Both end when `inner`
+    /// is gone.
     pub(super) async fn start(self: Arc<Self>, inner: Weak<Inner>) -> anyhow::Result<()> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
-        listener.listen(STOPS).await?;
-        tokio::spawn(deliver_stops(listener, inner.clone()));
+        let deliver: fn(&Inner, &str) = |inner, agent_id| inner.signal_stop(agent_id, false);
+        forward_notices(&self.pool, STOPS, inner.clone(), deliver).await?;
         tokio::spawn(heartbeat::beat(self, inner));
         Ok(())
-    }
-}
-
-/// Delivers announced stops to this node's instances (a stop of an agent not live here is
-/// nothing to do). The listener reconnects by itself; stops announced while it is away
-/// reach their instances at the next heartbeat.
-async fn deliver_stops(mut listener: PgListener, inner: Weak<Inner>) {
-    loop {
-        let notice = listener.recv().await;
-        let Some(inner) = inner.upgrade() else {
-            return;
-        };
-        match notice {
-            Ok(notice) => inner.signal_stop(notice.payload(), false),
-            Err(e) => {
-                tracing::warn!(error = %e, "stop notices: the listener lost the database; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
     }
 }
 

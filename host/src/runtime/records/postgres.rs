@@ -3,18 +3,15 @@
 //! Every change is announced on [`CHANNEL`] in its own transaction, so watchers on every
 //! node wake when it commits.
 
-use std::{
-    sync::{Arc, Weak},
-    time::Duration,
-};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use sqlx::{PgConnection, PgPool, Postgres, Transaction, postgres::PgListener};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::{
     AgentBackend, AgentRecord, Applied, Change, Fence, LogEvent, RecordError, Result, apply,
 };
-use crate::runtime::changes::Changes;
+use crate::{runtime::changes::Changes, storage::forward_notices};
 
 /// The `NOTIFY` channel of agent changes; the payload is the agent's id.
 const CHANNEL: &str = "wasmind_agent_changes";
@@ -53,30 +50,12 @@ impl PgAgents {
         }
     }
 
-    /// Listens on [`CHANNEL`] for as long as `changes` lives, waking its watchers on every
-    /// change any node commits. The listener reconnects by itself; while it is away, a
-    /// watcher still sees what it missed at its next wake (it reads the store, not the
-    /// notice).
+    /// Wakes `changes`' watchers on every change any node commits, for as long as
+    /// `changes` lives. While the listener is away, a watcher still sees what it missed at
+    /// its next wake (it reads the store, not the notice).
     pub async fn forward_changes(pool: &PgPool, changes: &Arc<Changes>) -> Result<()> {
-        let mut listener = PgListener::connect_with(pool).await?;
-        listener.listen(CHANNEL).await?;
-        let changes: Weak<Changes> = Arc::downgrade(changes);
-        tokio::spawn(async move {
-            loop {
-                let notice = listener.recv().await;
-                let Some(changes) = changes.upgrade() else {
-                    return;
-                };
-                match notice {
-                    Ok(notice) => changes.notify(notice.payload()),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "agent change notices: the listener lost the database; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                }
-            }
-        });
-        Ok(())
+        let deliver: fn(&Changes, &str) = Changes::notify;
+        Ok(forward_notices(pool, CHANNEL, Arc::downgrade(changes), deliver).await?)
     }
 }
 
