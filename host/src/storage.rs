@@ -12,7 +12,7 @@ use anyhow::Context;
 use serde::Deserialize;
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgListener, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 use crate::secret::Secret;
 
@@ -56,6 +56,13 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 /// free slot) before the caller gets an error.
 const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
 
+/// How long the server lets a session sit idle inside a transaction before ending it.
+/// Every transaction here runs its statements back to back, so only a node stopped in the
+/// middle of one (paused, cut off) idles there — holding row locks that would stall every
+/// other node (a reaper waiting for an account's usage row could not fail that very node's
+/// agents).
+const IDLE_IN_TRANSACTION: &str = "5s";
+
 /// Connects to the configured database and brings its schema up to date. The migrations
 /// run under PostgreSQL's advisory lock (sqlx takes it), so nodes starting together apply
 /// each migration once and the others wait for it.
@@ -64,12 +71,16 @@ pub async fn connect(config: &StorageConfig) -> anyhow::Result<PgPool> {
         .database_url
         .as_ref()
         .context("[storage] backend = \"postgres\" needs database_url (or WASMIND_DATABASE_URL)")?;
+    let where_ = || format!("connecting to PostgreSQL at {}", redacted(url.expose()));
+    let options = (url.expose().parse::<PgConnectOptions>())
+        .with_context(where_)?
+        .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION)]);
     let pool = PgPoolOptions::new()
         .max_connections(config.pool_size.max(1))
         .acquire_timeout(CONNECT_PATIENCE)
-        .connect(url.expose())
+        .connect_with(options)
         .await
-        .with_context(|| format!("connecting to PostgreSQL at {}", redacted(url.expose())))?;
+        .with_context(where_)?;
     MIGRATOR
         .run(&pool)
         .await

@@ -69,6 +69,39 @@ impl Drop for Slot {
     }
 }
 
+/// A place under the host's cap for an agent not chosen yet (a claim of an offered spawn,
+/// whose account is known once claimed): given back when dropped unless it became a
+/// [`Slot`].
+pub(super) struct Room {
+    admission: Option<Arc<Admission>>,
+}
+
+impl Room {
+    /// The place, as the slot of an agent of `account`.
+    pub(super) fn into_slot(mut self, account: &str) -> Slot {
+        let admission = self.admission.take().expect("a room is used once");
+        admission
+            .live
+            .lock()
+            .per_account
+            .entry(account.to_string())
+            .or_default()
+            .admitted += 1;
+        Slot {
+            admission,
+            account: account.to_string(),
+        }
+    }
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        if let Some(admission) = &self.admission {
+            admission.live.lock().total -= 1;
+        }
+    }
+}
+
 impl Admission {
     /// No agent live yet; at most `cap` at once.
     pub(super) fn new(cap: u32) -> Arc<Self> {
@@ -102,6 +135,23 @@ impl Admission {
         Ok(Slot {
             admission: self.clone(),
             account: account.to_string(),
+        })
+    }
+
+    /// The most live agents this host admits.
+    pub(super) fn cap(&self) -> u32 {
+        self.cap
+    }
+
+    /// A place under the cap, if there is one, for an agent whose account is not known yet.
+    pub(super) fn room(self: &Arc<Self>) -> Option<Room> {
+        let mut live = self.live.lock();
+        if live.total >= self.cap {
+            return None;
+        }
+        live.total += 1;
+        Some(Room {
+            admission: Some(self.clone()),
         })
     }
 
@@ -155,7 +205,7 @@ impl Admission {
 impl Runtime {
     /// The most live agents this host admits.
     pub fn cap(&self) -> u32 {
-        self.inner.admission.cap
+        self.inner.admission.cap()
     }
 
     /// Agents spawning or running on this host.
@@ -167,5 +217,32 @@ impl Runtime {
     /// stays live through its grace).
     pub fn is_live(&self, agent_id: &str) -> bool {
         self.inner.admission.agent(agent_id).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Admission, Refusal};
+
+    #[test]
+    fn a_room_holds_a_place_under_the_cap_until_it_becomes_a_slot_or_is_dropped() {
+        let admission = Admission::new(2);
+        let room = admission.room().expect("room under the cap");
+        let held = admission.reserve("acme", 5).unwrap();
+        assert!(admission.room().is_none(), "the cap counts the room");
+        assert_eq!(
+            admission.reserve("acme", 5).err(),
+            Some(Refusal::AtCapacity { cap: 2 })
+        );
+        drop(room);
+        let slot = admission.room().unwrap().into_slot("acme");
+        assert_eq!(
+            admission.concurrent("acme"),
+            2,
+            "the slot counts as the account's"
+        );
+        drop((slot, held));
+        assert_eq!(admission.concurrent("acme"), 0);
+        assert_eq!(admission.live.lock().total, 0);
     }
 }

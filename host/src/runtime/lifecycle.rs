@@ -5,7 +5,10 @@
 //! dropped wherever it is.
 
 use std::{
-    sync::{Arc, atomic::AtomicBool},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -22,7 +25,9 @@ use super::{
     extraction,
     guests::GuestThreads,
     limits::{LocalLimits, SharedLimits, SpawnLimits},
-    records::{AgentRecord, Failure, Fence, RecordError, Status, Usage},
+    records::{
+        AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, RecordError, Status, Usage,
+    },
     run::{Ended, Outcome, run},
     state::{AgentCtx, AgentState, Services},
     stop::StopSignal,
@@ -75,6 +80,7 @@ impl Runtime {
     ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, &dir.cache_dir())?;
         let admission = Admission::new(compiled.layout.cap);
+        let cluster = cluster.map(Arc::new);
         let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {
             None => (
                 Components::embedded(dir.db().clone(), &dir.components_dir())?,
@@ -87,14 +93,12 @@ impl Runtime {
             Some(cluster) => (
                 Components::postgres(cluster.pool.clone()),
                 Box::new(SharedLimits::new(
-                    cluster.pool.clone(),
+                    cluster.clone(),
                     admission.clone(),
-                    &cluster.node,
-                    cluster.lease,
+                    services.records.clone(),
                 )),
             ),
         };
-        let cluster = cluster.map(Arc::new);
         let threads = config.guest_threads();
         let guests = GuestThreads::start(threads)?;
         tracing::info!(
@@ -135,40 +139,6 @@ impl Runtime {
         self.inner.timings.take()
     }
 
-    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
-    /// running `pre` on the guests' threads within `cpu_budget` of CPU time, every write of
-    /// its run fenced by `fence`.
-    pub(super) fn launch(
-        &self,
-        slot: Slot,
-        record: &AgentRecord,
-        fence: Fence,
-        memory_quota: u64,
-        cpu_budget: Duration,
-        pre: AgentPre<AgentState>,
-    ) {
-        let ctx = Arc::new(AgentCtx {
-            agent_id: record.agent_id.clone(),
-            account: record.account.clone(),
-            fence,
-            memory_quota,
-            memory_mode: record.memory_mode,
-            stop: StopSignal::default(),
-            mind_failed: AtomicBool::new(false),
-            started: Instant::now(),
-            cpu: Arc::new(CpuMeter::new(cpu_budget)),
-            services: self.inner.services.clone(),
-        });
-        self.inner.admission.launched(&ctx);
-        let inner = self.inner.clone();
-        let task = record.task.clone();
-        self.inner.guest_tasks.spawn(async move {
-            supervise(&inner, &ctx, &pre, &task).await;
-            inner.admission.ended(&ctx);
-            drop(slot);
-        });
-    }
-
     /// Asks a live agent to stop: its pending host calls return at once, it sees the stop
     /// flag, and after the grace period it is dropped wherever it is. The record is left
     /// to the caller ([`Runtime::stop`] turns it `stopped` first).
@@ -178,6 +148,67 @@ impl Runtime {
 }
 
 impl Inner {
+    /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
+    /// running `pre` on the guests' threads within its allowance, every write of its run
+    /// fenced by `fence`.
+    pub(super) fn launch(
+        self: &Arc<Self>,
+        slot: Slot,
+        record: &AgentRecord,
+        fence: Fence,
+        allowance: Allowance,
+        pre: AgentPre<AgentState>,
+    ) {
+        let ctx = Arc::new(AgentCtx {
+            agent_id: record.agent_id.clone(),
+            account: record.account.clone(),
+            fence,
+            memory_quota: allowance.memory_quota,
+            memory_mode: record.memory_mode,
+            stop: StopSignal::default(),
+            mind_failed: AtomicBool::new(false),
+            started: Instant::now(),
+            cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
+            services: self.services.clone(),
+        });
+        self.admission.launched(&ctx);
+        let inner = self.clone();
+        let task = record.task.clone();
+        self.guest_tasks.spawn(async move {
+            supervise(&inner, &ctx, &pre, &task).await;
+            inner.admission.ended(&ctx);
+            drop(slot);
+        });
+    }
+
+    /// Launches an agent this node claimed from another node's offer, its component
+    /// resolved here (loaded, or compiled once on a node without an artifact of it). One
+    /// that cannot be loaded here fails (`instantiation_failed`).
+    pub(super) async fn launch_claimed(
+        self: &Arc<Self>,
+        slot: Slot,
+        record: AgentRecord,
+        allowance: Allowance,
+    ) {
+        let spec = record.agent.as_ref().map(|a| a.component_id.clone());
+        let fence = Some(FIRST_EPOCH);
+        match self.agent_for(&record.account, spec).await {
+            Ok((_, pre)) => self.launch(slot, &record, fence, allowance, pre),
+            Err(refusal) => {
+                let failure = Failure {
+                    code: "instantiation_failed".into(),
+                    message: format!(
+                        "the node that took this agent could not load its component: {refusal:?}"
+                    ),
+                };
+                let (account, id) = (&record.account, &record.agent_id);
+                if let Err(e) = fail(&self.services.records, account, id, fence, failure).await {
+                    tracing::error!(agent = %id, error = %e, "recording the agent's failure failed");
+                }
+            }
+        }
+    }
+
     /// [`Runtime::signal_stop`]; with `kill`, no grace: the agent is dropped at once (this
     /// node's claim on it is stale, and another node has or will have its say).
     pub(super) fn signal_stop(&self, agent_id: &str, kill: bool) {
@@ -213,30 +244,45 @@ impl Runtime {
     async fn fail_orphans(&self) -> anyhow::Result<()> {
         let records = &self.inner.services.records;
         for (account, id) in records.alive().await? {
-            let failed = records.update(&account, &id, None, |r| {
-                r.status = Status::Failed;
-                r.ended_at = Some(now_ms());
-                r.error = Some(Failure {
-                    code: "host_restarted".into(),
-                    message: "the host restarted while this agent was alive; spawn it again".into(),
-                });
-                true
-            });
-            if let Some(r) = failed.await? {
-                let data = json!({ "status": "failed", "error": r.error });
-                let logged = records.append_log(
-                    &account,
-                    &id,
-                    None,
-                    "terminal",
-                    "failed".into(),
-                    Some(data),
-                );
-                logged.await?;
-            }
+            let failure = Failure {
+                code: "host_restarted".into(),
+                message: "the host restarted while this agent was alive; spawn it again".into(),
+            };
+            fail(records, &account, &id, None, failure).await?;
         }
         Ok(())
     }
+}
+
+/// Marks the agent failed with `failure` unless it already ended, and logs its end.
+async fn fail(
+    records: &AgentStore,
+    account: &str,
+    id: &str,
+    fence: Fence,
+    failure: Failure,
+) -> Result<(), RecordError> {
+    let failed = Arc::new(AtomicBool::new(false));
+    let marked = failed.clone();
+    let updated = records.update(account, id, fence, move |r| {
+        let alive = !r.status.is_terminal();
+        if alive {
+            r.status = Status::Failed;
+            r.ended_at = Some(now_ms());
+            r.error = Some(failure);
+        }
+        marked.store(alive, Ordering::Relaxed);
+        alive
+    });
+    if let Some(r) = updated.await?
+        && failed.load(Ordering::Relaxed)
+    {
+        let data = json!({ "status": "failed", "error": r.error });
+        let logged =
+            records.append_log(account, id, fence, "terminal", "failed".into(), Some(data));
+        logged.await?;
+    }
+    Ok(())
 }
 
 /// The agent's task: marks it running, runs it unless already stopped, extracts, records.

@@ -8,12 +8,10 @@
 //! stores the admitted spawn as `spawning` in the same step). It is then launched and,
 //! when no name was given, named from its task until the Mind titles it.
 
-use std::time::Duration;
-
 use super::{
     lifecycle::Runtime,
-    limits::{Admitted, Asked},
-    records::{AgentRecord, MemoryMode, RecordError, Status, Usage},
+    limits::{Admitted, Asked, Place},
+    records::{AgentRecord, Allowance, MemoryMode, RecordError, Status, Usage},
 };
 use crate::{
     accounts::{Plan, PlanLimits, Window},
@@ -153,7 +151,7 @@ impl Runtime {
             agent,
         } = req;
         let services = &self.inner.services;
-        let (agent, pre) = self.agent_for(&account, agent).await?;
+        let (agent, pre) = self.inner.agent_for(&account, agent).await?;
         let now = now_ms();
         let untitled = name.is_none();
         let record = AgentRecord {
@@ -181,14 +179,11 @@ impl Runtime {
             limits: &limits,
             now,
         };
-        let Admitted {
-            record,
-            slot,
-            fence,
-        } = self.inner.limits.admit(record, asked).await?;
-        let cpu_budget = Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
-            .unwrap_or(Duration::MAX);
-        self.launch(slot, &record, fence, limits.memories, cpu_budget, pre);
+        let Admitted { record, place } = self.inner.limits.admit(record, asked).await?;
+        if let Place::Here { slot, fence } = place {
+            let allowance = Allowance::of(&limits);
+            self.inner.launch(slot, &record, fence, allowance, pre);
+        }
         if untitled {
             self.retitle(&record);
         }

@@ -32,6 +32,28 @@ async fn nodes_starting_together_apply_the_schema_once() {
     assert_eq!(pg.psql("race", "SELECT count(*) FROM accounts"), "0");
 }
 
+/// A session left idle inside a transaction (its node paused mid-way) is ended by the
+/// server, and its row locks go with it.
+#[tokio::test]
+async fn a_transaction_left_idle_ends_and_frees_its_locks() {
+    let pg = Postgres::start();
+    let url = pg.database("idle");
+    let pool = connect(&config(url.clone())).await.unwrap();
+    let mut stuck = pool.begin().await.unwrap();
+    sqlx::query("INSERT INTO accounts VALUES ('acme', 'free', 0)")
+        .execute(&mut *stuck)
+        .await
+        .unwrap();
+    let other = connect(&config(url)).await.unwrap();
+    // Waits for the stuck insert's lock until the server ends that session.
+    let insert = sqlx::query("INSERT INTO accounts VALUES ('acme', 'liftoff', 0)");
+    let waited = tokio::time::timeout(Duration::from_secs(30), insert.execute(&other)).await;
+    waited
+        .expect("the idle transaction's lock was never freed")
+        .unwrap();
+    assert!(stuck.commit().await.is_err(), "its session was ended");
+}
+
 #[tokio::test]
 async fn an_unreachable_database_is_named_without_its_password() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

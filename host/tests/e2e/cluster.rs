@@ -27,22 +27,44 @@ struct Nodes {
 impl Nodes {
     /// `n` nodes on `url`, their agents the spinning guest, with `extra` TOML appended.
     fn start(url: &str, n: usize, extra: &str) -> Nodes {
+        Nodes::start_each(url, &vec![""; n], extra)
+    }
+
+    /// One node per entry of `runtime`, which is added to that node's `[runtime]` table.
+    fn start_each(url: &str, runtime: &[&str], extra: &str) -> Nodes {
         let tmp = tempfile::tempdir().unwrap();
-        let text = format!(
-            "[storage]\nbackend = \"postgres\"\ndatabase_url = \"{url}\"\n\
-             [runtime]\ncomponent = {SPIN:?}\nstop_grace_secs = 1.0\n{extra}"
-        );
-        let config = tmp.path().join("cluster.toml");
-        std::fs::write(&config, &text).unwrap();
-        let options = Options {
-            config: Some(text),
-            hash_embedder: true,
-            ..Options::default()
+        let text = |runtime: &str| {
+            format!(
+                "[storage]\nbackend = \"postgres\"\ndatabase_url = \"{url}\"\n\
+                 [runtime]\ncomponent = {SPIN:?}\nstop_grace_secs = 1.0\n{runtime}\n{extra}"
+            )
         };
-        let nodes = (0..n)
-            .map(|i| Server::start_with(&tmp.path().join(format!("node-{i}")), &options))
+        let config = tmp.path().join("cluster.toml");
+        std::fs::write(&config, text("")).unwrap();
+        let nodes = runtime
+            .iter()
+            .enumerate()
+            .map(|(i, runtime)| {
+                let options = Options {
+                    config: Some(text(runtime)),
+                    hash_embedder: true,
+                    ..Options::default()
+                };
+                Server::start_with(&tmp.path().join(format!("node-{i}")), &options)
+            })
             .collect();
         Nodes { tmp, config, nodes }
+    }
+
+    /// Agents live on node `node`, as its `/metrics` counts them.
+    fn live(&self, node: usize) -> u32 {
+        let text = reqwest::blocking::get(format!("{}/metrics", self.nodes[node].base))
+            .unwrap()
+            .text()
+            .unwrap();
+        let line = text.lines().find(|l| l.starts_with("wasmind_agents_live "));
+        let value = line.and_then(|l| l.split_whitespace().nth(1));
+        value.map_or(0, |v| v.parse::<f64>().unwrap() as u32)
     }
 
     /// `wasmind ARGS --config CONFIG` (the operator's CLI on the shared database).
@@ -184,6 +206,51 @@ fn spawns_spread_over_nodes_stay_within_the_limits_exactly() {
             .all(|r| r.0 == 429 && r.1 == "rate_limited"),
         "{second:?}"
     );
+}
+
+#[test]
+fn a_spawn_at_a_full_node_runs_at_a_node_with_room() {
+    let pg = Postgres::start();
+    let one_each = ["max_agents = 1", "max_agents = 1"];
+    let nodes = Nodes::start_each(&pg.database("handoff"), &one_each, "");
+    let key = nodes.key("acme", "lightyear");
+    let (a, b) = (nodes.client(0, &key), nodes.client(1, &key));
+    let here = spawn(&a, "spin here");
+    wait_for(&b, &here, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    // Node a is full: node b claims the spawn and runs it.
+    let there = spawn(&a, "spin there");
+    wait_for(&a, &there, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    assert_eq!((nodes.live(0), nodes.live(1)), (1, 1));
+
+    // Every node full: refused as on one machine, and no agent is left behind.
+    let full = a.post("/api/v1/agents", &json!({ "task": "no room anywhere" }));
+    full.assert_error(503, "temporarily_unavailable");
+    let listed = a.get("/api/v1/agents").body;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 2, "{listed:#}");
+
+    // A stop at the node that took the spawn reaches the node running it; its place
+    // frees, and the next spawn at node a runs at node b again.
+    let since = Instant::now();
+    a.delete(&format!("/api/v1/agents/{there}"));
+    let event = wait_for_terminal_event(&a, &there, since, Duration::from_secs(30), "not stopped");
+    assert_eq!(event["data"]["status"], "stopped");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while nodes.live(1) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "node b never let its instance go"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let again = spawn(&a, "spin there again");
+    wait_for(&b, &again, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    assert_eq!((nodes.live(0), nodes.live(1)), (1, 1));
 }
 
 /// Lease 3 s, heartbeat 1 s.

@@ -40,12 +40,13 @@ pub(super) async fn beat(cluster: Arc<Cluster>, inner: Weak<Inner>) {
     }
 }
 
-/// One heartbeat.
+/// One heartbeat. Offers this node holds are not renewed: one it failed to withdraw
+/// lapses, and is failed, like the agents of a lost node.
 async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
-    let lease_until = now_ms() + lease_ms(cluster);
+    let lease_until = now_ms() + cluster.lease_ms();
     let held: HashMap<String, i64> = sqlx::query_as(
         "UPDATE agents SET lease_until = $2
-         WHERE owner = $1 AND status IN ('spawning', 'running')
+         WHERE owner = $1 AND status IN ('spawning', 'running') AND epoch <> 0
          RETURNING agent_id, epoch",
     )
     .bind(&cluster.node)
@@ -61,7 +62,7 @@ async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
         }
         check_claim(cluster, inner, &ctx, epoch).await?;
     }
-    reaper::reap(&cluster.pool, lease_ms(cluster), now_ms()).await?;
+    reaper::reap(&cluster.pool, cluster.lease_ms(), now_ms()).await?;
     Ok(())
 }
 
@@ -92,8 +93,4 @@ async fn check_claim(
         Some(_) => {}
     }
     Ok(())
-}
-
-fn lease_ms(cluster: &Cluster) -> u64 {
-    u64::try_from(cluster.lease.as_millis()).unwrap_or(u64::MAX)
 }

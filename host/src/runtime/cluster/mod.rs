@@ -8,10 +8,12 @@
 //! epoch moved on), stopped with the grace when it was stopped at another node and the
 //! notice was missed. Then it fails, for every node, the agents whose lease ran out
 //! (`reaper`): the host was lost. A stop arrives at any node; that node records it and
-//! announces it on [`STOPS`], and the owner delivers it to its instance.
+//! announces it on [`STOPS`], and the owner delivers it to its instance. A node at its
+//! admission cap offers a spawn to the nodes with room (`offers`).
 
 mod config;
 mod heartbeat;
+pub(super) mod offers;
 mod reaper;
 #[cfg(test)]
 mod tests;
@@ -57,6 +59,11 @@ impl Cluster {
         }
     }
 
+    /// How long a lease holds, in ms.
+    pub(super) fn lease_ms(&self) -> u64 {
+        u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// Tells every node that `agent_id` was stopped (its owner delivers the stop).
     pub(super) async fn announce_stop(&self, agent_id: &str) -> anyhow::Result<()> {
         sqlx::query("SELECT pg_notify($1, $2)")
@@ -67,13 +74,14 @@ impl Cluster {
         Ok(())
     }
 
-    /// Starts the heartbeat and the delivery of announced stops to this node's instances
-    /// (a stop of an agent not live here is nothing to do; one announced while the
-    /// listener is away reaches its instance at the next heartbeat). Both end when `inner`
-    /// is gone.
+    /// Starts the heartbeat, the delivery of announced stops to this node's instances (a
+    /// stop of an agent not live here is nothing to do; one announced while the listener
+    /// is away reaches its instance at the next heartbeat) and the taking of other nodes'
+    /// offered spawns. All end when `inner` is gone.
     pub(super) async fn start(self: Arc<Self>, inner: Weak<Inner>) -> anyhow::Result<()> {
         let deliver: fn(&Inner, &str) = |inner, agent_id| inner.signal_stop(agent_id, false);
         forward_notices(&self.pool, STOPS, inner.clone(), deliver).await?;
+        offers::serve(self.clone(), inner.clone()).await?;
         tokio::spawn(heartbeat::beat(self, inner));
         Ok(())
     }

@@ -10,7 +10,7 @@ use sqlx::PgPool;
 use crate::{
     accounts::{MonthUsage, add_usage},
     runtime::records::{
-        AgentRecord, Failure, LogEvent, Status, append_event, notify, write_record,
+        AgentRecord, Failure, LogEvent, OFFERED, Status, append_event, notify, write_record,
     },
 };
 
@@ -24,8 +24,8 @@ pub const HOST_LOST: &str = "host_lost";
 /// `lease_ms` long; how many.
 pub async fn reap(pool: &PgPool, lease_ms: u64, now: u64) -> anyhow::Result<usize> {
     let mut tx = pool.begin().await?;
-    let expired: Vec<(String, i64, String)> = sqlx::query_as(
-        "SELECT owner, lease_until, record::text FROM agents
+    let expired: Vec<(String, i64, i64, String)> = sqlx::query_as(
+        "SELECT owner, lease_until, epoch, record::text FROM agents
          WHERE status IN ('spawning', 'running') AND lease_until < $1
          ORDER BY lease_until LIMIT $2
          FOR UPDATE SKIP LOCKED",
@@ -34,19 +34,26 @@ pub async fn reap(pool: &PgPool, lease_ms: u64, now: u64) -> anyhow::Result<usiz
     .bind(BATCH)
     .fetch_all(&mut *tx)
     .await?;
-    for (owner, lease_until, json) in &expired {
+    for (owner, lease_until, epoch, json) in &expired {
         let mut record: AgentRecord = serde_json::from_str(json)?;
         let last_beat = u64::try_from(*lease_until)?.saturating_sub(lease_ms);
         record.status = Status::Failed;
         record.ended_at = Some(now);
         record.updated_at = now;
-        record.error = Some(Failure {
-            code: HOST_LOST.into(),
-            message: format!(
+        let message = match u64::try_from(*epoch)? {
+            OFFERED => format!(
+                "the node offering this agent to others ({owner}) was lost before any \
+                 node took it; run the task again"
+            ),
+            _ => format!(
                 "the node running this agent ({owner}) was lost: it last renewed its lease \
                  {}s before the agent was failed; run the task again",
                 now.saturating_sub(last_beat) / 1000
             ),
+        };
+        record.error = Some(Failure {
+            code: HOST_LOST.into(),
+            message,
         });
         write_record(&mut tx, &record).await?;
         sqlx::query(

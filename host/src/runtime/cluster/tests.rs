@@ -1,14 +1,19 @@
 //! A lost node's agents on a real PostgreSQL: failed once however many nodes reap at once,
 //! metered to the node's last heartbeat, and the node's own writes refused afterwards.
 
+use std::time::Duration;
+
 use sqlx::PgPool;
 
-use super::reaper::{HOST_LOST, reap};
+use super::{
+    Cluster, ClusterConfig, offers,
+    reaper::{HOST_LOST, reap},
+};
 use crate::{
     accounts::{PgUsage, UsageLedger},
     clock::now_ms,
     runtime::records::{
-        AgentStore, Claim, FIRST_EPOCH, RecordError, Status, insert_agent, tests::record,
+        AgentStore, Allowance, Claim, FIRST_EPOCH, RecordError, Status, insert_agent, tests::record,
     },
     storage::{Backend, StorageConfig, connect},
     test_postgres::Postgres,
@@ -33,9 +38,10 @@ async fn running(pool: &PgPool, id: &str, started: u64, lease_until: u64) {
     let claim = Claim {
         node: "node-a",
         lease_until: Some(lease_until),
+        offer: None,
     };
     let mut conn = pool.acquire().await.unwrap();
-    insert_agent(&mut conn, r, Some(claim)).await.unwrap();
+    insert_agent(&mut conn, r, claim).await.unwrap();
 }
 
 fn stale<T>(result: &Result<T, RecordError>) -> bool {
@@ -100,4 +106,69 @@ async fn a_lost_nodes_agents_fail_once_and_its_writes_are_refused() {
         true
     });
     assert_eq!(unfenced.await.unwrap().unwrap().name, "renamed");
+}
+
+/// Stores a spawn node-a offers with `allowance`, its lease until `lease_until`.
+async fn offered(pool: &PgPool, id: &str, lease_until: u64, allowance: Allowance) {
+    let claim = Claim {
+        node: "node-a",
+        lease_until: Some(lease_until),
+        offer: Some(allowance),
+    };
+    let mut conn = pool.acquire().await.unwrap();
+    insert_agent(&mut conn, record(id, "acct"), claim)
+        .await
+        .unwrap();
+}
+
+/// Node `node` on `pool`, with the default lease.
+fn node(pool: &PgPool, node: &str) -> Cluster {
+    Cluster::new(pool.clone(), node.into(), &ClusterConfig::default())
+}
+
+#[tokio::test]
+async fn an_offer_is_taken_by_one_node_with_its_allowance_or_withdrawn() {
+    let pg = Postgres::start();
+    let url = pg.database("offers");
+    let (a, b) = (pool(&url).await, pool(&url).await);
+    let store = AgentStore::postgres(a.clone(), "node-a").await.unwrap();
+    let allowance = Allowance {
+        memory_quota: 1_234,
+        cpu_budget: Duration::from_millis(60_500),
+    };
+    let now = now_ms();
+    offered(&a, "ag_offered", now + 60_000, allowance).await;
+
+    let (nb, nc) = (node(&b, "node-b"), node(&a, "node-c"));
+    let (x, y) = tokio::join!(offers::take(&nb), offers::take(&nc));
+    let taken: Vec<_> = [x.unwrap(), y.unwrap()].into_iter().flatten().collect();
+    assert_eq!(taken.len(), 1, "one node takes an offer");
+    let (record, got) = &taken[0];
+    assert_eq!(record.agent_id, "ag_offered");
+    assert_eq!(*got, allowance, "the claiming node runs it as admitted");
+    assert!(offers::take(&nb).await.unwrap().is_none(), "taken once");
+    assert!(offers::await_claim(&a, &store, record).await.unwrap());
+    assert!(
+        store.alive().await.unwrap().is_empty(),
+        "no longer node-a's"
+    );
+    let claimed = store.update("acct", "ag_offered", Some(FIRST_EPOCH), |_| true);
+    assert!(claimed.await.is_ok(), "the claim writes under epoch 1");
+
+    offered(&a, "ag_unwanted", now + 60_000, allowance).await;
+    let unwanted = store.get("acct", "ag_unwanted").await.unwrap().unwrap();
+    assert!(!offers::await_claim(&a, &store, &unwanted).await.unwrap());
+    assert_eq!(
+        store.get("acct", "ag_unwanted").await.unwrap(),
+        None,
+        "withdrawn"
+    );
+
+    // An offer its node never withdrew (it died) lapses like a lost node's agent.
+    offered(&a, "ag_orphan", now - 1_000, allowance).await;
+    assert_eq!(reap(&b, 15_000, now).await.unwrap(), 1);
+    let orphan = store.get("acct", "ag_orphan").await.unwrap().unwrap();
+    assert_eq!(orphan.status, Status::Failed);
+    let message = orphan.error.unwrap().message;
+    assert!(message.contains("before any node took it"), "{message}");
 }

@@ -7,7 +7,10 @@ use super::{
     store::ComponentRecord,
 };
 use crate::runtime::{
-    bindings::AgentPre, lifecycle::Runtime, records::AgentComponent, spawn::SpawnRefusal,
+    bindings::AgentPre,
+    lifecycle::{Inner, Runtime},
+    records::AgentComponent,
+    spawn::SpawnRefusal,
     state::AgentState,
 };
 
@@ -54,7 +57,9 @@ impl Runtime {
         let inner = &self.inner;
         inner.components.delete(&inner.compiled, account, id).await
     }
+}
 
+impl Inner {
     /// What a spawn runs: the default agent when `spec` is `None`, else the account's
     /// component it names, loaded on a cache miss (compiled only on a node that has no
     /// artifact of it yet).
@@ -64,12 +69,11 @@ impl Runtime {
         spec: Option<String>,
     ) -> Result<(Option<AgentComponent>, AgentPre<AgentState>), SpawnRefusal> {
         let Some(spec) = spec else {
-            return Ok((None, self.inner.compiled.default.clone()));
+            return Ok((None, self.compiled.default.clone()));
         };
-        let inner = &self.inner;
-        let (component, pre) = inner
+        let (component, pre) = self
             .components
-            .resolve(&inner.compiled, account, &spec)
+            .resolve(&self.compiled, account, &spec)
             .await?;
         Ok((Some(component), pre))
     }

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Instant};
 
 use async_trait::async_trait;
 
-use super::{Admitted, Asked, SpawnLimits};
+use super::{Admitted, Asked, Place, SpawnLimits};
 use crate::{
     accounts::{Ledger, RateLimiter},
     runtime::{
@@ -56,11 +56,8 @@ impl SpawnLimits for LocalLimits {
             .map_err(|refused| asked.rate(refused))?;
         let record =
             (self.records.create(record).await).map_err(|e| SpawnRefusal::Storage(e.into()))?;
-        Ok(Admitted {
-            record,
-            slot,
-            fence: None,
-        })
+        let place = Place::Here { slot, fence: None };
+        Ok(Admitted { record, place })
     }
 
     async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {

@@ -77,12 +77,18 @@ impl Asked<'_> {
     }
 }
 
-/// An admitted spawn: its stored record, its place on this host, and the fence of this
-/// node's claim on it.
+/// An admitted spawn: its stored record, and where it runs.
 pub struct Admitted {
     pub record: AgentRecord,
-    pub slot: Slot,
-    pub fence: Fence,
+    pub place: Place,
+}
+
+/// Where an admitted spawn runs.
+pub enum Place {
+    /// On this node: its place here, and the fence of this node's claim on it.
+    Here { slot: Slot, fence: Fence },
+    /// On another node, which claimed it from this one (at its cap) and launched it.
+    Elsewhere,
 }
 
 /// Keeps the limits of spawns.
@@ -90,7 +96,8 @@ pub struct Admitted {
 pub trait SpawnLimits: Send + Sync {
     /// Checks, in order, the account's monthly agent hours, a place among its concurrent
     /// agents and under this host's cap, and the key's rate windows; stores `record` when
-    /// all admit, as one step against other spawns of the account, claimed by this node.
+    /// all admit, as one step against other spawns of the account, claimed by this node —
+    /// or, with [`SharedLimits`] at this host's cap, by another node with room.
     async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal>;
 
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus

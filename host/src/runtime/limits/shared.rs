@@ -4,20 +4,23 @@
 //! table. A spawn reads them and inserts its row in one transaction holding a lock of the
 //! account, so concurrent spawns at different nodes are admitted one after another.
 //! Only the host's admission cap is this node's own. The admitted agent is claimed by
-//! this node in the same insert (see `cluster`).
+//! this node in the same insert (see `cluster`) — or, when this node is at its cap,
+//! offered to the others in it, and withdrawn (the spawn refused as at capacity) if no node
+//! claims it soon (`cluster::offers`).
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Row};
 
-use super::{Admitted, Asked, SpawnLimits, retry_after_secs};
+use super::{Admitted, Asked, Place, SpawnLimits, retry_after_secs};
 use crate::{
     accounts::{RateRefusal, Window},
     clock::{month_of, now_ms},
     runtime::{
         admission::{Admission, Refusal},
-        records::{AgentRecord, Claim, FIRST_EPOCH, insert_agent},
+        cluster::{Cluster, offers},
+        records::{AgentRecord, AgentStore, Allowance, Claim, FIRST_EPOCH, insert_agent},
         spawn::SpawnRefusal,
     },
 };
@@ -26,9 +29,10 @@ use crate::{
 pub struct SharedLimits {
     pool: PgPool,
     admission: Arc<Admission>,
-    /// This node, which claims what it admits, and how long its first lease holds.
-    node: String,
-    lease_ms: u64,
+    /// This node, which claims what it admits (or offers what it has no room for).
+    cluster: Arc<Cluster>,
+    /// Watched while an offer waits for a claim.
+    records: AgentStore,
 }
 
 /// What a spawn of one key of one account is checked against.
@@ -94,12 +98,12 @@ async fn figures(
 }
 
 impl SharedLimits {
-    pub fn new(pool: PgPool, admission: Arc<Admission>, node: &str, lease: Duration) -> Self {
+    pub fn new(cluster: Arc<Cluster>, admission: Arc<Admission>, records: AgentStore) -> Self {
         Self {
-            pool,
+            pool: cluster.pool.clone(),
             admission,
-            node: node.to_owned(),
-            lease_ms: u64::try_from(lease.as_millis()).unwrap_or(u64::MAX),
+            cluster,
+            records,
         }
     }
 
@@ -133,9 +137,13 @@ impl SpawnLimits for SharedLimits {
             let current = seen.live;
             return Err(asked.place(Refusal::ConcurrentLimit { current, max }));
         }
-        let slot = (self.admission)
-            .reserve(&record.account, u32::MAX)
-            .map_err(|refusal| asked.place(refusal))?;
+        // No room here: the spawn is offered to the nodes with room, once the rate windows
+        // admit it.
+        let slot = match self.admission.reserve(&record.account, u32::MAX) {
+            Ok(slot) => Some(slot),
+            Err(Refusal::AtCapacity { .. }) => None,
+            Err(refusal) => return Err(asked.place(refusal)),
+        };
         let full = [
             (Window::Minute, seen.minute, limits.spawns_per_minute),
             (Window::Hour, seen.hour, limits.spawns_per_hour),
@@ -150,16 +158,32 @@ impl SpawnLimits for SharedLimits {
             }));
         }
         let claim = Claim {
-            node: &self.node,
-            lease_until: Some(now + self.lease_ms),
+            node: &self.cluster.node,
+            lease_until: Some(now + self.cluster.lease_ms()),
+            offer: slot.is_none().then(|| Allowance::of(limits)),
         };
-        let record = (insert_agent(&mut tx, record, Some(claim)).await).map_err(storage)?;
+        let record = (insert_agent(&mut tx, record, claim).await).map_err(storage)?;
+        if slot.is_none() {
+            offers::announce(&mut tx).await.map_err(storage)?;
+        }
         tx.commit().await.map_err(storage)?;
-        Ok(Admitted {
-            record,
+        let Some(slot) = slot else {
+            let claimed = offers::await_claim(&self.pool, &self.records, &record).await;
+            return match claimed.map_err(storage)? {
+                true => Ok(Admitted {
+                    record,
+                    place: Place::Elsewhere,
+                }),
+                false => Err(SpawnRefusal::AtCapacity {
+                    cap: self.admission.cap(),
+                }),
+            };
+        };
+        let place = Place::Here {
             slot,
             fence: Some(FIRST_EPOCH),
-        })
+        };
+        Ok(Admitted { record, place })
     }
 
     async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {

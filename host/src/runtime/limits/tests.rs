@@ -1,7 +1,7 @@
 //! Both keepers admit within the same limits with the same refusals; and on PostgreSQL,
 //! spawns at several nodes at once stay within each limit exactly.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use super::{Admitted, Asked, LocalLimits, SharedLimits, SpawnLimits};
 use crate::{
@@ -9,6 +9,7 @@ use crate::{
     clock::now_ms,
     runtime::{
         admission::Admission,
+        cluster::{Cluster, ClusterConfig},
         records::{AgentRecord, AgentStore, tests::record},
         spawn::SpawnRefusal,
     },
@@ -68,12 +69,10 @@ async fn node(url: &str, cap: u32) -> SharedLimits {
         database_url: Some(url.into()),
         pool_size: 8,
     };
-    SharedLimits::new(
-        connect(&config).await.unwrap(),
-        Admission::new(cap),
-        "node-a",
-        Duration::from_secs(15),
-    )
+    let pool = connect(&config).await.unwrap();
+    let records = AgentStore::postgres(pool.clone(), "node-a").await.unwrap();
+    let cluster = Cluster::new(pool, "node-a".into(), &ClusterConfig::default());
+    SharedLimits::new(Arc::new(cluster), Admission::new(cap), records)
 }
 
 /// The same spawns on one keeper: concurrency, then the minute window, then the budget.
@@ -179,8 +178,8 @@ async fn the_hour_window_budget_and_host_cap_count_across_nodes() {
         now: half_hour_ago,
     };
     for n in 0..2 {
-        let Admitted { slot, .. } = b.admit(draft(n, "k", half_hour_ago), asked).await.unwrap();
-        drop(slot);
+        let Admitted { place, .. } = b.admit(draft(n, "k", half_hour_ago), asked).await.unwrap();
+        drop(place);
     }
     match admit(&a, 2, "k", &hourly).await.err() {
         Some(SpawnRefusal::RateLimited {
@@ -203,15 +202,16 @@ async fn the_hour_window_budget_and_host_cap_count_across_nodes() {
         Some(SpawnRefusal::MonthlyQuota { used_hours, .. }) => assert!(used_hours >= 1.0),
         other => panic!("expected the monthly budget, got {other:?}"),
     }
-    // Node a's own cap is 1: its second live agent waits for the first's slot.
+    // Node a's own cap is 1, and no node takes its offers here: its second live agent
+    // waits for the first's slot.
     let roomy = limits(100, 100, 100, 10.0);
-    let Admitted { slot, .. } = admit(&a, 4, "k3", &roomy).await.unwrap();
+    let Admitted { place, .. } = admit(&a, 4, "k3", &roomy).await.unwrap();
     assert!(matches!(
         admit(&a, 5, "k3", &roomy).await.err(),
         Some(SpawnRefusal::AtCapacity { cap: 1 })
     ));
     admit(&b, 6, "k3", &roomy).await.expect("node b has room");
-    drop(slot);
+    drop(place);
     admit(&a, 7, "k3", &roomy)
         .await
         .expect("the slot came back");

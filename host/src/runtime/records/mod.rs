@@ -23,11 +23,11 @@ use serde_json::Value;
 
 pub use self::embedded::EmbeddedAgents;
 pub use self::postgres::{
-    Claim, FIRST_EPOCH, PgAgents, append_event, insert_agent, notify, write_record,
+    Claim, FIRST_EPOCH, OFFERED, PgAgents, append_event, insert_agent, notify, write_record,
 };
 pub use self::types::{
-    AgentComponent, AgentRecord, Failure, LogEvent, MAX_PROGRESS, MemoryMode, Progress, Status,
-    Usage,
+    AgentComponent, AgentRecord, Allowance, Failure, LogEvent, MAX_PROGRESS, MemoryMode, Progress,
+    Status, Usage,
 };
 use super::changes::{Changes, Watch};
 use crate::clock::now_ms;

@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::{
-    AgentBackend, AgentRecord, Applied, Change, Fence, LogEvent, RecordError, Result, apply,
+    AgentBackend, AgentRecord, Allowance, Applied, Change, Fence, LogEvent, RecordError, Result,
+    apply,
 };
 use crate::{runtime::changes::Changes, storage::forward_notices};
 
@@ -69,8 +70,9 @@ impl AgentBackend for PgAgents {
         let claim = Claim {
             node: &self.node,
             lease_until: None,
+            offer: None,
         };
-        insert_agent(&mut *self.pool.acquire().await?, record, Some(claim)).await
+        insert_agent(&mut *self.pool.acquire().await?, record, claim).await
     }
 
     async fn get(&self, account: &str, agent_id: &str) -> Result<Option<AgentRecord>> {
@@ -204,30 +206,38 @@ impl AgentBackend for PgAgents {
     }
 }
 
-/// Which node runs a new agent, and until when its first lease holds (epoch ms; none:
-/// the claim does not lapse, and only the node's own restart fails the agent).
+/// Which node holds a new agent's row, and until when its first lease holds (epoch ms;
+/// none: the claim does not lapse, and only the node's own restart fails the agent).
 #[derive(Debug, Clone, Copy)]
 pub struct Claim<'a> {
     pub node: &'a str,
     pub lease_until: Option<u64>,
+    /// `None`: the node runs the agent, under [`FIRST_EPOCH`]. Given: the node is at its
+    /// admission cap and offers the agent to every node (epoch [`OFFERED`]) with what its
+    /// run is allowed, until one claims it (`cluster::offers`) or the offer is withdrawn.
+    pub offer: Option<Allowance>,
 }
 
 /// The fencing epoch of an agent's first claim.
 pub const FIRST_EPOCH: u64 = 1;
 
+/// The epoch of an agent offered to every node and not claimed yet.
+pub const OFFERED: u64 = 0;
+
 /// Stores a new record on `conn` (in the caller's transaction, if it has one), assigning
-/// its list position; claimed by `claim`'s node under [`FIRST_EPOCH`] when given.
+/// its list position, held by `claim`'s node.
 pub async fn insert_agent(
     conn: &mut PgConnection,
     mut record: AgentRecord,
-    claim: Option<Claim<'_>>,
+    claim: Claim<'_>,
 ) -> Result<AgentRecord> {
+    let offer = claim.offer;
     let seq: i64 = sqlx::query_scalar(
         "WITH s AS (SELECT nextval('agent_seq') AS seq)
          INSERT INTO agents (account_id, agent_id, seq, key_id, created_at, status, record,
-                             owner, epoch, lease_until)
+                             owner, epoch, lease_until, memory_quota, cpu_budget_ms)
          SELECT $1, $2, s.seq, $3, $4, $5, jsonb_set($6::jsonb, '{seq}', to_jsonb(s.seq)),
-                $7, $8, $9
+                $7, $8, $9, $10, $11
          FROM s RETURNING seq",
     )
     .bind(&record.account)
@@ -236,9 +246,11 @@ pub async fn insert_agent(
     .bind(int(record.created_at))
     .bind(record.status.as_str())
     .bind(serde_json::to_string(&record)?)
-    .bind(claim.map(|c| c.node))
-    .bind(claim.map_or(0, |_| int(FIRST_EPOCH)))
-    .bind(claim.and_then(|c| c.lease_until).map(int))
+    .bind(claim.node)
+    .bind(int(offer.map_or(FIRST_EPOCH, |_| OFFERED)))
+    .bind(claim.lease_until.map(int))
+    .bind(offer.map(|o| int(o.memory_quota)))
+    .bind(offer.map(|o| int(o.cpu_budget_ms())))
     .fetch_one(conn)
     .await?;
     record.seq = u64::try_from(seq).unwrap_or_default();

@@ -1,10 +1,12 @@
 //! What is stored about an agent: its record (status, progress, result, usage) and the
 //! events of its log stream; the same on every backend.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::accounts::MonthUsage;
+use crate::accounts::{MonthUsage, PlanLimits};
 
 /// Most progress entries kept on a record (oldest dropped first).
 pub const MAX_PROGRESS: usize = 500;
@@ -136,6 +138,39 @@ impl Usage {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cpu_ms: self.cpu_ms,
+        }
+    }
+}
+
+/// What one run is allowed, from the account's plan when it was spawned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Allowance {
+    /// The account's memory quota, which the agent's writes are checked against.
+    pub memory_quota: u64,
+    /// The guest's CPU time.
+    pub cpu_budget: Duration,
+}
+
+impl Allowance {
+    /// What `limits` allow one run.
+    pub fn of(limits: &PlanLimits) -> Self {
+        Allowance {
+            memory_quota: limits.memories,
+            cpu_budget: Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
+                .unwrap_or(Duration::MAX),
+        }
+    }
+
+    /// The CPU budget in whole ms, as a row keeps it.
+    pub fn cpu_budget_ms(&self) -> u64 {
+        u64::try_from(self.cpu_budget.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// An allowance as a row keeps it.
+    pub fn from_row(memory_quota: u64, cpu_budget_ms: u64) -> Self {
+        Allowance {
+            memory_quota,
+            cpu_budget: Duration::from_millis(cpu_budget_ms),
         }
     }
 }
