@@ -137,11 +137,11 @@ impl SpawnLimits for SharedLimits {
             let current = seen.live;
             return Err(asked.place(Refusal::ConcurrentLimit { current, max }));
         }
-        // No room here: the spawn is offered to the nodes with room, once the rate windows
-        // admit it.
-        let slot = match self.admission.reserve(&record.account, u32::MAX) {
-            Ok(slot) => Some(slot),
-            Err(Refusal::AtCapacity { .. }) => None,
+        // No room here: the spawn is offered to the nodes with room, if the rate windows
+        // admit it; if they do not, the refusal is the host's capacity, which comes first.
+        let (slot, at_capacity) = match self.admission.reserve(&record.account, u32::MAX) {
+            Ok(slot) => (Some(slot), None),
+            Err(refusal @ Refusal::AtCapacity { .. }) => (None, Some(refusal)),
             Err(refusal) => return Err(asked.place(refusal)),
         };
         let full = [
@@ -151,6 +151,9 @@ impl SpawnLimits for SharedLimits {
         .into_iter()
         .find(|(_, (spawned, _), max)| spawned >= max);
         if let Some((window, (_, oldest), _)) = full {
+            if let Some(refusal) = at_capacity {
+                return Err(asked.place(refusal));
+            }
             let retry_after_secs = retry_after_secs(window, oldest, now);
             return Err(asked.rate(RateRefusal {
                 window,
