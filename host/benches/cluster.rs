@@ -9,9 +9,12 @@
 //! 2. `failover`: 10 spinning agents on one of three nodes, that node killed with SIGKILL:
 //!    the time until another node shows the first and the last of them `failed`
 //!    (`host_lost`), with the default lease (15 s, heartbeat 5 s) and a short one (3 s, 1 s).
+//! 3. `handoff`: two postgres nodes, the first with room for one agent and a spinner in it:
+//!    200 sequential spawns at the full node, each offered to and run by the other, against
+//!    the same spawns at the node with room: `POST /api/v1/agents` → 201 p50/p99.
 //!
-//! `cargo bench -p wasmind --bench cluster`; `WASMIND_BENCH_PHASES` (`spawns,failover`)
-//! picks phases. Results: BENCHMARKS.md, "The postgres backend".
+//! `cargo bench -p wasmind --bench cluster`; `WASMIND_BENCH_PHASES`
+//! (`spawns,failover,handoff`) picks phases. Results: BENCHMARKS.md, "The postgres backend".
 
 #[path = "../tests/support/postgres.rs"]
 // Restarting a server is the end-to-end tests' need.
@@ -282,14 +285,65 @@ fn failover(pg: &server::Postgres) {
     }
 }
 
+fn handoff(pg: &server::Postgres) {
+    const SPAWNS: usize = 200;
+    let tmp = tempfile::tempdir().unwrap();
+    let storage = format!(
+        "{ROOMY}[storage]\nbackend = \"postgres\"\ndatabase_url = \"{}\"\n",
+        pg.database("handoff")
+    );
+    let (full, roomy) = (tmp.path().join("full.toml"), tmp.path().join("roomy.toml"));
+    let one_spinner = format!(
+        "[runtime]\nmax_agents = 1\ncomponent = {:?}\n",
+        guests::SPIN
+    );
+    std::fs::write(&full, format!("{storage}{one_spinner}")).unwrap();
+    std::fs::write(&roomy, &storage).unwrap();
+    let started = vec![
+        Node::start(&tmp.path().join("node-0"), &full),
+        Node::start(&tmp.path().join("node-1"), &roomy),
+    ];
+    let nodes = Nodes {
+        config: roomy,
+        nodes: started,
+        _tmp: tmp,
+    };
+    let key = nodes.key("bench");
+    let http = client();
+    let (full, roomy) = (&nodes.nodes[0].base, &nodes.nodes[1].base);
+    let spinner = spawn(&http, full, &key, "spin");
+    while status(&http, full, &key, &spinner)["status"] != "running" {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (label, base) in [
+        ("at the full node, run by the other", full),
+        ("at the node with room", roomy),
+    ] {
+        let mut times: Vec<Duration> = (0..SPAWNS)
+            .map(|i| {
+                let at = Instant::now();
+                spawn(&http, base, &key, &format!("say hello {i}"));
+                at.elapsed()
+            })
+            .collect();
+        times.sort();
+        println!(
+            "handoff | {label} | POST → 201 p50 {:.2} ms, p99 {:.2} ms ({SPAWNS} sequential spawns)",
+            percentile(&times, 0.5),
+            percentile(&times, 0.99),
+        );
+    }
+}
+
 fn main() {
-    let phases = std::env::var("WASMIND_BENCH_PHASES").unwrap_or("spawns,failover".into());
+    let phases = std::env::var("WASMIND_BENCH_PHASES").unwrap_or("spawns,failover,handoff".into());
     let pg = server::Postgres::start();
     for phase in phases.split(',') {
         match phase {
             "spawns" => spawns(&pg),
             "failover" => failover(&pg),
-            other => panic!("no phase {other:?}: spawns, failover"),
+            "handoff" => handoff(&pg),
+            other => panic!("no phase {other:?}: spawns, failover, handoff"),
         }
     }
 }
