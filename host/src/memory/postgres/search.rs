@@ -7,7 +7,10 @@
 //! document frequencies and token totals in the same transaction. The query below is
 //! tantivy's BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N − n + 0.5) / (n + 0.5)), summed over
 //! the query's terms in key and value), so both backends give the same scores for the same
-//! documents. One difference: tantivy counts a deleted document in N and n until a merge
+//! documents. It is summed over the postings alone (each carries its field's norm), and
+//! only the best-scored memories, in order, are read to check the search's filters, until
+//! `limit` pass: a query term held by tens of thousands of an account's memories costs an
+//! index scan of its postings, not a visit to every memory holding it. One difference: tantivy counts a deleted document in N and n until a merge
 //! drops it, here a document leaves the statistics when it stops being live.
 //!
 //! **Vectors.** An account holding at most [`PgMemory::exact_up_to`](super::PgMemory)
@@ -40,15 +43,22 @@ WITH totals AS (
            CASE s.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END AS avg
     FROM memory_term_stats s, totals
     WHERE s.account_id = $1 AND s.term = ANY($2) AND s.docs > 0
+), scored AS (
+    SELECT t.id, sum(w.weight * t.tf / (t.tf + 1.2 * (0.25 + 0.75 * t.norm / w.avg)))::float4
+               AS bm25
+    FROM weights w
+    JOIN memory_terms t ON t.account_id = $1 AND t.field = w.field AND t.term = w.term
+    GROUP BY t.id
 )
-SELECT t.id, sum(w.weight * t.tf / (t.tf + 1.2 * (0.25 + 0.75
-           * (CASE w.field WHEN 0 THEN m.key_norm ELSE m.value_norm END) / w.avg)))::float4 AS bm25
-FROM weights w
-JOIN memory_terms t ON t.account_id = $1 AND t.field = w.field AND t.term = w.term
-JOIN memories m ON m.account_id = $1 AND m.id = t.id
-WHERE m.counted AND (m.expires_at IS NULL OR m.expires_at > $3)
-  AND ($4::text IS NULL OR m.namespace = $4) AND m.tags @> $5
-GROUP BY t.id ORDER BY bm25 DESC, t.id DESC LIMIT $6";
+SELECT s.id, s.bm25 FROM (SELECT id, bm25 FROM scored ORDER BY bm25 DESC, id DESC) s
+CROSS JOIN LATERAL (
+    SELECT 1 FROM memories m
+    WHERE m.account_id = $1 AND m.id = s.id AND m.counted
+      AND (m.expires_at IS NULL OR m.expires_at > $3)
+      AND ($4::text IS NULL OR m.namespace = $4) AND m.tags @> $5
+    LIMIT 1
+) passes
+ORDER BY s.bm25 DESC, s.id DESC LIMIT $6";
 
 /// The vector queries, built once for the recorded embedder's dimensions: the HNSW index
 /// is on `embedding::vector(dims)`, and only that expression in an `ORDER BY` uses it.

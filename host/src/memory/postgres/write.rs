@@ -275,8 +275,9 @@ impl Txn {
              ), given AS ( \
                 SELECT * FROM unnest($18::smallint[], $19::text[], $20::int[]) AS g(field, term, tf) \
              ), postings AS ( \
-                INSERT INTO memory_terms (account_id, field, term, id, tf) \
-                SELECT $1, given.field, given.term, row.id, given.tf FROM given, row \
+                INSERT INTO memory_terms (account_id, field, term, id, tf, norm) \
+                SELECT $1, given.field, given.term, row.id, given.tf, \
+                    CASE given.field WHEN 0 THEN $15 ELSE $16 END FROM given, row \
              ), stats AS ( \
                 INSERT INTO memory_term_stats (account_id, field, term, docs) \
                 SELECT $1, field, term, 1 FROM given \
