@@ -1,5 +1,6 @@
 //! A lost node's agents on a real PostgreSQL: failed once however many nodes reap at once,
-//! metered to the node's last heartbeat, and the node's own writes refused afterwards.
+//! metered to the node's last heartbeat, and the node's own writes refused afterwards. And
+//! offered spawns: taken by one node, with what the run is allowed, or withdrawn.
 
 use std::time::Duration;
 
@@ -13,7 +14,8 @@ use crate::{
     accounts::{PgUsage, UsageLedger},
     clock::now_ms,
     runtime::records::{
-        AgentStore, Allowance, Claim, FIRST_EPOCH, RecordError, Status, insert_agent, tests::record,
+        AgentRecord, AgentStore, Allowance, Claim, FIRST_EPOCH, RecordError, Status, insert_agent,
+        tests::record,
     },
     storage::{Backend, StorageConfig, connect},
     test_postgres::Postgres,
@@ -35,10 +37,16 @@ async fn running(pool: &PgPool, id: &str, started: u64, lease_until: u64) {
     let mut r = record(id, "acct");
     r.status = Status::Running;
     r.started_at = Some(started);
+    held_by_a(pool, r, lease_until, None).await;
+}
+
+/// Stores `r` as node-a's, its lease until `lease_until`; offered to every node with
+/// `offer`.
+async fn held_by_a(pool: &PgPool, r: AgentRecord, lease_until: u64, offer: Option<Allowance>) {
     let claim = Claim {
         node: "node-a",
         lease_until: Some(lease_until),
-        offer: None,
+        offer,
     };
     let mut conn = pool.acquire().await.unwrap();
     insert_agent(&mut conn, r, claim).await.unwrap();
@@ -110,15 +118,7 @@ async fn a_lost_nodes_agents_fail_once_and_its_writes_are_refused() {
 
 /// Stores a spawn node-a offers with `allowance`, its lease until `lease_until`.
 async fn offered(pool: &PgPool, id: &str, lease_until: u64, allowance: Allowance) {
-    let claim = Claim {
-        node: "node-a",
-        lease_until: Some(lease_until),
-        offer: Some(allowance),
-    };
-    let mut conn = pool.acquire().await.unwrap();
-    insert_agent(&mut conn, record(id, "acct"), claim)
-        .await
-        .unwrap();
+    held_by_a(pool, record(id, "acct"), lease_until, Some(allowance)).await;
 }
 
 /// Node `node` on `pool`, with the default lease.
