@@ -5,8 +5,10 @@
 //! monthly agent-hour budget (finished runs plus the run time of its running agents), then
 //! a place among the account's concurrent agents and under the host's admission cap, then
 //! the key's rolling spawn-rate windows, which count admitted spawns only (`limits`, which
-//! stores the admitted spawn as `spawning` in the same step). It is then launched and,
-//! when no name was given, named from its task until the Mind titles it.
+//! stores the admitted spawn as `spawning` in the same step). It is then launched — on
+//! the postgres backend at a node at its cap, by the node with room that claims it
+//! (`cluster::offers`) — and, when no name was given, named from its task until the Mind
+//! titles it.
 
 use super::{
     lifecycle::Runtime,

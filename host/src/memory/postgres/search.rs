@@ -10,8 +10,9 @@
 //! documents. It is summed over the postings alone (each carries its field's norm), and
 //! only the best-scored memories, in order, are read to check the search's filters, until
 //! `limit` pass: a query term held by tens of thousands of an account's memories costs an
-//! index scan of its postings, not a visit to every memory holding it. One difference: tantivy counts a deleted document in N and n until a merge
-//! drops it, here a document leaves the statistics when it stops being live.
+//! index scan of its postings, not a visit to every memory holding it. One difference:
+//! tantivy counts a deleted document in N and n until a merge drops it, here a document
+//! leaves the statistics when it stops being live.
 //!
 //! **Vectors.** An account holding at most [`PgMemory::exact_up_to`](super::PgMemory)
 //! memories is scanned exactly (its rows through the `memories_counted` index, every

@@ -119,8 +119,8 @@ async fn take_while_room(cluster: &Cluster, inner: &Arc<Inner>) -> anyhow::Resul
 /// waiting on it.
 pub(super) async fn take(cluster: &Cluster) -> anyhow::Result<Option<(AgentRecord, Allowance)>> {
     let mut tx = cluster.pool.begin().await?;
-    // `epoch = 0` is OFFERED, written out so the partial index of offers serves it.
     let lease_until = now_ms() + cluster.lease_ms();
+    // `epoch = 0` is OFFERED, written out so the partial index of offers serves it.
     let row: Option<(String, i64, i64)> = sqlx::query_as(
         "UPDATE agents SET owner = $1, epoch = $2, lease_until = $3
          WHERE (account_id, agent_id) = (
