@@ -93,3 +93,37 @@ impl Hard {
             .into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Page = Limit<10, 50>;
+
+    fn limit(json: &str) -> Result<usize, String> {
+        serde_json::from_str::<Page>(json)
+            .map(|l| l.0)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_whole_number_in_any_spelling_is_a_limit_capped_at_the_maximum() {
+        assert_eq!(limit("3"), Ok(3));
+        assert_eq!(limit("3.0"), Ok(3));
+        assert_eq!(limit("1e300"), Ok(50));
+        assert_eq!(limit("18446744073709551616"), Ok(50));
+        // 2^51 − 1: parsed with a fast float algorithm it arrives one ulp off, with a fraction.
+        assert_eq!(limit("2251799813685247.0"), Ok(50));
+    }
+
+    #[test]
+    fn a_fraction_zero_or_negative_is_refused_with_the_rule() {
+        for bad in ["0", "-1", "2.5", "\"3\"", "null"] {
+            let refused = limit(bad).unwrap_err();
+            assert!(
+                refused.contains("whole number of at least 1"),
+                "{bad}: {refused}"
+            );
+        }
+    }
+}
