@@ -63,6 +63,19 @@ const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
 /// agents).
 const IDLE_IN_TRANSACTION: &str = "5s";
 
+/// A domain count, id, instant or limit as PostgreSQL's `bigint`: they stay far below
+/// `i64::MAX` (epoch ms, sequence numbers, page sizes), and one that did not would mean
+/// "no bound", so it saturates rather than fails.
+pub fn bigint<N: TryInto<i64>>(n: N) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
+/// A stored `bigint` read back as the domain's unsigned value (never negative: every one
+/// was written from an unsigned value through [`bigint`]).
+pub fn unsigned(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or_default()
+}
+
 /// Connects to the configured database and brings its schema up to date. The migrations
 /// run under PostgreSQL's advisory lock (sqlx takes it), so nodes starting together apply
 /// each migration once and the others wait for it.

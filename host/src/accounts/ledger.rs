@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
 use super::MonthUsage;
-use crate::clock::month_of;
+use crate::{clock::month_of, storage::bigint};
 
 /// Usage per account and calendar month (UTC).
 #[async_trait]
@@ -38,10 +38,6 @@ impl PgUsage {
     pub fn new(pool: PgPool) -> Self {
         Self { pool }
     }
-}
-
-fn signed(n: u64) -> anyhow::Result<i64> {
-    Ok(i64::try_from(n)?)
 }
 
 fn usage_of(row: &PgRow) -> anyhow::Result<MonthUsage> {
@@ -74,10 +70,10 @@ pub async fn add_usage(
     )
     .bind(account)
     .bind(month_of(at_ms))
-    .bind(signed(delta.run_ms)?)
-    .bind(signed(delta.input_tokens)?)
-    .bind(signed(delta.output_tokens)?)
-    .bind(signed(delta.cpu_ms)?)
+    .bind(bigint(delta.run_ms))
+    .bind(bigint(delta.input_tokens))
+    .bind(bigint(delta.output_tokens))
+    .bind(bigint(delta.cpu_ms))
     .execute(conn)
     .await?;
     Ok(())

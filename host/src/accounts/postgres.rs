@@ -12,7 +12,7 @@ use super::store::{
     AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
 };
 use super::{AccountInfo, KeyInfo, Plan, Principal};
-use crate::clock::now_ms;
+use crate::{clock::now_ms, storage::bigint};
 
 /// Accounts and keys over a PostgreSQL pool whose migrations have run.
 #[derive(Clone)]
@@ -70,7 +70,7 @@ fn account_info(row: &PgRow) -> anyhow::Result<AccountInfo> {
 
 /// Epoch milliseconds as PostgreSQL's `bigint`.
 fn now() -> i64 {
-    i64::try_from(now_ms()).unwrap_or(i64::MAX)
+    bigint(now_ms())
 }
 
 #[async_trait]

@@ -5,6 +5,7 @@
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::{lifecycle::Runtime, state::AgentCtx};
 
@@ -21,6 +22,9 @@ pub(super) enum Refusal {
 pub(super) struct Admission {
     cap: u32,
     live: Mutex<Live>,
+    /// Woken when a place frees at the cap: a spawn another node offered meanwhile can be
+    /// taken here now (see `cluster::offers`).
+    freed: Arc<Notify>,
 }
 
 struct Live {
@@ -59,7 +63,7 @@ pub(super) struct Slot {
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut live = self.admission.live.lock();
-        live.total -= 1;
+        self.admission.give_back(&mut live);
         if let Some(a) = live.per_account.get_mut(&self.account) {
             a.admitted -= 1;
             if a.admitted == 0 {
@@ -97,7 +101,7 @@ impl Room {
 impl Drop for Room {
     fn drop(&mut self) {
         if let Some(admission) = &self.admission {
-            admission.live.lock().total -= 1;
+            admission.give_back(&mut admission.live.lock());
         }
     }
 }
@@ -113,7 +117,21 @@ impl Admission {
                 total: 0,
                 epoch: Instant::now(),
             }),
+            freed: Arc::new(Notify::new()),
         })
+    }
+
+    /// Gives a place back, waking [`Admission::freed`]'s waiter if the host was full.
+    fn give_back(&self, live: &mut Live) {
+        if live.total == self.cap {
+            self.freed.notify_one();
+        }
+        live.total -= 1;
+    }
+
+    /// Notified when a place frees while the host is at its cap.
+    pub(super) fn freed(&self) -> Arc<Notify> {
+        self.freed.clone()
     }
 
     /// Reserves a place for one more agent of `account`, within the account's `max` and
@@ -222,6 +240,8 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::{Admission, Refusal};
 
     #[test]
@@ -244,5 +264,28 @@ mod tests {
         drop((slot, held));
         assert_eq!(admission.concurrent("acme"), 0);
         assert_eq!(admission.live.lock().total, 0);
+    }
+
+    #[tokio::test]
+    async fn a_place_freed_at_the_cap_wakes_the_freed_waiter_once() {
+        let admission = Admission::new(2);
+        let freed = admission.freed();
+        let first = admission.reserve("acme", 5).unwrap();
+        drop(first);
+        let woken = tokio::time::timeout(Duration::from_millis(50), freed.notified());
+        assert!(woken.await.is_err(), "not full: nothing to tell");
+
+        let (room, slot) = (
+            admission.room().unwrap(),
+            admission.reserve("acme", 5).unwrap(),
+        );
+        drop(room);
+        freed.notified().await;
+        drop(slot);
+        let woken = tokio::time::timeout(Duration::from_millis(50), freed.notified());
+        assert!(
+            woken.await.is_err(),
+            "only the place that left the cap wakes"
+        );
     }
 }

@@ -251,6 +251,15 @@ fn a_spawn_at_a_full_node_runs_at_a_node_with_room() {
         r["status"] == "running"
     });
     assert_eq!((nodes.live(0), nodes.live(1)), (1, 1));
+
+    // Offered while both are full, taken by node b when its place frees during the
+    // offer's wait: the stopped agent's grace (1 s) ends inside the 2 s the offer waits.
+    a.delete(&format!("/api/v1/agents/{again}"));
+    let later = spawn(&a, "spin once a place frees");
+    wait_for(&b, &later, Duration::from_secs(30), |r| {
+        r["status"] == "running"
+    });
+    assert_eq!((nodes.live(0), nodes.live(1)), (1, 1));
 }
 
 /// Lease 3 s, heartbeat 1 s.

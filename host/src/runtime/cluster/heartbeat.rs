@@ -13,6 +13,7 @@ use super::{Cluster, reaper};
 use crate::{
     clock::now_ms,
     runtime::{lifecycle::Inner, state::AgentCtx},
+    storage::bigint,
 };
 
 /// Beats every `cluster.heartbeat` until `inner` is gone.
@@ -50,13 +51,13 @@ async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
          RETURNING agent_id, epoch",
     )
     .bind(&cluster.node)
-    .bind(i64::try_from(lease_until)?)
+    .bind(bigint(lease_until))
     .fetch_all(&cluster.pool)
     .await?
     .into_iter()
     .collect();
     for ctx in inner.admission.agents() {
-        let epoch = ctx.fence.and_then(|e| i64::try_from(e).ok());
+        let epoch = ctx.fence.map(bigint);
         if epoch.is_some() && held.get(&ctx.agent_id) == epoch.as_ref() {
             continue;
         }

@@ -81,7 +81,9 @@ impl Cluster {
     pub(super) async fn start(self: Arc<Self>, inner: Weak<Inner>) -> anyhow::Result<()> {
         let deliver: fn(&Inner, &str) = |inner, agent_id| inner.signal_stop(agent_id, false);
         forward_notices(&self.pool, STOPS, inner.clone(), deliver).await?;
-        offers::serve(self.clone(), inner.clone()).await?;
+        let freed = inner.upgrade().map(|i| i.admission.freed());
+        let freed = freed.context("the runtime is gone before its cluster started")?;
+        offers::serve(self.clone(), inner.clone(), freed).await?;
         tokio::spawn(heartbeat::beat(self, inner));
         Ok(())
     }

@@ -3,13 +3,14 @@
 //! allowed — and announces it on [`OFFERS`]. Every node with a free place then takes the
 //! oldest offers it can (`FOR UPDATE SKIP LOCKED`, so no two nodes take one), claims each
 //! as its own (epoch 1, a lease) and launches it. The offering node waits up to [`WAIT`]
-//! for the claim, woken by the claim's change notice; an offer no node took by then is
-//! withdrawn, and the spawn refused as at capacity — as on one machine, with no row left
-//! behind and nothing counted against the key's rate windows.
+//! for the claim, woken by the claim's change notice; a node whose place frees during
+//! that wait looks again. An offer no node took by then is withdrawn, and the spawn
+//! refused as at capacity — as on one machine, with no row left behind and nothing
+//! counted against the key's rate windows.
 
 use std::{
     sync::{Arc, Weak},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use sqlx::{PgConnection, PgPool};
@@ -22,7 +23,7 @@ use crate::{
         lifecycle::Inner,
         records::{AgentRecord, AgentStore, Allowance, FIRST_EPOCH, OFFERED, notify},
     },
-    storage::forward_notices,
+    storage::{bigint, forward_notices},
 };
 
 /// The `NOTIFY` channel of new offers (no payload: any node with room takes the oldest).
@@ -58,7 +59,7 @@ pub(in crate::runtime) async fn await_claim(
         )
         .bind(&record.account)
         .bind(&record.agent_id)
-        .bind(epoch(OFFERED))
+        .bind(bigint(OFFERED))
         .fetch_optional(pool)
         .await?;
         if offered != Some(true) {
@@ -77,21 +78,35 @@ pub(in crate::runtime) async fn await_claim(
     )
     .bind(&record.account)
     .bind(&record.agent_id)
-    .bind(epoch(OFFERED))
+    .bind(bigint(OFFERED))
     .execute(pool)
     .await?
     .rows_affected();
     Ok(withdrawn == 0)
 }
 
-/// Takes offers whenever one is announced, for as long as `inner` lives.
-pub(super) async fn serve(cluster: Arc<Cluster>, inner: Weak<Inner>) -> anyhow::Result<()> {
+/// Takes offers whenever one is announced, and when a place frees here while one
+/// announced may still be waiting, for as long as `inner` lives.
+pub(super) async fn serve(
+    cluster: Arc<Cluster>,
+    inner: Weak<Inner>,
+    freed: Arc<Notify>,
+) -> anyhow::Result<()> {
     let wake = Arc::new(Notify::new());
     let deliver: fn(&Notify, &str) = |wake, _| wake.notify_one();
     forward_notices(&cluster.pool, OFFERS, Arc::downgrade(&wake), deliver).await?;
     tokio::spawn(async move {
+        let mut announced: Option<Instant> = None;
         loop {
-            wake.notified().await;
+            tokio::select! {
+                () = wake.notified() => announced = Some(Instant::now()),
+                () = freed.notified() => {
+                    // An offer lives at most WAIT: past that there is none to look for.
+                    if announced.is_none_or(|at| at.elapsed() >= WAIT) {
+                        continue;
+                    }
+                }
+            }
             let Some(inner) = inner.upgrade() else {
                 return;
             };
@@ -131,8 +146,8 @@ pub(super) async fn take(cluster: &Cluster) -> anyhow::Result<Option<(AgentRecor
          RETURNING record::text, memory_quota, cpu_budget_ms",
     )
     .bind(&cluster.node)
-    .bind(epoch(FIRST_EPOCH))
-    .bind(i64::try_from(lease_until)?)
+    .bind(bigint(FIRST_EPOCH))
+    .bind(bigint(lease_until))
     .fetch_optional(&mut *tx)
     .await?;
     let Some((json, memory_quota, cpu_budget_ms)) = row else {
@@ -144,8 +159,4 @@ pub(super) async fn take(cluster: &Cluster) -> anyhow::Result<Option<(AgentRecor
     let allowance =
         Allowance::from_row(u64::try_from(memory_quota)?, u64::try_from(cpu_budget_ms)?);
     Ok(Some((record, allowance)))
-}
-
-fn epoch(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }

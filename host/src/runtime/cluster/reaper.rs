@@ -12,6 +12,7 @@ use crate::{
     runtime::records::{
         AgentRecord, Failure, LogEvent, OFFERED, Status, append_event, notify, write_record,
     },
+    storage::bigint,
 };
 
 /// Rows taken per transaction; the rest wait for the next heartbeat.
@@ -30,7 +31,7 @@ pub async fn reap(pool: &PgPool, lease_ms: u64, now: u64) -> anyhow::Result<usiz
          ORDER BY lease_until LIMIT $2
          FOR UPDATE SKIP LOCKED",
     )
-    .bind(i64::try_from(now)?)
+    .bind(bigint(now))
     .bind(BATCH)
     .fetch_all(&mut *tx)
     .await?;

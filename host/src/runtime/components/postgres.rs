@@ -10,6 +10,7 @@ use super::{
     names::Spec,
     store::{ComponentBackend, ComponentRecord, CreateError, Result, newest},
 };
+use crate::storage::{bigint, unsigned};
 
 /// Components over a PostgreSQL pool whose migrations have run.
 #[derive(Clone)]
@@ -38,10 +39,6 @@ async fn lock_account(tx: &mut Transaction<'_, Postgres>, account: &str) -> Resu
         .execute(&mut **tx)
         .await?;
     Ok(())
-}
-
-fn bigint(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -103,7 +100,7 @@ impl ComponentBackend for PgComponents {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        record.seq = u64::try_from(seq).unwrap_or_default();
+        record.seq = unsigned(seq);
         Ok(record)
     }
 
@@ -226,7 +223,7 @@ impl ComponentBackend for PgComponents {
                 .bind(sha256)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(us.map(|us| u64::try_from(us).unwrap_or_default()))
+        Ok(us.map(unsigned))
     }
 
     async fn referenced(&self, sha256: &str) -> Result<bool> {

@@ -23,6 +23,7 @@ use crate::{
         records::{AgentRecord, AgentStore, Allowance, Claim, FIRST_EPOCH, insert_agent},
         spawn::SpawnRefusal,
     },
+    storage::{bigint, unsigned},
 };
 
 /// Limits of every node's spawns.
@@ -45,16 +46,12 @@ struct Figures {
     hour: (u32, u64),
 }
 
-fn ms(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 fn count(row: &sqlx::postgres::PgRow, column: &str) -> sqlx::Result<u32> {
     Ok(u32::try_from(row.try_get::<i64, _>(column)?).unwrap_or(u32::MAX))
 }
 
 fn millis(row: &sqlx::postgres::PgRow, column: &str) -> sqlx::Result<u64> {
-    Ok(u64::try_from(row.try_get::<i64, _>(column)?).unwrap_or_default())
+    Ok(unsigned(row.try_get(column)?))
 }
 
 /// The figures of `account` (and of `key_id`'s windows) at `now`, in one statement.
@@ -85,7 +82,7 @@ async fn figures(
     )
     .bind(account)
     .bind(key_id)
-    .bind(ms(now))
+    .bind(bigint(now))
     .bind(month_of(now))
     .fetch_one(conn)
     .await?;

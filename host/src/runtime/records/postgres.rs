@@ -12,7 +12,10 @@ use super::{
     AgentBackend, AgentRecord, Allowance, Applied, Change, Fence, LogEvent, RecordError, Result,
     apply,
 };
-use crate::{runtime::changes::Changes, storage::forward_notices};
+use crate::{
+    runtime::changes::Changes,
+    storage::{bigint, forward_notices, unsigned},
+};
 
 /// The `NOTIFY` channel of agent changes; the payload is the agent's id.
 const CHANNEL: &str = "wasmind_agent_changes";
@@ -23,15 +26,6 @@ pub struct PgAgents {
     pool: PgPool,
     /// This node's id: the owner of the agents it runs.
     node: String,
-}
-
-/// List positions and log sequence numbers as PostgreSQL's `bigint`.
-fn int(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-fn limit_plus_one(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX - 1) + 1
 }
 
 /// Progress and log events: committed without waiting for the WAL flush (see the module
@@ -97,8 +91,8 @@ impl AgentBackend for PgAgents {
              ORDER BY seq DESC LIMIT $3",
         )
         .bind(account)
-        .bind(int(before.unwrap_or(u64::MAX)))
-        .bind(limit_plus_one(limit))
+        .bind(bigint(before.unwrap_or(u64::MAX)))
+        .bind(bigint(limit.saturating_add(1)))
         .fetch_all(&self.pool)
         .await?;
         let more = rows.len() > limit;
@@ -130,7 +124,7 @@ impl AgentBackend for PgAgents {
         let Some((json, epoch)) = row else {
             return Ok(None);
         };
-        if fence.is_some_and(|mine| int(mine) != epoch) {
+        if fence.is_some_and(|mine| bigint(mine) != epoch) {
             return Err(RecordError::Stale(agent_id.to_owned()));
         }
         let mut record = record(&json)?;
@@ -182,8 +176,8 @@ impl AgentBackend for PgAgents {
         )
         .bind(account)
         .bind(agent_id)
-        .bind(int(after))
-        .bind(limit_plus_one(limit))
+        .bind(bigint(after))
+        .bind(bigint(limit.saturating_add(1)))
         .fetch_all(&self.pool)
         .await?;
         let more = rows.len() > limit;
@@ -243,17 +237,17 @@ pub async fn insert_agent(
     .bind(&record.account)
     .bind(&record.agent_id)
     .bind(&record.key_id)
-    .bind(int(record.created_at))
+    .bind(bigint(record.created_at))
     .bind(record.status.as_str())
     .bind(serde_json::to_string(&record)?)
     .bind(claim.node)
-    .bind(int(offer.map_or(FIRST_EPOCH, |_| OFFERED)))
-    .bind(claim.lease_until.map(int))
-    .bind(offer.map(|o| int(o.memory_quota)))
-    .bind(offer.map(|o| int(o.cpu_budget_ms())))
+    .bind(bigint(offer.map_or(FIRST_EPOCH, |_| OFFERED)))
+    .bind(claim.lease_until.map(bigint))
+    .bind(offer.map(|o| bigint(o.memory_quota)))
+    .bind(offer.map(|o| bigint(o.cpu_budget_ms())))
     .fetch_one(conn)
     .await?;
-    record.seq = u64::try_from(seq).unwrap_or_default();
+    record.seq = unsigned(seq);
     Ok(record)
 }
 
@@ -294,10 +288,10 @@ pub async fn append_event(
     .bind(account)
     .bind(agent_id)
     .bind(serde_json::to_string(event)?)
-    .bind(fence.map(int))
+    .bind(fence.map(bigint))
     .fetch_optional(conn)
     .await?;
-    Ok(seq.map(|seq| u64::try_from(seq).unwrap_or_default()))
+    Ok(seq.map(unsigned))
 }
 
 /// Announces a change of `agent_id` to every node, when the transaction on `conn`
