@@ -4,16 +4,21 @@
 //! one node is found by the next search on any other (read-your-writes across nodes).
 //!
 //! Writes of an account run in one transaction that first locks the account's counter row
-//! ([`write::Txn`]); reads are single statements on the pool.
+//! ([`write::Txn`]); an account's concurrent puts share one ([`group`]). Reads are single
+//! statements on the pool.
 
+mod group;
 mod rows;
 mod search;
 mod write;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
-use self::rows::{memories, memory, memory_columns, signed, unsigned};
+use self::group::Groups;
+use self::rows::{memories, memory, memory_columns};
 use self::search::VectorSql;
 use self::write::Txn;
 use super::{
@@ -25,7 +30,10 @@ use super::{
     search::Candidate,
     transfer::{Importing, Prepared},
 };
-use crate::clock::now_ms;
+use crate::{
+    clock::now_ms,
+    storage::{bigint, unsigned},
+};
 
 /// Accounts holding at most this many counted memories are searched exactly (see
 /// [`search`]); measured in BENCHMARKS.md.
@@ -34,6 +42,8 @@ const EXACT_UP_TO: u64 = 10_000;
 /// Memories in PostgreSQL with pgvector.
 pub struct PgMemory {
     pool: PgPool,
+    /// Concurrent puts of an account, committed together.
+    groups: Arc<Groups>,
     vectors: VectorSql,
     /// Accounts with at most this many counted memories are searched exactly.
     exact_up_to: u64,
@@ -69,6 +79,7 @@ impl PgMemory {
             .await?;
         tx.commit().await?;
         Ok(Self {
+            groups: Groups::new(pool.clone()),
             pool,
             vectors: VectorSql::new(dims),
             exact_up_to: EXACT_UP_TO,
@@ -102,7 +113,7 @@ impl PgMemory {
              WHERE account_id = $1 AND counted AND expires_at <= $2)",
         )
         .bind(account)
-        .bind(signed(now_ms()))
+        .bind(bigint(now_ms()))
         .fetch_one(&self.pool)
         .await?;
         if due {
@@ -135,17 +146,14 @@ impl MemoryBackend for PgMemory {
         .bind(account)
         .bind(namespace)
         .bind(key)
-        .bind(signed(now_ms()))
+        .bind(bigint(now_ms()))
         .fetch_optional(&self.pool)
         .await?;
         row.map(|r| memory(&r)).transpose()
     }
 
     async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
-        self.write(&input.account, async |txn| {
-            txn.put(&input, &embedding, limit).await
-        })
-        .await
+        self.groups.put(input, embedding, limit).await
     }
 
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
@@ -158,7 +166,7 @@ impl MemoryBackend for PgMemory {
         .bind(account)
         .bind(namespace)
         .bind(key)
-        .bind(signed(now_ms()))
+        .bind(bigint(now_ms()))
         .fetch_optional(&self.pool)
         .await?
         .ok_or_else(|| MemoryError::not_found(namespace, key))?;
@@ -201,11 +209,11 @@ impl MemoryBackend for PgMemory {
              ORDER BY id DESC LIMIT $6"
         ))
         .bind(account)
-        .bind(signed(now_ms()))
-        .bind(q.before.map_or(i64::MAX, signed))
+        .bind(bigint(now_ms()))
+        .bind(q.before.map_or(i64::MAX, bigint))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
-        .bind(i64::try_from(q.limit.saturating_add(1)).unwrap_or(i64::MAX))
+        .bind(bigint(q.limit.saturating_add(1)))
         .fetch_all(&self.pool)
         .await?;
         let mut memories = memories(&rows)?;
@@ -257,7 +265,7 @@ impl MemoryBackend for PgMemory {
              AND ($3::text IS NULL OR namespace = $3) ORDER BY id"
         ))
         .bind(account)
-        .bind(signed(now_ms()))
+        .bind(bigint(now_ms()))
         .bind(namespace)
         .fetch_all(&self.pool)
         .await?;

@@ -2,9 +2,12 @@
 
 use sqlx::{Row, postgres::PgRow};
 
-use crate::memory::{
-    Result,
-    record::{Memory, Source},
+use crate::{
+    memory::{
+        Result,
+        record::{Memory, Source},
+    },
+    storage::unsigned,
 };
 
 /// The columns [`memory`] reads, for `concat!` (sqlx takes only static SQL).
@@ -47,15 +50,4 @@ pub(super) fn memory(row: &PgRow) -> Result<Memory> {
 /// Every memory in `rows`.
 pub(super) fn memories(rows: &[PgRow]) -> Result<Vec<Memory>> {
     rows.iter().map(memory).collect()
-}
-
-/// A stored bigint as the domain's unsigned id, count or instant (never negative: every
-/// one is written from a `u64` through [`signed`]).
-pub(super) fn unsigned(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or_default()
-}
-
-/// A domain id, count or instant as a bigint (epoch ms and ids stay far below `i64::MAX`).
-pub(super) fn signed(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }

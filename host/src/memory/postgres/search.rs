@@ -26,9 +26,12 @@ use std::sync::Arc;
 
 use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
 
-use super::rows::{memories, memory_columns, signed, unsigned};
-use crate::memory::{
-    Result, backend::CandidateQuery, index::query_terms, record::Memory, search::Candidate,
+use super::rows::{memories, memory_columns};
+use crate::{
+    memory::{
+        Result, backend::CandidateQuery, index::query_terms, record::Memory, search::Candidate,
+    },
+    storage::{bigint, unsigned},
 };
 
 /// BM25 as tantivy scores it, over one account's statistics.
@@ -125,10 +128,10 @@ pub(super) async fn keyword(pool: &PgPool, q: &CandidateQuery) -> Result<Vec<(u6
     let rows = sqlx::query(BM25)
         .bind(&q.account)
         .bind(&terms)
-        .bind(signed(q.now))
+        .bind(bigint(q.now))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
-        .bind(limit(q.k))
+        .bind(bigint(q.k))
         .fetch_all(pool)
         .await?;
     Ok(rows
@@ -156,10 +159,10 @@ pub(super) async fn vector(
     let rows = sqlx::query(AssertSqlSafe(statement.clone()))
         .bind(&q.account)
         .bind(vector)
-        .bind(signed(q.now))
+        .bind(bigint(q.now))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
-        .bind(limit(q.k))
+        .bind(bigint(q.k))
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -190,8 +193,8 @@ pub(super) async fn neighbours(
     };
     let rows = sqlx::query(AssertSqlSafe(statement.clone()))
         .bind(account)
-        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
-        .bind(limit(k))
+        .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
+        .bind(bigint(k))
         .bind(threshold)
         .fetch_all(&mut *tx)
         .await?;
@@ -223,9 +226,9 @@ pub(super) async fn rows(
          AND (expires_at IS NULL OR expires_at > $4)"
     ))
     .bind(&q.account)
-    .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+    .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
     .bind(q.vector.as_deref().map(Vec::as_slice))
-    .bind(signed(q.now))
+    .bind(bigint(q.now))
     .fetch_all(pool)
     .await?;
     let found = memories(&rows)?;
@@ -249,10 +252,6 @@ pub(super) async fn use_index(tx: &mut Transaction<'static, Postgres>, k: usize)
     .execute(&mut **tx)
     .await?;
     Ok(())
-}
-
-fn limit(k: usize) -> i64 {
-    i64::try_from(k).unwrap_or(i64::MAX)
 }
 
 /// Both sides merged into candidates with their rows (see [`MemoryBackend::candidates`]).

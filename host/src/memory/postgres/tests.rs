@@ -6,7 +6,10 @@ use std::{collections::HashMap, sync::Arc};
 
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{PgMemory, Txn};
+use super::{
+    PgMemory, Txn,
+    group::{self, Pending},
+};
 use crate::memory::{
     Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, SearchQuery,
     Source,
@@ -532,6 +535,58 @@ async fn a_failed_write_leaves_nothing_behind() {
         ),
         "0"
     );
+}
+
+#[tokio::test]
+async fn a_group_of_puts_commits_together_and_a_failed_one_leaves_the_others_whole() {
+    let pg = Postgres::start();
+    let url = pg.database("group");
+    let backend = Arc::new(node(&url).await);
+    let put = |key: &str, value: &str, dims: usize| {
+        Pending::new(input("acme", "n", key, value), vec![0.5; dims], 2)
+    };
+    let (one, one_done) = put("one", "first", DIMS);
+    // A vector of the wrong length: the database refuses the row after the put began.
+    let (bad, bad_done) = put("two", "second", 3);
+    let (three, three_done) = put("three", "third", DIMS);
+    let (over, over_done) = put("four", "fourth", DIMS);
+    group::commit(&backend.pool, "acme", vec![one, bad, three, over]).await;
+    assert!(one_done.await.unwrap().unwrap().created);
+    let refused = bad_done.await.unwrap();
+    assert!(
+        matches!(refused, Err(MemoryError::Database(_))),
+        "{refused:?}"
+    );
+    assert!(three_done.await.unwrap().unwrap().created);
+    let over = over_done.await.unwrap();
+    assert!(
+        matches!(over, Err(MemoryError::QuotaExceeded { limit: 2, used: 2 })),
+        "the refused put took no place: {over:?}"
+    );
+    assert_eq!(backend.live_counts().await.unwrap(), [("acme".into(), 2)]);
+    let stats = "SELECT string_agg(term || ':' || docs, ' ' ORDER BY term) \
+        FROM memory_term_stats WHERE account_id = 'acme' AND field = 1 AND docs > 0";
+    assert_eq!(
+        pg.psql("group", stats),
+        "first:1 third:1",
+        "nothing of the failed put"
+    );
+
+    // Puts arriving while the account's transaction runs share the next one (the rows of
+    // one transaction have its instant).
+    let puts: Vec<_> = (0..24)
+        .map(|i| {
+            let backend = backend.clone();
+            let put = input("acme", "many", &format!("k{i}"), &format!("v{i}"));
+            tokio::spawn(async move { backend.put(put, vec![0.5; DIMS], 100).await })
+        })
+        .collect();
+    for put in puts {
+        assert!(put.await.unwrap().unwrap().created);
+    }
+    let instants = "SELECT count(DISTINCT created_at) FROM memories WHERE namespace = 'many'";
+    let transactions: usize = pg.psql("group", instants).parse().unwrap();
+    assert!(transactions < 12, "24 puts in {transactions} transactions");
 }
 
 #[tokio::test]

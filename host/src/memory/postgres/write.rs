@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use sqlx::{PgPool, Postgres, Row, Transaction};
 use tantivy::fieldnorm::FieldNormReader;
 
-use super::rows::{memories, memory, memory_columns, signed, unsigned};
+use super::rows::{memories, memory, memory_columns};
 use crate::memory::{
     MemoryError, Result,
     backend::{Merge, Merged, PutOutcome},
@@ -17,6 +17,7 @@ use crate::memory::{
     input::PutInput,
     record::Memory,
 };
+use crate::storage::{bigint, unsigned};
 
 /// Field numbers of `memory_terms`.
 const KEY_FIELD: i16 = 0;
@@ -127,7 +128,7 @@ impl Txn {
         if let Some(old) = &previous {
             sqlx::query("UPDATE memories SET is_latest = false WHERE account_id = $1 AND id = $2")
                 .bind(&self.account)
-                .bind(signed(old.id))
+                .bind(bigint(old.id))
                 .execute(&mut *self.tx)
                 .await?;
             self.unlist(&[old.id]).await?;
@@ -137,6 +138,29 @@ impl Txn {
             memory,
             created: true,
         })
+    }
+
+    /// [`Txn::put`] inside a savepoint, beside other writes in the same transaction: when
+    /// it fails, the transaction is as it was before it and can go on. The outer error is
+    /// the transaction's own failure (the savepoint could not be set or undone).
+    pub(super) async fn put_apart(
+        &mut self,
+        input: &PutInput,
+        embedding: &[f32],
+        limit: u64,
+    ) -> Result<Result<PutOutcome>> {
+        sqlx::query("SAVEPOINT put").execute(&mut *self.tx).await?;
+        let live = self.live;
+        let outcome = self.put(input, embedding, limit).await;
+        let end = match outcome {
+            Ok(_) => "RELEASE SAVEPOINT put",
+            Err(_) => {
+                self.live = live;
+                "ROLLBACK TO SAVEPOINT put"
+            }
+        };
+        sqlx::query(end).execute(&mut *self.tx).await?;
+        Ok(outcome)
     }
 
     /// Soft delete of the live memory at (namespace, key).
@@ -150,7 +174,7 @@ impl Txn {
         .bind(&self.account)
         .bind(namespace)
         .bind(key)
-        .bind(signed(self.now))
+        .bind(bigint(self.now))
         .fetch_optional(&mut *self.tx)
         .await?
         .ok_or_else(|| MemoryError::not_found(namespace, key))?;
@@ -168,8 +192,8 @@ impl Txn {
             memory_columns!()
         ))
         .bind(&self.account)
-        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
-        .bind(signed(self.now))
+        .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
+        .bind(bigint(self.now))
         .fetch_all(&mut *self.tx)
         .await?;
         let mut retired = memories(&rows)?;
@@ -222,7 +246,7 @@ impl Txn {
                 "UPDATE memories SET consolidated_into = $3 WHERE account_id = $1 AND id = ANY($2)",
             )
             .bind(&self.account)
-            .bind(replaced.iter().map(|m| signed(m.id)).collect::<Vec<_>>())
+            .bind(replaced.iter().map(|m| bigint(m.id)).collect::<Vec<_>>())
             .bind(&summary.memory_id)
             .execute(&mut *self.tx)
             .await?;
@@ -240,7 +264,7 @@ impl Txn {
             "SELECT id FROM memories WHERE account_id = $1 AND counted AND expires_at <= $2",
         )
         .bind(&self.account)
-        .bind(signed(self.now))
+        .bind(bigint(self.now))
         .fetch_all(&mut *self.tx)
         .await?;
         if !due.is_empty() {
@@ -296,12 +320,12 @@ impl Txn {
         .bind(&m.tags)
         .bind(m.importance)
         .bind(m.source.as_str())
-        .bind(signed(m.created_at))
-        .bind(signed(m.updated_at))
-        .bind(signed(m.access_count))
-        .bind(m.expires_at.map(signed))
+        .bind(bigint(m.created_at))
+        .bind(bigint(m.updated_at))
+        .bind(bigint(m.access_count))
+        .bind(m.expires_at.map(bigint))
         .bind(i32::try_from(m.version).unwrap_or(i32::MAX))
-        .bind(m.previous.map(signed))
+        .bind(m.previous.map(bigint))
         .bind(key.norm)
         .bind(value.norm)
         .bind(embedding)
@@ -337,7 +361,7 @@ impl Txn {
              ) SELECT count(*) FROM gone",
         )
         .bind(&self.account)
-        .bind(ids.iter().map(|&id| signed(id)).collect::<Vec<_>>())
+        .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
         .fetch_one(&mut *self.tx)
         .await?;
         self.live = self.live.saturating_sub(unsigned(gone));

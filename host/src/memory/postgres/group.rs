@@ -1,0 +1,160 @@
+//! Group commit of one account's concurrent puts at this node. An account's writes are
+//! serial anyway (each holds the account's counter row locked to its commit), so while one
+//! transaction of the account runs, the puts arriving for it queue here, and the next
+//! transaction takes them all: one lock, one reap and one commit — one WAL flush — for
+//! the lot. Each put runs inside its own savepoint, so a put that is refused or fails
+//! leaves nothing of its own and takes nothing from the others. A put is answered only
+//! once the transaction holding it has committed; when that fails, every put in it gets
+//! the error (none was written).
+
+use std::{
+    collections::{HashMap, hash_map::Entry},
+    sync::Arc,
+};
+
+use parking_lot::Mutex;
+use sqlx::PgPool;
+use tokio::sync::oneshot;
+
+use super::write::Txn;
+use crate::{
+    clock::now_ms,
+    memory::{MemoryError, Result, backend::PutOutcome, input::PutInput},
+};
+
+/// Most puts in one transaction: each savepoint that wrote is a subtransaction, and past
+/// 64 of them in one transaction PostgreSQL's snapshots of every session slow down.
+const MOST: usize = 32;
+
+/// The puts waiting, per account, for the transaction after the running one.
+pub(super) struct Groups {
+    pool: PgPool,
+    waiting: Mutex<HashMap<String, Vec<Pending>>>,
+}
+
+/// A put waiting for its group.
+pub(super) struct Pending {
+    pub(super) input: PutInput,
+    pub(super) embedding: Vec<f32>,
+    pub(super) limit: u64,
+    reply: oneshot::Sender<Result<PutOutcome>>,
+}
+
+impl Pending {
+    /// A put and where its outcome goes.
+    pub(super) fn new(
+        input: PutInput,
+        embedding: Vec<f32>,
+        limit: u64,
+    ) -> (Self, oneshot::Receiver<Result<PutOutcome>>) {
+        let (reply, outcome) = oneshot::channel();
+        let pending = Pending {
+            input,
+            embedding,
+            limit,
+            reply,
+        };
+        (pending, outcome)
+    }
+}
+
+impl Groups {
+    pub(super) fn new(pool: PgPool) -> Arc<Self> {
+        Arc::new(Self {
+            pool,
+            waiting: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Puts `input` in the account's next transaction; its outcome once that committed.
+    pub(super) async fn put(
+        self: &Arc<Self>,
+        input: PutInput,
+        embedding: Vec<f32>,
+        limit: u64,
+    ) -> Result<PutOutcome> {
+        let account = input.account.clone();
+        let (pending, outcome) = Pending::new(input, embedding, limit);
+        let lead = match self.waiting.lock().entry(account.clone()) {
+            Entry::Occupied(mut queue) => {
+                queue.get_mut().push(pending);
+                false
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(vec![pending]);
+                true
+            }
+        };
+        if lead {
+            // Its own task: a caller that goes away must not strand the puts queued behind.
+            tokio::spawn(self.clone().drain(account));
+        }
+        outcome
+            .await
+            .unwrap_or_else(|_| Err(MemoryError::WriteFailed("write aborted".into())))
+    }
+
+    /// Commits the account's waiting puts, a group at a time, until none is left.
+    async fn drain(self: Arc<Self>, account: String) {
+        loop {
+            let group = {
+                let mut waiting = self.waiting.lock();
+                let Some(queue) = waiting.get_mut(&account) else {
+                    return;
+                };
+                if queue.is_empty() {
+                    waiting.remove(&account);
+                    return;
+                }
+                let n = queue.len().min(MOST);
+                queue.drain(..n).collect::<Vec<_>>()
+            };
+            commit(&self.pool, &account, group).await;
+        }
+    }
+}
+
+/// Runs `group` (puts of `account`) in one transaction and answers each put.
+pub(super) async fn commit(pool: &PgPool, account: &str, group: Vec<Pending>) {
+    let (puts, replies): (Vec<_>, Vec<_>) = group
+        .into_iter()
+        .map(|p| ((p.input, p.embedding, p.limit), p.reply))
+        .unzip();
+    match run(pool, account, &puts).await {
+        Ok(outcomes) => {
+            for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                let _ = reply.send(outcome);
+            }
+        }
+        Err(e) => {
+            let why = format!("{e}");
+            for reply in replies {
+                let _ = reply.send(Err(MemoryError::WriteFailed(why.clone())));
+            }
+        }
+    }
+}
+
+/// Each put's outcome, the transaction committed; an error when it could not be.
+async fn run(
+    pool: &PgPool,
+    account: &str,
+    puts: &[(PutInput, Vec<f32>, u64)],
+) -> Result<Vec<Result<PutOutcome>>> {
+    let mut txn = Txn::begin(pool, account, now_ms()).await?;
+    let mut outcomes = Vec::with_capacity(puts.len());
+    if let [(input, embedding, limit)] = puts {
+        // Alone in its transaction: when it fails, dropping the transaction rolls it back.
+        let outcome = txn.put(input, embedding, *limit).await;
+        if outcome.is_err() {
+            return Ok(vec![outcome]);
+        }
+        outcomes.push(outcome);
+    } else {
+        for (input, embedding, limit) in puts {
+            outcomes.push(txn.put_apart(input, embedding, *limit).await?);
+        }
+    }
+    txn.commit().await?;
+    Ok(outcomes)
+}
