@@ -94,11 +94,48 @@ pub async fn connect(config: &StorageConfig) -> anyhow::Result<PgPool> {
         .connect_with(options)
         .await
         .with_context(where_)?;
+    ensure_vector(&pool).await?;
     MIGRATOR
         .run(&pool)
         .await
         .context("applying the database schema")?;
     Ok(pool)
+}
+
+/// Makes pgvector, which the memory tables need, available in the database: created when
+/// missing (that takes a superuser: pgvector is not a trusted extension), under an advisory
+/// lock, since nodes creating it at once would collide; refused when older than 0.8 (the
+/// filtered HNSW scan needs `hnsw.iterative_scan`).
+async fn ensure_vector(pool: &PgPool) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('wasmind.vector_extension'))")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("CREATE EXTENSION IF NOT EXISTS vector")
+        .execute(&mut *tx)
+        .await
+        .context(
+            "the database lacks the pgvector extension (≥ 0.8) and this role may not create \
+             it: run `CREATE EXTENSION vector` in it as a superuser, or connect as one",
+        )?;
+    let version: String =
+        sqlx::query_scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            .fetch_one(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    anyhow::ensure!(
+        at_least_0_8(&version),
+        "the database's pgvector is {version}; wasmind needs 0.8 or later \
+         (`ALTER EXTENSION vector UPDATE` once the server has it)"
+    );
+    Ok(())
+}
+
+/// Whether a pgvector version (`0.8.5`) is 0.8 or later.
+fn at_least_0_8(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major_minor = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major_minor >= (0, 8)
 }
 
 /// Listens on `channel` for as long as `target` lives, handing each notice's payload to

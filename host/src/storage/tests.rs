@@ -54,6 +54,35 @@ async fn a_transaction_left_idle_ends_and_frees_its_locks() {
     assert!(stuck.commit().await.is_err(), "its session was ended");
 }
 
+/// pgvector is created by the first connection that can (the tests' role is a superuser);
+/// a role that may not create it is told what to do, and connects once it exists.
+#[tokio::test]
+async fn pgvector_is_created_when_missing_or_its_absence_explained() {
+    let pg = Postgres::start();
+    let url = pg.database("made");
+    connect(&config(url)).await.unwrap();
+    let made = "SELECT extversion FROM pg_extension WHERE extname = 'vector'";
+    assert!(at_least_0_8(&pg.psql("made", made)));
+
+    pg.psql("postgres", "CREATE ROLE plain LOGIN");
+    pg.psql("postgres", "CREATE DATABASE bare OWNER plain");
+    let plain = pg.url("bare").replace("wasmind@", "plain@");
+    let refused = connect(&config(plain.clone())).await.unwrap_err();
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains("run `CREATE EXTENSION vector` in it as a superuser"),
+        "{message}"
+    );
+    pg.psql("bare", "CREATE EXTENSION vector");
+    connect(&config(plain)).await.unwrap();
+}
+
+#[test]
+fn pgvector_older_than_0_8_is_refused() {
+    assert!(at_least_0_8("0.8.5") && at_least_0_8("0.10.0") && at_least_0_8("1.0"));
+    assert!(!at_least_0_8("0.7.4") && !at_least_0_8("0.5") && !at_least_0_8(""));
+}
+
 #[tokio::test]
 async fn an_unreachable_database_is_named_without_its_password() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

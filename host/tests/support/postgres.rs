@@ -110,10 +110,9 @@ impl Postgres {
         format!("postgres://wasmind@127.0.0.1:{}/{db}", self.port)
     }
 
-    /// Creates database `name` (with the `vector` extension) and returns its URL.
+    /// Creates database `name` and returns its URL (wasmind adds pgvector on connecting).
     pub fn database(&self, name: &str) -> String {
         self.psql("postgres", &format!("CREATE DATABASE \"{name}\""));
-        self.psql(name, "CREATE EXTENSION IF NOT EXISTS vector");
         self.url(name)
     }
 

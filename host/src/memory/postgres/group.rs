@@ -96,6 +96,10 @@ impl Groups {
 
     /// Commits the account's waiting puts, a group at a time, until none is left.
     async fn drain(self: Arc<Self>, account: String) {
+        let _unwedged = Unwedge {
+            groups: &self,
+            account: &account,
+        };
         loop {
             let group = {
                 let mut waiting = self.waiting.lock();
@@ -110,6 +114,22 @@ impl Groups {
                 queue.drain(..n).collect::<Vec<_>>()
             };
             commit(&self.pool, &account, group).await;
+        }
+    }
+}
+
+/// Should a drain panic, its account's queue goes with it (each waiting put answered
+/// `WriteFailed`), so the account's next put leads a new drain instead of queueing behind
+/// one that will never come.
+struct Unwedge<'a> {
+    groups: &'a Groups,
+    account: &'a str,
+}
+
+impl Drop for Unwedge<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.groups.waiting.lock().remove(self.account);
         }
     }
 }
