@@ -8,6 +8,7 @@
 //! statements on the pool.
 
 mod group;
+mod indexer;
 mod rows;
 mod search;
 mod write;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use self::group::Groups;
+use self::indexer::Indexer;
 use self::rows::{memories, memory, memory_columns};
 use self::search::VectorSql;
 use self::write::Txn;
@@ -44,6 +46,8 @@ pub struct PgMemory {
     pool: PgPool,
     /// Concurrent puts of an account, committed together.
     groups: Arc<Groups>,
+    /// Accounts being put into the vector index.
+    indexer: Arc<Indexer>,
     vectors: VectorSql,
     /// Accounts with at most this many counted memories are searched exactly.
     exact_up_to: u64,
@@ -52,7 +56,7 @@ pub struct PgMemory {
 impl PgMemory {
     /// The memory domain on `pool` (migrated): records which embedder (`identity`,
     /// `kind:model:dims`) makes the database's vectors on first use and refuses any other
-    /// afterwards, then makes sure the HNSW index for its dimensions exists.
+    /// afterwards, then fits the table to its dimensions (see [`VectorSql::schema`]).
     pub async fn open(pool: PgPool, identity: &str, dims: usize) -> Result<Self> {
         let mut tx = pool.begin().await?;
         // Nodes starting together: one creates the index, the others wait for it.
@@ -74,12 +78,15 @@ impl PgMemory {
                 kind,
             }));
         }
-        sqlx::query(AssertSqlSafe(VectorSql::create_index(dims)))
-            .execute(&mut *tx)
-            .await?;
+        for statement in VectorSql::schema(dims) {
+            sqlx::query(AssertSqlSafe(statement))
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(Self {
             groups: Groups::new(pool.clone()),
+            indexer: Indexer::new(pool.clone()),
             pool,
             vectors: VectorSql::new(dims),
             exact_up_to: EXACT_UP_TO,
@@ -123,14 +130,26 @@ impl PgMemory {
         Ok(())
     }
 
-    /// Whether `account` is small enough to be searched exactly.
+    /// Whether `account`'s vector searches scan it exactly: it is not in the vector index.
+    /// One past the exact-scan size is put there in the background meanwhile.
     async fn exact(&self, account: &str) -> Result<bool> {
-        let live: Option<i64> =
-            sqlx::query_scalar("SELECT live FROM memory_accounts WHERE account_id = $1")
+        let row: Option<(i64, bool)> =
+            sqlx::query_as("SELECT live, indexed FROM memory_accounts WHERE account_id = $1")
                 .bind(account)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(live.map_or(0, unsigned) <= self.exact_up_to)
+        let (live, indexed) = row.map_or((0, false), |(live, indexed)| (unsigned(live), indexed));
+        if !indexed && live > self.exact_up_to {
+            self.indexer.start(account);
+        }
+        Ok(!indexed)
+    }
+
+    /// Puts `account` into the vector index now, whatever its size (what a search starts
+    /// in the background once the account is past the exact-scan size): for a loader that
+    /// wants the index path from the first search.
+    pub async fn index_now(&self, account: &str) -> Result<()> {
+        indexer::index_account(&self.pool, account).await
     }
 }
 

@@ -17,7 +17,8 @@
 //! **Vectors.** An account holding at most [`PgMemory::exact_up_to`](super::PgMemory)
 //! memories is scanned exactly (its rows through the `memories_counted` index, every
 //! distance computed): at that size it is as fast as an index and never misses. A larger
-//! account goes through the HNSW index over every account's vectors, with
+//! account is put into the HNSW index (see [`indexer`](super::indexer); only such
+//! accounts' rows are in it) and, once it is, searched through it, with
 //! `hnsw.iterative_scan = relaxed_order` so that the filter on the account (and namespace,
 //! tags, expiry) keeps scanning until `k` rows pass it, the rows re-sorted afterwards
 //! (relaxed order may return them slightly out of order).
@@ -75,11 +76,12 @@ pub(super) struct VectorSql {
 
 impl VectorSql {
     pub(super) fn new(dims: usize) -> Self {
-        let search = |order: &str| -> Arc<str> {
+        // `only` keeps an index path to the rows in the (partial) index.
+        let search = |order: &str, only: &str| -> Arc<str> {
             format!(
                 "SELECT id, (1 - (embedding <=> $2::real[]::vector))::float4 AS cosine FROM ( \
                     SELECT id, embedding, {order} AS distance FROM memories \
-                    WHERE account_id = $1 AND counted \
+                    WHERE account_id = $1 AND counted {only} \
                     AND (expires_at IS NULL OR expires_at > $3) \
                     AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
                     ORDER BY {order} LIMIT $6 \
@@ -87,35 +89,59 @@ impl VectorSql {
             )
             .into()
         };
-        let neighbours = |order: &str| -> Arc<str> {
+        let neighbours = |order: &str, only: &str| -> Arc<str> {
             format!(
                 "SELECT m.id AS memory, n.id AS neighbour, n.cosine FROM memories m \
                  CROSS JOIN LATERAL ( \
                     SELECT o.id, (1 - (o.embedding <=> m.embedding))::float4 AS cosine \
-                    FROM memories o WHERE o.account_id = $1 AND o.counted AND o.id <> m.id \
+                    FROM memories o WHERE o.account_id = $1 AND o.counted {only} AND o.id <> m.id \
                     ORDER BY {order} LIMIT $3 \
                  ) n WHERE m.account_id = $1 AND m.id = ANY($2) AND n.cosine >= $4"
             )
             .into()
         };
         Self {
-            search_exact: search("embedding <=> $2::real[]::vector"),
-            search_index: search(&format!(
-                "embedding::vector({dims}) <=> $2::real[]::vector({dims})"
-            )),
-            neighbours_exact: neighbours("o.embedding <=> m.embedding"),
-            neighbours_index: neighbours(&format!(
-                "o.embedding::vector({dims}) <=> m.embedding::vector({dims})"
-            )),
+            search_exact: search("embedding <=> $2::real[]::vector", ""),
+            search_index: search(
+                &format!("embedding::vector({dims}) <=> $2::real[]::vector({dims})"),
+                "AND indexed",
+            ),
+            neighbours_exact: neighbours("o.embedding <=> m.embedding", ""),
+            neighbours_index: neighbours(
+                &format!("o.embedding::vector({dims}) <=> m.embedding::vector({dims})"),
+                "AND o.indexed",
+            ),
         }
     }
 
-    /// The statement creating the HNSW index the `*_index` queries use.
-    pub(super) fn create_index(dims: usize) -> String {
-        format!(
-            "CREATE INDEX IF NOT EXISTS memories_hnsw_{dims} ON memories \
-             USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE counted"
-        )
+    /// The statements fitting the memories table to the recorded embedder's `dims`: every
+    /// vector of that length (most rows are in no index whose expression would check it),
+    /// and the HNSW index the `*_index` queries use over the rows of indexed accounts, in
+    /// place of the one over every row that came before it.
+    pub(super) fn schema(dims: usize) -> [String; 3] {
+        let check = format!("memories_embedding_dims_{dims}");
+        [
+            format!(
+                "DO $$ BEGIN \
+                    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '{check}') THEN \
+                        ALTER TABLE memories ADD CONSTRAINT {check} \
+                            CHECK (vector_dims(embedding) = {dims}); \
+                    END IF; \
+                 END $$"
+            ),
+            format!("DROP INDEX IF EXISTS memories_hnsw_{dims}"),
+            format!(
+                "CREATE INDEX IF NOT EXISTS {} ON memories \
+                 USING hnsw ((embedding::vector({dims})) vector_cosine_ops) \
+                 WHERE counted AND indexed",
+                Self::index_name(dims)
+            ),
+        ]
+    }
+
+    /// The HNSW index's name.
+    pub(super) fn index_name(dims: usize) -> String {
+        format!("memories_indexed_hnsw_{dims}")
     }
 }
 

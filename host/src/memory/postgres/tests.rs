@@ -339,7 +339,7 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
     let pg = Postgres::start();
     let url = pg.database("vectors");
     let exact = service(node(&url).await);
-    let indexed = service(node(&url).await.exact_up_to(0));
+    let indexed = node(&url).await.exact_up_to(0);
     for account in ["acme", "globex"] {
         for chunk in 0..10 {
             let items = (0..100)
@@ -356,6 +356,15 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
             exact.import(account, items, 10_000).await.unwrap();
         }
     }
+    // Only an account put into the index has rows in it.
+    indexed.index_now("acme").await.unwrap();
+    let in_index = "SELECT account_id || ':' || count(*) FILTER (WHERE indexed) || '/' || count(*) \
+        FROM memories WHERE counted GROUP BY account_id ORDER BY account_id";
+    assert_eq!(
+        pg.psql("vectors", in_index),
+        "acme:1000/1000\nglobex:0/1000"
+    );
+    let indexed = service(indexed);
     let (mut found, mut wanted) = (0, 0);
     for topic in 0..20 {
         let q = SearchQuery {
@@ -400,11 +409,90 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                 .join("\n")
         }
     };
-    let hnsw = format!("memories_hnsw_{DIMS}");
+    let hnsw = super::search::VectorSql::index_name(DIMS);
     let indexed = plan(backend.vectors.search_index.clone(), true).await;
     assert!(indexed.contains(&hnsw), "{indexed}");
     let exact = plan(backend.vectors.search_exact.clone(), false).await;
     assert!(!exact.contains(&hnsw), "{exact}");
+}
+
+#[tokio::test]
+async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() {
+    let pg = Postgres::start();
+    let url = pg.database("grow");
+    let grown = service(node(&url).await.exact_up_to(40));
+    let scanned = service(node(&url).await);
+    for i in 0..50 {
+        let text = format!("note {i} about topic {} and {}", i % 7, i % 5);
+        grown
+            .put(input("acme", "default", &format!("k{i}"), &text), 1_000)
+            .await
+            .unwrap();
+    }
+    grown
+        .put(input("small", "default", "k", "one note"), 1_000)
+        .await
+        .unwrap();
+    let indexed_rows = "SELECT count(*) FROM memories WHERE indexed";
+    assert_eq!(pg.psql("grow", indexed_rows), "0", "puts skip the index");
+
+    // The first search past the size is answered (by a scan) and starts the indexing.
+    let q = SearchQuery {
+        limit: 5,
+        ..query("topic 3 and 4", Mode::Semantic)
+    };
+    let keys = |hits: Vec<crate::memory::SearchHit>| -> Vec<String> {
+        hits.into_iter().map(|h| h.memory.key).collect()
+    };
+    let truth = keys(scanned.search("acme", q.clone()).await.unwrap());
+    assert_eq!(keys(grown.search("acme", q.clone()).await.unwrap()), truth);
+    let account_indexed = "SELECT indexed FROM memory_accounts WHERE account_id = 'acme'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pg.psql("grow", account_indexed) != "t" {
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pg.psql("grow", indexed_rows),
+        "50",
+        "every row of acme, none of small"
+    );
+
+    // From now on its new rows go in as written, and its searches use the index.
+    grown
+        .put(
+            input("acme", "default", "late", "note about topic 3 and 4"),
+            1_000,
+        )
+        .await
+        .unwrap();
+    assert_eq!(pg.psql("grow", indexed_rows), "51");
+    let truth = keys(scanned.search("acme", q.clone()).await.unwrap());
+    assert_eq!(keys(grown.search("acme", q).await.unwrap()), truth);
+}
+
+#[tokio::test]
+async fn rows_written_while_an_account_is_indexed_are_indexed_too() {
+    let pg = Postgres::start();
+    let url = pg.database("racing");
+    let backend = Arc::new(node(&url).await);
+    for i in 0..300 {
+        let put = input("acme", "n", &format!("k{i}"), &format!("v{i}"));
+        backend.put(put, vec![0.5; DIMS], 10_000).await.unwrap();
+    }
+    let writes = (0..40).map(|i| {
+        let backend = backend.clone();
+        let put = input("acme", "during", &format!("k{i}"), &format!("v{i}"));
+        tokio::spawn(async move { backend.put(put, vec![0.25; DIMS], 10_000).await })
+    });
+    let writes: Vec<_> = writes.collect();
+    backend.index_now("acme").await.unwrap();
+    for write in writes {
+        write.await.unwrap().unwrap();
+    }
+    let counts = "SELECT count(*) FILTER (WHERE indexed) || '/' || count(*) FROM memories \
+        WHERE account_id = 'acme' AND counted";
+    assert_eq!(pg.psql("racing", counts), "340/340");
 }
 
 #[tokio::test]

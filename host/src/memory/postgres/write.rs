@@ -30,6 +30,8 @@ pub(super) struct Txn {
     now: u64,
     /// The account's counted memories (the quota's used), kept in step with the row.
     live: u64,
+    /// Whether the account's rows go into the vector index (see `indexer`).
+    indexed: bool,
 }
 
 impl Txn {
@@ -37,7 +39,7 @@ impl Txn {
     /// write), then reaps its memories whose expiry has passed, so the counts are exact.
     pub(super) async fn begin(pool: &PgPool, account: &str, now: u64) -> Result<Self> {
         let mut tx = pool.begin().await?;
-        let lock = "SELECT live FROM memory_accounts WHERE account_id = $1 FOR UPDATE";
+        let lock = "SELECT live, indexed FROM memory_accounts WHERE account_id = $1 FOR UPDATE";
         let mut row = sqlx::query(lock)
             .bind(account)
             .fetch_optional(&mut *tx)
@@ -51,12 +53,14 @@ impl Txn {
             .await?;
             row = Some(sqlx::query(lock).bind(account).fetch_one(&mut *tx).await?);
         }
-        let live = row.map_or(0, |r| unsigned(r.get("live")));
+        let (live, indexed) =
+            row.map_or((0, false), |r| (unsigned(r.get("live")), r.get("indexed")));
         let mut txn = Self {
             tx,
             account: account.to_string(),
             now,
             live,
+            indexed,
         };
         txn.reap().await?;
         Ok(txn)
@@ -292,9 +296,9 @@ impl Txn {
                 INSERT INTO memories (account_id, id, memory_id, namespace, key, value, tags, \
                     importance, source, created_at, updated_at, access_count, expires_at, \
                     is_latest, deleted_at, version, previous, consolidated_into, counted, \
-                    key_norm, value_norm, embedding) \
+                    indexed, key_norm, value_norm, embedding) \
                 VALUES ($1, nextval('memory_ids'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-                    $12, true, NULL, $13, $14, NULL, true, $15, $16, $17::real[]::vector) \
+                    $12, true, NULL, $13, $14, NULL, true, $21, $15, $16, $17::real[]::vector) \
                 RETURNING id \
              ), given AS ( \
                 SELECT * FROM unnest($18::smallint[], $19::text[], $20::int[]) AS g(field, term, tf) \
@@ -332,6 +336,7 @@ impl Txn {
         .bind(&fields)
         .bind(&terms)
         .bind(&tfs)
+        .bind(self.indexed)
         .fetch_one(&mut *self.tx)
         .await?;
         self.live += 1;
