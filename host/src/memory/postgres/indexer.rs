@@ -86,25 +86,21 @@ pub(super) async fn index_account(pool: &PgPool, account: &str) -> Result<()> {
         .bind(bigint(CHUNK))
         .fetch_one(&mut *tx)
         .await?;
-        match marked {
-            Some(lowest) => below = lowest,
-            None => {
-                sqlx::query(
-                    "UPDATE memories SET indexed = true \
-                     WHERE account_id = $1 AND counted AND NOT indexed",
-                )
-                .bind(account)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query("UPDATE memory_accounts SET indexed = true WHERE account_id = $1")
-                    .bind(account)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-        tx.commit().await?;
-        if marked.is_none() {
+        let Some(lowest) = marked else {
+            // None left below the cursor: the rows written meanwhile, and the account.
+            sqlx::query(
+                "WITH rest AS ( \
+                    UPDATE memories SET indexed = true \
+                    WHERE account_id = $1 AND counted AND NOT indexed \
+                 ) UPDATE memory_accounts SET indexed = true WHERE account_id = $1",
+            )
+            .bind(account)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
             return Ok(());
-        }
+        };
+        tx.commit().await?;
+        below = lowest;
     }
 }
