@@ -34,9 +34,9 @@ pub(super) struct Groups {
 
 /// A put waiting for its group.
 pub(super) struct Pending {
-    pub(super) input: PutInput,
-    pub(super) embedding: Vec<f32>,
-    pub(super) limit: u64,
+    input: PutInput,
+    embedding: Vec<f32>,
+    limit: u64,
     reply: oneshot::Sender<Result<PutOutcome>>,
 }
 
@@ -136,43 +136,35 @@ impl Drop for Unwedge<'_> {
 
 /// Runs `group` (puts of `account`) in one transaction and answers each put.
 pub(super) async fn commit(pool: &PgPool, account: &str, group: Vec<Pending>) {
-    let (puts, replies): (Vec<_>, Vec<_>) = group
-        .into_iter()
-        .map(|p| ((p.input, p.embedding, p.limit), p.reply))
-        .unzip();
-    match run(pool, account, &puts).await {
+    match run(pool, account, &group).await {
         Ok(outcomes) => {
-            for (reply, outcome) in replies.into_iter().zip(outcomes) {
-                let _ = reply.send(outcome);
+            for (put, outcome) in group.into_iter().zip(outcomes) {
+                let _ = put.reply.send(outcome);
             }
         }
         Err(e) => {
             let why = format!("{e}");
-            for reply in replies {
-                let _ = reply.send(Err(MemoryError::WriteFailed(why.clone())));
+            for put in group {
+                let _ = put.reply.send(Err(MemoryError::WriteFailed(why.clone())));
             }
         }
     }
 }
 
 /// Each put's outcome, the transaction committed; an error when it could not be.
-async fn run(
-    pool: &PgPool,
-    account: &str,
-    puts: &[(PutInput, Vec<f32>, u64)],
-) -> Result<Vec<Result<PutOutcome>>> {
+async fn run(pool: &PgPool, account: &str, group: &[Pending]) -> Result<Vec<Result<PutOutcome>>> {
     let mut txn = Txn::begin(pool, account, now_ms()).await?;
-    let mut outcomes = Vec::with_capacity(puts.len());
-    if let [(input, embedding, limit)] = puts {
+    let mut outcomes = Vec::with_capacity(group.len());
+    if let [alone] = group {
         // Alone in its transaction: when it fails, dropping the transaction rolls it back.
-        let outcome = txn.put(input, embedding, *limit).await;
+        let outcome = txn.put(&alone.input, &alone.embedding, alone.limit).await;
         if outcome.is_err() {
             return Ok(vec![outcome]);
         }
         outcomes.push(outcome);
     } else {
-        for (input, embedding, limit) in puts {
-            outcomes.push(txn.put_apart(input, embedding, *limit).await?);
+        for put in group {
+            outcomes.push(txn.put_apart(&put.input, &put.embedding, put.limit).await?);
         }
     }
     txn.commit().await?;
