@@ -35,21 +35,31 @@ use crate::{
     storage::{bigint, unsigned},
 };
 
-/// BM25 as tantivy scores it, over one account's statistics.
+/// BM25 as tantivy scores it, over one account's statistics. Written for the planner (each
+/// cut measured on an account of 100,000 memories, BENCHMARKS.md): the statistics are
+/// looked up by both fields explicitly, as their key begins (account, field, term) and
+/// PostgreSQL 16 cannot skip over a leading column it is not given — without it every
+/// statistics row of the account is read, one per distinct key term, about one per memory;
+/// each term's weight and length factor are computed once (`MATERIALIZED`), not once per
+/// posting; every constant is a float8, so no posting is scored in `numeric`. Per posting
+/// this is `weight · tf / (tf + k1 · (1 − b + b · norm / avg))` with k1 = 1.2, b = 0.75.
 const BM25: &str = "\
 WITH totals AS (
     SELECT greatest(live, 1)::float8 AS n,
            greatest(key_tokens, 1)::float8 / greatest(live, 1) AS key_avg,
            greatest(value_tokens, 1)::float8 / greatest(live, 1) AS value_avg
     FROM memory_accounts WHERE account_id = $1
-), weights AS (
+), weights AS MATERIALIZED (
     SELECT s.field, s.term,
-           ln(1 + (totals.n - s.docs + 0.5) / (s.docs + 0.5)) * 2.2 AS weight,
-           CASE s.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END AS avg
+           ln(1 + (totals.n - s.docs + 0.5::float8) / (s.docs + 0.5::float8)) * 2.2::float8
+               AS weight,
+           0.9::float8 / CASE s.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END
+               AS per_norm
     FROM memory_term_stats s, totals
-    WHERE s.account_id = $1 AND s.term = ANY($2) AND s.docs > 0
+    WHERE s.account_id = $1 AND s.field = ANY('{0,1}'::smallint[]) AND s.term = ANY($2)
+      AND s.docs > 0
 ), scored AS (
-    SELECT t.id, sum(w.weight * t.tf / (t.tf + 1.2 * (0.25 + 0.75 * t.norm / w.avg)))::float4
+    SELECT t.id, sum(w.weight * t.tf / (t.tf + 0.3::float8 + w.per_norm * t.norm))::float4
                AS bm25
     FROM weights w
     JOIN memory_terms t ON t.account_id = $1 AND t.field = w.field AND t.term = w.term
