@@ -328,17 +328,24 @@ impl MemoryBackend for PgMemory {
     }
 
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
-        let keyword = match q.keywords {
-            true => search::keyword(&self.pool, q).await?,
-            false => Vec::new(),
-        };
-        let semantic = match &q.vector {
-            Some(v) => {
-                let exact = self.exact(&q.account).await?;
-                search::vector(&self.pool, &self.vectors, exact, q, v).await?
+        // The two lists come from different connections at once: a hybrid search waits
+        // for the slower, not for both.
+        let keyword = async {
+            match q.keywords {
+                true => search::keyword(&self.pool, q).await,
+                false => Ok(Vec::new()),
             }
-            None => Vec::new(),
         };
+        let semantic = async {
+            match &q.vector {
+                Some(v) => {
+                    let exact = self.exact(&q.account).await?;
+                    search::vector(&self.pool, &self.vectors, exact, q, v).await
+                }
+                None => Ok(Vec::new()),
+            }
+        };
+        let (keyword, semantic) = tokio::try_join!(keyword, semantic)?;
         let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
         ids.sort_unstable();
         ids.dedup();
