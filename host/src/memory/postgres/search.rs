@@ -43,7 +43,7 @@ use crate::{
 /// each term's weight and length factor are computed once (`MATERIALIZED`), not once per
 /// posting; every constant is a float8, so no posting is scored in `numeric`. Per posting
 /// this is `weight · tf / (tf + k1 · (1 − b + b · norm / avg))` with k1 = 1.2, b = 0.75.
-const BM25: &str = "\
+pub(super) const BM25: &str = "\
 WITH totals AS (
     SELECT greatest(live, 1)::float8 AS n,
            greatest(key_tokens, 1)::float8 / greatest(live, 1) AS key_avg,

@@ -416,6 +416,44 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
     assert!(!exact.contains(&hnsw), "{exact}");
 }
 
+/// The keyword query seeks its terms' statistics by their whole key (account, field, term).
+/// Without the field a btree cannot seek the term and reads every statistics row of the
+/// account — one per distinct key term, about one per memory — which was most of a keyword
+/// search's time in an account of 100,000 (BENCHMARKS.md).
+#[tokio::test]
+async fn keyword_search_seeks_its_terms_statistics() {
+    let pg = Postgres::start();
+    let backend = node(&pg.database("seek")).await;
+    let mut tx = backend.pool.begin().await.unwrap();
+    // Tables this small are read whole whatever the query; forbidding that shows its seek.
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", super::search::BM25)))
+        .bind("acme")
+        .bind(vec!["cat".to_string()])
+        .bind(0i64)
+        .bind(None::<String>)
+        .bind(Vec::<String>::new())
+        .bind(10i64)
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    let scan = plan.split("on memory_term_stats").nth(1).expect(&plan);
+    let condition = scan.lines().nth(1).unwrap_or_default();
+    for column in ["account_id =", "field = ANY", "term = ANY"] {
+        assert!(
+            condition.contains("Index Cond") && condition.contains(column),
+            "{column}: {plan}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() {
     let pg = Postgres::start();
