@@ -43,6 +43,10 @@ use crate::{
 /// each term's weight and length factor are computed once (`MATERIALIZED`), not once per
 /// posting; every constant is a float8, so no posting is scored in `numeric`. Per posting
 /// this is `weight · tf / (tf + k1 · (1 − b + b · norm / avg))` with k1 = 1.2, b = 0.75.
+/// `$7` bounds the scored memories whose filters are checked (NULL: all of them), which
+/// lets the sort keep only that many best instead of ordering every memory holding a term;
+/// each row also carries how many postings the query's terms have, to tell whether the
+/// bound may have cut off memories that would have passed.
 pub(super) const BM25: &str = "\
 WITH totals AS (
     SELECT greatest(live, 1)::float8 AS n,
@@ -50,7 +54,7 @@ WITH totals AS (
            greatest(value_tokens, 1)::float8 / greatest(live, 1) AS value_avg
     FROM memory_accounts WHERE account_id = $1
 ), weights AS MATERIALIZED (
-    SELECT s.field, s.term,
+    SELECT s.field, s.term, s.docs,
            ln(1 + (totals.n - s.docs + 0.5::float8) / (s.docs + 0.5::float8)) * 2.2::float8
                AS weight,
            0.9::float8 / CASE s.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END
@@ -65,7 +69,8 @@ WITH totals AS (
     JOIN memory_terms t ON t.account_id = $1 AND t.field = w.field AND t.term = w.term
     GROUP BY t.id
 )
-SELECT s.id, s.bm25 FROM (SELECT id, bm25 FROM scored ORDER BY bm25 DESC, id DESC) s
+SELECT s.id, s.bm25, (SELECT sum(docs) FROM weights)::int8 AS postings
+FROM (SELECT id, bm25 FROM scored ORDER BY bm25 DESC, id DESC LIMIT $7) s
 CROSS JOIN LATERAL (
     SELECT 1 FROM memories m
     WHERE m.account_id = $1 AND m.id = s.id AND m.counted
@@ -156,24 +161,54 @@ impl VectorSql {
 }
 
 /// Top `k` (id, BM25) of the account's live memories for `q`'s text.
+///
+/// Without a namespace or tags to match, only a memory expired since the account's last
+/// write (which reaps them) fails the filters, so the best `2k` scored memories nearly
+/// always hold `k` that pass, and keeping those is much cheaper than sorting every memory
+/// that holds a query term (BENCHMARKS.md). When they did not hold `k` and there were more,
+/// the search is run again over all of them.
 pub(super) async fn keyword(pool: &PgPool, q: &CandidateQuery) -> Result<Vec<(u64, f32)>> {
     let terms: Vec<String> = query_terms(&q.query).into_iter().collect();
     if terms.is_empty() || q.k == 0 {
         return Ok(Vec::new());
     }
+    let best = (q.namespace.is_none() && q.tags.is_empty()).then_some(2 * q.k);
+    let (hits, postings) = bm25(pool, q, &terms, best).await?;
+    match best {
+        // No row says how many postings there were: run it whole, cheap when there were none.
+        Some(best) if hits.len() < q.k && postings.is_none_or(|n| n > best) => {
+            Ok(bm25(pool, q, &terms, None).await?.0)
+        }
+        _ => Ok(hits),
+    }
+}
+
+/// The best `q.k` of the `best` (None: all) best-scored memories holding `terms` that pass
+/// `q`'s filters, and how many postings the terms have (None when no row came back).
+async fn bm25(
+    pool: &PgPool,
+    q: &CandidateQuery,
+    terms: &[String],
+    best: Option<usize>,
+) -> Result<(Vec<(u64, f32)>, Option<usize>)> {
     let rows = sqlx::query(BM25)
         .bind(&q.account)
-        .bind(&terms)
+        .bind(terms)
         .bind(bigint(q.now))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
         .bind(bigint(q.k))
+        .bind(best.map(bigint))
         .fetch_all(pool)
         .await?;
-    Ok(rows
+    let postings = rows
+        .first()
+        .map(|r| usize::try_from(unsigned(r.get("postings"))).unwrap_or(usize::MAX));
+    let hits = rows
         .iter()
         .map(|r| (unsigned(r.get("id")), r.get("bm25")))
-        .collect())
+        .collect();
+    Ok((hits, postings))
 }
 
 /// Top `k` (id, cosine) of the account's live memories nearest `vector`.

@@ -10,10 +10,11 @@ use super::{
     PgMemory, Txn,
     group::{self, Pending},
 };
+use crate::clock::now_ms;
 use crate::memory::{
     Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, SearchQuery,
     Source,
-    backend::Merge,
+    backend::{CandidateQuery, Merge},
     embed::{EmbedService, HashEmbedder},
     transfer::ImportItem,
 };
@@ -437,6 +438,7 @@ async fn keyword_search_seeks_its_terms_statistics() {
         .bind(None::<String>)
         .bind(Vec::<String>::new())
         .bind(10i64)
+        .bind(None::<i64>)
         .fetch_all(&mut *tx)
         .await
         .unwrap()
@@ -452,6 +454,55 @@ async fn keyword_search_seeks_its_terms_statistics() {
             "{column}: {plan}"
         );
     }
+}
+
+/// An unfiltered keyword search first checks only the best `2k` scored memories; when
+/// memories expired since the account's last write (none reaped yet) crowd those out, it
+/// checks them all.
+#[tokio::test]
+async fn expired_memories_crowding_the_best_scores_leave_the_live_ones_found() {
+    let pg = Postgres::start();
+    let url = pg.database("crowded");
+    let writer = service(node(&url).await);
+    for i in 0..75 {
+        let old = PutInput {
+            expires_in_days: Some(1.0),
+            ..input("acme", "default", &format!("old{i:02}"), "cat cat cat")
+        };
+        writer.put(old, 1000).await.unwrap();
+    }
+    for i in 0..10 {
+        let text = format!("a cat among other words, number {i}");
+        let new = input("acme", "default", &format!("new{i}"), &text);
+        writer.put(new, 1000).await.unwrap();
+    }
+    let reader = node(&url).await;
+    let found = async |now: u64| -> Vec<String> {
+        let q = CandidateQuery {
+            account: "acme".into(),
+            namespace: None,
+            tags: Vec::new(),
+            query: "cat".into(),
+            keywords: true,
+            vector: None,
+            k: 40,
+            now,
+        };
+        let found = reader.candidates(&q).await.unwrap();
+        let mut keys: Vec<String> = found.into_iter().map(|(m, _)| m.key).collect();
+        keys.sort();
+        keys
+    };
+    // Now the short ones score best and fill the 40 places.
+    let now = now_ms();
+    let today = found(now).await;
+    assert_eq!(today.len(), 40);
+    assert!(today.iter().all(|k| k.starts_with("old")), "{today:?}");
+    // Two days on, with no write since, only the ten live ones pass, half of them past the
+    // best 80 scored.
+    let later = found(now + 2 * 86_400_000).await;
+    let live: Vec<String> = (0..10).map(|i| format!("new{i}")).collect();
+    assert_eq!(later, live);
 }
 
 #[tokio::test]
@@ -641,9 +692,7 @@ async fn a_failed_write_leaves_nothing_behind() {
         .unwrap();
     // A transaction that wrote and then failed (a vector of the wrong length) is rolled
     // back whole: the counter row, the terms and the rows are as before.
-    let mut txn = Txn::begin(&backend.pool, "acme", crate::clock::now_ms())
-        .await
-        .unwrap();
+    let mut txn = Txn::begin(&backend.pool, "acme", now_ms()).await.unwrap();
     txn.put(&input("acme", "n", "one", "first"), &[0.5; DIMS], 10)
         .await
         .unwrap();
