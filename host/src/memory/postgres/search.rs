@@ -42,7 +42,8 @@ use crate::{
 /// statistics row of the account is read, one per distinct key term, about one per memory;
 /// each term's weight and length factor are computed once (`MATERIALIZED`), not once per
 /// posting; every constant is a float8, so no posting is scored in `numeric`. Per posting
-/// this is `weight · tf / (tf + k1 · (1 − b + b · norm / avg))` with k1 = 1.2, b = 0.75.
+/// this is `weight · tf / (tf + k1 · (1 − b + b · norm / avg))` with k1 = 1.2, b = 0.75:
+/// `0.3` is k1 · (1 − b) and `per_norm` k1 · b / avg.
 /// `$7` bounds the scored memories whose filters are checked (NULL: all of them), which
 /// lets the sort keep only that many best instead of ordering every memory holding a term;
 /// each row also carries how many postings the query's terms have, to tell whether the
