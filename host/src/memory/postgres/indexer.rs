@@ -18,6 +18,7 @@ use std::{collections::HashSet, sync::Arc};
 use parking_lot::Mutex;
 use sqlx::PgPool;
 
+use super::write::lock_account;
 use crate::{memory::Result, storage::bigint};
 
 /// Rows marked per transaction: each costs an HNSW insertion (~2.5 ms), and the account's
@@ -62,15 +63,9 @@ pub(super) async fn index_account(pool: &PgPool, account: &str) -> Result<()> {
     let mut below = i64::MAX;
     loop {
         let mut tx = pool.begin().await?;
-        let done: Option<bool> = sqlx::query_scalar(
-            "SELECT indexed FROM memory_accounts WHERE account_id = $1 FOR UPDATE",
-        )
-        .bind(account)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if done != Some(false) {
+        let Some((_, false)) = lock_account(&mut tx, account).await? else {
             return Ok(());
-        }
+        };
         let marked: Option<i64> = sqlx::query_scalar(
             "WITH marked AS ( \
                 UPDATE memories SET indexed = true \

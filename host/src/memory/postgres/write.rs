@@ -23,6 +23,22 @@ use crate::storage::{bigint, unsigned};
 const KEY_FIELD: i16 = 0;
 const VALUE_FIELD: i16 = 1;
 
+/// Locks `account`'s counter row for the rest of `tx` — what every write of the account
+/// does first — and reads its counted memories and whether it is in the vector index;
+/// `None` when the account has never been written.
+pub(super) async fn lock_account(
+    tx: &mut Transaction<'static, Postgres>,
+    account: &str,
+) -> Result<Option<(u64, bool)>> {
+    let row: Option<(i64, bool)> = sqlx::query_as(
+        "SELECT live, indexed FROM memory_accounts WHERE account_id = $1 FOR UPDATE",
+    )
+    .bind(account)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map(|(live, indexed)| (unsigned(live), indexed)))
+}
+
 /// A write transaction of one account, its counter row locked.
 pub(super) struct Txn {
     tx: Transaction<'static, Postgres>,
@@ -39,11 +55,7 @@ impl Txn {
     /// write), then reaps its memories whose expiry has passed, so the counts are exact.
     pub(super) async fn begin(pool: &PgPool, account: &str, now: u64) -> Result<Self> {
         let mut tx = pool.begin().await?;
-        let lock = "SELECT live, indexed FROM memory_accounts WHERE account_id = $1 FOR UPDATE";
-        let mut row = sqlx::query(lock)
-            .bind(account)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let mut row = lock_account(&mut tx, account).await?;
         if row.is_none() {
             sqlx::query(
                 "INSERT INTO memory_accounts (account_id) VALUES ($1) ON CONFLICT DO NOTHING",
@@ -51,10 +63,9 @@ impl Txn {
             .bind(account)
             .execute(&mut *tx)
             .await?;
-            row = Some(sqlx::query(lock).bind(account).fetch_one(&mut *tx).await?);
+            row = lock_account(&mut tx, account).await?;
         }
-        let (live, indexed) =
-            row.map_or((0, false), |r| (unsigned(r.get("live")), r.get("indexed")));
+        let (live, indexed) = row.unwrap_or((0, false));
         let mut txn = Self {
             tx,
             account: account.to_string(),
