@@ -25,7 +25,7 @@ use crate::{
     storage::StorageConfig,
 };
 
-/// Everything configurable, with documented defaults (see README "Configuration").
+/// Everything configurable, with documented defaults (see docs/operating.md, "Configuration").
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {

@@ -4,7 +4,7 @@
 //! implementation per backend; this module only opens the database.
 //!
 //! `server::stores` picks each domain's implementation; agents are placed across the nodes
-//! by `runtime::Cluster` (README, "The postgres backend").
+//! by `runtime::Cluster` (docs/postgres.md).
 
 use std::{sync::Weak, time::Duration};
 

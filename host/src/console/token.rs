@@ -1,6 +1,6 @@
 //! Checking an ID token (an OpenID Connect JWT) and reading who it signs in.
 //!
-//! The rules (also in the README): the header's `alg` is RS256 or ES256 (nothing else,
+//! The rules (also in docs/api.md, "Console"): the header's `alg` is RS256 or ES256 (nothing else,
 //! `none` least of all); the unverified `iss` picks the trust: the server's own issuer
 //! (ES256, its own key, audience `wasmind-console`, account in `wasmind_account`) or the
 //! configured provider's (its JWKS key named by `kid`, or the first key of the token's

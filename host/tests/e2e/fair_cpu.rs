@@ -1,4 +1,4 @@
-//! Fair CPU between accounts (README "Fair CPU"): a plan's CPU budget ends a run
+//! Fair CPU between accounts (docs/api.md, "Fair CPU"): a plan's CPU budget ends a run
 //! `cpu_limit_exceeded` with its CPU time on the record and in the month's usage; and an
 //! account's one CPU-bound agent is not held back by another account's four — it finishes
 //! while they all still run (shared per agent, all five would end together).

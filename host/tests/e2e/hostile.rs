@@ -1,5 +1,5 @@
 //! Hostile tenants: one account uploads components that misbehave in every way the sandbox
-//! bounds (see README "Sandbox bounds"), and spawns them all at once; each fails alone, with its own clear `error`, while
+//! bounds (see docs/api.md, "Sandbox bounds"), and spawns them all at once; each fails alone, with its own clear `error`, while
 //! another account's default agent completes and the memory API answers, during and after.
 
 use serde_json::{Value, json};
