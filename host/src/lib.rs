@@ -25,6 +25,7 @@ pub mod config;
 pub mod console;
 pub mod data_dir;
 pub mod health;
+mod home;
 mod id;
 mod logging;
 pub mod mcp;

@@ -1,6 +1,10 @@
 //! `wasmind agent new NAME`: writes a ready agent crate — a `ToolLoop` agent with one tool
 //! of its own, a native test against the SDK's test doubles, and the lines that build,
 //! deploy and run it. The templates are embedded in the binary, so it works anywhere.
+//!
+//! The crate depends on the SDK of the wasmind home (`crate::home`) by path when there is
+//! one of the binary's own SDK version — the SDK is not on the registry yet, and a path
+//! builds offline — else on the SDK's version from the registry; it says which.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +17,11 @@ const README: &str = include_str!("agent_template/README.md.in");
 const GITIGNORE: &str = include_str!("agent_template/gitignore.in");
 /// The SDK's manifest: the version a new crate depends on is the SDK's own.
 const SDK_MANIFEST: &str = include_str!("../../../guest-sdk/Cargo.toml");
+/// The SDK's crate, relative to a wasmind home.
+const SDK_DIR: &str = "guest-sdk";
+/// The checkout this binary was built from: the last home looked in for the SDK (so a
+/// binary `cargo install`ed from a checkout still finds it).
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 /// Longest crate name accepted (cargo accepts more; a component's name should be short).
 const MAX_NAME_CHARS: usize = 64;
 
@@ -24,8 +33,8 @@ pub struct NewArgs {
     /// Where to create the crate; default: `./NAME`. Must not exist yet.
     #[arg(long)]
     pub path: Option<PathBuf>,
-    /// Depend on the SDK at this path instead of its published version (for working
-    /// offline or on the SDK itself).
+    /// Depend on the SDK at this path (e.g. while working on the SDK itself); default: the
+    /// wasmind home's `guest-sdk/`, else the SDK's version from the registry.
     #[arg(long)]
     pub sdk_path: Option<PathBuf>,
 }
@@ -43,20 +52,74 @@ pub fn run(args: &NewArgs) -> anyhow::Result<()> {
             if !path.join("Cargo.toml").is_file() {
                 bail!("{} has no Cargo.toml: not the SDK's crate", path.display());
             }
-            format!(
-                "wasmind-sdk = {{ path = {:?} }}",
-                path.display().to_string()
-            )
+            Sdk::Path(path, "--sdk-path")
         }
-        None => format!("wasmind-sdk = \"{}\"", sdk_version()?),
+        None => default_sdk(
+            &crate::home::homes(SDK_DIR, Some(Path::new(BUILT_FROM))),
+            &sdk_version()?,
+        ),
     };
-    write_crate(&dir, &args.name, &sdk)?;
+    write_crate(&dir, &args.name, &sdk.dependency())?;
     println!(
-        "Created agent crate {name} in {dir}.\n  cd {dir} && cargo test\n  cargo build --release --target wasm32-wasip2\n  wasmind agent deploy target/wasm32-wasip2/release/{name}.wasm --name {name} --version 0.1.0",
+        "Created agent crate {name} in {dir}.\n{sdk}\n  cd {dir} && cargo test\n  cargo build --release --target wasm32-wasip2\n  wasmind agent deploy target/wasm32-wasip2/release/{name}.wasm --name {name} --version 0.1.0",
         name = args.name,
-        dir = dir.display()
+        dir = dir.display(),
+        sdk = sdk.said(),
     );
     Ok(())
+}
+
+/// The SDK a new crate depends on.
+#[derive(Debug, PartialEq)]
+enum Sdk {
+    /// A local crate, and why that one.
+    Path(PathBuf, &'static str),
+    /// This version, from the registry.
+    Registry(String),
+}
+
+impl Sdk {
+    /// The crate's dependency line.
+    fn dependency(&self) -> String {
+        match self {
+            Sdk::Path(path, _) => format!(
+                "wasmind-sdk = {{ path = {:?} }}",
+                path.display().to_string()
+            ),
+            Sdk::Registry(version) => format!("wasmind-sdk = \"{version}\""),
+        }
+    }
+
+    /// What the user is told about it.
+    fn said(&self) -> String {
+        match self {
+            Sdk::Path(path, why) => {
+                format!("It depends on wasmind-sdk at {} ({why}).", path.display())
+            }
+            Sdk::Registry(version) => format!(
+                "It depends on wasmind-sdk {version} from the registry (no wasmind home holds guest-sdk/ of that version; set WASMIND_HOME to a checkout, or name one with --sdk-path)."
+            ),
+        }
+    }
+}
+
+/// The SDK of the first home whose `guest-sdk/` is `wasmind-sdk` at `version` (another
+/// version would not match this binary's host interfaces), else the registry's `version`.
+fn default_sdk(homes: &[PathBuf], version: &str) -> Sdk {
+    homes
+        .iter()
+        .map(|home| home.join(SDK_DIR))
+        .find(|dir| {
+            std::fs::read_to_string(dir.join("Cargo.toml"))
+                .ok()
+                .and_then(|text| toml::from_str::<Manifest>(&text).ok())
+                .is_some_and(|m| m.package.name == "wasmind-sdk" && m.package.version == version)
+        })
+        .and_then(|dir| std::fs::canonicalize(dir).ok())
+        .map_or_else(
+            || Sdk::Registry(version.to_owned()),
+            |dir| Sdk::Path(dir, "the SDK of the wasmind home"),
+        )
 }
 
 /// Writes the crate `name` into `dir` (which must not exist), depending on the SDK by the
@@ -98,16 +161,20 @@ fn check_name(name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What is read of a crate's manifest.
+#[derive(serde::Deserialize)]
+struct Manifest {
+    package: Package,
+}
+
+#[derive(serde::Deserialize)]
+struct Package {
+    name: String,
+    version: String,
+}
+
 /// The SDK's version, from its manifest.
 fn sdk_version() -> anyhow::Result<String> {
-    #[derive(serde::Deserialize)]
-    struct Manifest {
-        package: Package,
-    }
-    #[derive(serde::Deserialize)]
-    struct Package {
-        version: String,
-    }
     let manifest: Manifest = toml::from_str(SDK_MANIFEST).context("reading the SDK's manifest")?;
     Ok(manifest.package.version)
 }
@@ -154,6 +221,56 @@ mod tests {
 
         let err = write_crate(&dir, "my_agent", "x").unwrap_err().to_string();
         assert!(err.contains("already exists"), "{err}");
+    }
+
+    /// A home's `guest-sdk/` holding a crate `name` at `version`.
+    fn home_with(name: &str, version: &str) -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        let sdk = home.path().join(SDK_DIR);
+        std::fs::create_dir_all(&sdk).unwrap();
+        let manifest = format!("[package]\nname = \"{name}\"\nversion = \"{version}\"\n");
+        std::fs::write(sdk.join("Cargo.toml"), manifest).unwrap();
+        home
+    }
+
+    #[test]
+    fn the_sdk_is_the_first_home_s_of_this_version_else_the_registry_s() {
+        let empty = tempfile::tempdir().unwrap();
+        let other_version = home_with("wasmind-sdk", "9.9.9");
+        let other_crate = home_with("not-the-sdk", "0.1.0");
+        let right = home_with("wasmind-sdk", "0.1.0");
+        let also_right = home_with("wasmind-sdk", "0.1.0");
+        let homes: Vec<PathBuf> = [&empty, &other_version, &other_crate, &right, &also_right]
+            .iter()
+            .map(|h| h.path().to_path_buf())
+            .collect();
+        let sdk = default_sdk(&homes, "0.1.0");
+        let expected = std::fs::canonicalize(right.path().join(SDK_DIR)).unwrap();
+        assert_eq!(
+            sdk,
+            Sdk::Path(expected.clone(), "the SDK of the wasmind home")
+        );
+        assert_eq!(
+            sdk.dependency(),
+            format!(
+                "wasmind-sdk = {{ path = {:?} }}",
+                expected.display().to_string()
+            )
+        );
+        assert!(
+            sdk.said().contains(&expected.display().to_string()),
+            "{}",
+            sdk.said()
+        );
+
+        let registry = default_sdk(&homes[..3], "0.1.0");
+        assert_eq!(registry, Sdk::Registry("0.1.0".into()));
+        assert_eq!(registry.dependency(), "wasmind-sdk = \"0.1.0\"");
+        assert!(
+            registry.said().contains("from the registry"),
+            "{}",
+            registry.said()
+        );
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! An agent's author's path, as the README walks it: the SDK packages on its own;
-//! `wasmind agent new` writes a crate whose `cargo test` passes natively and which builds to
-//! a component; deployed (`wasmind agent deploy`) and followed (`wasmind agents spawn
-//! --follow`), that component runs to completion on a real server, its own tool called by
-//! the Mind.
+//! An agent's author's path, as the README walks it ("Your own agent"): the SDK packages on
+//! its own; the README's lines, run as written from outside the checkout, make a crate with
+//! `wasmind agent new` whose `cargo test` passes natively and which builds to a component;
+//! deployed (`wasmind agent deploy`) and followed (`wasmind agents spawn --follow`), that
+//! component runs to completion on a real server, its own tool called by the Mind.
 //!
 //! The nested cargo runs offline (every crate they need is in the local cache after the
-//! workspace's build) and build into `target/authoring`, so later runs reuse the build.
+//! workspace's build) and keep their builds under `target/authoring`, so later runs reuse
+//! them.
 
 use std::{
     path::{Path, PathBuf},
@@ -15,9 +16,9 @@ use std::{
 use serde_json::json;
 
 use crate::common::{
-    Options, cli,
+    Options, binary,
     fake_mind::{FakeMind, Reply},
-    remote_cli, server_with_keys,
+    server_with_keys,
 };
 
 /// The workspace's root.
@@ -86,63 +87,88 @@ fn the_sdk_packages_with_its_wit_and_licence() {
     }
 }
 
+/// The README's lines for an agent of one's own: its `sh` block that makes `my_agent`.
+fn readme_own_agent_lines() -> String {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|rest| rest.split("```").next())
+        .find(|block| block.contains("wasmind agent new my_agent"))
+        .expect("README.md has no sh block running `wasmind agent new my_agent`")
+        .to_owned()
+}
+
+/// The README's lines, run as written by bash from a directory outside the checkout, with
+/// the `wasmind` under test on the `PATH` and nothing telling it where the checkout is:
+/// `agent new` finds the SDK from the binary's own place, so `cargo test` and the wasm
+/// build work offline; the component deploys and runs to completion, its own tool called.
+/// The reader's own values are put in: the server's address and the key ("your key").
 #[test]
-fn a_new_agent_tests_builds_uploads_and_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("my_agent");
-    let sdk = repo().join("guest-sdk");
-    let (ok, stdout, stderr) = cli(&[
-        "agent",
-        "new",
-        "my_agent",
-        "--path",
-        dir.to_str().unwrap(),
-        "--sdk-path",
-        sdk.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stdout}\n{stderr}");
-    assert!(stdout.contains("cargo test"), "{stdout}");
-
-    let tested = cargo(&dir, "agent", &["test"]);
-    assert!(
-        tested.contains("counts_words_and_remembers ... ok"),
-        "{tested}"
-    );
-    cargo(
-        &dir,
-        "agent",
-        &["build", "--release", "--target", "wasm32-wasip2"],
-    );
-    let wasm = repo().join("target/authoring/agent/wasm32-wasip2/release/my_agent.wasm");
-
+fn the_readme_s_own_agent_lines_work_from_outside_the_checkout() {
     let mind = FakeMind::start([
         Reply::tool_call("word_count", json!({ "text": "to be or not to be" })),
         Reply::text("It has 6 words."),
     ]);
     let options = Options::hash_embedder().openai_mind(&mind.base_url());
     let (_data, server, keys) = server_with_keys(&[("acme", "free")], &options);
-    let deploy = [
-        "agent",
-        "deploy",
-        wasm.to_str().unwrap(),
-        "--name",
-        "my_agent",
-        "--version",
-        "0.1.0",
-    ];
-    let (code, stdout, stderr) = remote_cli(&server, &keys[0], &deploy);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let spawn = [
-        "agents",
-        "spawn",
-        "--agent",
-        "my_agent",
-        "--follow",
-        "--task",
-        "Count the words of: to be or not to be",
-    ];
-    let (code, stdout, stderr) = remote_cli(&server, &keys[0], &spawn);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let lines = readme_own_agent_lines();
+    let script = lines
+        .replace("http://127.0.0.1:8080", &server.base)
+        .replace("wm_…", &keys[0]);
+    assert!(
+        script.contains(&server.base) && script.contains(&keys[0]),
+        "the README's lines no longer set WASMIND_URL and WASMIND_API_KEY:\n{lines}"
+    );
+
+    let outside = tempfile::tempdir().unwrap();
+    let bin_dir = binary().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(
+        std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(outside.path())
+        .env("PATH", path)
+        .env_remove("WASMIND_HOME")
+        .env_remove("WASMIND_URL")
+        .env_remove("WASMIND_API_KEY")
+        // The set-up's pinned toolchain, which has the wasm32-wasip2 target (outside the
+        // checkout no rust-toolchain.toml names it), and the crates cargo already holds.
+        .env("RUSTUP_TOOLCHAIN", toolchain())
+        .env("CARGO_NET_OFFLINE", "true")
+        // Intermediate artifacts kept across runs; the crate's own `target/` still holds
+        // the component where the README's deploy line looks for it.
+        .env(
+            "CARGO_BUILD_BUILD_DIR",
+            repo().join("target/authoring/readme"),
+        )
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("running bash");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{script}\n{stdout}\n{stderr}");
+
+    let sdk = std::fs::canonicalize(repo().join("guest-sdk")).unwrap();
+    let said = format!(
+        "It depends on wasmind-sdk at {} (the SDK of the wasmind home).",
+        sdk.display()
+    );
+    assert!(stdout.contains(&said), "{stdout}");
+    assert!(
+        outside.path().join("my_agent/Cargo.toml").is_file(),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("counts_words_and_remembers ... ok"),
+        "{stdout}"
+    );
     assert!(stdout.contains("[tool_use] word_count\n"), "{stdout}");
     assert_eq!(stdout.lines().last(), Some("It has 6 words."), "{stdout}");
     let c = server.client(&keys[0]);

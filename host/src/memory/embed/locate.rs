@@ -2,9 +2,9 @@
 //!
 //! One documented rule: an explicit path (`[embedder] model_dir` / `onnxruntime`, env
 //! `WASMIND_MODEL_DIR`) wins; otherwise the file is looked for under `models/` of the
-//! wasmind home, which is `WASMIND_HOME` when set, else the nearest ancestor of the running
-//! binary holding `models/` (so `target/debug/wasmind` finds the checkout's `models/` that
-//! `scripts/setup` fills), else the working directory.
+//! wasmind home (`crate::home`): `WASMIND_HOME` when set, else the nearest ancestor of the
+//! running binary holding `models/` (so `target/debug/wasmind` finds the checkout's
+//! `models/` that `scripts/setup` fills), else the working directory.
 
 use std::path::{Path, PathBuf};
 
@@ -14,23 +14,6 @@ use super::{EmbedError, EmbedderConfig};
 const MODELS: &str = "models";
 /// The ONNX Runtime library, relative to the home's `models/`.
 pub(super) const ONNXRUNTIME: &str = "onnxruntime/libonnxruntime.so";
-
-/// The homes to look in, best first: `home` alone when set, else every ancestor of `exe`
-/// that holds `models/`, then `cwd`.
-fn homes(home: Option<PathBuf>, exe: Option<&Path>, cwd: Option<PathBuf>) -> Vec<PathBuf> {
-    if let Some(home) = home {
-        return vec![home];
-    }
-    let mut found: Vec<PathBuf> = exe
-        .into_iter()
-        .flat_map(Path::ancestors)
-        .skip(1)
-        .filter(|dir| dir.join(MODELS).is_dir())
-        .map(Path::to_path_buf)
-        .collect();
-    found.extend(cwd);
-    found
-}
 
 /// The first `models/<relative>` that exists among `homes`, or an error listing every
 /// place looked in.
@@ -54,13 +37,7 @@ pub(super) fn resolve(explicit: Option<&Path>, relative: &str) -> Result<PathBuf
     if let Some(path) = explicit {
         return Ok(path.to_path_buf());
     }
-    let exe = std::env::current_exe().ok();
-    let homes = homes(
-        std::env::var_os("WASMIND_HOME").map(PathBuf::from),
-        exe.as_deref(),
-        std::env::current_dir().ok(),
-    );
-    find(&homes, relative)
+    find(&crate::home::homes(MODELS, None), relative)
 }
 
 /// The model directory of the configured kind (`default_dir` under the home's `models/`).
@@ -73,28 +50,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn home_env_is_the_only_place_when_set() {
-        let homes = homes(
-            Some("/opt/wasmind".into()),
-            Some(Path::new("/elsewhere/bin/wasmind")),
-            Some("/tmp".into()),
-        );
-        assert_eq!(homes, vec![PathBuf::from("/opt/wasmind")]);
-    }
-
-    #[test]
-    fn binary_ancestors_holding_models_come_before_the_cwd() {
-        let root = tempfile::tempdir().unwrap();
-        let bin = root.path().join("target/debug");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::create_dir_all(root.path().join("models/m")).unwrap();
-        let cwd = tempfile::tempdir().unwrap();
-        let homes = homes(None, Some(&bin.join("wasmind")), Some(cwd.path().into()));
-        assert_eq!(
-            homes,
-            vec![root.path().to_path_buf(), cwd.path().to_path_buf()]
-        );
-        assert_eq!(find(&homes, "m").unwrap(), root.path().join("models/m"));
+    fn the_first_home_holding_the_file_wins() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::create_dir_all(b.path().join("models/m")).unwrap();
+        let homes = vec![a.path().to_path_buf(), b.path().to_path_buf()];
+        assert_eq!(find(&homes, "m").unwrap(), b.path().join("models/m"));
     }
 
     #[test]
