@@ -11,7 +11,6 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
@@ -32,7 +31,7 @@ class Prompts(BaseCallbackHandler):
         self.seen.extend(messages)
 
 
-def build(store: WasmindStore, prompts: Prompts, replies: list[str]):  # noqa: ANN201 (a compiled graph)
+def build(store: WasmindStore, prompts: Prompts, replies: list[str], *, run_async: bool = False):  # noqa: ANN201
     model = GenericFakeChatModel(messages=iter(AIMessage(r) for r in replies), callbacks=[prompts])
 
     def namespace(runtime: Runtime[Context]) -> tuple[str, ...]:
@@ -54,9 +53,8 @@ def build(store: WasmindStore, prompts: Prompts, replies: list[str]):  # noqa: A
         system = SystemMessage("Known about the user: " + "; ".join(i.value["text"] for i in known))
         return {"messages": [await model.ainvoke([system, *state["messages"]])]}
 
-    node = RunnableLambda(call_model, afunc=acall_model)
     builder = StateGraph(MessagesState, context_schema=Context)
-    builder.add_node("call_model", node)
+    builder.add_node("call_model", acall_model if run_async else call_model)
     builder.add_edge(START, "call_model")
     return builder.compile(store=store, checkpointer=InMemorySaver())
 
@@ -84,7 +82,7 @@ def test_the_graph_remembers_across_threads(store: WasmindStore) -> None:
 
 def test_the_graph_remembers_when_run_async(store: WasmindStore) -> None:
     prompts = Prompts()
-    graph = build(store, prompts, ["Noted.", "On Friday."])
+    graph = build(store, prompts, ["Noted.", "On Friday."], run_async=True)
     grace = Context(user_id="grace")
 
     async def scenario() -> dict:

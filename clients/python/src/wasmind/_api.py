@@ -7,6 +7,7 @@ clients' docstrings.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -172,7 +173,9 @@ class MemoryOps:
             "mode": mode,
             "min_score": min_score,
         }
-        response = yield from self._core.call(self._core.request(self._ep("search"), body=body))
+        response: models.SearchResponse = yield from self._core.call(
+            self._core.request(self._ep("search"), body=body)
+        )
         return response["results"]
 
     def list(
@@ -187,15 +190,15 @@ class MemoryOps:
         query = {"namespace": namespace, "tags": tags, "limit": page_size}
         return self._core.pages(self._ep("list"), query=query)
 
-    def history(self, key: str, *, namespace: str | None = None) -> Program[list[models.Memory]]:
+    def history(self, key: str, *, namespace: str | None = None) -> Program[builtins.list[models.Memory]]:
         """Every stored version of the key, newest first, superseded and deleted ones too."""
         query = {"key": key, "namespace": namespace}
-        response = yield from self._core.call(self._core.request(self._ep("history"), query=query))
+        response: models.History = yield from self._core.call(self._core.request(self._ep("history"), query=query))
         return response["data"]
 
-    def namespaces(self) -> Program[list[models.NamespaceEntry]]:
+    def namespaces(self) -> Program[builtins.list[models.NamespaceEntry]]:
         """The account's namespaces with their counts of live memories."""
-        response = yield from self._core.call(self._core.request(self._ep("namespaces")))
+        response: models.Namespaces = yield from self._core.call(self._core.request(self._ep("namespaces")))
         return response["namespaces"]
 
     def dedupe(

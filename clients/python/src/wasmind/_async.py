@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import httpx
 
@@ -45,7 +45,7 @@ class AsyncClient:
             try:
                 effect = program.send(reply)
             except StopIteration as done:
-                return done.value
+                return cast(R, done.value)
             reply = await self._perform(effect)
 
     async def iterate(self, stream: Stream[T]) -> AsyncIterator[T]:

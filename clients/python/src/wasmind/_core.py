@@ -220,7 +220,7 @@ def adopt(method: Callable[..., Any], op: Callable[..., Any]) -> None:
     """Gives a client's method the name, docstring and signature (less `self` and the
     program's return type) of the operation it runs, for help() and editors."""
     functools.update_wrapper(method, op)
-    del method.__wrapped__
+    del method.__wrapped__  # type: ignore[attr-defined]
     signature = inspect.signature(op)
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=list(signature.parameters.values())[1:],

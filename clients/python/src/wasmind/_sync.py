@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import httpx
 
@@ -49,7 +49,7 @@ class Client:
             try:
                 effect = program.send(reply)
             except StopIteration as done:
-                return done.value
+                return cast(R, done.value)
             reply = self._perform(effect)
 
     def iterate(self, stream: Stream[T]) -> Iterator[T]:

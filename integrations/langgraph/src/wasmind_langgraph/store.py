@@ -137,10 +137,10 @@ class WasmindStore(BaseStore):
                 hits = yield from memory.search(
                     op.query, namespace=name, limit=SEARCH_CAP if op.filter else min(wanted, SEARCH_CAP)
                 )
-                records: list[dict[str, Any]] = list(hits)
+                records: list[Any] = list(hits)
             else:
                 stream = memory.list(namespace=name, page_size=200)
-                records = yield from collect(stream, None if op.filter else wanted)
+                records = list((yield from collect(stream, None if op.filter else wanted)))
             for record in records:
                 value = decode_value(record["value"])
                 if op.filter and not _matches(value, op.filter):
@@ -196,22 +196,22 @@ def _field_matches(actual: Any, wanted: Any) -> bool:
         return all(_compare(actual, operator, operand) for operator, operand in wanted.items())
     if isinstance(wanted, dict):
         return _matches(actual, wanted)
-    return actual == wanted
+    return bool(actual == wanted)
 
 
 def _compare(actual: Any, operator: str, operand: Any) -> bool:
     if operator == "$eq":
-        return actual == operand
+        return bool(actual == operand)
     if operator == "$ne":
-        return actual != operand
+        return bool(actual != operand)
     if actual is None:
         return False
     if operator == "$gt":
-        return actual > operand
+        return bool(actual > operand)
     if operator == "$gte":
-        return actual >= operand
+        return bool(actual >= operand)
     if operator == "$lt":
-        return actual < operand
+        return bool(actual < operand)
     if operator == "$lte":
-        return actual <= operand
+        return bool(actual <= operand)
     raise ValueError(f"unsupported filter operator {operator!r}")
