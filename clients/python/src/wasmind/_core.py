@@ -16,7 +16,7 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar
 from urllib.parse import quote
 
@@ -101,7 +101,6 @@ class Config:
     base_url: str
     api_key: str | None
     retry: Retry | None
-    headers: Mapping[str, str] = field(default_factory=dict)
 
     @staticmethod
     def of(base_url: str | None, api_key: str | None, retry: Retry | bool | None) -> Config:
@@ -138,7 +137,7 @@ class Core:
         unknown = set(params) - set(endpoint.query)
         if unknown:
             raise TypeError(f"{endpoint.method} {endpoint.path} takes no parameter {sorted(unknown)}")
-        headers = {"accept": "application/json", **self.config.headers}
+        headers = {"accept": "application/json"}
         if self.config.api_key:
             headers["authorization"] = f"Bearer {self.config.api_key}"
         json_body = None
