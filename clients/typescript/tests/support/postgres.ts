@@ -7,9 +7,10 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+
+import { freePort } from "./net.js";
 
 export class Postgres {
   private constructor(
@@ -75,15 +76,4 @@ function binDir(): string {
 
 function nobodyUid(): number {
   return Number(execFileSync("id", ["-u", "nobody"], { encoding: "utf8" }).trim());
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
 }
