@@ -68,7 +68,7 @@ test("a stopped agent ends the follow; polls in between pass nothing on twice", 
   const key = server.createKey("stop");
   const client = server.client(key, { fetch });
   const observer = server.client(key);
-  await client.components.upload(guest("linger"), { name: "linger", version: "1.0.0" });
+  await client.components.upload(guest("guest_linger"), { name: "linger", version: "1.0.0" });
   const spawned = await client.agents.spawn({ task: "wait", agent: "linger" });
   const polls = () => calls.filter((c) => c.startsWith(`GET /api/v1/agents/${spawned.agent_id} `)).length;
   const following = followAll(client, spawned.agent_id);
@@ -90,7 +90,7 @@ test("a stopped agent ends the follow; polls in between pass nothing on twice", 
 
 test("following stops when its signal aborts", async () => {
   const client = server.client(server.createKey("abort"));
-  await client.components.upload(guest("linger"), { name: "linger", version: "1.0.0" });
+  await client.components.upload(guest("guest_linger"), { name: "linger", version: "1.0.0" });
   const spawned = await client.agents.spawn({ task: "wait", agent: "linger" });
   const abort = new AbortController();
   const seen: FollowEvent[] = [];

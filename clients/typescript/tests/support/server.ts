@@ -131,7 +131,7 @@ export class Server {
  * The bytes of a guest component the checkout built beside the binary
  * (`<target>/guests/wasm32-wasip2/release/NAME.wasm`: the examples' and tests/guests').
  */
-export function guest(name: "notes_agent" | "linger"): Uint8Array {
+export function guest(name: "notes_agent" | "guest_linger"): Uint8Array {
   const path = resolve(dirname(binary), `../guests/wasm32-wasip2/release/${name}.wasm`);
   if (!existsSync(path)) {
     throw new Error(`no component at ${path}: building wasmind (cargo build -p wasmind) builds the guests`);
