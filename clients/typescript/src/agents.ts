@@ -34,7 +34,7 @@ export class AgentsApi {
 
   /** One page of agents; pass its `next_cursor` as `cursor` for the next. */
   listPage(options: CursorOptions = {}): Promise<AgentList> {
-    return this.transport.call("get", "/api/v1/agents", { query: options });
+    return this.transport.call("get", "/api/v1/agents", { query: { limit: options.limit, cursor: options.cursor } });
   }
 
   /** Stops a live agent at once; a finished one is left as it is. */
@@ -49,7 +49,10 @@ export class AgentsApi {
 
   /** One page of the agent's log; pass its `next_cursor` as `cursor` for the next. */
   logsPage(id: string, options: CursorOptions = {}): Promise<AgentLogPage> {
-    return this.transport.call("get", "/api/v1/agents/{id}/logs", { path: { id }, query: options });
+    return this.transport.call("get", "/api/v1/agents/{id}/logs", {
+      path: { id },
+      query: { limit: options.limit, cursor: options.cursor },
+    });
   }
 
   /**

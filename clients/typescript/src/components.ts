@@ -39,7 +39,9 @@ export class ComponentsApi {
 
   /** One page of components; pass its `next_cursor` as `cursor` for the next. */
   listPage(options: CursorOptions = {}): Promise<ComponentList> {
-    return this.transport.call("get", "/api/v1/agents/components", { query: options });
+    return this.transport.call("get", "/api/v1/agents/components", {
+      query: { limit: options.limit, cursor: options.cursor },
+    });
   }
 
   /** Deletes the component; running agents run on. Returns it as it was. */

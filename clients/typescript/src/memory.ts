@@ -83,9 +83,10 @@ export class MemoryApi {
 
   /** One page of live memories; pass its `next_cursor` as `cursor` for the next. */
   listPage(options: ListPageOptions = {}): Promise<MemoryList> {
-    const { tags, ...rest } = options;
+    // Every parameter spelled out: a name the server's document no longer has fails the typecheck.
+    const { namespace, tags, limit, cursor } = options;
     return this.transport.call("get", "/api/v1/memory/list", {
-      query: { ...rest, tags: tags === undefined ? undefined : tags.join(",") },
+      query: { namespace, tags: tags === undefined ? undefined : tags.join(","), limit, cursor },
     });
   }
 

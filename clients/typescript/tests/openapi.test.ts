@@ -26,11 +26,11 @@ test("the committed OpenAPI document is the one the server serves", async () => 
   );
 });
 
-/** Where `a` and `b` differ, as JSON pointers with both values (objects key by key). */
+/** Where `a` and `b` differ, as JSON pointers (RFC 6901) with both values (objects key by key). */
 function diff(a: unknown, b: unknown, at: string): string[] {
   if (typeof a === "object" && a !== null && typeof b === "object" && b !== null && Array.isArray(a) === Array.isArray(b)) {
     const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    return [...keys].flatMap((k) => diff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}/${k}`));
+    return [...keys].flatMap((k) => diff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], `${at}/${k.replaceAll("~", "~0").replaceAll("/", "~1")}`));
   }
   return JSON.stringify(a) === JSON.stringify(b) ? [] : [`${at || "/"}: ${brief(a)} → ${brief(b)}`];
 }
