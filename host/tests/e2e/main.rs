@@ -16,6 +16,7 @@ mod console_browser;
 mod consolidate;
 mod envelope;
 mod fair_cpu;
+mod fair_memory;
 mod guests;
 mod hostile;
 mod isolation;
