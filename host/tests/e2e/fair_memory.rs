@@ -37,7 +37,7 @@ fn b_puts_complete_while_a_imports() {
                     let memories: Vec<Value> = (0..BATCH)
                         .map(|i| {
                             json!({
-                                "key": format!("c{client}-r{round}-{i}"),
+                                "key": format!("c{client}_r{round}_{i}"),
                                 "value": format!(
                                     "note {i} of round {round} from client {client}: the \
                                      build server restarts at {} am on day {round}",
@@ -82,6 +82,6 @@ fn b_puts_complete_while_a_imports() {
     let b = server.client(&keys[1]);
     assert_eq!(b.get("/api/v1/memory?key=b9").body["value"], "B's note 9");
     let a = server.client(&keys[0]);
-    let last = format!("/api/v1/memory?key=c1-r{}-{}", ROUNDS - 1, BATCH - 1);
+    let last = format!("/api/v1/memory?key=c1_r{}_{}", ROUNDS - 1, BATCH - 1);
     assert_eq!(a.get(&last).status, 200);
 }
