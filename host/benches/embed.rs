@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use wasmind::memory::Class;
 use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind};
 
 #[path = "recall/locomo.rs"]
@@ -95,7 +96,9 @@ fn bench(kind: EmbedderKind) {
                 .into_iter()
                 .map(|batch| {
                     let service = service.clone();
-                    tokio::spawn(async move { service.embed_documents(batch).await })
+                    tokio::spawn(async move {
+                        service.embed_documents("bench", Class::Bulk, batch).await
+                    })
                 })
                 .collect();
             for job in jobs {
@@ -115,11 +118,11 @@ fn bench(kind: EmbedderKind) {
     let service = EmbedService::new(model, &cfg);
     let queries: Vec<String> = sentences(QUERIES * 2)[QUERIES..].to_vec();
     let idle = latencies(queries[..QUERIES / 2].iter(), |t| {
-        rt.block_on(service.embed_query(t)).expect("query");
+        rt.block_on(service.embed_query("bench", t)).expect("query");
     });
     report("query, EmbedService::embed_query, idle", &idle);
     let cached = latencies(queries[..QUERIES / 2].iter(), |t| {
-        rt.block_on(service.embed_query(t)).expect("query");
+        rt.block_on(service.embed_query("bench", t)).expect("query");
     });
     report("query, EmbedService::embed_query, cached", &cached);
 
@@ -131,7 +134,7 @@ fn bench(kind: EmbedderKind) {
             let mut done = 0;
             while busy.load(Ordering::Relaxed) {
                 done += service
-                    .embed_documents_blocking(batch.clone())
+                    .embed_documents_blocking("loader", batch.clone())
                     .expect("bulk")
                     .len();
             }
@@ -139,7 +142,7 @@ fn bench(kind: EmbedderKind) {
         }
     });
     let loaded = latencies(queries[QUERIES / 2..].iter(), |t| {
-        rt.block_on(service.embed_query(t)).expect("query");
+        rt.block_on(service.embed_query("bench", t)).expect("query");
     });
     busy.store(false, Ordering::Relaxed);
     let bulk_done = loader.join().expect("bulk thread");
@@ -172,7 +175,10 @@ fn locomo_bulk(
         let started = Instant::now();
         rt.block_on(async {
             for job in turns.chunks(100) {
-                service.embed_documents(job.to_vec()).await.expect("embed");
+                service
+                    .embed_documents("bench", Class::Bulk, job.to_vec())
+                    .await
+                    .expect("embed");
             }
         });
         println!(

@@ -8,7 +8,10 @@
 //! 3. cold start of the real `wasmind` binary on that data dir, and its RSS;
 //! 4. search latency over 1,000 accounts × 1,000 memories;
 //! 5. only when asked for (`WASMIND_BENCH_PHASES=postgres`): puts and the two search data
-//!    sets on the postgres backend, on the library (see `memory/postgres.rs`).
+//!    sets on the postgres backend, on the library (see `memory/postgres.rs`);
+//! 6. only when asked for (`WASMIND_BENCH_PHASES=fair`): account B's put and search
+//!    latency idle and while account A imports 6,500 memories as fast as it can, over HTTP
+//!    (see `memory/fair.rs`).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -19,7 +22,7 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres` picks phases (cold needs
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair` picks phases (cold needs
 //!   single's dir; the default is all but postgres);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
@@ -30,6 +33,8 @@
 
 #[path = "memory/cold.rs"]
 mod cold;
+#[path = "memory/fair.rs"]
+mod fair;
 #[path = "memory/harness.rs"]
 mod harness;
 #[path = "memory/load.rs"]
@@ -206,6 +211,10 @@ fn main() {
     if settings.wants("postgres") {
         println!("\n({})", harness::loadavg());
         postgres::run(&mut table, &settings, &model);
+    }
+
+    if settings.wants("fair") {
+        fair::run(&mut table);
     }
 
     drop(model);

@@ -23,6 +23,10 @@ use crate::memory::{MemoryError, Refusal, embed::EmbedError};
 /// depends on the Mind, so this is a guess that keeps clients from spinning.
 const CONSOLIDATION_BUSY_RETRY_SECS: u64 = 5;
 
+/// `Retry-After` when an account's memory work queue at this node is full: a batch of
+/// embeddings or a write group takes well under a second, so a second frees room.
+const QUEUE_FULL_RETRY_SECS: u64 = 1;
+
 /// An error response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -129,6 +133,15 @@ impl From<MemoryError> for ApiError {
                     "the embedding provider failed; retry with backoff (1 s, 2 s, 4 s)",
                 );
                 err.retry_after = Some(1);
+                err
+            }
+            MemoryError::Busy | MemoryError::Embed(EmbedError::Busy) => {
+                let mut err = ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "temporarily_unavailable",
+                    e.to_string(),
+                );
+                err.retry_after = Some(QUEUE_FULL_RETRY_SECS);
                 err
             }
             MemoryError::Mind(ref cause) => {

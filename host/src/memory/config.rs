@@ -13,6 +13,14 @@ pub struct MemoryConfig {
     /// Seconds an account waits after a consolidation that wrote something before the
     /// next (each spends the Mind's tokens); 0 disables the wait.
     pub consolidate_cooldown_secs: u64,
+    /// Most rows of bulk writes (imports, consolidations) one account may have waiting for
+    /// the embedded backend's writer; past it they are refused with 503
+    /// `temporarily_unavailable` (one is always admitted when the account has nothing
+    /// waiting). Values below 1 mean 1.
+    pub write_queue_per_account: usize,
+    /// Most rows of bulk writes all accounts together may have waiting (past it, 503 as
+    /// above). Values below 1 mean 1.
+    pub write_queue_total: usize,
 }
 
 impl Default for MemoryConfig {
@@ -21,6 +29,8 @@ impl Default for MemoryConfig {
             decay_half_life_days: 30.0,
             checkpoint_interval_secs: 30,
             consolidate_cooldown_secs: 60,
+            write_queue_per_account: 2048,
+            write_queue_total: 16384,
         }
     }
 }

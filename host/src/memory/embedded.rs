@@ -9,13 +9,14 @@ use super::{
     ImportReport, ListQuery, MemoryError, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
     derived::Indexes,
+    fair::Bounds,
     index::SearchFilter,
     input::PutInput,
     record::Memory,
     search::{self, Candidate},
     store::{self, Reader},
     transfer::{self, Prepared},
-    writer::Writer,
+    writer::{Turn, Writer},
 };
 use crate::clock::now_ms;
 
@@ -29,16 +30,18 @@ pub struct Embedded {
 
 impl Embedded {
     /// Opens the memory tables and indexes under `index_dir`, replaying what the indexes
-    /// miss, and starts the writer and a checkpoint every `checkpoint_every`.
+    /// miss, and starts the writer (its bulk work bounded by `write_queue`) and a
+    /// checkpoint every `checkpoint_every`.
     pub fn open(
         db: Arc<redb::Database>,
         index_dir: &Path,
         dims: usize,
         checkpoint_every: Duration,
+        write_queue: Bounds,
     ) -> Result<Arc<Self>> {
         store::init(&db)?;
         let indexes = Arc::new(Indexes::open(index_dir, dims, &db)?);
-        let writer = Writer::start(db.clone(), indexes.clone());
+        let writer = Writer::start(db.clone(), indexes.clone(), write_queue);
         let this = Arc::new(Self {
             db,
             indexes,
@@ -55,8 +58,9 @@ impl Embedded {
     /// Reaps expired memories of `account` first, so counts and quotas are exact.
     async fn reap_if_due(&self, account: &str) -> Result<()> {
         if self.read(|r, now| r.has_due_expiries(account, now))? {
+            let turn = Turn::interactive(account);
             let account = account.to_string();
-            self.writer.run(move |b| b.reap(&account)).await?;
+            self.writer.run(turn, move |b| b.reap(&account)).await?;
         }
         Ok(())
     }
@@ -122,24 +126,37 @@ impl MemoryBackend for Embedded {
     }
 
     async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
+        let account = input.account.clone();
         self.writer
-            .run(move |b| b.put(&input, &embedding, limit))
+            .run(Turn::interactive(&account), move |b| {
+                b.put(&input, &embedding, limit)
+            })
             .await
     }
 
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
         let (a, n, k) = owned(account, namespace, key);
-        self.writer.run(move |b| b.touch(&a, &n, &k)).await
+        self.writer
+            .run(Turn::interactive(account), move |b| b.touch(&a, &n, &k))
+            .await
     }
 
     async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
         let (a, n, k) = owned(account, namespace, key);
-        self.writer.run(move |b| b.soft_delete(&a, &n, &k)).await
+        self.writer
+            .run(Turn::interactive(account), move |b| {
+                b.soft_delete(&a, &n, &k)
+            })
+            .await
     }
 
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {
         let (a, n, k) = owned(account, namespace, key);
-        self.writer.run(move |b| b.hard_delete(&a, &n, &k)).await
+        self.writer
+            .run(Turn::interactive(account), move |b| {
+                b.hard_delete(&a, &n, &k)
+            })
+            .await
     }
 
     async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
@@ -176,12 +193,12 @@ impl MemoryBackend for Embedded {
 
     async fn import(
         &self,
-        _account: &str,
+        account: &str,
         items: Vec<Prepared>,
         limit: u64,
     ) -> Result<ImportReport> {
         self.writer
-            .run(move |b| {
+            .run(Turn::bulk(account, items.len()), move |b| {
                 let mut report = transfer::Importing::default();
                 for (index, key, item) in items {
                     let put = item.map(|(input, embedding)| {
@@ -198,18 +215,20 @@ impl MemoryBackend for Embedded {
     }
 
     async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize> {
+        let turn = Turn::interactive(account);
         let account = account.to_string();
         let removed = self
             .writer
-            .run(move |b| b.soft_delete_ids(&account, &ids))
+            .run(turn, move |b| b.soft_delete_ids(&account, &ids))
             .await?;
         Ok(removed.len())
     }
 
     async fn consolidate(&self, account: &str, merges: Vec<Merge>) -> Result<Vec<Merged>> {
+        let turn = Turn::bulk(account, merges.iter().map(|m| 1 + m.originals.len()).sum());
         let account = account.to_string();
         self.writer
-            .run(move |b| b.consolidate(&account, &merges))
+            .run(turn, move |b| b.consolidate(&account, &merges))
             .await
     }
 

@@ -36,6 +36,14 @@ pub enum MemoryError {
     /// A write group could not be committed; nothing of it was written.
     #[error("write failed: {0}")]
     WriteFailed(String),
+    /// The account (or this node) has as many rows of bulk work waiting to be written as
+    /// the writer's queue holds (`[memory] write_queue_per_account`, `write_queue_total`);
+    /// nothing was written; retry shortly.
+    #[error(
+        "this account has too much waiting to be written at this node; retry after the \
+         Retry-After seconds, or send smaller imports"
+    )]
+    Busy,
     /// The writer thread is gone (the service is shutting down).
     #[error("memory writer stopped")]
     Stopped,

@@ -14,6 +14,7 @@ mod derived;
 pub mod embed;
 mod embedded;
 mod error;
+mod fair;
 pub mod index;
 mod input;
 mod postgres;
@@ -31,6 +32,7 @@ pub use consolidate::{
 };
 pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};
 pub use error::{MemoryError, Result};
+pub use fair::Class;
 pub use input::{
     DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS,
     MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft, PutInput, validate_key, validate_namespace,

@@ -4,12 +4,13 @@ use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 
 use super::MemoryConfig;
 use super::{
-    MemoryError, PutInput, Result,
+    Class, MemoryError, PutInput, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome},
     consolidate::{self, Gate},
     dedupe::{self, Pair},
     embed::EmbedService,
     embedded::Embedded,
+    fair::Bounds,
     record::Memory,
     search::{self, SearchHit, SearchQuery},
     transfer::{ImportItem, ImportReport},
@@ -103,7 +104,11 @@ impl MemoryService {
         config: &MemoryConfig,
     ) -> Result<Self> {
         let every = Duration::from_secs(config.checkpoint_interval_secs);
-        let backend = Embedded::open(db, index_dir, embed.dims(), every)?;
+        let bounds = Bounds {
+            per_account: config.write_queue_per_account.max(1),
+            total: config.write_queue_total.max(1),
+        };
+        let backend = Embedded::open(db, index_dir, embed.dims(), every, bounds)?;
         Ok(Self::over(backend, embed, config))
     }
 
@@ -137,7 +142,7 @@ impl MemoryService {
                 created: false,
             });
         }
-        let embedding = self.embed_one(&input.value).await?;
+        let embedding = self.embed_one(&input.account, &input.value).await?;
         backend.put(input, embedding, limit).await
     }
 
@@ -213,7 +218,11 @@ impl MemoryService {
             .iter()
             .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
             .collect();
-        let mut embeddings = self.inner.embed.embed_documents(valid).await?.into_iter();
+        let embed = &self.inner.embed;
+        let mut embeddings = embed
+            .embed_documents(account, Class::Bulk, valid)
+            .await?
+            .into_iter();
         let prepared = items
             .into_iter()
             .map(|item| {
@@ -239,7 +248,7 @@ impl MemoryService {
 
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let vector = match q.mode.uses_vectors() {
-            true => Some(self.inner.embed.embed_query(&q.query).await?),
+            true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
         };
         let now = now_ms();
@@ -397,7 +406,8 @@ impl MemoryService {
         }
         consolidate::distinct_keys(&mut inputs);
         let values = inputs.iter().map(|i| i.value.clone()).collect();
-        let embeddings = self.inner.embed.embed_documents(values).await?;
+        let embed = &self.inner.embed;
+        let embeddings = embed.embed_documents(account, Class::Bulk, values).await?;
         let merges: Vec<Merge> = inputs
             .into_iter()
             .zip(embeddings)
@@ -424,11 +434,12 @@ impl MemoryService {
         self.inner.backend.checkpoint()
     }
 
-    async fn embed_one(&self, text: &str) -> Result<Vec<f32>> {
+    /// The vector of one text of `account`'s, embedded as interactive work.
+    async fn embed_one(&self, account: &str, text: &str) -> Result<Vec<f32>> {
         let mut v = self
             .inner
             .embed
-            .embed_documents(vec![text.to_string()])
+            .embed_documents(account, Class::Interactive, vec![text.to_string()])
             .await?;
         v.pop().ok_or(MemoryError::Stopped)
     }

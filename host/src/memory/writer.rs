@@ -3,16 +3,33 @@
 //! the resulting index changes, and only then answers the callers — so an answered write is
 //! durable and visible to the next search. Group commit is what lets 16 concurrent clients
 //! share the cost of a commit instead of queueing behind 16 of them.
+//!
+//! The jobs are taken from the accounts' queues in turn, interactive ones (a put, a
+//! delete) before bulk ones (an import, a consolidation: see [`fair`]), and a group holds
+//! at most [`MAX_GROUP`] rows' worth of them, so a put queued behind another account's
+//! import of 500 memories is committed in a group of its own before it. An import stays one
+//! job — one transaction, all or nothing — so a put that arrives while it is being written
+//! waits for that one job, never for the imports queued behind it.
 
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
-use super::{MemoryError, Result, derived::Indexes, index::IndexOp, store::Batch};
+use super::{
+    MemoryError, Result,
+    derived::Indexes,
+    fair::{self, Bounds, Class},
+    index::IndexOp,
+    store::Batch,
+};
 use crate::clock::now_ms;
 
-/// Most jobs folded into one transaction.
+/// Most rows (a job's cost: one for a put, the items of an import) one transaction takes,
+/// but for a single job bigger than that, which goes alone.
 const MAX_GROUP: usize = 256;
+
+/// The queue of the writer's own upkeep (the checkpoint's oplog truncation).
+pub const SYSTEM: &str = "";
 
 type Completion = Box<dyn FnOnce(Option<&str>) + Send>;
 type Job = Box<dyn FnOnce(&mut Batch<'_>) -> (Completion, bool) + Send>;
@@ -20,13 +37,42 @@ type Job = Box<dyn FnOnce(&mut Batch<'_>) -> (Completion, bool) + Send>;
 /// Handle to the writer thread; cheap to clone.
 #[derive(Clone)]
 pub struct Writer {
-    jobs: mpsc::Sender<Job>,
+    jobs: fair::Sender<Job>,
+}
+
+/// Whose a write is, its class and its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    pub account: &'a str,
+    pub class: Class,
+    pub rows: usize,
+}
+
+impl<'a> Turn<'a> {
+    /// A request's own write of one row or so (a put, a delete, a touch, a reap).
+    pub fn interactive(account: &'a str) -> Self {
+        Self {
+            account,
+            class: Class::Interactive,
+            rows: 1,
+        }
+    }
+
+    /// Bulk work of `rows` rows (an import, a consolidation).
+    pub fn bulk(account: &'a str, rows: usize) -> Self {
+        Self {
+            account,
+            class: Class::Bulk,
+            rows: rows.max(1),
+        }
+    }
 }
 
 impl Writer {
-    /// Starts the writer thread. It ends when the last handle is dropped.
-    pub fn start(db: Arc<redb::Database>, indexes: Arc<Indexes>) -> Self {
-        let (jobs, rx) = mpsc::channel::<Job>();
+    /// Starts the writer thread, bulk writes bounded by `bounds` (rows). It ends when the
+    /// last handle is dropped.
+    pub fn start(db: Arc<redb::Database>, indexes: Arc<Indexes>, bounds: Bounds) -> Self {
+        let (jobs, rx) = fair::channel::<Job>(bounds);
         std::thread::Builder::new()
             .name("memory-writer".into())
             .spawn(move || run(&db, &indexes, &rx))
@@ -34,28 +80,35 @@ impl Writer {
         Self { jobs }
     }
 
-    /// Runs `f` inside the next group transaction and returns its result once committed.
-    /// `f` must either succeed or fail without mutating (the `Batch` operations guarantee
-    /// it); a storage failure inside `f` aborts the whole group.
+    /// Runs `f` inside a group transaction when `turn`'s account's turn comes, and returns
+    /// its result once committed. `f` must either succeed or fail without mutating (the
+    /// `Batch` operations guarantee it); a storage failure inside `f` aborts the whole
+    /// group. Bulk work is refused with [`MemoryError::Busy`] (nothing queued) when the
+    /// account's queue has no room for its rows; interactive work is not bounded here:
+    /// each request holds at most one such job.
     pub async fn run<T: Send + 'static>(
         &self,
+        turn: Turn<'_>,
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.submit(f)?.await.unwrap_or_else(|_| Err(aborted()))
+        self.submit(turn, f)?
+            .await
+            .unwrap_or_else(|_| Err(aborted()))
     }
 
-    /// `run` for threads outside the async runtime.
+    /// `run` of the writer's own upkeep, for threads outside the async runtime.
     pub fn run_blocking<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.submit(f)?
+        self.submit(Turn::interactive(SYSTEM), f)?
             .blocking_recv()
             .unwrap_or_else(|_| Err(aborted()))
     }
 
     fn submit<T: Send + 'static>(
         &self,
+        turn: Turn<'_>,
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<T>>> {
         let (tx, rx) = oneshot::channel();
@@ -74,7 +127,19 @@ impl Writer {
             });
             (complete, fatal)
         });
-        self.jobs.send(job).map_err(|_| MemoryError::Stopped)?;
+        let Turn {
+            account,
+            class,
+            rows,
+        } = turn;
+        let queued = match class {
+            Class::Interactive => self.jobs.push(account, class, rows, job),
+            Class::Bulk => self.jobs.admit(account, class, vec![(rows, job)]),
+        };
+        queued.map_err(|refused| match refused {
+            fair::Refused::Full => MemoryError::Busy,
+            fair::Refused::Gone => MemoryError::Stopped,
+        })?;
         Ok(rx)
     }
 }
@@ -83,15 +148,9 @@ fn aborted() -> MemoryError {
     MemoryError::WriteFailed("write aborted".into())
 }
 
-fn run(db: &redb::Database, indexes: &Indexes, rx: &mpsc::Receiver<Job>) {
-    while let Ok(first) = rx.recv() {
-        let mut jobs = vec![first];
-        while jobs.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
-            }
-        }
+fn run(db: &redb::Database, indexes: &Indexes, rx: &fair::Receiver<Job>) {
+    while let Some(group) = rx.group([MAX_GROUP; 2]) {
+        let jobs = group.into_iter().map(|(_, job)| job).collect();
         match commit_group(db, jobs) {
             Ok((completions, ops, seq)) => {
                 if !ops.is_empty()
@@ -149,5 +208,64 @@ fn commit_group(
     match txn.commit() {
         Ok(()) => Ok((completions, ops, seq)),
         Err(e) => Err((completions, e.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::memory::store;
+
+    /// A writer over a fresh data dir, whose bulk work one account may queue 10 rows of.
+    fn writer(dir: &tempfile::TempDir) -> Writer {
+        let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+        store::init(&db).unwrap();
+        let indexes = Arc::new(Indexes::open(&dir.path().join("index"), 8, &db).unwrap());
+        let bounds = Bounds {
+            per_account: 10,
+            total: 100,
+        };
+        Writer::start(db, indexes, bounds)
+    }
+
+    /// A put queued behind another account's bulk work is written first; bulk work past
+    /// the account's bound is refused; what is queued is written in turn.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_is_written_before_bulk_work_queued_earlier_and_a_full_queue_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer(&dir);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let (started, holding) = oneshot::channel();
+        let held = writer.submit(Turn::interactive("z"), move |_| {
+            let _ = started.send(());
+            hold.recv().ok();
+            Ok(())
+        });
+        holding.await.unwrap();
+        let job = |name: &'static str| {
+            let log = log.clone();
+            move |_: &mut Batch<'_>| -> Result<()> {
+                log.lock().push(name);
+                Ok(())
+            }
+        };
+        let import_1 = writer
+            .submit(Turn::bulk("a", 8), job("a import 1"))
+            .unwrap();
+        let import_2 = writer
+            .submit(Turn::bulk("a", 2), job("a import 2"))
+            .unwrap();
+        let refused = writer.submit(Turn::bulk("a", 1), job("a refused"));
+        assert!(matches!(refused, Err(MemoryError::Busy)));
+        let put = writer.submit(Turn::interactive("b"), job("b put")).unwrap();
+        release.send(()).unwrap();
+        held.unwrap().await.unwrap().unwrap();
+        for done in [put, import_1, import_2] {
+            done.await.unwrap().unwrap();
+        }
+        assert_eq!(*log.lock(), ["b put", "a import 1", "a import 2"]);
     }
 }

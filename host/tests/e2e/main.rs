@@ -17,6 +17,7 @@ mod consolidate;
 mod docs;
 mod envelope;
 mod fair_cpu;
+mod fair_memory;
 mod guests;
 mod hostile;
 mod isolation;

@@ -108,7 +108,7 @@ pub async fn list_memories(
         (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn search(

@@ -84,7 +84,7 @@ fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
         (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn put(
@@ -206,7 +206,7 @@ pub(in crate::api) async fn history_in(
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn search(
@@ -347,7 +347,7 @@ pub async fn dedupe(
         (status = 429, description = "A consolidation of this account is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`). Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
-        (status = 503, description = "The Mind could not summarize a cluster, or the embedding provider failed; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = "The Mind could not summarize a cluster, the embedding provider failed, or the account has as much memory work waiting at this node as its queue holds; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn consolidate(
@@ -484,7 +484,7 @@ fn import_item(account: &str, index: usize, item: Value) -> ImportItem {
         (status = 402, description = "The import halted at the live-memory quota; what it did so far is in `details`. Codes: `memory_quota_exceeded`. Details: ImportQuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 64 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed; retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn import(

@@ -26,10 +26,21 @@ pub struct EmbedderConfig {
     pub onnxruntime: Option<PathBuf>,
     /// Worker threads of the bulk lane, each running its own batch; values below 1 mean 1.
     pub threads: usize,
-    /// Most texts one bulk inference takes; values below 1 mean 1.
+    /// Most texts one inference takes; values below 1 mean 1.
     pub batch_size: usize,
+    /// Most texts of bulk work (imports, consolidations) one inference takes, at most
+    /// `batch_size`: a put's text waits behind at most one such batch per worker, however
+    /// large the imports of other accounts are. Values below 1 mean 1.
+    pub bulk_batch_size: usize,
     /// Query embeddings kept in the LRU cache; 0 turns the cache off.
     pub query_cache: usize,
+    /// Most texts one account may have waiting in a lane; past it its requests that embed
+    /// are refused with 503 `temporarily_unavailable` (one request is always admitted when
+    /// the account has nothing waiting). Values below 1 mean 1.
+    pub queue_per_account: usize,
+    /// Most texts all accounts together may have waiting in a lane (past it, 503 as
+    /// above). Values below 1 mean 1.
+    pub queue_total: usize,
     /// Settings of the remote OpenAI-compatible provider, used when `kind = "openai"`.
     pub openai: OpenAiEmbedConfig,
 }
@@ -42,7 +53,10 @@ impl Default for EmbedderConfig {
             onnxruntime: None,
             threads: 2,
             batch_size: 32,
+            bulk_batch_size: 8,
             query_cache: 4096,
+            queue_per_account: 2048,
+            queue_total: 16384,
             openai: OpenAiEmbedConfig::default(),
         }
     }

@@ -63,6 +63,13 @@ pub enum EmbedError {
     /// The remote embeddings provider failed or answered something unusable.
     #[error("remote embedding provider failed: {0}")]
     Remote(String),
+    /// The account (or this node) has as many texts waiting to be embedded as the queue
+    /// holds (`[embedder] queue_per_account`, `queue_total`); retry shortly.
+    #[error(
+        "this account has too much waiting to be embedded at this node; retry after the \
+         Retry-After seconds, or send smaller imports"
+    )]
+    Busy,
     /// The embedding service's threads are gone, so nothing can be embedded.
     #[error("the embedding service has shut down")]
     ShutDown,

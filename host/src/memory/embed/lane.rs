@@ -1,14 +1,17 @@
-//! A lane: dedicated threads that coalesce queued embedding jobs into batches and run them.
+//! A lane: dedicated threads that coalesce queued embedding jobs into batches and run them,
+//! taking the accounts' jobs in turn.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
-use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::{EmbedError, Embedder};
-use crate::metrics::names;
+use crate::{
+    memory::fair::{self, Class},
+    metrics::names,
+};
 
 /// What a job gets back: one vector per text, in order.
 pub(super) type Vectors = Result<Vec<Vec<f32>>, EmbedError>;
@@ -33,7 +36,8 @@ impl Reply {
     }
 }
 
-/// Texts to embed (never more than the lane's batch size) and where to send their vectors.
+/// Texts to embed (never more than the lane's batch size of their class) and where to send
+/// their vectors.
 pub(super) struct Job {
     pub(super) texts: Vec<String>,
     pub(super) reply: Reply,
@@ -41,7 +45,7 @@ pub(super) struct Job {
 
 /// The sending end of a lane; its threads exit once this is dropped and the queue drains.
 pub(super) struct Lane {
-    tx: mpsc::Sender<Job>,
+    tx: fair::Sender<Job>,
     meters: Meters,
 }
 
@@ -65,19 +69,21 @@ impl Meters {
 }
 
 impl Lane {
-    /// Starts `workers` threads named `embed-{lane}-N`, each batching up to `batch_size`
-    /// texts; `lane` labels the lane's metrics.
+    /// Starts `workers` threads named `embed-{lane}-N`, each batching texts taken from the
+    /// accounts' queues in turn (see [`fair`]) up to `batch_size[class]` — fewer of bulk
+    /// work, so an interactive text waits behind a short batch — with at most `bounds` of
+    /// them waiting; `lane` labels the lane's metrics.
     pub(super) fn spawn(
         lane: &'static str,
         embedder: &Arc<dyn Embedder>,
         workers: usize,
-        batch_size: usize,
+        batch_size: [usize; 2],
+        bounds: fair::Bounds,
     ) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let rx = Arc::new(Mutex::new(rx));
+        let (tx, rx) = fair::channel(bounds);
         let meters = Meters::new(lane);
         for n in 0..workers {
-            let (embedder, rx, meters) = (Arc::clone(embedder), Arc::clone(&rx), meters.clone());
+            let (embedder, rx, meters) = (Arc::clone(embedder), rx.clone(), meters.clone());
             std::thread::Builder::new()
                 .name(format!("embed-{lane}-{n}"))
                 .spawn(move || run(&*embedder, &rx, batch_size, &meters))
@@ -86,52 +92,40 @@ impl Lane {
         Self { tx, meters }
     }
 
-    /// Queues a job; if the lane's threads are gone the reply is dropped, which the
-    /// waiting caller sees as [`EmbedError::ShutDown`].
-    pub(super) fn submit(&self, texts: Vec<String>, reply: Reply) {
-        // Counted before it is sent, so a worker taking it at once never drives the gauge
-        // below zero; uncounted if no worker is left to take it.
-        let count = texts.len() as f64;
-        self.meters.queued.increment(count);
-        if self.tx.send(Job { texts, reply }).is_err() {
-            self.meters.queued.decrement(count);
-        }
+    /// Queues the jobs of one request of `account`, all or none: [`EmbedError::Busy`]
+    /// when the account's (or the node's) queue has no room for their texts.
+    pub(super) fn submit(
+        &self,
+        account: &str,
+        class: Class,
+        jobs: Vec<Job>,
+    ) -> Result<(), EmbedError> {
+        let jobs: Vec<(usize, Job)> = jobs.into_iter().map(|j| (j.texts.len(), j)).collect();
+        // Counted before they are queued, so a worker taking them at once never drives the
+        // gauge below zero; uncounted if they are refused.
+        let count: usize = jobs.iter().map(|(n, _)| n).sum();
+        self.meters.queued.increment(count as f64);
+        self.tx.admit(account, class, jobs).map_err(|refused| {
+            self.meters.queued.decrement(count as f64);
+            match refused {
+                fair::Refused::Full => EmbedError::Busy,
+                fair::Refused::Gone => EmbedError::ShutDown,
+            }
+        })
     }
 }
 
-/// A worker: waits for a job, adds whatever else is queued while it fits, runs the batch.
-fn run(
-    embedder: &dyn Embedder,
-    rx: &Mutex<mpsc::Receiver<Job>>,
-    batch_size: usize,
-    meters: &Meters,
-) {
-    let mut carry: Option<Job> = None;
-    loop {
-        let mut batch = Vec::new();
-        {
-            let rx = rx.lock();
-            let first = match carry.take() {
-                Some(job) => job,
-                None => match rx.recv() {
-                    Ok(job) => job,
-                    Err(mpsc::RecvError) => return,
-                },
-            };
-            let mut count = first.texts.len();
-            batch.push(first);
-            while count < batch_size {
-                let Ok(job) = rx.try_recv() else { break };
-                if count + job.texts.len() > batch_size {
-                    carry = Some(job);
-                    break;
-                }
-                count += job.texts.len();
-                batch.push(job);
-            }
-            meters.queued.decrement(count as f64);
-        }
-        run_batch(embedder, batch, &meters.batch);
+/// A worker: waits for a job, adds the jobs queued behind it in turn while they fit,
+/// runs the batch.
+fn run(embedder: &dyn Embedder, rx: &fair::Receiver<Job>, batch_size: [usize; 2], meters: &Meters) {
+    while let Some(group) = rx.group(batch_size) {
+        let count: usize = group.iter().map(|(n, _)| n).sum();
+        meters.queued.decrement(count as f64);
+        run_batch(
+            embedder,
+            group.into_iter().map(|(_, job)| job).collect(),
+            &meters.batch,
+        );
     }
 }
 

@@ -8,15 +8,19 @@ use lru::LruCache;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::lane::{Lane, Reply, Vectors};
+use super::lane::{Job, Lane, Reply, Vectors};
 use super::{EmbedError, Embedder, EmbedderConfig};
+use crate::memory::fair::{Bounds, Class};
 
 /// Runs an Embedder on dedicated threads, off the async runtime. Clone-able handle (Arc inside).
 ///
 /// The bulk lane (`threads` workers) coalesces concurrent callers' texts into batches of up
-/// to `batch_size`; the query lane has its own thread so searches never queue behind
-/// indexing, and an LRU cache of `query_cache` entries. The threads exit when the last
-/// handle is dropped.
+/// to `batch_size` (`bulk_batch_size` of bulk work); the query lane has its own thread so
+/// searches never queue behind indexing, and an LRU cache of `query_cache` entries. In each
+/// lane the accounts' jobs
+/// are taken in turn, interactive ones (a put) before bulk ones (an import), and at most
+/// `queue_per_account` texts of an account wait (see [`fair`](crate::memory::fair)).
+/// The threads exit when the last handle is dropped.
 #[derive(Clone)]
 pub struct EmbedService {
     inner: Arc<Inner>,
@@ -24,7 +28,8 @@ pub struct EmbedService {
 
 struct Inner {
     embedder: Arc<dyn Embedder>,
-    batch_size: usize,
+    /// Most texts in one batch, by class (interactive, bulk).
+    batch_size: [usize; 2],
     bulk: Lane,
     query: Lane,
     cache: Option<Mutex<LruCache<String, Arc<Vec<f32>>>>>,
@@ -33,10 +38,17 @@ struct Inner {
 impl EmbedService {
     /// Starts the lanes' threads for `embedder`, sized by `cfg` (threads, batch_size, query_cache).
     pub fn new(embedder: Arc<dyn Embedder>, cfg: &EmbedderConfig) -> Self {
-        let batch_size = cfg.batch_size.max(1);
+        let batch_size = [
+            cfg.batch_size.max(1),
+            cfg.bulk_batch_size.clamp(1, cfg.batch_size.max(1)),
+        ];
+        let bounds = Bounds {
+            per_account: cfg.queue_per_account.max(1),
+            total: cfg.queue_total.max(1),
+        };
         let inner = Inner {
-            bulk: Lane::spawn("bulk", &embedder, cfg.threads.max(1), batch_size),
-            query: Lane::spawn("query", &embedder, 1, batch_size),
+            bulk: Lane::spawn("bulk", &embedder, cfg.threads.max(1), batch_size, bounds),
+            query: Lane::spawn("query", &embedder, 1, batch_size, bounds),
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
             batch_size,
@@ -56,19 +68,30 @@ impl EmbedService {
         self.inner.embedder.name()
     }
 
-    /// Bulk lane: texts for storage. Concurrent callers' texts are coalesced into one batch
-    /// (up to batch_size) — whatever has queued while the previous batch ran — so 16 concurrent
-    /// writers cost ~one batched inference, not 16 sequential ones.
+    /// Bulk lane: texts for storage, of `account`'s work of `class`. Concurrent callers'
+    /// texts are coalesced into one batch (up to batch_size) — whatever has queued while
+    /// the previous batch ran, the accounts' jobs in turn — so 16 concurrent writers cost
+    /// ~one batched inference, not 16 sequential ones. Bulk work is queued as jobs of
+    /// `bulk_batch_size` texts, batched no larger, so it never holds a worker for long.
     ///
-    /// Returns one unit vector per text, in order.
-    pub async fn embed_documents(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let (chunks, order) = self.chunks(texts);
-        let mut pending = Vec::new();
-        for chunk in chunks {
-            let (tx, rx) = oneshot::channel();
-            self.inner.bulk.submit(chunk, Reply::Async(tx));
-            pending.push(rx);
-        }
+    /// Returns one unit vector per text, in order; [`EmbedError::Busy`] (nothing queued)
+    /// when the account's queue has no room for them.
+    pub async fn embed_documents(
+        &self,
+        account: &str,
+        class: Class,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let (chunks, order) = self.chunks(texts, class);
+        let (jobs, pending): (Vec<_>, Vec<_>) = chunks
+            .into_iter()
+            .map(|texts| {
+                let (tx, rx) = oneshot::channel();
+                let reply = Reply::Async(tx);
+                (Job { texts, reply }, rx)
+            })
+            .unzip();
+        self.inner.bulk.submit(account, class, jobs)?;
         let mut out = Vec::with_capacity(order.len());
         for rx in pending {
             out.extend(rx.await.map_err(|_| EmbedError::ShutDown)??);
@@ -76,16 +99,23 @@ impl EmbedService {
         Ok(in_order(out, &order))
     }
 
-    /// Query lane: one text, its own thread (so a search never waits behind bulk indexing),
-    /// LRU-cached by exact text.
-    pub async fn embed_query(&self, text: &str) -> Result<Arc<Vec<f32>>, EmbedError> {
+    /// Query lane: one text of `account`'s, its own thread (so a search never waits behind
+    /// bulk indexing), LRU-cached by exact text.
+    pub async fn embed_query(
+        &self,
+        account: &str,
+        text: &str,
+    ) -> Result<Arc<Vec<f32>>, EmbedError> {
         if let Some(hit) = self.cached(text) {
             return Ok(hit);
         }
         let (tx, rx) = oneshot::channel();
-        self.inner
-            .query
-            .submit(vec![text.to_owned()], Reply::Async(tx));
+        let job = Job {
+            texts: vec![text.to_owned()],
+            reply: Reply::Async(tx),
+        };
+        let class = Class::Interactive;
+        self.inner.query.submit(account, class, vec![job])?;
         let vector = Arc::new(single(rx.await.map_err(|_| EmbedError::ShutDown)?)?);
         if let Some(cache) = &self.inner.cache {
             cache.lock().put(text.to_owned(), Arc::clone(&vector));
@@ -93,20 +123,25 @@ impl EmbedService {
         Ok(vector)
     }
 
-    /// Synchronous bulk embedding for start-up/offline use (no async runtime needed).
+    /// Synchronous bulk embedding for start-up/offline use (no async runtime needed), as
+    /// `account`'s bulk work.
     ///
     /// Blocks the calling thread until done, so do not call it on an async worker thread.
     pub fn embed_documents_blocking(
         &self,
+        account: &str,
         texts: Vec<String>,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let (chunks, order) = self.chunks(texts);
-        let mut pending = Vec::new();
-        for chunk in chunks {
-            let (tx, rx) = mpsc::sync_channel(1);
-            self.inner.bulk.submit(chunk, Reply::Blocking(tx));
-            pending.push(rx);
-        }
+        let (chunks, order) = self.chunks(texts, Class::Bulk);
+        let (jobs, pending): (Vec<_>, Vec<_>) = chunks
+            .into_iter()
+            .map(|texts| {
+                let (tx, rx) = mpsc::sync_channel(1);
+                let reply = Reply::Blocking(tx);
+                (Job { texts, reply }, rx)
+            })
+            .unzip();
+        self.inner.bulk.submit(account, Class::Bulk, jobs)?;
         let mut out = Vec::with_capacity(order.len());
         for rx in pending {
             out.extend(rx.recv().map_err(|_| EmbedError::ShutDown)??);
@@ -114,17 +149,18 @@ impl EmbedService {
         Ok(in_order(out, &order))
     }
 
-    /// Splits `texts` into jobs no bigger than one batch, shortest texts first, and says
-    /// where each text came from (`order[k]` is the input index of the `k`-th text sent).
+    /// Splits `texts` into jobs no bigger than one batch of `class`, shortest texts first,
+    /// and says where each text came from (`order[k]` is the input index of the `k`-th
+    /// text sent).
     ///
     /// A batch runs padded to its longest text, so batching texts of like length saves the
     /// padding: LoCoMo's conversation turns in input order embed at 166/s, sorted at 2×.
-    fn chunks(&self, texts: Vec<String>) -> (Vec<Vec<String>>, Vec<usize>) {
+    fn chunks(&self, texts: Vec<String>, class: Class) -> (Vec<Vec<String>>, Vec<usize>) {
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| texts[i].len());
         let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
         let chunks = order
-            .chunks(self.inner.batch_size)
+            .chunks(self.inner.batch_size[class as usize])
             .map(|chunk| chunk.iter().filter_map(|&i| texts[i].take()).collect())
             .collect();
         (chunks, order)
@@ -185,6 +221,8 @@ mod tests {
     struct Probe {
         inner: HashEmbedder,
         calls: AtomicUsize,
+        /// The texts of each call, in order.
+        batches: Mutex<Vec<Vec<String>>>,
         hold: Mutex<mpsc::Receiver<()>>,
         /// Notified when a worker is inside a held call.
         held: Notify,
@@ -196,6 +234,7 @@ mod tests {
             let probe = Self {
                 inner: HashEmbedder::new(64),
                 calls: AtomicUsize::new(0),
+                batches: Mutex::new(Vec::new()),
                 hold: Mutex::new(rx),
                 held: Notify::new(),
             };
@@ -212,6 +251,8 @@ mod tests {
         }
         fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
+            let texts_owned = texts.iter().map(|t| t.to_string()).collect();
+            self.batches.lock().push(texts_owned);
             if texts.contains(&"hold") {
                 self.held.notify_one();
                 let _ = self.hold.lock().recv();
@@ -232,7 +273,11 @@ mod tests {
         // Hold the worker so the 16 writers below queue up behind it.
         let held = tokio::spawn({
             let service = service.clone();
-            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+            async move {
+                service
+                    .embed_documents("a", Class::Bulk, vec!["hold".to_owned()])
+                    .await
+            }
         });
         probe.held.notified().await;
         let texts: Vec<_> = (0..16)
@@ -240,7 +285,7 @@ mod tests {
             .collect();
         let mut writers: Vec<_> = texts
             .iter()
-            .map(|t| Box::pin(service.embed_documents(t.clone())))
+            .map(|t| Box::pin(service.embed_documents("a", Class::Interactive, t.clone())))
             .collect();
         // A writer queues its texts on its first poll: poll each once, and all 16 are queued
         // behind the held call before it is released (no guessing how long that takes).
@@ -258,19 +303,61 @@ mod tests {
         assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
     }
 
+    /// A put queued behind another account's import is embedded before the import's
+    /// chunks; an account with its bound of texts waiting is refused.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_goes_before_another_accounts_import_and_a_full_queue_refuses() {
+        let (probe, release) = Probe::new();
+        let cfg = EmbedderConfig {
+            queue_per_account: 6,
+            ..cfg(1, 2)
+        };
+        let service = EmbedService::new(probe.clone(), &cfg);
+        let held = tokio::spawn({
+            let service = service.clone();
+            async move {
+                let hold = vec!["hold".to_owned()];
+                service.embed_documents("z", Class::Interactive, hold).await
+            }
+        });
+        probe.held.notified().await;
+        let texts: Vec<String> = (0..6).map(|i| format!("import {i}")).collect();
+        let mut import = Box::pin(service.embed_documents("a", Class::Bulk, texts));
+        let put = vec!["b put".to_owned()];
+        let mut put = Box::pin(service.embed_documents("b", Class::Interactive, put));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(import.as_mut().poll(&mut cx).is_pending());
+        assert!(put.as_mut().poll(&mut cx).is_pending());
+        let more = vec!["one more".to_owned()];
+        let refused = service.embed_documents("a", Class::Interactive, more).await;
+        assert!(matches!(refused, Err(EmbedError::Busy)), "{refused:?}");
+        release.send(()).unwrap();
+        held.await.unwrap().unwrap();
+        assert_eq!(put.await.unwrap().len(), 1);
+        assert_eq!(import.await.unwrap().len(), 6);
+        let batches = probe.batches.lock().clone();
+        let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+        assert_eq!(batches[1], ["b put"], "{batches:?}");
+        assert_eq!(sizes, [1, 1, 2, 2, 2], "the import in chunks of a batch");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn query_is_cached_and_never_waits_behind_bulk() {
         let (probe, release) = Probe::new();
         let service = EmbedService::new(probe.clone(), &cfg(1, 32));
         let held = tokio::spawn({
             let service = service.clone();
-            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+            async move {
+                service
+                    .embed_documents("a", Class::Bulk, vec!["hold".to_owned()])
+                    .await
+            }
         });
         probe.held.notified().await;
         let wait = Duration::from_secs(10);
-        let first = tokio::time::timeout(wait, service.embed_query("where is the key"));
+        let first = tokio::time::timeout(wait, service.embed_query("a", "where is the key"));
         let first = first.await.expect("query waited behind bulk").unwrap();
-        let second = service.embed_query("where is the key").await.unwrap();
+        let second = service.embed_query("a", "where is the key").await.unwrap();
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(*first, probe.inner.embed_one("where is the key"));
         release.send(()).unwrap();
@@ -281,17 +368,21 @@ mod tests {
     async fn failures_reach_every_caller_and_the_lane_survives() {
         let (probe, _release) = Probe::new();
         let service = EmbedService::new(probe.clone(), &cfg(1, 32));
-        let err = service.embed_documents(vec!["fail".to_owned()]).await;
+        let err = service
+            .embed_documents("a", Class::Bulk, vec!["fail".to_owned()])
+            .await;
         assert!(matches!(err, Err(EmbedError::Inference(_))));
-        let err = service.embed_documents(vec!["panic".to_owned()]).await;
+        let err = service
+            .embed_documents("a", Class::Bulk, vec!["panic".to_owned()])
+            .await;
         assert!(matches!(err, Err(EmbedError::Inference(_))));
         let ok = service
-            .embed_documents(vec!["fine".to_owned(), "also".to_owned()])
+            .embed_documents("a", Class::Bulk, vec!["fine".to_owned(), "also".to_owned()])
             .await;
         assert_eq!(ok.unwrap().len(), 2);
         assert!(
             service
-                .embed_documents(Vec::new())
+                .embed_documents("a", Class::Bulk, Vec::new())
                 .await
                 .unwrap()
                 .is_empty()
@@ -305,11 +396,15 @@ mod tests {
         let (service, meters) = capture(|| EmbedService::new(probe.clone(), &cfg(1, 64)));
         let held = tokio::spawn({
             let service = service.clone();
-            async move { service.embed_documents(vec!["hold".to_owned()]).await }
+            async move {
+                service
+                    .embed_documents("a", Class::Bulk, vec!["hold".to_owned()])
+                    .await
+            }
         });
         probe.held.notified().await;
         let texts = vec!["one".to_owned(), "two".to_owned(), "three".to_owned()];
-        let mut waiting = Box::pin(service.embed_documents(texts));
+        let mut waiting = Box::pin(service.embed_documents("a", Class::Bulk, texts));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(waiting.as_mut().poll(&mut cx).is_pending());
         let bulk = [("lane", "bulk")];
@@ -318,7 +413,7 @@ mod tests {
         release.send(()).unwrap();
         held.await.unwrap().unwrap();
         waiting.await.unwrap();
-        service.embed_query("where is the key").await.unwrap();
+        service.embed_query("a", "where is the key").await.unwrap();
         let got = meters.snapshot();
         // A snapshot consumes what it reports: this one sees the three leave the queue.
         assert_eq!(got.gauge(names::EMBED_QUEUE, &bulk), Some(-3.0));
@@ -335,7 +430,9 @@ mod tests {
         let (probe, _release) = Probe::new();
         let service = EmbedService::new(probe.clone(), &cfg(2, 4));
         let texts: Vec<String> = (0..10).map(|i| format!("text number {i}")).collect();
-        let got = service.embed_documents_blocking(texts.clone()).unwrap();
+        let got = service
+            .embed_documents_blocking("a", texts.clone())
+            .unwrap();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         assert_eq!(got, probe.inner.embed(&refs).unwrap());
         assert!(
@@ -363,7 +460,9 @@ mod tests {
             .iter()
             .map(|n| format!("{n} {}", "word ".repeat(*n)))
             .collect();
-        let got = service.embed_documents_blocking(texts.clone()).unwrap();
+        let got = service
+            .embed_documents_blocking("a", texts.clone())
+            .unwrap();
         for (text, vector) in texts.iter().zip(&got) {
             assert_eq!(
                 *vector,
@@ -383,9 +482,14 @@ mod tests {
             .map(|i| {
                 let service = service.clone();
                 let text = format!("Memory number {i}: the build server restarts at {i} am");
-                tokio::spawn(
-                    async move { (service.embed_documents(vec![text.clone()]).await, text) },
-                )
+                tokio::spawn(async move {
+                    (
+                        service
+                            .embed_documents("a", Class::Bulk, vec![text.clone()])
+                            .await,
+                        text,
+                    )
+                })
             })
             .collect();
         for task in tasks {

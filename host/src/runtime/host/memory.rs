@@ -9,7 +9,7 @@ use wasmind_rules::{
 use crate::{
     memory::{
         DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, ListQuery, Memory, MemoryError, MemoryService, Mode,
-        PutInput, SearchHit, SearchQuery, Source,
+        PutInput, SearchHit, SearchQuery, Source, embed::EmbedError,
     },
     runtime::{bindings::memory, state::AgentState},
 };
@@ -24,6 +24,10 @@ impl From<MemoryError> for memory::MemoryError {
             MemoryError::Invalid { .. } => memory::MemoryError::Invalid(e.to_string()),
             MemoryError::QuotaExceeded { .. } => memory::MemoryError::QuotaExceeded(e.to_string()),
             MemoryError::NotFound { .. } => memory::MemoryError::NotFound(e.to_string()),
+            // The account's queue at this node is full: the message says to retry.
+            MemoryError::Busy | MemoryError::Embed(EmbedError::Busy) => {
+                memory::MemoryError::Internal(e.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "memory tool failed");
                 memory::MemoryError::Internal("the memory service failed; try again".into())
