@@ -25,7 +25,7 @@ pub struct ServerOptions {
 }
 
 /// A config whose lightyear plan never refuses (spawn rates, concurrency, agent-hours,
-/// memories, components), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
+/// memories, components, keys, tokens, versions, streams, uploads), the `hash` embedder, and the `openai` Mind at `mind_base_url`.
 pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     let mut config = Config::default();
     config.embedder.kind = EmbedderKind::Hash;
@@ -38,6 +38,12 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         component_max_bytes: 64 << 20,
         components: 1_000_000,
         cpu_seconds_per_run: 1.0e9,
+        keys: 1_000_000,
+        tokens_per_run: u64::MAX,
+        tokens_per_month: u64::MAX,
+        versions_per_key: u32::MAX,
+        event_streams: u32::MAX,
+        component_uploads_per_hour: u32::MAX,
     };
     config.mind = MindConfig {
         provider: "openai".into(),
@@ -93,7 +99,11 @@ impl Server {
             .block_on(wasmind::server::open_state(&dir, config))
             .expect("open_state");
         let (key, _) = runtime
-            .block_on(state.keys.create(ACCOUNT, Some(Plan::Lightyear)))
+            .block_on(
+                state
+                    .keys
+                    .create(ACCOUNT, Some(Plan::Lightyear), &state.config.plans),
+            )
             .expect("create key");
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -128,7 +138,11 @@ impl Server {
     pub fn create_key(&self, account: &str) -> (String, wasmind::accounts::KeyInfo) {
         let runtime = self.runtime.as_ref().expect("serving");
         runtime
-            .block_on(self.state.keys.create(account, Some(Plan::Lightyear)))
+            .block_on(self.state.keys.create(
+                account,
+                Some(Plan::Lightyear),
+                &self.state.config.plans,
+            ))
             .expect("create key")
     }
 

@@ -75,7 +75,11 @@ impl Opened {
             .build()
             .expect("runtime");
         runtime
-            .block_on(self.state.keys.create(account, Some(Plan::Lightyear)))
+            .block_on(self.state.keys.create(
+                account,
+                Some(Plan::Lightyear),
+                &self.state.config.plans,
+            ))
             .expect("create key")
             .0
     }

@@ -92,7 +92,11 @@ pub fn load(
                 }
                 let memory = opened.memory().clone();
                 let account = account.clone();
-                jobs.spawn(async move { memory.import(&account, items, limit).await });
+                jobs.spawn(async move {
+                    memory
+                        .import(&account, items, wasmind::memory::Quota::memories(limit))
+                        .await
+                });
                 if last_report.elapsed() > Duration::from_secs(30) {
                     last_report = Instant::now();
                     println!(

@@ -142,7 +142,8 @@ fn puts(
         .map(|i| {
             let input = input("acct-put", format!("seq_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(memory.put(input, 1_000_000)).expect("put");
+            rt.block_on(memory.put(input, wasmind::memory::Quota::memories(1_000_000)))
+                .expect("put");
             started.elapsed()
         })
         .collect();
@@ -192,7 +193,11 @@ fn load(
                     done += imported(jobs.join_next().await);
                 }
                 let (memory, account) = (memory.clone(), account.clone());
-                jobs.spawn(async move { memory.import(&account, items, u64::MAX).await });
+                jobs.spawn(async move {
+                    memory
+                        .import(&account, items, wasmind::memory::Quota::memories(u64::MAX))
+                        .await
+                });
                 if last_report.elapsed() > Duration::from_secs(30) {
                     last_report = Instant::now();
                     println!(

@@ -131,8 +131,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .map(|i| {
             let input = input("acct-put", format!("lib_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory().put(input, 1_000_000))
-                .expect("put");
+            rt.block_on(
+                opened
+                    .memory()
+                    .put(input, wasmind::memory::Quota::memories(1_000_000)),
+            )
+            .expect("put");
             started.elapsed()
         })
         .collect();
@@ -213,8 +217,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .map(|i| {
             let input = input("acct-put", format!("hash_{i}"), texts.sentence(13, 17));
             let started = Instant::now();
-            rt.block_on(opened.memory().put(input, 1_000_000))
-                .expect("put");
+            rt.block_on(
+                opened
+                    .memory()
+                    .put(input, wasmind::memory::Quota::memories(1_000_000)),
+            )
+            .expect("put");
             started.elapsed()
         })
         .collect();
@@ -347,7 +355,10 @@ pub fn concurrent_lib(
                             break;
                         }
                         let t = Instant::now();
-                        memory.put(input, 1_000_000).await.expect("put");
+                        memory
+                            .put(input, wasmind::memory::Quota::memories(1_000_000))
+                            .await
+                            .expect("put");
                         mine.push(t.elapsed());
                     }
                     mine

@@ -5,19 +5,22 @@ use std::{collections::HashMap, sync::Arc};
 
 use anyhow::Context;
 use async_trait::async_trait;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::Plan;
 use super::store::{
-    AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
+    AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
+    validate_account,
 };
+use super::{Plan, Plans};
 use crate::{blocking::with_store, clock::now_ms};
 
 /// account name → account record (JSON).
 const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
 /// SHA-256 of the key (hex) → key record (JSON).
 const API_KEYS: TableDefinition<&str, &str> = TableDefinition::new("api_keys");
+/// (account, key id) → SHA-256 of the key: an account's keys without a scan of every key.
+const ACCOUNT_KEYS: TableDefinition<(&str, &str), &str> = TableDefinition::new("account_keys");
 
 #[derive(Serialize, Deserialize)]
 struct AccountRecord {
@@ -72,20 +75,47 @@ pub struct KeyStore {
 }
 
 impl KeyStore {
-    /// Opens the tables, creating them on first use.
+    /// Opens the tables, creating them on first use. A data dir whose keys predate the
+    /// per-account index has it built here, once, in the same commit as the tables.
     pub fn new(db: Arc<Database>) -> anyhow::Result<Self> {
         let txn = db.begin_write()?;
         txn.open_table(ACCOUNTS)?;
-        txn.open_table(API_KEYS)?;
+        {
+            let keys = txn.open_table(API_KEYS)?;
+            let mut index = txn.open_table(ACCOUNT_KEYS)?;
+            if index.is_empty()? {
+                for entry in keys.iter()? {
+                    let (hash, value) = entry?;
+                    let record: KeyRecord = serde_json::from_str(value.value())?;
+                    index.insert((record.account.as_str(), record.id.as_str()), hash.value())?;
+                }
+            }
+        }
         txn.commit()?;
         Ok(Self { db })
     }
 
     /// Creates a key for `account`, creating the account (plan default free) if new.
-    /// An explicit `plan` also changes an existing account's plan. Returns the secret,
-    /// which is shown once and never stored.
-    pub fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
+    /// An explicit `plan` also changes an existing account's plan. Refused when the
+    /// account has its plan's `keys` active already. Returns the secret, which is shown
+    /// once and never stored.
+    pub fn create(
+        &self,
+        account: &str,
+        plan: Option<Plan>,
+        plans: &Plans,
+    ) -> Result<(String, KeyInfo), CreateKeyError> {
         validate_account(account)?;
+        self.create_within(account, plan, plans)?
+    }
+
+    /// [`KeyStore::create`] past the name's check: the refusal inside, storage outside.
+    fn create_within(
+        &self,
+        account: &str,
+        plan: Option<Plan>,
+        plans: &Plans,
+    ) -> anyhow::Result<Result<(String, KeyInfo), CreateKeyError>> {
         let key = NewKey::generate();
         let now = now_ms();
         let record = KeyRecord {
@@ -95,6 +125,11 @@ impl KeyStore {
             revoked_at: None,
         };
         let txn = self.db.begin_write()?;
+        let active = active_keys(
+            &txn.open_table(API_KEYS)?,
+            &txn.open_table(ACCOUNT_KEYS)?,
+            account,
+        )?;
         let plan = {
             let mut accounts = txn.open_table(ACCOUNTS)?;
             let existing: Option<AccountRecord> = accounts
@@ -114,8 +149,13 @@ impl KeyStore {
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
             record.plan
         };
+        if let Err(refused) = key_bound(account, plan, active, plans) {
+            return Ok(Err(refused));
+        }
         txn.open_table(API_KEYS)?
             .insert(key.hash.as_str(), serde_json::to_string(&record)?.as_str())?;
+        txn.open_table(ACCOUNT_KEYS)?
+            .insert((account, record.id.as_str()), key.hash.as_str())?;
         txn.commit()?;
         let info = KeyInfo {
             id: record.id,
@@ -124,35 +164,64 @@ impl KeyStore {
             created_at: now,
             revoked_at: None,
         };
-        Ok((key.secret, info))
+        Ok(Ok((key.secret, info)))
     }
 
     /// Revokes a key given either the secret itself or its `key_…` id.
     pub fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
         let txn = self.db.begin_write()?;
-        let info = {
-            let mut keys = txn.open_table(API_KEYS)?;
-            let hash = match keys.get(hash_key(key).as_str())? {
+        let hash = {
+            let keys = txn.open_table(API_KEYS)?;
+            match keys.get(hash_key(key).as_str())? {
                 Some(_) => hash_key(key),
                 None => find_hash_by_id(&keys, key)?.ok_or_else(|| no_such_key(key))?,
-            };
-            let mut record: KeyRecord = {
-                let guard = keys.get(hash.as_str())?.context("key vanished")?;
-                serde_json::from_str(guard.value())?
-            };
-            record.revoked_at.get_or_insert_with(now_ms);
-            keys.insert(hash.as_str(), serde_json::to_string(&record)?.as_str())?;
-            let plan = account_plan(&txn.open_table(ACCOUNTS)?, &record.account)?;
-            KeyInfo {
-                id: record.id,
-                account: record.account,
-                plan,
-                created_at: record.created_at,
-                revoked_at: record.revoked_at,
             }
         };
+        let info = revoke_in(&txn, &hash)?;
         txn.commit()?;
         Ok(info)
+    }
+
+    /// Revokes `account`'s key `key_id`; `None` when the account has no such key.
+    pub fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+        let txn = self.db.begin_write()?;
+        let hash = {
+            let index = txn.open_table(ACCOUNT_KEYS)?;
+            let found = index.get((account, key_id))?;
+            found.map(|h| h.value().to_owned())
+        };
+        let Some(hash) = hash else {
+            return Ok(None);
+        };
+        let info = revoke_in(&txn, &hash)?;
+        txn.commit()?;
+        Ok(Some(info))
+    }
+
+    /// The keys of `account`, oldest first.
+    pub fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+        let txn = self.db.begin_read()?;
+        let records = account_keys(
+            &txn.open_table(API_KEYS)?,
+            &txn.open_table(ACCOUNT_KEYS)?,
+            account,
+        )?;
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let plan = account_plan(&txn.open_table(ACCOUNTS)?, account)?;
+        let mut out: Vec<KeyInfo> = records
+            .into_iter()
+            .map(|record| KeyInfo {
+                plan,
+                id: record.id,
+                account: record.account,
+                created_at: record.created_at,
+                revoked_at: record.revoked_at,
+            })
+            .collect();
+        out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(out)
     }
 
     /// Every key, oldest first.
@@ -274,9 +343,15 @@ impl KeyStore {
 /// inline than a thread hop.
 #[async_trait]
 impl AccountStore for KeyStore {
-    async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
-        let account = account.to_owned();
-        with_store(self, move |s| s.create(&account, plan)).await
+    async fn create(
+        &self,
+        account: &str,
+        plan: Option<Plan>,
+        plans: &Plans,
+    ) -> Result<(String, KeyInfo), CreateKeyError> {
+        let (account, plans) = (account.to_owned(), plans.clone());
+        let created = with_store(self, move |s| Ok(s.create(&account, plan, &plans))).await;
+        created?
     }
 
     async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
@@ -284,8 +359,18 @@ impl AccountStore for KeyStore {
         with_store(self, move |s| s.revoke(&key)).await
     }
 
+    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+        let (account, key_id) = (account.to_owned(), key_id.to_owned());
+        with_store(self, move |s| s.revoke_own(&account, &key_id)).await
+    }
+
     async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
         with_store(self, KeyStore::list).await
+    }
+
+    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+        let account = account.to_owned();
+        with_store(self, move |s| s.keys(&account)).await
     }
 
     async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
@@ -320,6 +405,54 @@ fn account_plan(
     Ok(serde_json::from_str::<AccountRecord>(guard.value())?.plan)
 }
 
+/// Marks the key stored under `hash` revoked (keeping an earlier revocation's time).
+fn revoke_in(txn: &redb::WriteTransaction, hash: &str) -> anyhow::Result<KeyInfo> {
+    let mut keys = txn.open_table(API_KEYS)?;
+    let mut record: KeyRecord = {
+        let guard = keys.get(hash)?.context("key vanished")?;
+        serde_json::from_str(guard.value())?
+    };
+    record.revoked_at.get_or_insert_with(now_ms);
+    keys.insert(hash, serde_json::to_string(&record)?.as_str())?;
+    let plan = account_plan(&txn.open_table(ACCOUNTS)?, &record.account)?;
+    Ok(KeyInfo {
+        id: record.id,
+        account: record.account,
+        plan,
+        created_at: record.created_at,
+        revoked_at: record.revoked_at,
+    })
+}
+
+/// The key records of `account`, through its index.
+fn account_keys(
+    keys: &impl ReadableTable<&'static str, &'static str>,
+    index: &impl ReadableTable<(&'static str, &'static str), &'static str>,
+    account: &str,
+) -> anyhow::Result<Vec<KeyRecord>> {
+    let mut out = Vec::new();
+    for entry in index.range((account, "")..)? {
+        let (at, hash) = entry?;
+        if at.value().0 != account {
+            break;
+        }
+        let guard = keys.get(hash.value())?.context("indexed key missing")?;
+        out.push(serde_json::from_str(guard.value())?);
+    }
+    Ok(out)
+}
+
+/// How many keys of `account` are not revoked.
+fn active_keys(
+    keys: &impl ReadableTable<&'static str, &'static str>,
+    index: &impl ReadableTable<(&'static str, &'static str), &'static str>,
+    account: &str,
+) -> anyhow::Result<u32> {
+    let records = account_keys(keys, index, account)?;
+    let active = records.iter().filter(|r| r.revoked_at.is_none()).count();
+    Ok(u32::try_from(active).unwrap_or(u32::MAX))
+}
+
 fn find_hash_by_id(
     keys: &impl ReadableTable<&'static str, &'static str>,
     id: &str,
@@ -346,7 +479,7 @@ mod tests {
     #[test]
     fn create_authenticate_revoke() {
         let (_dir, s) = store();
-        let (secret, info) = s.create("acme", None).unwrap();
+        let (secret, info) = s.create("acme", None, &Plans::default()).unwrap();
         assert!(secret.starts_with("wm_") && secret.len() == 67);
         assert_eq!(info.plan, Plan::Free);
         let p = s.authenticate(&secret).unwrap().unwrap();
@@ -363,22 +496,25 @@ mod tests {
     #[test]
     fn revoke_by_secret_and_plan_changes() {
         let (_dir, s) = store();
-        let (k1, _) = s.create("acme", Some(Plan::Lightyear)).unwrap();
-        let (k2, _) = s.create("acme", None).unwrap();
+        let (k1, _) = s
+            .create("acme", Some(Plan::Lightyear), &Plans::default())
+            .unwrap();
+        let (k2, _) = s.create("acme", None, &Plans::default()).unwrap();
         assert_eq!(s.authenticate(&k2).unwrap().unwrap().plan, Plan::Lightyear);
         s.revoke(&k1).unwrap();
         assert!(s.authenticate(&k1).unwrap().is_none());
         assert!(s.authenticate(&k2).unwrap().is_some());
         assert!(s.revoke("key_unknown").is_err());
-        assert!(s.create("bad name", None).is_err());
+        assert!(s.create("bad name", None, &Plans::default()).is_err());
     }
 
     #[test]
     fn accounts_list_and_plan_changes_apply_to_the_next_authentication() {
         let (_dir, s) = store();
-        let (k1, _) = s.create("acme", None).unwrap();
-        s.create("acme", None).unwrap();
-        s.create("zeta", Some(Plan::Liftoff)).unwrap();
+        let (k1, _) = s.create("acme", None, &Plans::default()).unwrap();
+        s.create("acme", None, &Plans::default()).unwrap();
+        s.create("zeta", Some(Plan::Liftoff), &Plans::default())
+            .unwrap();
         s.revoke(&k1).unwrap();
         let listed: Vec<(String, Plan, u32)> = s
             .accounts()
@@ -393,7 +529,7 @@ mod tests {
                 ("zeta".into(), Plan::Liftoff, 1)
             ]
         );
-        let (k3, _) = s.create("zeta", None).unwrap();
+        let (k3, _) = s.create("zeta", None, &Plans::default()).unwrap();
         let changed = s.set_plan("zeta", Plan::Lightyear).unwrap();
         assert_eq!((changed.plan, changed.active_keys), (Plan::Lightyear, 2));
         assert_eq!(s.authenticate(&k3).unwrap().unwrap().plan, Plan::Lightyear);
@@ -404,7 +540,7 @@ mod tests {
     #[test]
     fn secrets_are_not_stored() {
         let (_dir, s) = store();
-        let (secret, _) = s.create("acme", None).unwrap();
+        let (secret, _) = s.create("acme", None, &Plans::default()).unwrap();
         let txn = s.db.begin_read().unwrap();
         let keys = txn.open_table(API_KEYS).unwrap();
         for entry in keys.iter().unwrap() {

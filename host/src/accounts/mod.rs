@@ -17,5 +17,5 @@ pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
 pub use plan::{Plan, PlanLimits, Plans};
 pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};
-pub use store::{AccountStore, Accounts};
+pub use store::{AccountStore, Accounts, CreateKeyError};
 pub use usage::{MonthUsage, UsageStore};

@@ -5,6 +5,8 @@ use std::{fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
 
+use crate::memory::Quota;
+
 /// A plan tier; its limits come from configuration (`[plans.<tier>]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -68,6 +70,12 @@ impl Default for Plans {
                 component_max_bytes: 8 << 20,
                 components: 10,
                 cpu_seconds_per_run: 60.0,
+                keys: 5,
+                versions_per_key: 10,
+                event_streams: 5,
+                component_uploads_per_hour: 10,
+                tokens_per_run: 200_000,
+                tokens_per_month: 2_000_000,
             },
             liftoff: PlanLimits {
                 spawns_per_minute: 5,
@@ -78,6 +86,12 @@ impl Default for Plans {
                 component_max_bytes: 32 << 20,
                 components: 100,
                 cpu_seconds_per_run: 600.0,
+                keys: 20,
+                versions_per_key: 50,
+                event_streams: 20,
+                component_uploads_per_hour: 60,
+                tokens_per_run: 1_000_000,
+                tokens_per_month: 50_000_000,
             },
             lightyear: PlanLimits {
                 spawns_per_minute: 30,
@@ -88,6 +102,12 @@ impl Default for Plans {
                 component_max_bytes: 64 << 20,
                 components: 1_000,
                 cpu_seconds_per_run: 3_600.0,
+                keys: 100,
+                versions_per_key: 100,
+                event_streams: 100,
+                component_uploads_per_hour: 300,
+                tokens_per_run: 4_000_000,
+                tokens_per_month: 500_000_000,
             },
         }
     }
@@ -133,6 +153,35 @@ pub struct PlanLimits {
     /// CPU time one agent's run may use, in seconds; past it the run fails with
     /// `cpu_limit_exceeded`.
     pub cpu_seconds_per_run: f64,
+    /// Active (unrevoked) API keys per account; spawn-rate windows are per key, so this
+    /// also bounds an account's spawn rate.
+    pub keys: u32,
+    /// Mind tokens (input plus output) one agent's run may spend; past it the run fails
+    /// with `token_limit_exceeded`.
+    pub tokens_per_run: u64,
+    /// Mind tokens (input plus output) per account per calendar month (UTC), the agents'
+    /// and the host's jobs for it (titles, extraction, consolidation); once spent, a spawn
+    /// is refused with 402 `monthly_quota_exceeded`.
+    pub tokens_per_month: u64,
+    /// Stored versions kept per memory key (the latest included); a put that makes a new
+    /// version prunes the older ones (see `memory::Quota`).
+    pub versions_per_key: u32,
+    /// Console event streams an account may have open at once (on one node); past it the
+    /// stream is refused with 429 `stream_limit_reached`.
+    pub event_streams: u32,
+    /// Component uploads (each validated and compiled) per account in any rolling hour
+    /// (on one node); past it 429 `rate_limited` with Retry-After.
+    pub component_uploads_per_hour: u32,
+}
+
+impl PlanLimits {
+    /// What the plan allows memory writes.
+    pub fn memory_quota(&self) -> Quota {
+        Quota {
+            memories: self.memories,
+            versions_per_key: self.versions_per_key,
+        }
+    }
 }
 
 /// The `[plans]` section as written: tiers left out keep their defaults.
@@ -145,8 +194,8 @@ struct PlanTables {
 }
 
 /// One `[plans.X]` table. The original five limits must all be given, so a partial table
-/// cannot silently mix tiers; the component and CPU limits came later and, left out, keep the
-/// tier's own defaults (so configuration files written before them still load).
+/// cannot silently mix tiers; the component, CPU, key, token and version limits came later
+/// and, left out, keep the tier's own defaults (so configuration files written before them still load).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PlanTable {
@@ -158,6 +207,12 @@ struct PlanTable {
     component_max_bytes: Option<u64>,
     components: Option<u32>,
     cpu_seconds_per_run: Option<f64>,
+    keys: Option<u32>,
+    tokens_per_run: Option<u64>,
+    tokens_per_month: Option<u64>,
+    versions_per_key: Option<u32>,
+    event_streams: Option<u32>,
+    component_uploads_per_hour: Option<u32>,
 }
 
 impl PlanTable {
@@ -175,6 +230,14 @@ impl PlanTable {
             cpu_seconds_per_run: self
                 .cpu_seconds_per_run
                 .unwrap_or(default.cpu_seconds_per_run),
+            keys: self.keys.unwrap_or(default.keys),
+            tokens_per_run: self.tokens_per_run.unwrap_or(default.tokens_per_run),
+            tokens_per_month: self.tokens_per_month.unwrap_or(default.tokens_per_month),
+            versions_per_key: self.versions_per_key.unwrap_or(default.versions_per_key),
+            event_streams: self.event_streams.unwrap_or(default.event_streams),
+            component_uploads_per_hour: self
+                .component_uploads_per_hour
+                .unwrap_or(default.component_uploads_per_hour),
         }
     }
 }
@@ -205,7 +268,8 @@ mod tests {
     fn later_limits_default_per_tier_and_may_be_given() {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
-             cpu_seconds_per_run = 1.5\n"
+             cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
+             tokens_per_month = 9000\nversions_per_key = 4\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -213,6 +277,33 @@ mod tests {
         assert_eq!(plans.free.cpu_seconds_per_run, 1.5);
         assert_eq!(plans.lightyear.components, 1_000);
         assert_eq!(plans.lightyear.memories, 4);
+        assert_eq!(
+            (plans.lightyear.keys, plans.lightyear.tokens_per_run),
+            (100, 4_000_000)
+        );
+        assert_eq!(
+            (
+                plans.free.keys,
+                plans.free.tokens_per_run,
+                plans.free.tokens_per_month
+            ),
+            (3, 1_000, 9_000)
+        );
+        assert_eq!(
+            plans.free.memory_quota(),
+            Quota {
+                memories: 4,
+                versions_per_key: 4
+            }
+        );
+        assert_eq!(plans.lightyear.versions_per_key, 100);
+        assert_eq!(
+            (
+                plans.free.event_streams,
+                plans.free.component_uploads_per_hour
+            ),
+            (5, 10)
+        );
         assert_eq!(
             (plans.free.component_max_bytes, plans.free.components),
             (1024, 2)

@@ -9,9 +9,10 @@ use async_trait::async_trait;
 use sqlx::{PgPool, Row, postgres::PgRow};
 
 use super::store::{
-    AccountStore, NewKey, hash_key, no_such_account, no_such_key, validate_account,
+    AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
+    validate_account,
 };
-use super::{AccountInfo, KeyInfo, Plan, Principal};
+use super::{AccountInfo, KeyInfo, Plan, Plans, Principal};
 use crate::{clock::now_ms, storage::bigint};
 
 /// Accounts and keys over a PostgreSQL pool whose migrations have run.
@@ -75,12 +76,20 @@ fn now() -> i64 {
 
 #[async_trait]
 impl AccountStore for PgAccounts {
-    async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)> {
+    async fn create(
+        &self,
+        account: &str,
+        plan: Option<Plan>,
+        plans: &Plans,
+    ) -> Result<(String, KeyInfo), CreateKeyError> {
         validate_account(account)?;
         let key = NewKey::generate();
         let now = now();
-        let mut txn = self.pool.begin().await?;
-        // A new account gets `plan` or free; an existing one keeps its plan unless one is given.
+        let storage = |e: sqlx::Error| CreateKeyError::Storage(e.into());
+        let mut txn = self.pool.begin().await.map_err(storage)?;
+        // A new account gets `plan` or free; an existing one keeps its plan unless one is
+        // given. The upsert locks the account's row until the commit, so creations of its
+        // keys at once (on any node) count its active keys one after another.
         let stored: String = sqlx::query_scalar(
             "INSERT INTO accounts (account_id, plan, created_at) VALUES ($1, $2, $3)
              ON CONFLICT (account_id) DO UPDATE SET plan = COALESCE($4, accounts.plan)
@@ -91,7 +100,22 @@ impl AccountStore for PgAccounts {
         .bind(now)
         .bind(plan.map(Plan::as_str))
         .fetch_one(&mut *txn)
-        .await?;
+        .await
+        .map_err(storage)?;
+        let plan = parse_plan(&stored)?;
+        let active: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
+        )
+        .bind(account)
+        .fetch_one(&mut *txn)
+        .await
+        .map_err(storage)?;
+        key_bound(
+            account,
+            plan,
+            u32::try_from(active).unwrap_or(u32::MAX),
+            plans,
+        )?;
         sqlx::query(
             "INSERT INTO api_keys (account_id, key_id, key_hash, created_at) VALUES ($1, $2, $3, $4)",
         )
@@ -100,13 +124,14 @@ impl AccountStore for PgAccounts {
         .bind(&key.hash)
         .bind(now)
         .execute(&mut *txn)
-        .await?;
-        txn.commit().await?;
+        .await
+        .map_err(storage)?;
+        txn.commit().await.map_err(storage)?;
         let info = KeyInfo {
             id: key.id,
             account: account.to_owned(),
-            plan: parse_plan(&stored)?,
-            created_at: u64::try_from(now)?,
+            plan,
+            created_at: u64::try_from(now).map_err(anyhow::Error::from)?,
             revoked_at: None,
         };
         Ok((key.secret, info))
@@ -130,6 +155,42 @@ impl AccountStore for PgAccounts {
         .await?
         .ok_or_else(|| no_such_key(key))?;
         key_info(&row)
+    }
+
+    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+        sqlx::query(concat!(
+            "WITH k AS (
+                 UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
+                 WHERE account_id = $1 AND key_id = $2
+                 RETURNING *
+             )
+             SELECT ",
+            key_columns!(),
+            " FROM k JOIN accounts a USING (account_id)"
+        ))
+        .bind(account)
+        .bind(key_id)
+        .bind(now())
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(key_info)
+        .transpose()
+    }
+
+    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+        sqlx::query(concat!(
+            "SELECT ",
+            key_columns!(),
+            " FROM api_keys k JOIN accounts a USING (account_id) WHERE k.account_id = $1
+              ORDER BY k.created_at, k.key_id"
+        ))
+        .bind(account)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(key_info)
+        .collect()
     }
 
     async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {

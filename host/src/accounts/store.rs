@@ -8,26 +8,63 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use anyhow::bail;
 use async_trait::async_trait;
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
-use super::{AccountInfo, KeyInfo, Plan, Principal};
+use super::{AccountInfo, KeyInfo, Plan, Plans, Principal};
+
+/// Why a key was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateKeyError {
+    /// The account name is not one an account may have; the message says which are.
+    #[error(
+        "account name {0:?} is invalid: use 1-64 characters from letters, digits, '-', '_', '.', '@'"
+    )]
+    InvalidAccount(String),
+    /// The account has its plan's maximum of active keys.
+    #[error(
+        "account {account:?} has {active} active API keys, the {plan} plan's maximum of {max}; revoke one first"
+    )]
+    KeyLimit {
+        account: String,
+        plan: Plan,
+        active: u32,
+        max: u32,
+    },
+    /// Reading or writing the store failed.
+    #[error(transparent)]
+    Storage(#[from] anyhow::Error),
+}
 
 /// Accounts, their plans and their API keys.
 #[async_trait]
 pub trait AccountStore: Send + Sync + 'static {
     /// Creates a key for `account`, creating the account (plan default free) if new. An
-    /// explicit `plan` also changes an existing account's plan. Returns the secret, which
-    /// is shown once and never stored.
-    async fn create(&self, account: &str, plan: Option<Plan>) -> anyhow::Result<(String, KeyInfo)>;
+    /// explicit `plan` also changes an existing account's plan. Refused when the account
+    /// already has its plan's `keys` (of `plans`) active, counted in the same step as the
+    /// insert, so two creations at once never pass the bound together. Returns the
+    /// secret, which is shown once and never stored.
+    async fn create(
+        &self,
+        account: &str,
+        plan: Option<Plan>,
+        plans: &Plans,
+    ) -> Result<(String, KeyInfo), CreateKeyError>;
 
-    /// Revokes a key given either the secret itself or its `key_…` id.
+    /// Revokes a key given either the secret itself or its `key_…` id (the operator's
+    /// revocation, of any account's key).
     async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo>;
+
+    /// Revokes `account`'s key `key_id` (idempotent); `None` when the account has no key of
+    /// that id — another account's key, or a secret given in place of an id, is not found.
+    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>>;
 
     /// Every key, oldest first.
     async fn list(&self) -> anyhow::Result<Vec<KeyInfo>>;
+
+    /// The keys of `account`, revoked ones included, oldest first: one indexed query.
+    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>>;
 
     /// Every account's plan (what `/metrics` sums live memories by).
     async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>>;
@@ -73,18 +110,36 @@ pub(super) fn hash_key(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
-pub(super) fn validate_account(name: &str) -> anyhow::Result<()> {
+pub(super) fn validate_account(name: &str) -> Result<(), CreateKeyError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
     if !ok {
-        bail!(
-            "account name {name:?} is invalid: use 1-64 characters from letters, digits, '-', '_', '.', '@'"
-        );
+        return Err(CreateKeyError::InvalidAccount(name.to_owned()));
     }
     Ok(())
+}
+
+/// The refusal of one more key for `account` on `plan` with `active` keys, if `plans`
+/// bound it there.
+pub(super) fn key_bound(
+    account: &str,
+    plan: Plan,
+    active: u32,
+    plans: &Plans,
+) -> Result<(), CreateKeyError> {
+    let max = plans.limits(plan).keys;
+    if active < max {
+        return Ok(());
+    }
+    Err(CreateKeyError::KeyLimit {
+        account: account.to_owned(),
+        plan,
+        active,
+        max,
+    })
 }
 
 /// The error for a key that is neither a known secret nor a known id.

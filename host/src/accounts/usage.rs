@@ -26,6 +26,13 @@ pub struct MonthUsage {
     pub cpu_ms: u64,
 }
 
+impl MonthUsage {
+    /// Mind tokens spent, input and output: what `tokens_per_month` counts.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
 /// Usage in the data dir's redb (the embedded backend). Its methods block on redb; the
 /// [`UsageLedger`] impl runs them off the async workers.
 #[derive(Clone)]

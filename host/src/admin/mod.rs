@@ -35,13 +35,15 @@ pub fn run(data_dir: &Path, config: &Config, request: Request) -> anyhow::Result
     match config.storage.backend {
         Backend::Postgres => runtime.block_on(async {
             let pool = storage::connect(&config.storage).await?;
-            Admin::postgres(pool).execute(request).await
+            Admin::postgres(pool, config.plans.clone())
+                .execute(request)
+                .await
         }),
         Backend::Embedded => match socket::connect(data_dir) {
             Some(stream) => socket::call(&stream, &request),
             None => {
                 let dir = DataDir::open(data_dir)?;
-                runtime.block_on(Admin::open(dir.db())?.execute(request))
+                runtime.block_on(Admin::open(dir.db(), config.plans.clone())?.execute(request))
             }
         },
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::accounts::{
-    AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan,
+    AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan, Plans,
     UsageStore,
 };
 
@@ -73,36 +73,46 @@ pub enum Response {
     },
 }
 
-/// One account's usage in one calendar month (UTC).
+/// One account's usage in one calendar month (UTC), with its plan's budgets of what is
+/// counted (`None` for usage of an account no longer known).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageRow {
     pub account: String,
     /// `YYYY-MM`.
     pub month: String,
     pub usage: MonthUsage,
+    /// The account's plan's `tokens_per_month`.
+    #[serde(default)]
+    pub tokens_limit: Option<u64>,
+    /// The account's unrevoked keys now (not per month), and its plan's `keys`.
+    #[serde(default)]
+    pub keys: Option<(u32, u32)>,
 }
 
-/// The stores the operator's requests act on.
+/// The stores the operator's requests act on, and the plans their bounds come from.
 #[derive(Clone)]
 pub struct Admin {
     keys: Accounts,
     usage: Ledger,
+    plans: Plans,
 }
 
 impl Admin {
     /// Opens the stores on the data dir's `db` (creating their tables on first use).
-    pub fn open(db: &Arc<Database>) -> anyhow::Result<Self> {
+    pub fn open(db: &Arc<Database>, plans: Plans) -> anyhow::Result<Self> {
         Ok(Self {
             keys: Arc::new(KeyStore::new(db.clone())?),
             usage: Arc::new(UsageStore::new(db.clone())?),
+            plans,
         })
     }
 
     /// The stores of the postgres backend, on a pool whose migrations have run.
-    pub fn postgres(pool: PgPool) -> Self {
+    pub fn postgres(pool: PgPool, plans: Plans) -> Self {
         Self {
             keys: Arc::new(PgAccounts::new(pool.clone())),
             usage: Arc::new(PgUsage::new(pool)),
+            plans,
         }
     }
 
@@ -110,7 +120,7 @@ impl Admin {
     pub async fn execute(&self, request: Request) -> anyhow::Result<Response> {
         Ok(match request {
             Request::CreateKey { account, plan } => {
-                let (secret, key) = self.keys.create(&account, plan).await?;
+                let (secret, key) = self.keys.create(&account, plan, &self.plans).await?;
                 Response::KeyCreated { secret, key }
             }
             Request::RevokeKey { key } => Response::KeyRevoked {
@@ -126,16 +136,28 @@ impl Admin {
                 account: self.keys.set_plan(&account, plan).await?,
             },
             Request::Usage { month, account } => {
+                let known: std::collections::HashMap<String, AccountInfo> = (self.keys)
+                    .accounts()
+                    .await?
+                    .into_iter()
+                    .map(|a| (a.name.clone(), a))
+                    .collect();
                 let rows = self.usage.all().await?.into_iter();
                 let rows = rows
                     .filter(|(a, m, _)| {
                         account.as_ref().is_none_or(|want| want == a)
                             && month.as_ref().is_none_or(|want| want == m)
                     })
-                    .map(|(account, month, usage)| UsageRow {
-                        account,
-                        month,
-                        usage,
+                    .map(|(account, month, usage)| {
+                        let info = known.get(&account);
+                        let limits = info.map(|a| self.plans.limits(a.plan));
+                        UsageRow {
+                            tokens_limit: limits.map(|l| l.tokens_per_month),
+                            keys: info.zip(limits).map(|(a, l)| (a.active_keys, l.keys)),
+                            account,
+                            month,
+                            usage,
+                        }
                     });
                 Response::Usage {
                     rows: rows.collect(),
@@ -153,7 +175,7 @@ mod tests {
     async fn requests_act_on_the_stores() {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(Database::create(dir.path().join("db")).unwrap());
-        let admin = Admin::open(&db).unwrap();
+        let admin = Admin::open(&db, Plans::default()).unwrap();
         let create = Request::CreateKey {
             account: "acme".into(),
             plan: None,
@@ -199,6 +221,19 @@ mod tests {
         };
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].account.as_str(), rows[0].usage), ("zeta", delta));
+        assert_eq!((rows[0].tokens_limit, rows[0].keys), (None, None));
+        let only_acme = Request::Usage {
+            month: None,
+            account: Some("acme".into()),
+        };
+        let Response::Usage { rows } = admin.execute(only_acme).await.unwrap() else {
+            panic!("not usage")
+        };
+        let liftoff = Plans::default().liftoff;
+        assert_eq!(
+            (rows[0].tokens_limit, rows[0].keys),
+            (Some(liftoff.tokens_per_month), Some((0, liftoff.keys)))
+        );
         let other_month = Request::Usage {
             month: Some("1999-01".into()),
             account: None,

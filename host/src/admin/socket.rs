@@ -176,7 +176,7 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
 
-        let admin = Admin::open(dir.db()).unwrap();
+        let admin = Admin::open(dir.db(), crate::accounts::Plans::default()).unwrap();
         let server = serve(bound.listener().unwrap(), admin);
         let client = tokio::task::spawn_blocking({
             let data = tmp.path().to_path_buf();

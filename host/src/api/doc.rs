@@ -30,7 +30,11 @@ use utoipa::{
 use utoipa_swagger_ui::Config;
 
 use super::{
-    agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails},
+    agents::{
+        ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails,
+        components::UploadRateDetails,
+    },
+    console::{KeyQuotaDetails, StreamLimitDetails},
     error::ApiError,
     memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails},
 };
@@ -84,6 +88,9 @@ pub struct ErrorBody {
         MonthlyQuotaDetails,
         ConcurrentLimitDetails,
         RateLimitDetails,
+        KeyQuotaDetails,
+        StreamLimitDetails,
+        UploadRateDetails,
     )),
     tags(
         (name = "memory", description = "Long-term memory: write, read, search, tidy, move"),

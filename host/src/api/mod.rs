@@ -30,7 +30,7 @@ pub use front::{AppSlot, front};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
-    accounts::{Accounts, Ledger},
+    accounts::{Accounts, Ledger, Plan, PlanLimits},
     config::Config,
     console::Console,
     memory::MemoryService,
@@ -56,6 +56,14 @@ pub struct AppState {
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).
     pub console: Arc<Console>,
+}
+
+impl AppState {
+    /// What `plan` allows: the one place every door (REST, MCP, the console) learns an
+    /// account's limits from its plan.
+    pub fn limits(&self, plan: Plan) -> &PlanLimits {
+        self.config.plans.limits(plan)
+    }
 }
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).

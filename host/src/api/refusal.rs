@@ -7,7 +7,11 @@ use super::{
     agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails},
     error::ApiError,
 };
-use crate::{accounts::Window, clock::iso8601, runtime::SpawnRefusal};
+use crate::{
+    accounts::Window,
+    clock::iso8601,
+    runtime::{MonthlyBudget, SpawnRefusal},
+};
 
 /// Seconds a client should wait before retrying at the concurrency cap or host capacity.
 const RETRY_BUSY_SECS: u64 = 5;
@@ -17,23 +21,35 @@ impl From<SpawnRefusal> for ApiError {
         match refusal {
             SpawnRefusal::MonthlyQuota {
                 plan,
+                budget,
                 used_hours,
                 limit_hours,
+                used_tokens,
+                limit_tokens,
                 resets_at,
-            } => ApiError::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "monthly_quota_exceeded",
-                format!(
-                    "the {plan} plan's {limit_hours} agent-hours for this month are used; the budget resets at {}",
-                    iso8601(resets_at)
-                ),
-            )
-            .with_details(MonthlyQuotaDetails {
-                plan: plan.as_str(),
-                used_hours,
-                limit_hours,
-                resets_at: iso8601(resets_at),
-            }),
+            } => {
+                let spent = match budget {
+                    MonthlyBudget::AgentHours => format!("{limit_hours} agent-hours"),
+                    MonthlyBudget::Tokens => format!("{limit_tokens} Mind tokens"),
+                };
+                ApiError::new(
+                    StatusCode::PAYMENT_REQUIRED,
+                    "monthly_quota_exceeded",
+                    format!(
+                        "the {plan} plan's {spent} for this month are used; the budget resets at {}",
+                        iso8601(resets_at)
+                    ),
+                )
+                .with_details(MonthlyQuotaDetails {
+                    plan: plan.as_str(),
+                    budget: budget.as_str(),
+                    used_hours,
+                    limit_hours,
+                    used_tokens,
+                    limit_tokens,
+                    resets_at: iso8601(resets_at),
+                })
+            }
             SpawnRefusal::ConcurrentLimit { plan, current, max } => {
                 let mut e = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
@@ -104,8 +120,11 @@ mod tests {
     fn the_monthly_budget_is_402_with_when_it_resets() {
         let e = ApiError::from(SpawnRefusal::MonthlyQuota {
             plan: Plan::Free,
+            budget: MonthlyBudget::AgentHours,
             used_hours: 10.5,
             limit_hours: 10.0,
+            used_tokens: 7,
+            limit_tokens: 2_000_000,
             resets_at: 1_798_761_600_000,
         });
         assert_eq!(
@@ -120,10 +139,43 @@ mod tests {
             e.details,
             Some(json!({
                 "plan": "free",
+                "budget": "agent_hours",
                 "usedHours": 10.5,
                 "limitHours": 10.0,
+                "usedTokens": 7,
+                "limitTokens": 2_000_000,
                 "resetsAt": "2027-01-01T00:00:00.000Z",
             }))
+        );
+    }
+
+    #[test]
+    fn spent_monthly_tokens_are_the_same_402_naming_the_token_budget() {
+        let e = ApiError::from(SpawnRefusal::MonthlyQuota {
+            plan: Plan::Liftoff,
+            budget: MonthlyBudget::Tokens,
+            used_hours: 0.25,
+            limit_hours: 100.0,
+            used_tokens: 50_000_120,
+            limit_tokens: 50_000_000,
+            resets_at: 1_798_761_600_000,
+        });
+        assert_eq!(
+            (e.status, e.code.as_str(), e.retry_after),
+            (StatusCode::PAYMENT_REQUIRED, "monthly_quota_exceeded", None)
+        );
+        assert_eq!(
+            e.message,
+            "the liftoff plan's 50000000 Mind tokens for this month are used; the budget resets at 2027-01-01T00:00:00.000Z"
+        );
+        let details = e.details.unwrap();
+        assert_eq!(
+            (
+                &details["budget"],
+                &details["usedTokens"],
+                &details["limitTokens"]
+            ),
+            (&json!("tokens"), &json!(50_000_120), &json!(50_000_000))
         );
     }
 

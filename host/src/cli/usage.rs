@@ -1,5 +1,6 @@
-//! `wasmind usage`: metered usage per account and month, from the running server when
-//! there is one, else from the data dir's files.
+//! `wasmind usage`: metered usage per account and month against the plan's budgets (Mind
+//! tokens per month; active keys, as of now), from the running server when there is one,
+//! else from the data dir's files.
 
 use super::target::Target;
 use crate::admin::{Request, Response};
@@ -17,18 +18,39 @@ pub(super) fn run(
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(
-        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14}",
-        "ACCOUNT", "MONTH", "RUN_HOURS", "CPU_SECONDS", "INPUT_TOKENS", "OUTPUT_TOKENS"
+        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>9}",
+        "ACCOUNT",
+        "MONTH",
+        "RUN_HOURS",
+        "CPU_SECONDS",
+        "INPUT_TOKENS",
+        "OUTPUT_TOKENS",
+        "TOKENS/LIMIT",
+        "KEYS"
     );
     for row in rows {
         let hours = row.usage.run_ms as f64 / 3_600_000.0;
         let cpu = row.usage.cpu_ms as f64 / 1_000.0;
         println!(
-            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14}",
-            row.account, row.month, row.usage.input_tokens, row.usage.output_tokens
+            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>9}",
+            row.account,
+            row.month,
+            row.usage.input_tokens,
+            row.usage.output_tokens,
+            against(row.usage.tokens(), row.tokens_limit),
+            row.keys
+                .map_or("-".into(), |(active, max)| against(active, Some(max))),
         );
     }
     Ok(())
+}
+
+/// `used/limit`, or `used/-` where no plan bounds it.
+fn against(used: impl std::fmt::Display, limit: Option<impl std::fmt::Display>) -> String {
+    match limit {
+        Some(limit) => format!("{used}/{limit}"),
+        None => format!("{used}/-"),
+    }
 }
 
 /// Parses `--month`: `YYYY-MM`, as usage is keyed.

@@ -1,16 +1,19 @@
 //! The console's domain side: signing a tenant in with an ID token. A token is checked
 //! against the server's own key (`own_key`, what `wasmind console login` signs with) or
 //! the configured identity provider's keys (`provider`) by the rules of `token`, and the
-//! account it names must exist. The console's HTTP routes, its event stream and its page
-//! are in `api::console`; this module knows no HTTP.
+//! account it names must exist; an account's open event streams are bounded (`streams`).
+//! The console's HTTP routes, its event stream and its page are in `api::console`; this
+//! module knows no HTTP.
 
 pub mod config;
 pub mod own_key;
 mod provider;
+mod streams;
 mod token;
 
 pub use config::ConsoleConfig;
 pub use own_key::OwnKey;
+pub use streams::{StreamSlot, Streams, StreamsFull};
 pub use token::{Claims, LEEWAY_SECS, TokenError};
 
 use crate::accounts::{Accounts, Plan};
@@ -45,6 +48,8 @@ pub enum SignInError {
 pub struct Console {
     verifier: Verifier,
     keys: Accounts,
+    /// The event streams open on this node, per account.
+    pub streams: Streams,
 }
 
 impl Console {
@@ -59,6 +64,7 @@ impl Console {
         Ok(Self {
             verifier: Verifier::new(own, provider),
             keys,
+            streams: Streams::default(),
         })
     }
 

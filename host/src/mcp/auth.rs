@@ -45,7 +45,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::require_key;
-    use crate::accounts::{Accounts, KeyStore, Principal};
+    use crate::accounts::{Accounts, KeyStore, Plans, Principal};
 
     fn app(keys: Accounts) -> Router {
         Router::new()
@@ -82,7 +82,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = std::sync::Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
         let keys = KeyStore::new(db).unwrap();
-        let (key, _) = keys.create("acme", None).unwrap();
+        let (key, _) = keys.create("acme", None, &Plans::default()).unwrap();
         let app = app(std::sync::Arc::new(keys.clone()));
 
         let (status, challenge, body) = call(&app, Some(&key)).await;

@@ -40,7 +40,7 @@ pub async fn call(
     name: &str,
     args: JsonObject,
 ) -> CallToolResult {
-    let quota = state.config.plans.limits(who.plan).memories;
+    let quota = state.limits(who.plan).memory_quota();
     let memory = account_memory(state.memory.clone(), who.account.to_string(), quota);
     let call = ToolCall::new("mcp", name, &Value::Object(args));
     // The SDK's memory is synchronous (a guest blocks on its host calls): run it on a

@@ -93,6 +93,11 @@ pub trait MemoryBackend: Send + Sync {
     /// Every version of (namespace, key) removed for good; returns how many.
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize>;
 
+    /// Removes the stored versions of each (namespace, key) of `keys` beyond its newest
+    /// `keep` (see [`Quota`](super::Quota) for the policy), in one transaction; returns how
+    /// many were removed.
+    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize>;
+
     /// Every stored version of (namespace, key), newest first.
     async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>>;
 

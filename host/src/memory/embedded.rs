@@ -159,6 +159,19 @@ impl MemoryBackend for Embedded {
             .await
     }
 
+    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
+        let account = account.to_owned();
+        self.writer
+            .run(move |b| {
+                let mut removed = 0;
+                for (namespace, key) in &keys {
+                    removed += b.prune(&account, namespace, key, keep)?;
+                }
+                Ok(removed)
+            })
+            .await
+    }
+
     async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
         self.read(|r, _| r.history(account, namespace, key))
     }

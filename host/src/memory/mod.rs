@@ -18,6 +18,7 @@ mod fair;
 pub mod index;
 mod input;
 mod postgres;
+mod quota;
 mod record;
 mod search;
 mod service;
@@ -39,6 +40,7 @@ pub use input::{
     validate_tags,
 };
 pub use postgres::PgMemory;
+pub use quota::Quota;
 pub use record::{Memory, Source};
 pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
 pub use service::{

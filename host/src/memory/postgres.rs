@@ -202,6 +202,11 @@ impl MemoryBackend for PgMemory {
             .await
     }
 
+    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
+        self.write(account, async |txn| txn.prune(&keys, keep).await)
+            .await
+    }
+
     async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
         let rows = sqlx::query(concat!(
             "SELECT ",

@@ -4,7 +4,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 
 use super::MemoryConfig;
 use super::{
-    Class, MemoryError, PutInput, Result,
+    Class, MemoryError, PutInput, Quota, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome},
     consolidate::{self, Gate},
     dedupe::{self, Pair},
@@ -128,8 +128,11 @@ impl MemoryService {
         }
     }
 
-    /// Creates or version-updates a memory (idempotent on identical value).
-    pub async fn put(&self, input: PutInput, limit: u64) -> Result<PutOutcome> {
+    /// Creates or version-updates a memory (idempotent on identical value) within `quota`:
+    /// the account's live memories, and the versions kept of the key, older ones pruned
+    /// after the new one is written (a failed prune is logged and left to the key's next
+    /// put: the put itself is done).
+    pub async fn put(&self, input: PutInput, quota: Quota) -> Result<PutOutcome> {
         input.validate()?;
         let backend = &self.inner.backend;
         if let Some(live) = backend
@@ -143,7 +146,22 @@ impl MemoryService {
             });
         }
         let embedding = self.embed_one(&input.account, &input.value).await?;
-        backend.put(input, embedding, limit).await
+        let account = input.account.clone();
+        let outcome = backend.put(input, embedding, quota.memories).await?;
+        let m = &outcome.memory;
+        if outcome.created && m.version > quota.keep() {
+            let key = vec![(m.namespace.clone(), m.key.clone())];
+            self.prune(&account, key, quota).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Prunes `keys` of `account` to the versions `quota` keeps; a failure is logged (the
+    /// writes that made the versions are done, and the keys' next puts prune again).
+    async fn prune(&self, account: &str, keys: Vec<(String, String)>, quota: Quota) {
+        if let Err(e) = self.inner.backend.prune(account, keys, quota.keep()).await {
+            tracing::error!(error = %e, "pruning old memory versions failed");
+        }
     }
 
     /// The live memory at (namespace, key), counting the access.
@@ -200,12 +218,13 @@ impl MemoryService {
         self.inner.backend.live_in(account, None).await
     }
 
-    /// Writes items in order as puts, halting at the quota.
+    /// Writes items in order as puts, halting at the quota; then prunes the keys written
+    /// to the versions the quota keeps, as a put does.
     pub async fn import(
         &self,
         account: &str,
         mut items: Vec<ImportItem>,
-        limit: u64,
+        quota: Quota,
     ) -> Result<ImportReport> {
         for item in &mut items {
             if let Ok(input) = &item.input
@@ -218,6 +237,13 @@ impl MemoryService {
             .iter()
             .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
             .collect();
+        let mut keys: Vec<(String, String)> = items
+            .iter()
+            .filter_map(|i| i.input.as_ref().ok())
+            .map(|p| (p.namespace.clone(), p.key.clone()))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
         let embed = &self.inner.embed;
         let mut embeddings = embed
             .embed_documents(account, Class::Bulk, valid)
@@ -234,7 +260,13 @@ impl MemoryService {
                 (item.index, item.key, input)
             })
             .collect();
-        self.inner.backend.import(account, prepared, limit).await
+        let report = (self.inner.backend)
+            .import(account, prepared, quota.memories)
+            .await?;
+        if quota.versions_per_key != u32::MAX {
+            self.prune(account, keys, quota).await;
+        }
+        Ok(report)
     }
 
     /// Ranked search over live memories, timed by mode.

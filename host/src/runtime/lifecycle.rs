@@ -33,7 +33,9 @@ use super::{
     stop::StopSignal,
     timings::Recorder,
 };
-use crate::{clock::now_ms, data_dir::DataDir, metrics::names, mind::RunReport};
+use crate::{
+    accounts::RateLimiter, clock::now_ms, data_dir::DataDir, metrics::names, mind::RunReport,
+};
 
 pub(super) struct Inner {
     pub(super) compiled: Arc<Compiled>,
@@ -51,6 +53,8 @@ pub(super) struct Inner {
     pub(super) cpu: Arc<CpuGate>,
     /// This node among the nodes sharing PostgreSQL (none on the embedded backend).
     pub(super) cluster: Option<Arc<Cluster>>,
+    /// Each account's component uploads of the last hour on this node, which compiles them.
+    pub(super) uploads: RateLimiter,
 }
 
 /// The agent runtime; cheap to clone.
@@ -123,6 +127,7 @@ impl Runtime {
                 config: config.clone(),
                 timings: Recorder::new(),
                 cluster: cluster.clone(),
+                uploads: RateLimiter::default(),
             }),
             _guests: Arc::new(guests),
         };
@@ -167,6 +172,8 @@ impl Inner {
             memory_mode: record.memory_mode,
             stop: StopSignal::default(),
             mind_failed: AtomicBool::new(false),
+            token_budget: allowance.token_budget,
+            over_tokens: AtomicBool::new(false),
             started: Instant::now(),
             cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
             services: self.services.clone(),

@@ -46,7 +46,7 @@ pub use records::{
     AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, RecordError,
     Status, Usage,
 };
-pub use spawn::{SpawnRefusal, SpawnRequest, StopError};
+pub use spawn::{MonthlyBudget, SpawnRefusal, SpawnRequest, StopError};
 pub use state::Services;
 #[cfg(feature = "bench")]
 pub use timings::Timings;

@@ -9,7 +9,9 @@
 //! `table_limit_exceeded`, `run_time_exceeded` (instantiation included: a start function
 //! that never returns is interrupted like a `run` that never does), `instantiation_failed`,
 //! `result_too_large` (the final result is over `[runtime] max_result_bytes`),
-//! `cpu_limit_exceeded` (the run used more CPU time than its plan's `cpu_seconds_per_run`).
+//! `cpu_limit_exceeded` (the run used more CPU time than its plan's `cpu_seconds_per_run`),
+//! `token_limit_exceeded` (its Mind calls spent more tokens than its plan's
+//! `tokens_per_run`).
 
 use std::{
     sync::Arc,
@@ -122,6 +124,14 @@ pub(super) async fn run(
     let state = store.data();
     let outcome = match result {
         _ if ctx.stop.requested() => Outcome::Stopped,
+        _ if ctx.over_tokens() => failure(
+            "token_limit_exceeded",
+            format!(
+                "the agent's Mind calls spent {} tokens, past its plan's {} per run",
+                state.usage.tokens(),
+                ctx.token_budget
+            ),
+        ),
         None => failure(
             "run_time_exceeded",
             format!("the agent ran longer than {} s", config.max_run_secs),

@@ -2,7 +2,8 @@
 //!
 //! A spawn is checked in a fixed order, each check the refusal a client can act on first:
 //! the component it names (the account's own, loaded ready to run), then the account's
-//! monthly agent-hour budget (finished runs plus the run time of its running agents), then
+//! monthly agent-hour budget (finished runs plus the run time of its running agents) and
+//! its monthly Mind-token budget (what finished runs and the host's jobs spent), then
 //! a place among the account's concurrent agents and under the host's admission cap, then
 //! the key's rolling spawn-rate windows, which count admitted spawns only (`limits`, which
 //! stores the admitted spawn as `spawning` in the same step). It is then launched — on
@@ -43,14 +44,37 @@ pub struct SpawnRequest {
     pub agent: Option<String>,
 }
 
+/// Which of the plan's monthly budgets is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MonthlyBudget {
+    /// `agent_hours_per_month`.
+    AgentHours,
+    /// `tokens_per_month`.
+    Tokens,
+}
+
+impl MonthlyBudget {
+    /// As `details.budget` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MonthlyBudget::AgentHours => "agent_hours",
+            MonthlyBudget::Tokens => "tokens",
+        }
+    }
+}
+
 /// Why a spawn was not admitted, with what the caller needs to say so.
 #[derive(Debug)]
 pub enum SpawnRefusal {
-    /// The account's agent hours of this month are used up.
+    /// The account's agent hours or Mind tokens of this month are used up (`budget` says
+    /// which); both figures are given either way.
     MonthlyQuota {
         plan: Plan,
+        budget: MonthlyBudget,
         used_hours: f64,
         limit_hours: f64,
+        used_tokens: u64,
+        limit_tokens: u64,
         /// When the budget resets (ms since the epoch): the next month's start, UTC.
         resets_at: u64,
     },
@@ -266,7 +290,7 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::{SpawnRefusal, count, provisional_name};
+    use super::{MonthlyBudget, SpawnRefusal, count, provisional_name};
     use crate::{
         accounts::{Plan, Window},
         metrics::{names, testing::capture},
@@ -278,8 +302,11 @@ mod tests {
         let refusals = [
             SpawnRefusal::MonthlyQuota {
                 plan: Plan::Free,
-                used_hours: 10.0,
+                budget: MonthlyBudget::Tokens,
+                used_hours: 1.0,
                 limit_hours: 10.0,
+                used_tokens: 10,
+                limit_tokens: 10,
                 resets_at: 0,
             },
             SpawnRefusal::ConcurrentLimit {

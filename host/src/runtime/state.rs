@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     accounts::Ledger,
-    memory::MemoryService,
+    memory::{MemoryService, Quota},
     mind::{Message, Mind},
 };
 
@@ -41,13 +41,18 @@ pub struct AgentCtx {
     /// The epoch of this node's claim on the agent: every write of the run is fenced by it
     /// (`None` on the embedded backend).
     pub fence: Fence,
-    /// The account plan's live-memory quota.
-    pub memory_quota: u64,
+    /// The account plan's memory quota: live memories, versions kept per key.
+    pub memory_quota: Quota,
     /// What the agent may do with memory.
     pub memory_mode: MemoryMode,
     pub stop: StopSignal,
     /// Set when the Mind failed for good, so a guest error can be reported as such.
     pub mind_failed: AtomicBool,
+    /// Mind tokens the run may spend (the plan's `tokens_per_run`).
+    pub token_budget: u64,
+    /// Set when the run's Mind calls spent past [`AgentCtx::token_budget`]: the run then
+    /// ends `token_limit_exceeded`.
+    pub over_tokens: AtomicBool,
     /// When the agent was launched (its run time is metered from here).
     pub started: std::time::Instant,
     /// Its CPU time, against the plan's budget per run.
@@ -64,6 +69,11 @@ impl AgentCtx {
     /// Whether the Mind was unavailable at some point of the run.
     pub fn mind_failed(&self) -> bool {
         self.mind_failed.load(Ordering::Relaxed)
+    }
+
+    /// Whether the run spent past its token budget.
+    pub fn over_tokens(&self) -> bool {
+        self.over_tokens.load(Ordering::Relaxed)
     }
 }
 

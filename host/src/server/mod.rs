@@ -14,6 +14,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use self::stores::Stores;
 use crate::{
+    accounts::Plans,
     admin::{self, Admin},
     api::{self, AppSlot, AppState, app, front},
     blocking::run_blocking,
@@ -48,7 +49,7 @@ pub fn serve(
         .build()?;
     // On postgres the CLI reaches the database itself: no socket to answer.
     let admin_socket = match config.storage.backend {
-        Backend::Embedded => Some(serve_admin(&runtime, &dir, data_dir)?),
+        Backend::Embedded => Some(serve_admin(&runtime, &dir, data_dir, &config.plans)?),
         Backend::Postgres => None,
     };
     let readiness = Arc::new(Readiness::new(MindCheck::checking(&config.mind)));
@@ -110,9 +111,10 @@ fn serve_admin(
     runtime: &tokio::runtime::Runtime,
     dir: &DataDir,
     data_dir: &Path,
+    plans: &Plans,
 ) -> anyhow::Result<admin::socket::Bound> {
     let bound = admin::socket::bind(data_dir)?;
-    let (admin, listener) = (Admin::open(dir.db())?, bound.listener()?);
+    let (admin, listener) = (Admin::open(dir.db(), plans.clone())?, bound.listener()?);
     runtime.spawn(async move {
         if let Err(e) = admin::socket::serve(listener, admin).await {
             tracing::error!(error = %e, "the admin socket stopped");

@@ -199,7 +199,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             let (ok, out, err) = cli(&["usage", "--data-dir", d]);
             let row = out.lines().nth(1).unwrap_or_default();
             let words: Vec<&str> = row.split_whitespace().collect();
-            match ok && words.len() == 6 && words[4..].join(" ") == tokens {
+            match ok && words.len() == 8 && words[4..6].join(" ") == tokens {
                 true => Ok(out),
                 false => Err(format!("{out}{err}")),
             }
@@ -220,7 +220,9 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             "RUN_HOURS",
             "CPU_SECONDS",
             "INPUT_TOKENS",
-            "OUTPUT_TOKENS"
+            "OUTPUT_TOKENS",
+            "TOKENS/LIMIT",
+            "KEYS"
         ]
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
@@ -235,6 +237,9 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
         (row[4], row[5]),
         (&*input.to_string(), &*output.to_string())
     );
+    // The month's tokens against the free plan's, and the account's keys against its bound.
+    let spent = input.as_u64().unwrap() + output.as_u64().unwrap();
+    assert_eq!((row[6], row[7]), (&*format!("{spent}/2000000"), "1/5"));
 
     let (ok, out, _) = cli(&[
         "usage",

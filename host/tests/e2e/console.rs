@@ -302,13 +302,13 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
 
 /// One server-sent event.
 #[derive(Debug)]
-struct Sse {
-    event: String,
-    data: Value,
+pub(crate) struct Sse {
+    pub(crate) event: String,
+    pub(crate) data: Value,
 }
 
 /// Reads events from an open stream until `end` (or the stream closes).
-fn read_events(response: reqwest::blocking::Response) -> Vec<Sse> {
+pub(crate) fn read_events(response: reqwest::blocking::Response) -> Vec<Sse> {
     let mut out = Vec::new();
     let (mut event, mut data) = (String::new(), String::new());
     for line in BufReader::new(response).lines() {

@@ -7,6 +7,7 @@ mod common;
 mod agents;
 mod anthropic;
 mod authoring;
+mod budgets;
 mod cli;
 mod cli_remote;
 mod cluster;

@@ -54,11 +54,11 @@ const UNSERVED_PATHS: [&str; 8] = [
     "/api/v2/memory",
 ];
 
-/// A free plan holding two memories and no agent component (of at most 1 KiB), for the
-/// quota errors.
+/// A free plan holding two memories and no agent component (of at most 1 KiB), uploading
+/// one an hour, for the quota errors.
 const TINY_FREE_PLAN: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
     concurrent_agents = 2\nmemories = 2\nagent_hours_per_month = 1.0\n\
-    component_max_bytes = 1024\ncomponents = 0\n";
+    component_max_bytes = 1024\ncomponents = 0\ncomponent_uploads_per_hour = 1\n";
 
 /// A remote embedder that cannot be reached, for the 503s.
 const UNREACHABLE_EMBEDDER: &str = "[embedder]\nkind = \"openai\"\n\n[embedder.openai]\n\
@@ -86,7 +86,7 @@ const TINY_AGENT_PLANS: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_
     [plans.liftoff]\nspawns_per_minute = 1\nspawns_per_hour = 30\nconcurrent_agents = 5\n\
     memories = 100\nagent_hours_per_month = 10.0\n\n\
     [plans.lightyear]\nspawns_per_minute = 30\nspawns_per_hour = 500\nconcurrent_agents = 1\n\
-    memories = 100\nagent_hours_per_month = 10.0\n\n\
+    memories = 100\nagent_hours_per_month = 10.0\nevent_streams = 1\n\n\
     [runtime]\nmax_agents = 2\nstop_grace_secs = 1.0\n";
 
 const JSON: &str = "application/json";
@@ -1599,6 +1599,16 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
         201,
     );
     let key_id = created.body["key_id"].as_str().unwrap().to_string();
+    // Up to the plan's bound (liftoff: 20 active keys), then 402.
+    let refused = (0..25)
+        .map(|_| {
+            let post = Method::POST;
+            spec.exchange(&t, &post, "/api/v1/console/keys", None, Conformance::Strict)
+        })
+        .find(|r| r.status != 201)
+        .expect("the plan bounds the keys");
+    expect_error(&refused, 402, "key_quota_exceeded");
+    assert_eq!(refused.body["error"]["details"]["maxKeys"], 20);
     expect(spec.get(&t, "/api/v1/console/keys"), 200);
     expect(
         spec.delete(&t, &format!("/api/v1/console/keys/{key_id}")),
@@ -2046,6 +2056,20 @@ fn drive_agent_limits(spec: &mut Spec) {
     );
     assert_eq!(r.retry_after.as_deref(), Some("5"));
 
+    // The account's open event streams: lightyear's one, held by a stream of its agent.
+    let (_, token) = crate::console::login(&dir, "solo", None);
+    let events = format!("/api/v1/console/agents/{spinning}/events");
+    let held = reqwest::blocking::Client::new()
+        .get(format!("{}{events}", server.base))
+        .bearer_auth(&token)
+        .send()
+        .unwrap();
+    assert_eq!(held.status().as_u16(), 200);
+    let r = spec.get(&Client::new(&server.base, Some(&token)), &events);
+    expect_error(&r, 429, "stream_limit_reached");
+    assert_eq!(r.retry_after.as_deref(), Some("5"));
+    drop(held);
+
     // The host's capacity: two live agents; liftoff's plan would admit a second one.
     let r = spec.post(&lift, AGENTS, &spin);
     expect_error(&r, 503, "temporarily_unavailable");
@@ -2171,6 +2195,19 @@ fn drive_components(spec: &mut Spec, c: &Client, bob: &Client, small: &Client) {
     );
     expect_error(&r, 402, "component_quota_exceeded");
     assert_eq!(r.body["error"]["details"], json!({ "limit": 0 }));
+    // That refused upload was this hour's one.
+    let r = spec.post_bytes(
+        small,
+        &upload("notes", "1.0.0"),
+        b"tiny",
+        Some(WASM),
+        strict,
+    );
+    expect_error(&r, 429, "rate_limited");
+    assert_eq!(
+        r.body["error"]["details"],
+        json!({ "plan": "free", "window": "hour", "limitPerHour": 1 })
+    );
 
     let page = expect(spec.get(c, &format!("{COMPONENTS}?limit=1")), 200);
     assert_eq!(page.body["data"][0]["version"], "1.1.0-rc.1+b5");

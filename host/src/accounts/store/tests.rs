@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{AccountStore, Accounts};
-use crate::accounts::{KeyStore, PgAccounts, Plan};
+use super::{AccountStore, Accounts, CreateKeyError};
+use crate::accounts::{KeyStore, PgAccounts, Plan, Plans};
 use crate::storage::{Backend, StorageConfig, connect};
 use crate::test_postgres::Postgres;
 
@@ -25,7 +25,7 @@ async fn node(url: &str) -> Accounts {
 }
 
 async fn keys_and_plans(store: &dyn AccountStore) {
-    let (first, info) = store.create("acme", None).await.unwrap();
+    let (first, info) = store.create("acme", None, &Plans::default()).await.unwrap();
     assert!(first.starts_with("wm_") && first.len() == 67);
     assert_eq!((info.account.as_str(), info.plan), ("acme", Plan::Free));
     let who = store.authenticate(&first).await.unwrap().unwrap();
@@ -35,10 +35,18 @@ async fn keys_and_plans(store: &dyn AccountStore) {
     );
 
     // A second key with a plan moves the account; without one it keeps the plan.
-    let (second, _) = store.create("acme", Some(Plan::Liftoff)).await.unwrap();
-    let (_, other) = store.create("zeta", None).await.unwrap();
+    let (second, _) = store
+        .create("acme", Some(Plan::Liftoff), &Plans::default())
+        .await
+        .unwrap();
+    let (_, other) = store.create("zeta", None, &Plans::default()).await.unwrap();
     assert_eq!(
-        store.create("acme", None).await.unwrap().1.plan,
+        store
+            .create("acme", None, &Plans::default())
+            .await
+            .unwrap()
+            .1
+            .plan,
         Plan::Liftoff
     );
     assert_eq!(
@@ -99,17 +107,107 @@ async fn keys_and_plans(store: &dyn AccountStore) {
         .unwrap_err()
         .to_string();
     assert!(e.contains("`keys create` makes accounts"), "{e}");
-    let e = store.create("not ok!", None).await.unwrap_err().to_string();
+    let e = store
+        .create("not ok!", None, &Plans::default())
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("is invalid"), "{e}");
     assert!(store.authenticate("wm_unknown").await.unwrap().is_none());
+}
+
+/// Plans whose free tier has `keys` keys and liftoff one more.
+fn keys_bound(keys: u32) -> Plans {
+    let mut plans = Plans::default();
+    plans.free.keys = keys;
+    plans.liftoff.keys = keys + 1;
+    plans
+}
+
+async fn keys_of_one_account(store: &dyn AccountStore) {
+    let plans = keys_bound(2);
+    let (_, first) = store.create("acme", None, &plans).await.unwrap();
+    let (_, second) = store.create("acme", None, &plans).await.unwrap();
+    let (_, theirs) = store.create("zeta", None, &plans).await.unwrap();
+
+    // The plan's bound counts active keys; the refusal names the account, plan and bound.
+    let refused = store.create("acme", None, &plans).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            CreateKeyError::KeyLimit { ref account, plan: Plan::Free, active: 2, max: 2 }
+                if account == "acme"
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().contains("free plan's maximum of 2"),
+        "{refused}"
+    );
+    // A larger plan given with the key raises the bound in the same step.
+    let (_, third) = store
+        .create("acme", Some(Plan::Liftoff), &plans)
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.create("acme", None, &plans).await,
+        Err(CreateKeyError::KeyLimit { max: 3, .. })
+    ));
+
+    let ids = |keys: Vec<crate::accounts::KeyInfo>| -> Vec<String> {
+        keys.into_iter().map(|k| k.id).collect()
+    };
+    assert_eq!(
+        ids(store.keys("acme").await.unwrap()),
+        [first.id.clone(), second.id, third.id],
+        "oldest first, the account's only"
+    );
+    assert_eq!(ids(store.keys("zeta").await.unwrap()), [theirs.id.clone()]);
+    assert!(store.keys("nobody").await.unwrap().is_empty());
+
+    // Revoking one's own key: another account's, or a secret, is not found.
+    assert_eq!(store.revoke_own("acme", &theirs.id).await.unwrap(), None);
+    assert_eq!(store.revoke_own("acme", "wm_secret").await.unwrap(), None);
+    let revoked = store.revoke_own("acme", &first.id).await.unwrap().unwrap();
+    assert!(revoked.revoked_at.is_some() && revoked.account == "acme");
+    let again = store.revoke_own("acme", &first.id).await.unwrap().unwrap();
+    assert_eq!(again.revoked_at, revoked.revoked_at, "idempotent");
+    let listed = store.keys("acme").await.unwrap();
+    assert_eq!(listed.iter().filter(|k| k.revoked_at.is_some()).count(), 1);
+    assert!(store.keys("zeta").await.unwrap()[0].revoked_at.is_none());
+    // The revoked key is room for another.
+    store.create("acme", None, &plans).await.unwrap();
 }
 
 #[tokio::test]
 async fn keys_and_plans_behave_alike_on_both_backends() {
     let (_dir, embedded) = embedded();
     keys_and_plans(&*embedded).await;
+    let (_dir, embedded) = self::embedded();
+    keys_of_one_account(&*embedded).await;
     let pg = Postgres::start();
     keys_and_plans(&*node(&pg.database("accounts")).await).await;
+    keys_of_one_account(&*node(&pg.database("one_account")).await).await;
+}
+
+/// A data dir whose keys were made before the per-account index finds them by account
+/// once reopened.
+#[test]
+fn keys_made_before_the_account_index_are_indexed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+    let store = KeyStore::new(db.clone()).unwrap();
+    let (_, made) = store.create("acme", None, &Plans::default()).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.delete_table(redb::TableDefinition::<(&str, &str), &str>::new(
+        "account_keys",
+    ))
+    .unwrap();
+    txn.commit().unwrap();
+    let reopened = KeyStore::new(db).unwrap();
+    let found = reopened.keys("acme").unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, made.id);
 }
 
 /// Two nodes on one database: a key made through one works through the other at its next
@@ -119,7 +217,10 @@ async fn keys_take_effect_on_every_node_at_once() {
     let pg = Postgres::start();
     let url = pg.database("nodes");
     let (a, b) = (node(&url).await, node(&url).await);
-    let (secret, info) = a.create("acme", Some(Plan::Liftoff)).await.unwrap();
+    let (secret, info) = a
+        .create("acme", Some(Plan::Liftoff), &Plans::default())
+        .await
+        .unwrap();
     assert_eq!(
         b.authenticate(&secret).await.unwrap().unwrap().plan,
         Plan::Liftoff

@@ -17,6 +17,10 @@ fn status() -> Schema {
     schema::one_of(["spawning", "running", "completed", "stopped", "failed"]).into()
 }
 
+fn monthly_budget() -> Schema {
+    schema::one_of(["agent_hours", "tokens"]).into()
+}
+
 fn memory_mode() -> Schema {
     super::request::memory_mode().into()
 }
@@ -177,13 +181,21 @@ pub struct LogPage {
     pub next_cursor: Option<String>,
 }
 
-/// `details` of 402 `monthly_quota_exceeded`.
+/// `details` of 402 `monthly_quota_exceeded`: the month's agent-hours and Mind tokens
+/// against the plan's, whichever of the two is spent.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MonthlyQuotaDetails {
     pub plan: &'static str,
+    /// The budget that is spent: `agent_hours` or `tokens`.
+    #[schema(schema_with = monthly_budget)]
+    pub budget: &'static str,
     pub used_hours: f64,
     pub limit_hours: f64,
+    /// Mind tokens (input plus output) spent this month.
+    pub used_tokens: u64,
+    /// The plan's `tokens_per_month`.
+    pub limit_tokens: u64,
     #[schema(format = DateTime)]
     pub resets_at: String,
 }

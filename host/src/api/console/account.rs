@@ -1,5 +1,6 @@
-//! The signed-in account: who it is, its API keys (create, list, revoke — the same
-//! `KeyStore` operations as the operator's CLI), and its usage against its plan.
+//! The signed-in account: who it is, its API keys (create within the plan's `keys`, list,
+//! revoke — per-account queries of the `AccountStore` the operator's CLI uses too), and its
+//! usage against its plan.
 
 use axum::{
     Json,
@@ -18,7 +19,7 @@ use super::{
     views::*,
 };
 use crate::{
-    accounts::KeyInfo,
+    accounts::{CreateKeyError, KeyInfo},
     clock::{iso8601, month_of, now_ms},
 };
 
@@ -29,16 +30,32 @@ fn failed(e: &dyn std::fmt::Display) -> ApiError {
 
 /// The account's keys, newest first.
 async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
-    let mut mine: Vec<KeyInfo> = state
-        .keys
-        .list()
-        .await
-        .map_err(|e| failed(&e))?
-        .into_iter()
-        .filter(|k| k.account == account)
-        .collect();
+    let mut mine = state.keys.keys(account).await.map_err(|e| failed(&e))?;
     mine.reverse();
     Ok(mine)
+}
+
+/// A key not created, as the answer: the plan's bound is 402 `key_quota_exceeded`.
+impl From<CreateKeyError> for ApiError {
+    fn from(e: CreateKeyError) -> Self {
+        match e {
+            CreateKeyError::KeyLimit {
+                plan, active, max, ..
+            } => ApiError::new(
+                StatusCode::PAYMENT_REQUIRED,
+                "key_quota_exceeded",
+                format!(
+                    "this account has {active} active API keys, the {plan} plan's maximum; revoke one or upgrade the plan"
+                ),
+            )
+            .with_details(KeyQuotaDetails {
+                plan: plan.as_str(),
+                active_keys: active,
+                max_keys: max,
+            }),
+            other => failed(&other),
+        }
+    }
 }
 
 /// Who is signed in.
@@ -89,6 +106,7 @@ pub async fn list_keys(
     responses(
         (status = 201, description = "created; `key` is shown this once", body = CreatedKey),
         (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
+        (status = 402, description = "The account has its plan's `keys` active; revoke one first. Codes: `key_quota_exceeded`. Details: KeyQuotaDetails.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn create_key(
@@ -98,9 +116,8 @@ pub async fn create_key(
     // The account exists (sign-in checked it), so this keeps its plan.
     let (secret, info) = state
         .keys
-        .create(&session.account, None)
-        .await
-        .map_err(|e| failed(&e))?;
+        .create(&session.account, None, &state.config.plans)
+        .await?;
     let body = CreatedKey {
         key_id: info.id,
         key: secret,
@@ -126,18 +143,15 @@ pub async fn revoke_key(
 ) -> ApiResult<Json<RevokedKey>> {
     // Only an id among the account's own keys is revoked: another account's key, or a
     // secret given in place of an id, is not found.
-    if !keys_of(&state, &session.account)
-        .await?
-        .iter()
-        .any(|k| k.id == key_id)
-    {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "key_not_found",
-            "this account has no key with that id",
-        ));
-    }
-    let info = state.keys.revoke(&key_id).await.map_err(|e| failed(&e))?;
+    let info = (state.keys.revoke_own(&session.account, &key_id).await)
+        .map_err(|e| failed(&e))?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "key_not_found",
+                "this account has no key with that id",
+            )
+        })?;
     Ok(Json(RevokedKey {
         key_id: info.id,
         revoked_at: iso8601(info.revoked_at.unwrap_or_else(now_ms)),
@@ -157,7 +171,7 @@ pub async fn usage(
     ConsoleAuth(session): ConsoleAuth,
 ) -> ApiResult<Json<UsageReport>> {
     let account = session.account.as_str();
-    let limits = state.config.plans.limits(session.plan).clone();
+    let limits = state.limits(session.plan);
     let now = now_ms();
     let run_ms = state
         .runtime
@@ -177,10 +191,12 @@ pub async fn usage(
         .map(|(_, n)| n)
         .sum();
     let mut spawn_windows = Vec::new();
-    for key in keys_of(&state, account).await? {
-        if key.revoked_at.is_some() {
-            continue;
-        }
+    let live_keys: Vec<KeyInfo> = (keys_of(&state, account).await?)
+        .into_iter()
+        .filter(|k| k.revoked_at.is_none())
+        .collect();
+    let active_keys = u32::try_from(live_keys.len()).unwrap_or(u32::MAX);
+    for key in live_keys {
         let (minute, hour) =
             (state.runtime.spawns_in_windows(account, &key.id).await).map_err(|e| failed(&e))?;
         spawn_windows.extend(
@@ -207,12 +223,30 @@ pub async fn usage(
         memories: MemoriesUsed {
             live,
             limit: Some(limits.memories),
+            versions_per_key: Some(limits.versions_per_key),
         },
         concurrent_agents: ConcurrencyUsed {
             running,
             limit: Some(limits.concurrent_agents),
         },
         spawn_windows,
+        keys: KeysUsed {
+            active: active_keys,
+            limit: Some(limits.keys),
+        },
+        component_uploads: UploadsUsed {
+            last_hour: state.runtime.uploads_in_hour(account),
+            limit: Some(limits.component_uploads_per_hour),
+        },
+        event_streams: StreamsUsed {
+            open: state.console.streams.count(account),
+            limit: Some(limits.event_streams),
+        },
+        tokens: TokensUsed {
+            used: month.tokens(),
+            limit: Some(limits.tokens_per_month),
+            per_run: Some(limits.tokens_per_run),
+        },
         cpu_seconds: month.cpu_ms as f64 / 1_000.0,
         input_tokens: month.input_tokens,
         output_tokens: month.output_tokens,

@@ -11,12 +11,14 @@
 //! `stopped` at once but its run ends up to the stop grace later), or terminal with no run
 //! left on this host (a record that never got its `terminal` event) — a final `status`, then
 //! `end` (data `{}`), and the stream closes. So one client holds a stream no longer than
-//! the agent lives (at most `[runtime] max_run_secs` plus the grace).
+//! the agent lives (at most `[runtime] max_run_secs` plus the grace). An account has at most
+//! its plan's `event_streams` open at once; one more is 429 `stream_limit_reached`.
 
 use std::{collections::VecDeque, convert::Infallible, time::Duration};
 
 use axum::{
     extract::{Path, State, rejection::PathRejection},
+    http::StatusCode,
     response::sse::{Event, KeepAlive, Sse},
 };
 use futures_util::{Stream, StreamExt, stream};
@@ -28,11 +30,15 @@ use super::{
         AppState, agents,
         agents::{AgentView, LogEventView, ProgressView},
         doc::ErrorEnvelope,
-        error::ApiResult,
+        error::{ApiError, ApiResult},
     },
     auth::StreamAuth,
 };
-use crate::runtime::{AgentRecord, Progress, Watch};
+use crate::{
+    accounts::Plan,
+    console::StreamsFull,
+    runtime::{AgentRecord, Progress, Watch},
+};
 
 /// Log events read from the store at once.
 const LOG_BATCH: usize = 1_000;
@@ -50,6 +56,8 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
         (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = StreamEvent, content_type = "text/event-stream"),
         (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 429, description = "The account has its plan's `event_streams` open; close one, or wait until one ends. Codes: `stream_limit_reached`. Details: StreamLimitDetails.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn events(
@@ -61,9 +69,50 @@ pub async fn events(
     // Watch first: a change committed between the read below and the first wait is not lost.
     let watch = state.records.watch(&id);
     let record = agents::owned(&state, &session.account, id).await?;
+    let max = state.limits(session.plan).event_streams;
+    let slot = (state.console.streams)
+        .open(&session.account, max)
+        .map_err(|full| stream_limit(session.plan, full))?;
     let feed = Feed::open(state, watch, record).await;
-    let events = stream::unfold(feed, Feed::next).map(Ok);
+    // The stream holds its slot until it is dropped: ended, or its client gone.
+    let events = stream::unfold(feed, Feed::next).map(move |event| {
+        let _held = &slot;
+        Ok(event)
+    });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// Seconds a client should wait before opening a stream again at the bound.
+const RETRY_STREAM_SECS: u64 = 5;
+
+/// 429 `stream_limit_reached`, in the words of `concurrent_limit_reached`.
+fn stream_limit(plan: Plan, full: StreamsFull) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "stream_limit_reached",
+        format!(
+            "{} event streams are open, the {plan} plan's maximum; close one or wait until one ends",
+            full.open
+        ),
+    )
+    .with_details(StreamLimitDetails {
+        plan: plan.as_str(),
+        current_streams: full.open,
+        max_streams: full.max,
+    });
+    e.retry_after = Some(RETRY_STREAM_SECS);
+    e
+}
+
+/// `details` of 429 `stream_limit_reached`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamLimitDetails {
+    pub plan: &'static str,
+    /// Streams the account has open.
+    pub current_streams: u32,
+    /// The plan's `event_streams`.
+    pub max_streams: u32,
 }
 
 /// One stream's state: what it sent, and what is queued to send.

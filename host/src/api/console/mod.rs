@@ -9,3 +9,6 @@ pub mod events;
 pub mod page;
 pub mod reads;
 mod views;
+
+pub use events::StreamLimitDetails;
+pub use views::KeyQuotaDetails;

@@ -83,6 +83,8 @@ pub struct HoursUsed {
 pub struct MemoriesUsed {
     pub live: u64,
     pub limit: Option<u64>,
+    /// The plan's `versions_per_key`: versions kept of each key, older ones pruned.
+    pub versions_per_key: Option<u32>,
 }
 
 /// Agents spawning or running against the plan's cap.
@@ -90,6 +92,49 @@ pub struct MemoriesUsed {
 pub struct ConcurrencyUsed {
     pub running: u32,
     pub limit: Option<u32>,
+}
+
+/// Active API keys against the plan's `keys`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeysUsed {
+    pub active: u32,
+    pub limit: Option<u32>,
+}
+
+/// Component uploads counted on this node in the last hour against the plan's
+/// `component_uploads_per_hour`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UploadsUsed {
+    pub last_hour: u32,
+    pub limit: Option<u32>,
+}
+
+/// Event streams open on this node against the plan's `event_streams`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StreamsUsed {
+    pub open: u32,
+    pub limit: Option<u32>,
+}
+
+/// Mind tokens (input plus output) this month against the plan's `tokens_per_month`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokensUsed {
+    pub used: u64,
+    pub limit: Option<u64>,
+    /// The plan's `tokens_per_run`: what one agent's run may spend.
+    pub per_run: Option<u64>,
+}
+
+/// The details of 402 `key_quota_exceeded`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyQuotaDetails {
+    #[schema(schema_with = plan)]
+    pub plan: &'static str,
+    /// The account's unrevoked keys.
+    pub active_keys: u32,
+    /// The plan's `keys`.
+    pub max_keys: u32,
 }
 
 /// One live key's spawns in one rolling window.
@@ -104,7 +149,7 @@ pub struct SpawnWindow {
 }
 
 /// GET /api/v1/console/usage: the account's usage against its plan. A `limit` is null when
-/// the plan has none (every plan has all four today).
+/// the plan has none (every plan has all of them today).
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = ConsoleUsage)]
 pub struct UsageReport {
@@ -118,6 +163,11 @@ pub struct UsageReport {
     /// Two per live key (60 s and 3,600 s); the windows are kept in memory, so a restart
     /// empties them.
     pub spawn_windows: Vec<SpawnWindow>,
+    pub keys: KeysUsed,
+    pub event_streams: StreamsUsed,
+    pub component_uploads: UploadsUsed,
+    /// Mind tokens this month (finished runs and the host's jobs) against the plan.
+    pub tokens: TokensUsed,
     /// CPU time the account's agents used this month, in seconds (finished runs).
     #[schema(minimum = 0)]
     pub cpu_seconds: f64,

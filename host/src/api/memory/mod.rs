@@ -32,7 +32,7 @@ use crate::{
     memory::{
         ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_NAMESPACE,
         DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery as Listing, MemoryDraft, MemoryError,
-        Mode, PutInput, Rejected, SearchQuery, Source, validate_key, validate_namespace,
+        Mode, PutInput, Quota, Rejected, SearchQuery, Source, validate_key, validate_namespace,
         validate_tags,
     },
     mind::Usage,
@@ -41,8 +41,8 @@ use crate::{
 /// Cursor kind of memory list pages.
 const LIST_CURSOR: &str = "m1";
 
-fn quota(state: &AppState, auth: &Auth) -> u64 {
-    state.config.plans.limits(auth.0.plan).memories
+fn quota(state: &AppState, auth: &Auth) -> Quota {
+    state.limits(auth.0.plan).memory_quota()
 }
 
 /// A body's optional `namespace`, validated.

@@ -1,5 +1,6 @@
-// Usage against the plan: agent-hours this month, live memories, concurrent agents, each
-// key's spawn windows, and the Mind's tokens.
+// Usage against the plan: agent-hours this month, live memories, concurrent agents, the
+// Mind's tokens, active API keys, open event streams, component uploads in the last hour,
+// and each key's spawn windows.
 
 import { api } from './api.js';
 import { attempt, el, num } from './dom.js';
@@ -30,7 +31,14 @@ async function load() {
   against('usage-concurrency',
     { used: u.concurrent_agents.running, limit: u.concurrent_agents.limit }, 'running');
   $('usage-cpu').textContent = `${num(u.cpu_seconds, 3)} CPU seconds`;
-  $('usage-tokens').textContent = `${num(u.input_tokens, 0)} in, ${num(u.output_tokens, 0)} out`;
+  against('usage-tokens', u.tokens, 'tokens');
+  const perRun = u.tokens.per_run === null ? '' : `; at most ${num(u.tokens.per_run, 0)} per run`;
+  $('usage-token-split').textContent =
+    `${num(u.input_tokens, 0)} in, ${num(u.output_tokens, 0)} out${perRun}`;
+  against('usage-keys', { used: u.keys.active, limit: u.keys.limit }, 'active keys');
+  against('usage-streams', { used: u.event_streams.open, limit: u.event_streams.limit }, 'open');
+  against('usage-uploads',
+    { used: u.component_uploads.last_hour, limit: u.component_uploads.limit }, 'uploads');
   $('usage-windows').tBodies[0].replaceChildren(...u.spawn_windows.map((w) => el('tr', {},
     el('td', {}, el('code', {}, w.key_id)),
     el('td', {}, windowName(w.window_secs)),

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::clock::now_ms;
 use crate::memory::{
-    Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, SearchQuery,
-    Source,
+    Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, Quota,
+    SearchQuery, Source,
     backend::{CandidateQuery, Merge},
     embed::{EmbedService, HashEmbedder},
     transfer::ImportItem,
@@ -85,7 +85,10 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
         ("work", "lunch", "noodles on fridays"),
         ("default", "car", "a blue bicycle"),
     ] {
-        let put = s.put(input("acme", ns, key, value), 5).await.unwrap();
+        let put = s
+            .put(input("acme", ns, key, value), Quota::memories(5))
+            .await
+            .unwrap();
         say(format!(
             "put {key}: v{} created={} previous={}",
             put.memory.version,
@@ -93,7 +96,9 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
             put.memory.previous.is_some()
         ));
     }
-    let refused = s.put(input("acme", "x", "six", "over"), 4).await;
+    let refused = s
+        .put(input("acme", "x", "six", "over"), Quota::memories(4))
+        .await;
     say(format!("quota: {}", refused.unwrap_err()));
     let got = s.get("acme", "default", "pet").await.unwrap();
     let got = s.get("acme", "default", got.key.as_str()).await.unwrap();
@@ -181,7 +186,7 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
             input: Ok(input("acme", "imported", key, &format!("{key} value"))),
         })
         .collect();
-    let report = s.import("acme", items, 5).await.unwrap();
+    let report = s.import("acme", items, Quota::memories(5)).await.unwrap();
     say(format!(
         "import: imported={} failed={} halted={:?} errors={:?}",
         report.imported,
@@ -193,12 +198,18 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
             .map(|e| (e.index, &e.rejected.code))
             .collect::<Vec<_>>()
     ));
-    s.put(input("acme", "dup", "first", "same words here"), 10)
-        .await
-        .unwrap();
-    s.put(input("acme", "dup", "second", "same words here"), 10)
-        .await
-        .unwrap();
+    s.put(
+        input("acme", "dup", "first", "same words here"),
+        Quota::memories(10),
+    )
+    .await
+    .unwrap();
+    s.put(
+        input("acme", "dup", "second", "same words here"),
+        Quota::memories(10),
+    )
+    .await
+    .unwrap();
     let dedupe = s.dedupe("acme", Some("dup"), 0.9, false).await.unwrap();
     say(format!(
         "dedupe: scanned={} removed={} pairs={:?}",
@@ -247,13 +258,16 @@ async fn scores_and_breakdowns_match_the_embedded_backend() {
     ];
     for s in &backends {
         for (i, text) in texts.iter().enumerate() {
-            s.put(input("acme", "default", &format!("note{i}"), text), 100)
-                .await
-                .unwrap();
+            s.put(
+                input("acme", "default", &format!("note{i}"), text),
+                Quota::memories(100),
+            )
+            .await
+            .unwrap();
             // Another account's documents must move none of acme's scores.
             s.put(
                 input("globex", "default", &format!("cat{i}"), "cat cat cat"),
-                100,
+                Quota::memories(100),
             )
             .await
             .unwrap();
@@ -300,7 +314,7 @@ async fn a_write_on_one_node_is_read_on_another_and_the_quota_holds_across_nodes
     let (a, b) = (service(node(&url).await), service(node(&url).await));
     a.put(
         input("acme", "default", "plan", "ship the postgres backend"),
-        100,
+        Quota::memories(100),
     )
     .await
     .unwrap();
@@ -318,8 +332,11 @@ async fn a_write_on_one_node_is_read_on_another_and_the_quota_holds_across_nodes
     let puts = (0..20).map(|i| {
         let node = if i % 2 == 0 { a.clone() } else { b.clone() };
         tokio::spawn(async move {
-            node.put(input("acme", "n", &format!("k{i}"), &format!("v{i}")), 8)
-                .await
+            node.put(
+                input("acme", "n", &format!("k{i}"), &format!("v{i}")),
+                Quota::memories(8),
+            )
+            .await
         })
     });
     let mut made = 0;
@@ -354,7 +371,10 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                     }
                 })
                 .collect();
-            exact.import(account, items, 10_000).await.unwrap();
+            exact
+                .import(account, items, Quota::memories(10_000))
+                .await
+                .unwrap();
         }
     }
     // Only an account put into the index has rows in it.
@@ -469,12 +489,12 @@ async fn expired_memories_crowding_the_best_scores_leave_the_live_ones_found() {
             expires_in_days: Some(1.0),
             ..input("acme", "default", &format!("old{i:02}"), "cat cat cat")
         };
-        writer.put(old, 1000).await.unwrap();
+        writer.put(old, Quota::memories(1000)).await.unwrap();
     }
     for i in 0..10 {
         let text = format!("a cat among other words, number {i}");
         let new = input("acme", "default", &format!("new{i}"), &text);
-        writer.put(new, 1000).await.unwrap();
+        writer.put(new, Quota::memories(1000)).await.unwrap();
     }
     let reader = node(&url).await;
     let found = async |now: u64| -> Vec<String> {
@@ -514,12 +534,18 @@ async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() 
     for i in 0..50 {
         let text = format!("note {i} about topic {} and {}", i % 7, i % 5);
         grown
-            .put(input("acme", "default", &format!("k{i}"), &text), 1_000)
+            .put(
+                input("acme", "default", &format!("k{i}"), &text),
+                Quota::memories(1_000),
+            )
             .await
             .unwrap();
     }
     grown
-        .put(input("small", "default", "k", "one note"), 1_000)
+        .put(
+            input("small", "default", "k", "one note"),
+            Quota::memories(1_000),
+        )
         .await
         .unwrap();
     let indexed_rows = "SELECT count(*) FROM memories WHERE indexed";
@@ -551,7 +577,7 @@ async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() 
     grown
         .put(
             input("acme", "default", "late", "note about topic 3 and 4"),
-            1_000,
+            Quota::memories(1_000),
         )
         .await
         .unwrap();
@@ -591,10 +617,13 @@ async fn expired_memories_leave_counts_lists_and_the_live_key() {
     let s = service(node(&url).await);
     let mut brief = input("acme", "default", "brief", "gone soon");
     brief.expires_in_days = Some(1.0);
-    s.put(brief, 10).await.unwrap();
-    s.put(input("acme", "default", "stays", "here"), 10)
-        .await
-        .unwrap();
+    s.put(brief, Quota::memories(10)).await.unwrap();
+    s.put(
+        input("acme", "default", "stays", "here"),
+        Quota::memories(10),
+    )
+    .await
+    .unwrap();
     pg.psql(
         "expiry",
         "UPDATE memories SET expires_at = 1 WHERE key = 'brief'",
@@ -615,7 +644,10 @@ async fn expired_memories_leave_counts_lists_and_the_live_key() {
     assert_eq!(s.namespaces("acme").await.unwrap(), [("default".into(), 1)]);
     // The key is free again: a put starts a new version after the expired one.
     let again = s
-        .put(input("acme", "default", "brief", "back"), 10)
+        .put(
+            input("acme", "default", "brief", "back"),
+            Quota::memories(10),
+        )
         .await
         .unwrap();
     assert_eq!((again.memory.version, again.created), (2, true));
@@ -782,4 +814,94 @@ async fn a_database_made_with_another_embedder_is_refused() {
         .unwrap()
         .to_string();
     assert!(err.contains(IDENTITY) && err.contains("onnx:"), "{err}");
+}
+
+/// Versions past a key's quota are pruned alike on both backends: the newest kept, the
+/// oldest kept unlinked, nothing live or counted changed; an import prunes the keys it wrote.
+async fn pruned_versions(s: &MemoryService) -> Vec<String> {
+    let quota = Quota {
+        memories: 10,
+        versions_per_key: 3,
+    };
+    let mut out = Vec::new();
+    for n in 1..=5 {
+        let value = format!("draft {n}");
+        s.put(input("acme", "default", "doc", &value), quota)
+            .await
+            .unwrap();
+    }
+    s.put(input("acme", "default", "other", "one"), quota)
+        .await
+        .unwrap();
+    s.put(input("globex", "default", "doc", "theirs 1"), quota)
+        .await
+        .unwrap();
+    s.put(input("globex", "default", "doc", "theirs 2"), quota)
+        .await
+        .unwrap();
+    let history = |account: &'static str, key: &'static str| async move {
+        let versions = s.history(account, "default", key).await.unwrap();
+        versions
+            .iter()
+            .map(|m| {
+                (
+                    m.version,
+                    m.value.clone(),
+                    m.is_latest,
+                    m.previous.is_some(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    out.push(format!("doc: {:?}", history("acme", "doc").await));
+    out.push(format!("other: {:?}", history("acme", "other").await));
+    out.push(format!("theirs: {:?}", history("globex", "doc").await));
+    out.push(format!("live: {:?}", s.namespaces("acme").await.unwrap()));
+    // A soft-deleted version is one of the kept; a new put after it prunes past it.
+    s.delete("acme", "default", "doc", false).await.unwrap();
+    s.put(input("acme", "default", "doc", "draft 6"), quota)
+        .await
+        .unwrap();
+    out.push(format!("after delete: {:?}", history("acme", "doc").await));
+    // An import writes versions as puts do, then prunes the keys it wrote.
+    let items = (0..4)
+        .map(|i| ImportItem {
+            index: i,
+            key: None,
+            input: Ok(input("acme", "default", "other", &format!("two {i}"))),
+        })
+        .collect();
+    let report = s.import("acme", items, quota).await.unwrap();
+    out.push(format!("imported: {}", report.imported));
+    out.push(format!(
+        "other after import: {:?}",
+        history("acme", "other").await
+    ));
+    let hits = s
+        .search("acme", query("draft", Mode::Keyword))
+        .await
+        .unwrap();
+    let found: Vec<&str> = hits.iter().map(|h| h.memory.value.as_str()).collect();
+    out.push(format!("search: {found:?}"));
+    out
+}
+
+#[tokio::test]
+async fn old_versions_are_pruned_alike_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = pruned_versions(&embedded(&dir)).await;
+    let pg = Postgres::start();
+    let postgres = pruned_versions(&service(node(&pg.database("prune")).await)).await;
+    assert_eq!(embedded, postgres);
+    let expected = [
+        r#"doc: [(5, "draft 5", true, true), (4, "draft 4", false, true), (3, "draft 3", false, false)]"#,
+        r#"other: [(1, "one", true, false)]"#,
+        r#"theirs: [(2, "theirs 2", true, true), (1, "theirs 1", false, false)]"#,
+        r#"live: [("default", 2)]"#,
+        r#"after delete: [(6, "draft 6", true, true), (5, "draft 5", false, true), (4, "draft 4", false, false)]"#,
+        "imported: 4",
+        r#"other after import: [(5, "two 3", true, true), (4, "two 2", false, true), (3, "two 1", false, false)]"#,
+        r#"search: ["draft 6"]"#,
+    ];
+    assert_eq!(embedded, expected);
 }

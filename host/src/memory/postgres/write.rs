@@ -242,6 +242,40 @@ impl Txn {
         Ok(ids.len())
     }
 
+    /// Removes the versions of each of `keys` (namespace, key) beyond its newest `keep`
+    /// (at least 1), and unlinks the oldest kept from them; returns how many went. Only
+    /// uncounted rows (superseded or deleted versions) are ever removed.
+    pub(super) async fn prune(&mut self, keys: &[(String, String)], keep: u32) -> Result<usize> {
+        let (namespaces, names): (Vec<&str>, Vec<&str>) = keys
+            .iter()
+            .map(|(namespace, key)| (namespace.as_str(), key.as_str()))
+            .unzip();
+        let removed: i64 = sqlx::query_scalar(
+            "WITH old AS ( \
+                SELECT id FROM ( \
+                    SELECT id, row_number() OVER (PARTITION BY namespace, key ORDER BY id DESC) AS n \
+                    FROM memories \
+                    WHERE account_id = $1 \
+                    AND (namespace, key) IN (SELECT * FROM unnest($2::text[], $3::text[])) \
+                ) v WHERE v.n > $4 \
+             ), gone AS ( \
+                DELETE FROM memories m USING old \
+                WHERE m.account_id = $1 AND m.id = old.id AND NOT m.counted \
+                RETURNING m.id \
+             ), cut AS ( \
+                UPDATE memories SET previous = NULL \
+                WHERE account_id = $1 AND previous IN (SELECT id FROM gone) \
+             ) SELECT count(*) FROM gone",
+        )
+        .bind(&self.account)
+        .bind(namespaces)
+        .bind(names)
+        .bind(i64::from(keep.max(1)))
+        .fetch_one(&mut *self.tx)
+        .await?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+
     /// See [`MemoryBackend::consolidate`](crate::memory::MemoryBackend::consolidate).
     pub(super) async fn consolidate(&mut self, merges: &[Merge]) -> Result<Vec<Merged>> {
         for merge in merges {

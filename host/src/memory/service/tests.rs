@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::MemoryService;
 use crate::{
     memory::{
-        Mode, PutInput, SearchQuery, Source,
+        Mode, PutInput, Quota, SearchQuery, Source,
         embed::{EmbedService, HashEmbedder},
     },
     metrics::{names, testing::capture_async},
@@ -34,7 +34,10 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
             MemoryService::open(db, &dir.path().join("index"), embed, &Default::default()).unwrap();
         for (account, key) in [("acme", "food"), ("acme", "drink"), ("globex", "food")] {
             let value = format!("{account} likes {key}");
-            service.put(put(account, key, &value), 10).await.unwrap();
+            service
+                .put(put(account, key, &value), Quota::memories(10))
+                .await
+                .unwrap();
         }
         let mut counts = service.live_counts().await.unwrap();
         counts.sort();

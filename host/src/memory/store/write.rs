@@ -215,6 +215,41 @@ impl<'t> Batch<'t> {
         Ok(removed)
     }
 
+    /// Removes the versions of (namespace, key) beyond its newest `keep` (at least 1) for
+    /// good; the oldest kept then names no previous version. Returns how many went. Only
+    /// superseded or deleted versions are ever beyond the newest, so nothing live changes.
+    pub fn prune(&mut self, account: &str, namespace: &str, key: &str, keep: u32) -> Result<usize> {
+        let mut next = self
+            .heads
+            .get((account, namespace, key))?
+            .map(|v| v.value());
+        let mut kept = 0;
+        while let Some(id) = next {
+            let Some(mut memory) = load(&self.memories, id)? else {
+                return Ok(0);
+            };
+            kept += 1;
+            next = memory.previous;
+            if kept == keep.max(1) && next.is_some() {
+                memory.previous = None;
+                self.save(&memory)?;
+                break;
+            }
+        }
+        let mut removed = 0;
+        while let Some(id) = next {
+            let Some(memory) = load(&self.memories, id)? else {
+                break;
+            };
+            debug_assert!(!memory.is_latest, "only older versions are pruned");
+            self.memories.remove(id)?;
+            self.embeddings.remove(id)?;
+            removed += 1;
+            next = memory.previous;
+        }
+        Ok(removed)
+    }
+
     /// Takes memories of `account` whose expiry has passed out of every live view.
     pub fn reap(&mut self, account: &str) -> Result<()> {
         let due: Vec<u64> = self

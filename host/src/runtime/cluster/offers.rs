@@ -136,27 +136,31 @@ pub(super) async fn take(cluster: &Cluster) -> anyhow::Result<Option<(AgentRecor
     let mut tx = cluster.pool.begin().await?;
     let lease_until = now_ms() + cluster.lease_ms();
     // `epoch = 0` is OFFERED, written out so the partial index of offers serves it.
-    let row: Option<(String, i64, i64)> = sqlx::query_as(
+    let row: Option<(String, i64, Option<i64>, i64, Option<i64>)> = sqlx::query_as(
         "UPDATE agents SET owner = $1, epoch = $2, lease_until = $3
          WHERE (account_id, agent_id) = (
              SELECT account_id, agent_id FROM agents
              WHERE epoch = 0 AND status = 'spawning'
              ORDER BY created_at LIMIT 1
              FOR UPDATE SKIP LOCKED)
-         RETURNING record::text, memory_quota, cpu_budget_ms",
+         RETURNING record::text, memory_quota, versions_per_key, cpu_budget_ms, token_budget",
     )
     .bind(&cluster.node)
     .bind(bigint(FIRST_EPOCH))
     .bind(bigint(lease_until))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((json, memory_quota, cpu_budget_ms)) = row else {
+    let Some((json, memory_quota, versions, cpu_budget_ms, token_budget)) = row else {
         return Ok(None);
     };
     let record: AgentRecord = serde_json::from_str(&json)?;
     notify(&mut tx, &record.agent_id).await?;
     tx.commit().await?;
-    let allowance =
-        Allowance::from_row(u64::try_from(memory_quota)?, u64::try_from(cpu_budget_ms)?);
+    let allowance = Allowance::from_row(
+        u64::try_from(memory_quota)?,
+        versions.map(u32::try_from).transpose()?,
+        u64::try_from(cpu_budget_ms)?,
+        token_budget.map(u64::try_from).transpose()?,
+    );
     Ok(Some((record, allowance)))
 }

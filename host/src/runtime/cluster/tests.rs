@@ -13,6 +13,7 @@ use super::{
 use crate::{
     accounts::{PgUsage, UsageLedger},
     clock::now_ms,
+    memory::Quota,
     runtime::records::{
         AgentRecord, AgentStore, Allowance, Claim, FIRST_EPOCH, RecordError, Status, insert_agent,
         tests::record,
@@ -133,8 +134,12 @@ async fn an_offer_is_taken_by_one_node_with_its_allowance_or_withdrawn() {
     let (a, b) = (pool(&url).await, pool(&url).await);
     let store = AgentStore::postgres(a.clone(), "node-a").await.unwrap();
     let allowance = Allowance {
-        memory_quota: 1_234,
+        memory_quota: Quota {
+            memories: 1_234,
+            versions_per_key: 7,
+        },
         cpu_budget: Duration::from_millis(60_500),
+        token_budget: 4_321,
     };
     let now = now_ms();
     offered(&a, "ag_offered", now + 60_000, allowance).await;

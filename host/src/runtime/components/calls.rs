@@ -1,5 +1,7 @@
-//! What callers ask of the runtime about components, each one async call: upload, read,
-//! list, delete, and what a spawn's `agent` runs.
+//! What callers ask of the runtime about components, each one async call: upload (within
+//! the plan's uploads per hour), read, list, delete, and what a spawn's `agent` runs.
+
+use std::time::Instant;
 
 use super::{
     names::{check_name, check_version},
@@ -22,9 +24,24 @@ impl Runtime {
         check_name(&up.name).map_err(UploadError::InvalidName)?;
         check_version(&up.version).map_err(UploadError::InvalidVersion)?;
         let inner = &self.inner;
+        // Counted before the compile, which is the work bounded: a component that fails to
+        // validate has cost it all the same.
+        let per_hour = up.uploads_per_hour;
+        (inner.uploads)
+            .try_acquire(&up.account, u32::MAX, per_hour, Instant::now())
+            .map_err(|refused| UploadError::RateLimited {
+                plan: up.plan,
+                per_hour,
+                retry_after_secs: refused.retry_after_secs,
+            })?;
         let (record, pad) = inner.components.upload(&inner.compiled, up).await?;
         tokio::time::sleep(pad).await;
         Ok(record)
+    }
+
+    /// The account's component uploads counted on this node in the last hour.
+    pub fn uploads_in_hour(&self, account: &str) -> u32 {
+        self.inner.uploads.used(account, Instant::now()).1
     }
 
     /// The account's component `id`, if it has one.

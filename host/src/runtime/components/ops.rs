@@ -20,6 +20,7 @@ use super::{
     store::{ComponentBackend, ComponentRecord, CreateError},
 };
 use crate::{
+    accounts::Plan,
     clock::now_ms,
     id::new_id,
     metrics::names,
@@ -50,6 +51,9 @@ pub struct Upload {
     pub bytes: Vec<u8>,
     /// The plan's most components per account.
     pub max_components: u32,
+    /// The account's plan, and its uploads per account in any rolling hour.
+    pub plan: Plan,
+    pub uploads_per_hour: u32,
 }
 
 /// Why an upload was refused.
@@ -68,6 +72,13 @@ pub enum UploadError {
     /// The account has its plan's most components.
     #[error("the account has its plan's {max} components")]
     Quota { max: u32 },
+    /// The account uploaded its plan's `per_hour` components in the last hour.
+    #[error("the account uploaded its plan's {per_hour} components in the last hour")]
+    RateLimited {
+        plan: Plan,
+        per_hour: u32,
+        retry_after_secs: u64,
+    },
     #[error(transparent)]
     Storage(anyhow::Error),
 }

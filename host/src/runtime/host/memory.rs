@@ -9,7 +9,7 @@ use wasmind_rules::{
 use crate::{
     memory::{
         DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, ListQuery, Memory, MemoryError, MemoryService, Mode,
-        PutInput, SearchHit, SearchQuery, Source, embed::EmbedError,
+        PutInput, Quota, SearchHit, SearchQuery, Source, embed::EmbedError,
     },
     runtime::{bindings::memory, state::AgentState},
 };
@@ -80,8 +80,8 @@ fn hit(h: SearchHit) -> memory::SearchHit {
 pub(crate) struct AccountMemory {
     pub service: MemoryService,
     pub account: String,
-    /// The account plan's live-memory quota.
-    pub quota: u64,
+    /// The account plan's memory quota: live memories, versions kept per key.
+    pub quota: Quota,
 }
 
 impl AccountMemory {

@@ -1,12 +1,20 @@
 //! `mind`: one completion, raced against a stop request. A stop makes the pending call
-//! return `stopped` at once; an answer arriving after the stop is discarded.
+//! return `stopped` at once; an answer arriving after the stop is discarded. The run's
+//! Mind tokens are held to its plan's `tokens_per_run`: a call once they are spent, or an
+//! answer that takes them past it, ends the run (a trap, like a spent CPU budget: nothing
+//! the guest could do about it), reported `token_limit_exceeded`. One call can overshoot
+//! by at most what one answer costs, its request bounded by [`MAX_REQUEST_BYTES`].
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
 
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     mind::{self as m, MindError},
-    runtime::{bindings::mind, records::MemoryMode, state::AgentState},
+    runtime::{
+        bindings::mind,
+        records::MemoryMode,
+        state::{AgentCtx, AgentState},
+    },
 };
 
 /// Largest conversation (all message texts and tool arguments) one call may send.
@@ -104,6 +112,17 @@ fn convert(
     Ok((messages, tools))
 }
 
+/// Ends the run: its Mind calls spent `spent` tokens of its `budget`.
+fn over_budget(agent: &AgentCtx, spent: u64) -> wasmtime::Error {
+    agent
+        .over_tokens
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    wasmtime::Error::msg(format!(
+        "the run's Mind calls spent {spent} tokens of its budget of {}",
+        agent.token_budget
+    ))
+}
+
 impl mind::Host for AgentState {
     async fn complete(
         &mut self,
@@ -113,6 +132,9 @@ impl mind::Host for AgentState {
         let agent = self.agent.clone();
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
+        }
+        if self.usage.tokens() >= agent.token_budget {
+            return Err(over_budget(&agent, self.usage.tokens()));
         }
         let (mut messages, tools) = match convert(messages, tools) {
             Ok(v) => v,
@@ -142,6 +164,9 @@ impl mind::Host for AgentState {
         Ok(match answer {
             Ok(c) => {
                 self.usage += c.usage.into();
+                if self.usage.tokens() > agent.token_budget {
+                    return Err(over_budget(&agent, self.usage.tokens()));
+                }
                 self.conversation = messages;
                 self.conversation.push(m::Message::assistant(
                     c.text.clone().unwrap_or_default(),

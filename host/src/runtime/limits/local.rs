@@ -39,9 +39,10 @@ impl LocalLimits {
 #[async_trait]
 impl SpawnLimits for LocalLimits {
     async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
-        let used_ms =
-            (self.month_run_ms(&record.account, asked.now).await).map_err(SpawnRefusal::Storage)?;
-        asked.month(used_ms)?;
+        let month =
+            (self.usage.month(&record.account, asked.now).await).map_err(SpawnRefusal::Storage)?;
+        let used_ms = month.run_ms + self.admission.running_ms(&record.account);
+        asked.month(used_ms, month.tokens())?;
         let limits = asked.limits;
         let slot = (self.admission)
             .reserve(&record.account, limits.concurrent_agents)

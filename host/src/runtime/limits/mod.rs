@@ -1,5 +1,5 @@
 //! The limits a spawn is admitted within, and the figures the console shows of them: the
-//! account's monthly agent hours, its concurrent agents, the key's rolling spawn-rate
+//! account's monthly agent hours and Mind tokens, its concurrent agents, the key's rolling spawn-rate
 //! windows — and this host's admission cap, which is always the node's own.
 //!
 //! Two keepers: [`LocalLimits`] counts in this process's memory, exact when one process
@@ -19,7 +19,7 @@ pub use self::shared::SharedLimits;
 use super::{
     admission::{Refusal, Slot},
     records::{AgentRecord, Fence},
-    spawn::SpawnRefusal,
+    spawn::{MonthlyBudget, SpawnRefusal},
 };
 use crate::accounts::{Plan, PlanLimits, RateRefusal, Window};
 
@@ -40,15 +40,23 @@ impl Asked<'_> {
         (self.limits.agent_hours_per_month * MS_PER_HOUR) as u64
     }
 
-    /// The refusal of a month whose `used_ms` reached the budget, if it did.
-    fn month(&self, used_ms: u64) -> Result<(), SpawnRefusal> {
-        if used_ms < self.budget_ms() {
+    /// The refusal of a month whose run time (`used_ms`) or Mind tokens (`used_tokens`)
+    /// reached the plan's budget, if one did; the agent-hours are named first.
+    fn month(&self, used_ms: u64, used_tokens: u64) -> Result<(), SpawnRefusal> {
+        let budget = if used_ms >= self.budget_ms() {
+            MonthlyBudget::AgentHours
+        } else if used_tokens >= self.limits.tokens_per_month {
+            MonthlyBudget::Tokens
+        } else {
             return Ok(());
-        }
+        };
         Err(SpawnRefusal::MonthlyQuota {
             plan: self.plan,
+            budget,
             used_hours: used_ms as f64 / MS_PER_HOUR,
             limit_hours: self.limits.agent_hours_per_month,
+            used_tokens,
+            limit_tokens: self.limits.tokens_per_month,
             resets_at: crate::clock::next_month_start(self.now),
         })
     }
@@ -94,7 +102,7 @@ pub enum Place {
 /// Keeps the limits of spawns.
 #[async_trait]
 pub trait SpawnLimits: Send + Sync {
-    /// Checks, in order, the account's monthly agent hours, a place among its concurrent
+    /// Checks, in order, the account's monthly agent hours and Mind tokens, a place among its concurrent
     /// agents and under this host's cap, and the key's rate windows; stores `record` when
     /// all admit, as one step against other spawns of the account, claimed by this node —
     /// or, with [`SharedLimits`] at this host's cap, by another node with room.

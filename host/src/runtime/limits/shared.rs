@@ -39,6 +39,8 @@ pub struct SharedLimits {
 /// What a spawn of one key of one account is checked against.
 struct Figures {
     month_run_ms: u64,
+    /// Mind tokens of the month's finished runs and the host's jobs.
+    month_tokens: u64,
     live: u32,
     /// Spawns of the key in the last minute, and when the oldest of them was.
     minute: (u32, u64),
@@ -65,6 +67,8 @@ async fn figures(
         "SELECT
             (SELECT coalesce(sum(run_ms), 0) FROM account_usage
              WHERE account_id = $1 AND month = $4)::bigint AS finished_ms,
+            (SELECT coalesce(sum(input_tokens + output_tokens), 0) FROM account_usage
+             WHERE account_id = $1 AND month = $4)::bigint AS tokens,
             (SELECT coalesce(sum(greatest($3 - coalesce((record->>'started_at')::bigint,
                                                          created_at), 0)), 0)
              FROM agents WHERE account_id = $1 AND status IN ('spawning', 'running'))::bigint
@@ -88,6 +92,7 @@ async fn figures(
     .await?;
     Ok(Figures {
         month_run_ms: millis(&row, "finished_ms")? + millis(&row, "running_ms")?,
+        month_tokens: millis(&row, "tokens")?,
         live: count(&row, "live")?,
         minute: (count(&row, "minute")?, millis(&row, "minute_oldest")?),
         hour: (count(&row, "hour")?, millis(&row, "hour_oldest")?),
@@ -128,7 +133,7 @@ impl SpawnLimits for SharedLimits {
         let seen = figures(&mut tx, &record.account, &record.key_id, now)
             .await
             .map_err(storage)?;
-        asked.month(seen.month_run_ms)?;
+        asked.month(seen.month_run_ms, seen.month_tokens)?;
         let max = limits.concurrent_agents;
         if seen.live >= max {
             let current = seen.live;

@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use super::{Admitted, Asked, LocalLimits, SharedLimits, SpawnLimits};
 use crate::{
-    accounts::{Plan, PlanLimits, UsageStore, Window},
+    accounts::{MonthUsage, PgUsage, Plan, PlanLimits, UsageLedger, UsageStore, Window},
     clock::now_ms,
     runtime::{
         admission::Admission,
         cluster::{Cluster, ClusterConfig},
         records::{AgentRecord, AgentStore, tests::record},
-        spawn::SpawnRefusal,
+        spawn::{MonthlyBudget, SpawnRefusal},
     },
     storage::{Backend, StorageConfig, connect},
     test_postgres::Postgres,
@@ -27,6 +27,12 @@ fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLi
         component_max_bytes: 1 << 20,
         components: 10,
         cpu_seconds_per_run: 60.0,
+        keys: 5,
+        tokens_per_run: 1_000,
+        tokens_per_month: 1_000_000,
+        versions_per_key: 10,
+        event_streams: 5,
+        component_uploads_per_hour: 10,
     }
 }
 
@@ -55,11 +61,18 @@ async fn admit(
 }
 
 fn local() -> (tempfile::TempDir, LocalLimits) {
+    let (dir, gate, _) = local_with_ledger();
+    (dir, gate)
+}
+
+/// A keeper in this process, and the ledger it reads finished months from.
+fn local_with_ledger() -> (tempfile::TempDir, LocalLimits, Arc<UsageStore>) {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
     let usage = Arc::new(UsageStore::new(db.clone()).unwrap());
     let records = AgentStore::embedded(db).unwrap();
-    (dir, LocalLimits::new(Admission::new(100), usage, records))
+    let gate = LocalLimits::new(Admission::new(100), usage.clone(), records);
+    (dir, gate, usage)
 }
 
 /// A node's keeper on `url` with a host cap of `cap`: its own pool, as each node has.
@@ -118,6 +131,54 @@ async fn both_keepers_admit_within_every_limit() {
     let pg = Postgres::start();
     let gate = node(&pg.database("limits"), 100).await;
     one_keeper_admits_within_every_limit(&gate).await;
+}
+
+/// Once the ledger has the plan's tokens for the month, the next spawn is refused naming
+/// the token budget, with both monthly figures.
+async fn spent_tokens_refuse_the_next_spawn(gate: &dyn SpawnLimits, ledger: &dyn UsageLedger) {
+    let plan = limits(10, 10, 10, 10.0);
+    let _running = admit(gate, 1, "t1", &plan).await.unwrap();
+    let spent = MonthUsage {
+        input_tokens: plan.tokens_per_month - 400,
+        output_tokens: 399,
+        ..MonthUsage::default()
+    };
+    ledger.add("acct", now_ms(), spent).await.unwrap();
+    let _still_room = admit(gate, 2, "t1", &plan).await.unwrap();
+    let last = MonthUsage {
+        output_tokens: 1,
+        ..MonthUsage::default()
+    };
+    ledger.add("acct", now_ms(), last).await.unwrap();
+    match admit(gate, 3, "t1", &plan).await.err() {
+        Some(SpawnRefusal::MonthlyQuota {
+            budget: MonthlyBudget::Tokens,
+            used_tokens,
+            limit_tokens,
+            used_hours,
+            ..
+        }) => {
+            assert_eq!((used_tokens, limit_tokens), (1_000_000, 1_000_000));
+            assert!(used_hours < 10.0);
+        }
+        other => panic!("expected the monthly token budget, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn both_keepers_refuse_a_spawn_once_the_months_tokens_are_spent() {
+    let (_dir, gate, ledger) = local_with_ledger();
+    spent_tokens_refuse_the_next_spawn(&gate, &*ledger).await;
+    let pg = Postgres::start();
+    let url = pg.database("tokens");
+    let gate = node(&url, 100).await;
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 2,
+    };
+    let ledger = PgUsage::new(connect(&config).await.unwrap());
+    spent_tokens_refuse_the_next_spawn(&gate, &ledger).await;
 }
 
 #[tokio::test]

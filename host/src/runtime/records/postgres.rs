@@ -229,9 +229,10 @@ pub async fn insert_agent(
     let seq: i64 = sqlx::query_scalar(
         "WITH s AS (SELECT nextval('agent_seq') AS seq)
          INSERT INTO agents (account_id, agent_id, seq, key_id, created_at, status, record,
-                             owner, epoch, lease_until, memory_quota, cpu_budget_ms)
+                             owner, epoch, lease_until, memory_quota, cpu_budget_ms,
+                             token_budget, versions_per_key)
          SELECT $1, $2, s.seq, $3, $4, $5, jsonb_set($6::jsonb, '{seq}', to_jsonb(s.seq)),
-                $7, $8, $9, $10, $11
+                $7, $8, $9, $10, $11, $12, $13
          FROM s RETURNING seq",
     )
     .bind(&record.account)
@@ -243,8 +244,10 @@ pub async fn insert_agent(
     .bind(claim.node)
     .bind(bigint(offer.map_or(FIRST_EPOCH, |_| OFFERED)))
     .bind(claim.lease_until.map(bigint))
-    .bind(offer.map(|o| bigint(o.memory_quota)))
+    .bind(offer.map(|o| bigint(o.memory_quota.memories)))
     .bind(offer.map(|o| bigint(o.cpu_budget_ms())))
+    .bind(offer.map(|o| bigint(o.token_budget)))
+    .bind(offer.map(|o| bigint(o.memory_quota.versions_per_key)))
     .fetch_one(conn)
     .await?;
     record.seq = unsigned(seq);

@@ -6,7 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::accounts::{MonthUsage, PlanLimits};
+use crate::{
+    accounts::{MonthUsage, PlanLimits},
+    memory::Quota,
+};
 
 /// Most progress entries kept on a record (oldest dropped first).
 pub const MAX_PROGRESS: usize = 500;
@@ -130,6 +133,11 @@ impl From<crate::mind::Usage> for Usage {
 }
 
 impl Usage {
+    /// Mind tokens, input and output: what `tokens_per_run` counts.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
     /// These tokens and CPU time and `run_ms` of run time, as the account's monthly usage
     /// counts them.
     pub fn month(self, run_ms: u64) -> MonthUsage {
@@ -146,18 +154,21 @@ impl Usage {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Allowance {
     /// The account's memory quota, which the agent's writes are checked against.
-    pub memory_quota: u64,
+    pub memory_quota: Quota,
     /// The guest's CPU time.
     pub cpu_budget: Duration,
+    /// Mind tokens (input plus output) the guest's Mind calls may spend.
+    pub token_budget: u64,
 }
 
 impl Allowance {
     /// What `limits` allow one run.
     pub fn of(limits: &PlanLimits) -> Self {
         Allowance {
-            memory_quota: limits.memories,
+            memory_quota: limits.memory_quota(),
             cpu_budget: Duration::try_from_secs_f64(limits.cpu_seconds_per_run.max(0.0))
                 .unwrap_or(Duration::MAX),
+            token_budget: limits.tokens_per_run,
         }
     }
 
@@ -166,11 +177,21 @@ impl Allowance {
         u64::try_from(self.cpu_budget.as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// An allowance as a row keeps it.
-    pub fn from_row(memory_quota: u64, cpu_budget_ms: u64) -> Self {
+    /// An allowance as a row keeps it; a row without a token budget or versions bound
+    /// (offered before there were) has none.
+    pub fn from_row(
+        memories: u64,
+        versions_per_key: Option<u32>,
+        cpu_budget_ms: u64,
+        token_budget: Option<u64>,
+    ) -> Self {
         Allowance {
-            memory_quota,
+            memory_quota: Quota {
+                memories,
+                versions_per_key: versions_per_key.unwrap_or(u32::MAX),
+            },
             cpu_budget: Duration::from_millis(cpu_budget_ms),
+            token_budget: token_budget.unwrap_or(u64::MAX),
         }
     }
 }

@@ -107,6 +107,26 @@ impl From<UploadError> for ApiError {
                 ),
             )
             .with_details(json!({ "limit": max })),
+            UploadError::RateLimited {
+                plan,
+                per_hour,
+                retry_after_secs,
+            } => {
+                let mut e = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    format!(
+                        "this account uploaded its {per_hour} components per hour; retry in {retry_after_secs} s"
+                    ),
+                )
+                .with_details(UploadRateDetails {
+                    plan: plan.as_str(),
+                    window: "hour",
+                    limit_per_hour: per_hour,
+                });
+                e.retry_after = Some(retry_after_secs);
+                e
+            }
             UploadError::Storage(e) => ApiError::internal(&e),
         }
     }
@@ -126,6 +146,8 @@ impl From<UploadError> for ApiError {
         (status = 409, description = "The account has a component of that name and version. Codes: `component_exists`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over the plan's `component_max_bytes`. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 415, description = "A Content-Type other than `application/wasm` (none is accepted). Codes: `unsupported_media_type`.", body = ErrorEnvelope),
+        (status = 429, description = "The account uploaded its plan's `component_uploads_per_hour` in the last hour (on this node); wait Retry-After seconds. Codes: `rate_limited`. Details: UploadRateDetails.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn upload(
@@ -137,7 +159,7 @@ pub async fn upload(
 ) -> ApiResult<Response> {
     // The body is read first, so that each refusal below is sent after it and reaches a
     // client still sending (a response before the body is read closes the connection).
-    let limits = state.config.plans.limits(who.plan);
+    let limits = state.limits(who.plan);
     let bytes = read_body(&headers, body, limits.component_max_bytes).await?;
     if let Some(given) = headers.get(header::CONTENT_TYPE) {
         let essence = given.to_str().unwrap_or("").split(';').next().unwrap_or("");
@@ -158,6 +180,8 @@ pub async fn upload(
             version: q.version,
             bytes,
             max_components: limits.components,
+            plan: who.plan,
+            uploads_per_hour: limits.component_uploads_per_hour,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(ComponentView::from(record))).into_response())

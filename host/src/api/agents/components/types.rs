@@ -216,3 +216,15 @@ impl From<&AgentComponent> for AgentComponentView {
         }
     }
 }
+
+/// `details` of 429 `rate_limited` on a component upload: the specification's members of
+/// the spawn's, for the one window uploads have.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadRateDetails {
+    pub plan: &'static str,
+    /// Always "hour".
+    pub window: &'static str,
+    /// The plan's `component_uploads_per_hour`.
+    pub limit_per_hour: u32,
+}

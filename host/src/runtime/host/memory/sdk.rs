@@ -13,11 +13,14 @@ use tokio::runtime::Handle;
 use wasmind_sdk as sdk;
 
 use super::AccountMemory;
-use crate::{memory::MemoryService, runtime::bindings::memory as wit};
+use crate::{
+    memory::{MemoryService, Quota},
+    runtime::bindings::memory as wit,
+};
 
-/// The memory tools' view of `account`'s memory, with its plan's live-memory `quota`.
+/// The memory tools' view of `account`'s memory, with its plan's memory `quota`.
 /// Its operations block: call them on a blocking thread of the current tokio runtime.
-pub fn account_memory(service: MemoryService, account: String, quota: u64) -> sdk::Memory {
+pub fn account_memory(service: MemoryService, account: String, quota: Quota) -> sdk::Memory {
     let memory = AccountMemory {
         service,
         account,

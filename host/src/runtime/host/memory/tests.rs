@@ -15,7 +15,7 @@ use wasmind_sdk::{
 use super::AccountMemory;
 use crate::{
     memory::{
-        MemoryService,
+        MemoryService, Quota,
         embed::{EmbedService, HashEmbedder},
     },
     runtime::bindings::memory,
@@ -237,7 +237,7 @@ fn host() -> (tempfile::TempDir, tokio::runtime::Runtime, AccountMemory) {
     let memory = AccountMemory {
         service,
         account: "acme".into(),
-        quota: QUOTA,
+        quota: Quota::memories(QUOTA),
     };
     (dir, rt, memory)
 }
