@@ -160,12 +160,12 @@ impl MemoryBackend for Embedded {
     }
 
     async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
-        let account = account.to_owned();
+        let owner = account.to_owned();
         self.writer
-            .run(move |b| {
+            .run(Turn::interactive(account), move |b| {
                 let mut removed = 0;
                 for (namespace, key) in &keys {
-                    removed += b.prune(&account, namespace, key, keep)?;
+                    removed += b.prune(&owner, namespace, key, keep)?;
                 }
                 Ok(removed)
             })
