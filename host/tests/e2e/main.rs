@@ -14,6 +14,7 @@ mod components;
 mod console;
 mod console_browser;
 mod consolidate;
+mod durable;
 mod envelope;
 mod fair_cpu;
 mod guests;

@@ -6,7 +6,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
     mind::{self as m, MindError},
-    runtime::{bindings::mind, records::MemoryMode, state::AgentState},
+    runtime::{bindings::mind, journal::Call, records::MemoryMode, state::AgentState},
 };
 
 /// Largest conversation (all message texts and tool arguments) one call may send.
@@ -104,8 +104,9 @@ fn convert(
     Ok((messages, tools))
 }
 
-impl mind::Host for AgentState {
-    async fn complete(
+impl AgentState {
+    /// The completion itself: the provider request, raced against a stop request.
+    async fn complete_live(
         &mut self,
         messages: Vec<mind::Message>,
         tools: Vec<mind::ToolSpec>,
@@ -127,10 +128,9 @@ impl mind::Host for AgentState {
         // stop, the store), the call is aborted.
         let mind = agent.services.mind.clone();
         let mut call = AbortOnDropHandle::new(tokio::spawn(async move {
-            let answer = mind.complete(&messages, &tools).await;
-            (answer, messages)
+            mind.complete(&messages, &tools).await
         }));
-        let (answer, messages) = tokio::select! {
+        let answer = tokio::select! {
             joined = &mut call => joined.map_err(|e| {
                 wasmtime::Error::msg(format!("the Mind call did not finish: {e}"))
             })?,
@@ -140,28 +140,64 @@ impl mind::Host for AgentState {
             return Ok(Err(mind::MindError::Stopped));
         }
         Ok(match answer {
-            Ok(c) => {
-                self.usage += c.usage.into();
-                self.conversation = messages;
-                self.conversation.push(m::Message::assistant(
-                    c.text.clone().unwrap_or_default(),
-                    c.tool_calls.clone(),
-                ));
-                Ok(mind::Completion {
-                    text: c.text,
-                    tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
-                    usage: mind::Usage {
-                        input_tokens: c.usage.input_tokens,
-                        output_tokens: c.usage.output_tokens,
-                    },
-                })
-            }
-            Err(MindError::Unavailable(why)) => {
-                agent.note_mind_failure();
-                Err(mind::MindError::Unavailable(why))
-            }
+            Ok(c) => Ok(mind::Completion {
+                text: c.text,
+                tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
+                usage: mind::Usage {
+                    input_tokens: c.usage.input_tokens,
+                    output_tokens: c.usage.output_tokens,
+                },
+            }),
+            Err(MindError::Unavailable(why)) => Err(mind::MindError::Unavailable(why)),
             Err(MindError::InvalidRequest(why)) => Err(mind::MindError::InvalidRequest(why)),
         })
+    }
+
+    /// What a completion leaves in the run, live or replayed: its tokens, the Mind's
+    /// failure, and the conversation extraction reads (`sent`, kept when the agent's
+    /// memories are extracted).
+    fn completed(
+        &mut self,
+        sent: Option<Vec<mind::Message>>,
+        answer: &Result<mind::Completion, mind::MindError>,
+    ) {
+        match answer {
+            Ok(c) => {
+                let usage = m::Usage {
+                    input_tokens: c.usage.input_tokens,
+                    output_tokens: c.usage.output_tokens,
+                };
+                self.usage += usage.into();
+                let Some(Ok((mut messages, _))) = sent.map(|s| convert(s, Vec::new())) else {
+                    return;
+                };
+                if self.agent.memory_mode == MemoryMode::Both {
+                    remind(&mut messages);
+                }
+                let calls = c.tool_calls.iter().cloned().map(call_in).collect();
+                let text = c.text.clone().unwrap_or_default();
+                messages.push(m::Message::assistant(text, calls));
+                self.conversation = messages;
+            }
+            Err(mind::MindError::Unavailable(_)) => self.agent.note_mind_failure(),
+            Err(_) => {}
+        }
+    }
+}
+
+impl mind::Host for AgentState {
+    async fn complete(
+        &mut self,
+        messages: Vec<mind::Message>,
+        tools: Vec<mind::ToolSpec>,
+    ) -> wasmtime::Result<Result<mind::Completion, mind::MindError>> {
+        let call = Call::effect("mind.complete", &(&messages, &tools));
+        let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
+        let answer = self
+            .journaled(call, |s| Box::pin(s.complete_live(messages, tools)))
+            .await?;
+        self.completed(sent, &answer);
+        Ok(answer)
     }
 }
 
