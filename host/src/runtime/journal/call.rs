@@ -1,7 +1,8 @@
 //! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
 //! call with its recorded result (checking it is the recorded call), live it makes the
-//! call and records its entry — with the clock and random reads made since — before the
-//! guest sees the result.
+//! call and records its entry before the guest sees the result: synced, with the entries
+//! kept before it, for a call whose effect a replay must not repeat; kept in memory for
+//! the others.
 
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
@@ -18,8 +19,8 @@ pub struct Call {
 
 impl Call {
     /// A call without an effect outside the sandbox a replay must not repeat (a read, a
-    /// progress report, a log event): its entry is stored without a sync, made durable
-    /// by the next synced commit.
+    /// progress report, a log event): its entry is kept in memory and stored with the
+    /// next effect's (see `Journal::store`).
     pub fn read(func: &'static str, args: &impl Serialize) -> Self {
         Self {
             func,

@@ -1,5 +1,5 @@
 //! The WASI clocks and random a sandbox is granted, journaled: live, each read is kept in
-//! the journal's memory (stored with the next WIT call's entry: nothing outside the
+//! the journal's memory (stored with the next effect's entry: nothing outside the
 //! sandbox can depend on a read before that call); on replay, the recorded value is
 //! returned. A read cannot fail the run itself, so a divergence or a full journal met here
 //! is kept and reported by the guest's next call or the run's end.

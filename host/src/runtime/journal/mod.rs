@@ -10,12 +10,11 @@
 //! one, a mismatch failing the run (`replay_diverged`, naming the step).
 //!
 //! What is durable when: a call with an effect outside the sandbox that a replay must not
-//! repeat (a Mind call, a memory write) commits its entry durably before the guest sees the
-//! result; every other entry (reads, progress, logs, clocks, random) is committed without a
-//! sync or, for clocks and random, kept in memory until the next call's entry, since
-//! nothing outside the sandbox can depend on them before that. The store's commits are
-//! ordered, so what survives a crash is always a prefix of the journal: a lost tail is
-//! made again, live, on resume.
+//! repeat (a Mind call, a memory write) commits its entry durably, with the entries kept
+//! before it, before the guest sees the result; every other entry (reads, progress, logs,
+//! clocks, random) is kept in memory until then (or, past [`FLUSH_BYTES`], committed
+//! without a sync), since a replay may make such calls again. What survives a crash is
+//! thus always a prefix of the journal: a lost tail is made again, live, on resume.
 //!
 //! The journal of a run is bounded by `[runtime] max_journal_bytes`
 //! (`journal_limit_exceeded`) and deleted when the run ends. It lives behind
@@ -38,6 +37,9 @@ pub use self::embedded::EmbeddedJournal;
 pub(super) use self::{call::Call, clocks::sandbox_clocks, resume::Resumed};
 use super::records::Allowance;
 use crate::clock::now_ms;
+
+/// Bytes of entries kept in memory past which they are stored (without a sync).
+pub const FLUSH_BYTES: u64 = 64 << 10;
 
 /// One recorded call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,8 +179,9 @@ struct Cursor {
     replay: VecDeque<Entry>,
     /// The next step.
     next: u64,
-    /// Entries made live and not yet stored.
+    /// Entries made live and not yet stored, and their size.
     pending: Vec<Entry>,
+    pending_bytes: u64,
     /// Bytes of the journal so far, against `max_bytes`.
     bytes: u64,
     max_bytes: u64,
@@ -211,6 +214,7 @@ impl Journal {
                 replay: recorded.into(),
                 next,
                 pending: Vec::new(),
+                pending_bytes: 0,
                 bytes,
                 max_bytes,
                 fault: None,
@@ -272,7 +276,8 @@ impl Journal {
             ts: now_ms(),
             result: serde_json::to_value(result).map_err(|e| Fault::Storage(e.to_string()))?,
         };
-        let bytes = cursor.bytes + size(&entry);
+        let entry_bytes = size(&entry);
+        let bytes = cursor.bytes + entry_bytes;
         if bytes > cursor.max_bytes {
             let fault = Fault::Full {
                 max: cursor.max_bytes,
@@ -281,14 +286,23 @@ impl Journal {
             return Err(fault);
         }
         cursor.bytes = bytes;
+        cursor.pending_bytes += entry_bytes;
         cursor.next += 1;
         cursor.pending.push(entry);
         Ok(())
     }
 
-    /// Stores the entries kept so far, synced when `durable`.
+    /// Stores the entries kept so far, synced; unless `durable`, only when they are over
+    /// [`FLUSH_BYTES`], and without a sync.
     pub async fn store(&self, durable: bool) -> Result<(), Fault> {
-        let pending = std::mem::take(&mut self.cursor.lock().pending);
+        let pending = {
+            let mut cursor = self.cursor.lock();
+            if !durable && cursor.pending_bytes <= FLUSH_BYTES {
+                return Ok(());
+            }
+            cursor.pending_bytes = 0;
+            std::mem::take(&mut cursor.pending)
+        };
         if pending.is_empty() {
             return Ok(());
         }

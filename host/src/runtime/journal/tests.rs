@@ -172,3 +172,21 @@ fn argument_hashes_are_stable_and_tell_arguments_apart() {
     // The hash of the JSON text: the same on every build and machine.
     assert_eq!(args_hash(&()), 0x74234e98afe7498f);
 }
+
+#[tokio::test]
+async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
+    let (_dir, _db, store) = store();
+    store.begin("ag_1", ALLOWANCE).await.unwrap();
+    let journal = Journal::new("ag_1", Arc::new(store.clone()), Vec::new(), u64::MAX);
+    let stored = || async { store.load("ag_1").await.unwrap().unwrap().entries.len() };
+    journal.keep("memory.get", 1, &"small").unwrap();
+    journal.store(false).await.unwrap();
+    assert_eq!(stored().await, 0);
+    journal.keep("mind.complete", 2, &"answer").unwrap();
+    journal.store(true).await.unwrap();
+    assert_eq!(stored().await, 2);
+    let large = "x".repeat(super::FLUSH_BYTES as usize);
+    journal.keep("memory.search", 3, &large).unwrap();
+    journal.store(false).await.unwrap();
+    assert_eq!(stored().await, 3);
+}
