@@ -201,7 +201,7 @@ impl ControlBackend for Taped {
 ///
 /// let t = TestContext::new(ScriptedMind::new([Completion::text("42")]));
 /// let calls = check_replay(&t, "the answer?", run).unwrap();
-/// assert!(calls[0].starts_with("mind.complete("));
+/// assert!(calls.iter().any(|c| c.starts_with("mind.complete(")));
 /// ```
 pub fn check_replay(
     t: &TestContext,
