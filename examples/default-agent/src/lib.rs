@@ -40,13 +40,35 @@ mod tests {
     use serde_json::json;
     use wasmind_sdk::{
         Completion, LogKind, MindError, PutRequest, Role, ToolCall,
-        testing::{InMemoryMemory, ScriptedMind, TestContext},
+        testing::{InMemoryMemory, ScriptedMind, TestContext, check_replay},
     };
 
     use super::*;
 
     fn call(id: &str, name: &str, args: &serde_json::Value) -> Completion {
         Completion::call(ToolCall::new(id, name, args))
+    }
+
+    /// A server resuming it after a restart runs it again on the recorded results: it
+    /// must make the same calls.
+    #[test]
+    fn replays() {
+        let t = TestContext::new(ScriptedMind::new([
+            call(
+                "c1",
+                "service_memory_put",
+                &json!({"key": "food", "value": "pizza"}),
+            ),
+            call("c2", "service_memory_search", &json!({"query": "food"})),
+            Completion::text("Saved."),
+        ]));
+        let calls = check_replay(&t, "Remember that I like pizza.", run).unwrap();
+        let minds = calls
+            .iter()
+            .filter(|c| c.starts_with("mind.complete("))
+            .count();
+        assert_eq!(minds, 3);
+        assert!(calls.iter().any(|c| c.starts_with("memory.search(")));
     }
 
     #[test]

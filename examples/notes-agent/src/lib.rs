@@ -122,12 +122,36 @@ mod tests {
     use serde_json::json;
     use wasmind_sdk::{
         Completion, ToolCall,
-        testing::{ScriptedMind, TestContext},
+        testing::{ScriptedMind, TestContext, check_replay},
     };
 
     use super::*;
 
     const TASK: &str = "Suggest a weekend trip from Lisbon";
+
+    /// A server resuming it after a restart runs it again on the recorded results: it
+    /// must make the same calls.
+    #[test]
+    fn replays() {
+        let t = TestContext::new(ScriptedMind::new([
+            Completion::text("1. Recall preferences\n2. Pick a town"),
+            Completion::call(ToolCall::new(
+                "c1",
+                "service_memory_put",
+                &json!({"key": "trip_style", "value": "by train"}),
+            )),
+            Completion::text("Go to Sintra by train."),
+        ]));
+        let calls = check_replay(&t, TASK, run).unwrap();
+        assert!(calls.iter().any(|c| c.starts_with("memory.search(")));
+        assert_eq!(
+            calls
+                .iter()
+                .filter(|c| c.starts_with("memory.put("))
+                .count(),
+            2
+        );
+    }
 
     #[test]
     fn plans_recalls_works_and_files_a_note() {

@@ -7,6 +7,9 @@
 //! requested, the Mind answers [`MindError::Stopped`](crate::MindError::Stopped) and memory
 //! operations fail with [`MemoryError::Stopped`].
 //!
+//! [`check_replay`] checks that an agent replays (runs the same calls again on the
+//! recorded results), as the host's resume after a restart needs.
+//!
 //! # Examples
 //!
 //! ```
@@ -31,6 +34,7 @@
 mod memory;
 mod mind;
 mod progress;
+mod replay;
 
 use std::sync::{
     Arc,
@@ -40,6 +44,7 @@ use std::sync::{
 pub use memory::InMemoryMemory;
 pub use mind::{MindRequest, ScriptedMind};
 pub use progress::{LogEntry, ProgressRecorder};
+pub use replay::{ReplayDiverged, check_replay};
 
 use crate::{
     Context, Memory, MemoryError, Mind, Progress, context::ControlBackend, memory::MemoryBackend,

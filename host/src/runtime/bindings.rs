@@ -7,6 +7,8 @@ wasmtime::component::bindgen!({
     world: "agent",
     imports: { default: async | trappable },
     exports: { default: async },
+    // Calls and results are journaled as JSON (`journal`).
+    additional_derives: [serde::Serialize, serde::Deserialize],
 });
 
 pub use self::wasmind::agent::{control, memory, mind, progress};

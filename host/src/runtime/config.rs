@@ -29,6 +29,9 @@ pub struct RuntimeConfig {
     /// Largest final result kept, in UTF-8 bytes; a larger one fails the run with
     /// `result_too_large` (every list page carries final results).
     pub max_result_bytes: u64,
+    /// Most bytes one run's journal (its recorded host calls and their results) may hold;
+    /// past it the run fails with `journal_limit_exceeded`.
+    pub max_journal_bytes: u64,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
     /// Guests running at once, on threads of their own apart from the API's (one more
@@ -53,6 +56,7 @@ impl Default for RuntimeConfig {
             max_log_events: 10_000,
             max_log_bytes: 16 << 20,
             max_result_bytes: 256 << 10,
+            max_journal_bytes: 64 << 20,
             component: None,
             guest_threads: None,
             memory_reservation_mib: None,

@@ -1,5 +1,6 @@
-//! An agent's life around its run: the runtime starts by failing the agents a previous
-//! process left alive (`host_restarted`); each launched agent is a tokio task that marks
+//! An agent's life around its run: the runtime starts by resuming the agents a previous
+//! process left alive from their journals (`journal`), or on a backend without journals
+//! by failing them (`host_restarted`); each launched agent is a tokio task that marks
 //! it `running`, runs it (`run`), has its memories extracted when its mode asks, and
 //! records how it ended; a stop request lets it go on for the grace period, then it is
 //! dropped wherever it is.
@@ -24,6 +25,7 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
+    journal::{Journal, Resumed},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     records::{
         AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, RecordError, Status, Usage,
@@ -73,8 +75,9 @@ pub(super) fn grace(config: &RuntimeConfig) -> Duration {
 
 impl Runtime {
     /// Compiles the default agent component into `dir`'s cache and serves the uploaded
-    /// components kept in the data dir, or with `cluster` in PostgreSQL, then marks agents a
-    /// previous process (this node) left alive as failed (nothing stays `running` forever);
+    /// components kept in the data dir, or with `cluster` in PostgreSQL, then resumes the
+    /// agents a previous process left alive from their journals — or, without journals
+    /// (on PostgreSQL), marks those of this node failed (nothing stays `running` forever);
     /// with `cluster`, starts keeping this node's claims and delivering stops.
     pub async fn start(
         config: &RuntimeConfig,
@@ -131,7 +134,10 @@ impl Runtime {
             }),
             _guests: Arc::new(guests),
         };
-        runtime.fail_orphans().await?;
+        match &runtime.inner.services.journal {
+            Some(journals) => runtime.resume_orphans(journals).await?,
+            None => runtime.fail_orphans().await?,
+        }
         if let Some(cluster) = cluster {
             cluster.start(Arc::downgrade(&runtime.inner)).await?;
         }
@@ -155,7 +161,8 @@ impl Runtime {
 impl Inner {
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
     /// running `pre` on the guests' threads within its allowance, every write of its run
-    /// fenced by `fence`.
+    /// fenced by `fence`; a `resumed` run replays its journal first. Where runs are
+    /// journaled, the journal begins with the run and is deleted when it ends.
     pub(super) fn launch(
         self: &Arc<Self>,
         slot: Slot,
@@ -163,7 +170,16 @@ impl Inner {
         fence: Fence,
         allowance: Allowance,
         pre: AgentPre<AgentState>,
+        resumed: Option<Resumed>,
     ) {
+        let begins = resumed.is_none();
+        let (recorded, prior) =
+            resumed.map_or((Vec::new(), Duration::ZERO), |r| (r.entries, r.prior));
+        let journal = self.services.journal.as_ref().map(|store| {
+            let max = self.config.max_journal_bytes;
+            Arc::new(Journal::new(&record.agent_id, store.clone(), recorded, max))
+        });
+        let now = Instant::now();
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),
             account: record.account.clone(),
@@ -174,15 +190,27 @@ impl Inner {
             mind_failed: AtomicBool::new(false),
             token_budget: allowance.token_budget,
             over_tokens: AtomicBool::new(false),
-            started: Instant::now(),
+            started: now.checked_sub(prior).unwrap_or(now),
             cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
+            journal,
             services: self.services.clone(),
         });
         self.admission.launched(&ctx);
         let inner = self.clone();
         let task = record.task.clone();
         self.guest_tasks.spawn(async move {
+            let journals = inner.services.journal.as_ref();
+            if let Some(store) = journals.filter(|_| begins)
+                && let Err(e) = store.begin(&ctx.agent_id, allowance).await
+            {
+                tracing::error!(agent = %ctx.agent_id, error = %e, "beginning the journal failed");
+            }
             supervise(&inner, &ctx, &pre, &task).await;
+            if let Some(store) = journals
+                && let Err(e) = store.end(&ctx.agent_id).await
+            {
+                tracing::error!(agent = %ctx.agent_id, error = %e, "deleting the journal failed");
+            }
             inner.admission.ended(&ctx);
             drop(slot);
         });
@@ -200,7 +228,7 @@ impl Inner {
         let spec = record.agent.as_ref().map(|a| a.component_id.clone());
         let fence = Some(FIRST_EPOCH);
         match self.agent_for(&record.account, spec).await {
-            Ok((_, pre)) => self.launch(slot, &record, fence, allowance, pre),
+            Ok((_, pre)) => self.launch(slot, &record, fence, allowance, pre, None),
             Err(refusal) => {
                 let failure = Failure {
                     code: "instantiation_failed".into(),
@@ -248,6 +276,7 @@ impl Inner {
 }
 
 impl Runtime {
+    /// Fails the agents a previous process left alive (on a backend without journals).
     async fn fail_orphans(&self) -> anyhow::Result<()> {
         let records = &self.inner.services.records;
         for (account, id) in records.alive().await? {
@@ -262,7 +291,7 @@ impl Runtime {
 }
 
 /// Marks the agent failed with `failure` unless it already ended, and logs its end.
-async fn fail(
+pub(super) async fn fail(
     records: &AgentStore,
     account: &str,
     id: &str,

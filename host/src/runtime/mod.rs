@@ -8,7 +8,8 @@
 //! supervised from launch to its recorded end (`lifecycle`) around the run itself
 //! (`run`). Each interface of `guest-sdk/wit/agent.wit` has its host side in `host/`. Records and
 //! log events are durable in redb or PostgreSQL (`records`); their watchers are woken on each change
-//! (`changes`).
+//! (`changes`). Every call a guest makes across the sandbox is journaled (`journal`), so a
+//! restarted server resumes the agents it had alive.
 //! Nothing outside this module knows wasmtime.
 
 mod admission;
@@ -23,6 +24,7 @@ mod engine;
 mod extraction;
 mod guests;
 mod host;
+mod journal;
 mod lifecycle;
 mod limits;
 mod newest;
@@ -41,6 +43,7 @@ pub use components::{
 };
 pub use config::RuntimeConfig;
 pub use host::account_memory;
+pub use journal::{EmbeddedJournal, JournalStore};
 pub use lifecycle::Runtime;
 pub use records::{
     AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, RecordError,

@@ -11,7 +11,9 @@
 //! `result_too_large` (the final result is over `[runtime] max_result_bytes`),
 //! `cpu_limit_exceeded` (the run used more CPU time than its plan's `cpu_seconds_per_run`),
 //! `token_limit_exceeded` (its Mind calls spent more tokens than its plan's
-//! `tokens_per_run`).
+//! `tokens_per_run`), and from its journal `replay_diverged` (a resumed guest made another call than the
+//! recorded one), `journal_limit_exceeded` (over `[runtime] max_journal_bytes`) and
+//! `journal_failed` (the journal could not be stored).
 
 use std::{
     sync::Arc,
@@ -24,6 +26,7 @@ use super::{
     bindings::AgentPre,
     bounds::{MAX_ERROR_CHARS, check_result, clip},
     cpu::{OverBudget, metered},
+    journal::Fault as JournalFault,
     lifecycle::{Inner, grace},
     records::{Failure, Usage},
     state::{AgentCtx, AgentState},
@@ -93,6 +96,8 @@ pub(super) async fn run(
         Ok(UpdateDeadline::YieldCustom(1, Box::pin(cpu.end_slice())))
     });
     let grace = grace(config);
+    // A resumed run's time before the restart counts (`ctx.started` is that much earlier).
+    let ends = ctx.started + Duration::from_secs(config.max_run_secs);
     let result = {
         let run = async {
             let instantiating = Instant::now();
@@ -117,12 +122,18 @@ pub(super) async fn run(
         tokio::select! {
             biased;
             () = ctx.stop.deadline(grace) => None,
-            () = tokio::time::sleep(Duration::from_secs(config.max_run_secs)) => None,
+            () = tokio::time::sleep_until(ends.into()) => None,
             result = run => Some(result),
         }
     };
     let state = store.data();
-    let outcome = match result {
+    // A journal fault ends the run by its own code, whatever the guest made of it.
+    let journal_fault = match &result {
+        Some(Err(Fault::Trap(e))) => e.downcast_ref::<JournalFault>().cloned(),
+        Some(Ok(_)) => ctx.journal.as_ref().and_then(|j| j.finish().err()),
+        _ => None,
+    };
+    let outcome = match (result, journal_fault) {
         _ if ctx.stop.requested() => Outcome::Stopped,
         _ if ctx.over_tokens() => failure(
             "token_limit_exceeded",
@@ -132,56 +143,59 @@ pub(super) async fn run(
                 ctx.token_budget
             ),
         ),
-        None => failure(
-            "run_time_exceeded",
-            format!("the agent ran longer than {} s", config.max_run_secs),
-        ),
-        Some(Ok(Ok(text))) => match check_result(&text, config.max_result_bytes) {
-            Ok(()) => Outcome::Completed(text),
-            Err(message) => failure("result_too_large", message),
+        (_, Some(fault)) => failure(fault.code(), fault.to_string()),
+        (result, None) => match result {
+            None => failure(
+                "run_time_exceeded",
+                format!("the agent ran longer than {} s", config.max_run_secs),
+            ),
+            Some(Ok(Ok(text))) => match check_result(&text, config.max_result_bytes) {
+                Ok(()) => Outcome::Completed(text),
+                Err(message) => failure("result_too_large", message),
+            },
+            Some(Ok(Err(message))) if ctx.mind_failed() => {
+                failure("mind_unavailable", clip(&message, MAX_ERROR_CHARS))
+            }
+            Some(Ok(Err(message))) => failure("agent_error", clip(&message, MAX_ERROR_CHARS)),
+            Some(Err(Fault::Instantiation(e))) => {
+                tracing::error!(error = %e, agent = %ctx.agent_id, "instantiation failed");
+                failure(
+                    "instantiation_failed",
+                    "the agent could not be started; try again",
+                )
+            }
+            Some(Err(Fault::OverBudget)) => failure(
+                "cpu_limit_exceeded",
+                format!(
+                    "the agent used more than its plan's {} CPU seconds per run",
+                    ctx.cpu.budget().as_secs_f64()
+                ),
+            ),
+            Some(Err(Fault::Trap(_))) if state.limits.memory_denied => failure(
+                "memory_limit_exceeded",
+                format!(
+                    "the agent exceeded its memory limit of {} MiB",
+                    config.memory_limit_mib
+                ),
+            ),
+            Some(Err(Fault::Trap(_))) if state.limits.table_denied => failure(
+                "table_limit_exceeded",
+                format!(
+                    "the agent exceeded its table limit of {} elements",
+                    config.table_elements_limit
+                ),
+            ),
+            Some(Err(Fault::Trap(e))) => {
+                let trap = e
+                    .downcast_ref::<wasmtime::Trap>()
+                    .map_or_else(|| "trap".to_string(), ToString::to_string);
+                let message = match state.stderr_tail() {
+                    Some(tail) => format!("the agent crashed ({trap}): {tail}"),
+                    None => format!("the agent crashed ({trap})"),
+                };
+                failure("guest_trap", message)
+            }
         },
-        Some(Ok(Err(message))) if ctx.mind_failed() => {
-            failure("mind_unavailable", clip(&message, MAX_ERROR_CHARS))
-        }
-        Some(Ok(Err(message))) => failure("agent_error", clip(&message, MAX_ERROR_CHARS)),
-        Some(Err(Fault::Instantiation(e))) => {
-            tracing::error!(error = %e, agent = %ctx.agent_id, "instantiation failed");
-            failure(
-                "instantiation_failed",
-                "the agent could not be started; try again",
-            )
-        }
-        Some(Err(Fault::OverBudget)) => failure(
-            "cpu_limit_exceeded",
-            format!(
-                "the agent used more than its plan's {} CPU seconds per run",
-                ctx.cpu.budget().as_secs_f64()
-            ),
-        ),
-        Some(Err(Fault::Trap(_))) if state.limits.memory_denied => failure(
-            "memory_limit_exceeded",
-            format!(
-                "the agent exceeded its memory limit of {} MiB",
-                config.memory_limit_mib
-            ),
-        ),
-        Some(Err(Fault::Trap(_))) if state.limits.table_denied => failure(
-            "table_limit_exceeded",
-            format!(
-                "the agent exceeded its table limit of {} elements",
-                config.table_elements_limit
-            ),
-        ),
-        Some(Err(Fault::Trap(e))) => {
-            let trap = e
-                .downcast_ref::<wasmtime::Trap>()
-                .map_or_else(|| "trap".to_string(), ToString::to_string);
-            let message = match state.stderr_tail() {
-                Some(tail) => format!("the agent crashed ({trap}): {tail}"),
-                None => format!("the agent crashed ({trap})"),
-            };
-            failure("guest_trap", message)
-        }
     };
     let usage = Usage {
         cpu_ms: ctx.cpu.used().as_millis() as u64,

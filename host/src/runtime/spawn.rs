@@ -208,7 +208,8 @@ impl Runtime {
         let Admitted { record, place } = self.inner.limits.admit(record, asked).await?;
         if let Place::Here { slot, fence } = place {
             let allowance = Allowance::of(&limits);
-            self.inner.launch(slot, &record, fence, allowance, pre);
+            self.inner
+                .launch(slot, &record, fence, allowance, pre, None);
         }
         if untitled {
             self.retitle(&record);

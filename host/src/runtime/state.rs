@@ -14,6 +14,7 @@ use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
+    journal::{Journal, JournalStore, sandbox_clocks},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
 };
@@ -32,6 +33,9 @@ pub struct Services {
     pub mind: Arc<dyn Mind>,
     pub records: AgentStore,
     pub usage: Ledger,
+    /// Where runs are journaled, so a restart resumes them; `None` on a backend without
+    /// journals.
+    pub journal: Option<Arc<dyn JournalStore>>,
 }
 
 /// Who an agent acts for and how to reach it; shared by its store and its supervisor.
@@ -57,6 +61,9 @@ pub struct AgentCtx {
     pub started: std::time::Instant,
     /// Its CPU time, against the plan's budget per run.
     pub cpu: Arc<CpuMeter>,
+    /// Its run's journal, which every call of its guest goes through (`None` where runs
+    /// are not journaled).
+    pub journal: Option<Arc<Journal>>,
     pub services: Arc<Services>,
 }
 
@@ -128,15 +135,20 @@ pub struct AgentState {
 
 impl AgentState {
     /// A fresh sandbox for `agent`: no preopened directories, no sockets, no inherited
-    /// environment or arguments; stdout discarded, stderr captured.
+    /// environment or arguments; stdout discarded, stderr captured; its clocks and random
+    /// journaled with its run.
     pub fn new(agent: Arc<AgentCtx>, config: &RuntimeConfig) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
-        let wasi = WasiCtxBuilder::new()
+        let mut builder = WasiCtxBuilder::new();
+        builder
             .stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
-            .allow_ip_name_lookup(false)
-            .build();
+            .allow_ip_name_lookup(false);
+        if let Some(journal) = &agent.journal {
+            sandbox_clocks(&mut builder, journal, &agent.agent_id);
+        }
+        let wasi = builder.build();
         Self {
             wasi,
             table: ResourceTable::new(),

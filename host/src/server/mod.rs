@@ -146,6 +146,7 @@ async fn load_state(
     let Stores {
         memory,
         records,
+        journal,
         usage,
         keys,
         own_key,
@@ -157,6 +158,7 @@ async fn load_state(
         mind: mind.clone(),
         records: records.clone(),
         usage: usage.clone(),
+        journal,
     });
     let runtime = Runtime::start(&config.runtime, dir, services, cluster)
         .await

@@ -16,6 +16,7 @@ mod console;
 mod console_browser;
 mod consolidate;
 mod docs;
+mod durable;
 mod envelope;
 mod fair_cpu;
 mod fair_memory;

@@ -1,9 +1,13 @@
 //! `control`: whether a stop was requested.
 
-use crate::runtime::{bindings::control, state::AgentState};
+use crate::runtime::{bindings::control, journal::Call, state::AgentState};
 
 impl control::Host for AgentState {
     async fn stop_requested(&mut self) -> wasmtime::Result<bool> {
-        Ok(self.agent.stop.requested())
+        let call = Call::read("control.stop-requested", &());
+        self.journaled(call, |s| {
+            Box::pin(std::future::ready(Ok(s.agent.stop.requested())))
+        })
+        .await
     }
 }

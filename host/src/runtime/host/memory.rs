@@ -11,7 +11,7 @@ use crate::{
         DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, ListQuery, Memory, MemoryError, MemoryService, Mode,
         PutInput, Quota, SearchHit, SearchQuery, Source, embed::EmbedError,
     },
-    runtime::{bindings::memory, state::AgentState},
+    runtime::{bindings::memory, journal::Call, state::AgentState},
 };
 
 type Answer<T> = wasmtime::Result<Result<T, memory::MemoryError>>;
@@ -181,10 +181,25 @@ impl AgentState {
     }
 }
 
+/// A memory call through the journal: `outcome` is the call on the agent's account memory,
+/// or why it may not use it, decided before the call (so a replay answers it as recorded).
+macro_rules! journaled {
+    ($state:ident, $call:expr, |$memory:ident| $outcome:expr) => {{
+        let memory = $state.memory();
+        let outcome = async move {
+            let $memory = memory?;
+            $outcome.await
+        };
+        $state
+            .journaled($call, |_| Box::pin(async move { Ok(outcome.await) }))
+            .await
+    }};
+}
+
 impl memory::Host for AgentState {
     async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
-        let memory = self.memory();
-        Ok(async { memory?.put(request).await }.await)
+        let call = Call::effect("memory.put", &request);
+        journaled!(self, call, |memory| memory.put(request))
     }
 
     async fn get(
@@ -192,23 +207,24 @@ impl memory::Host for AgentState {
         key: String,
         namespace: Option<String>,
     ) -> Answer<Option<memory::MemoryRecord>> {
-        let memory = self.memory();
-        Ok(async { memory?.get(key, namespace).await }.await)
+        // Counts an access: a write, though one whose repetition does no harm.
+        let call = Call::read("memory.get", &(&key, &namespace));
+        journaled!(self, call, |memory| memory.get(key, namespace))
     }
 
     async fn list(&mut self, request: memory::ListRequest) -> Answer<Vec<memory::MemoryRecord>> {
-        let memory = self.memory();
-        Ok(async { memory?.list(request).await }.await)
+        let call = Call::read("memory.list", &request);
+        journaled!(self, call, |memory| memory.list(request))
     }
 
     async fn delete(&mut self, key: String, namespace: Option<String>) -> Answer<()> {
-        let memory = self.memory();
-        Ok(async { memory?.delete(key, namespace).await }.await)
+        let call = Call::effect("memory.delete", &(&key, &namespace));
+        journaled!(self, call, |memory| memory.delete(key, namespace))
     }
 
     async fn search(&mut self, request: memory::SearchRequest) -> Answer<Vec<memory::SearchHit>> {
-        let memory = self.memory();
-        Ok(async { memory?.search(request).await }.await)
+        let call = Call::read("memory.search", &request);
+        journaled!(self, call, |memory| memory.search(request))
     }
 }
 

@@ -12,6 +12,7 @@ use crate::{
     mind::{self as m, MindError},
     runtime::{
         bindings::mind,
+        journal::Call,
         records::MemoryMode,
         state::{AgentCtx, AgentState},
     },
@@ -123,8 +124,9 @@ fn over_budget(agent: &AgentCtx, spent: u64) -> wasmtime::Error {
     ))
 }
 
-impl mind::Host for AgentState {
-    async fn complete(
+impl AgentState {
+    /// The completion itself: the provider request, raced against a stop request.
+    async fn complete_live(
         &mut self,
         messages: Vec<mind::Message>,
         tools: Vec<mind::ToolSpec>,
@@ -132,9 +134,6 @@ impl mind::Host for AgentState {
         let agent = self.agent.clone();
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
-        }
-        if self.usage.tokens() >= agent.token_budget {
-            return Err(over_budget(&agent, self.usage.tokens()));
         }
         let (mut messages, tools) = match convert(messages, tools) {
             Ok(v) => v,
@@ -149,10 +148,9 @@ impl mind::Host for AgentState {
         // stop, the store), the call is aborted.
         let mind = agent.services.mind.clone();
         let mut call = AbortOnDropHandle::new(tokio::spawn(async move {
-            let answer = mind.complete(&messages, &tools).await;
-            (answer, messages)
+            mind.complete(&messages, &tools).await
         }));
-        let (answer, messages) = tokio::select! {
+        let answer = tokio::select! {
             joined = &mut call => joined.map_err(|e| {
                 wasmtime::Error::msg(format!("the Mind call did not finish: {e}"))
             })?,
@@ -162,31 +160,70 @@ impl mind::Host for AgentState {
             return Ok(Err(mind::MindError::Stopped));
         }
         Ok(match answer {
-            Ok(c) => {
-                self.usage += c.usage.into();
-                if self.usage.tokens() > agent.token_budget {
-                    return Err(over_budget(&agent, self.usage.tokens()));
-                }
-                self.conversation = messages;
-                self.conversation.push(m::Message::assistant(
-                    c.text.clone().unwrap_or_default(),
-                    c.tool_calls.clone(),
-                ));
-                Ok(mind::Completion {
-                    text: c.text,
-                    tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
-                    usage: mind::Usage {
-                        input_tokens: c.usage.input_tokens,
-                        output_tokens: c.usage.output_tokens,
-                    },
-                })
-            }
-            Err(MindError::Unavailable(why)) => {
-                agent.note_mind_failure();
-                Err(mind::MindError::Unavailable(why))
-            }
+            Ok(c) => Ok(mind::Completion {
+                text: c.text,
+                tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
+                usage: mind::Usage {
+                    input_tokens: c.usage.input_tokens,
+                    output_tokens: c.usage.output_tokens,
+                },
+            }),
+            Err(MindError::Unavailable(why)) => Err(mind::MindError::Unavailable(why)),
             Err(MindError::InvalidRequest(why)) => Err(mind::MindError::InvalidRequest(why)),
         })
+    }
+
+    /// What a completion leaves in the run, live or replayed: its tokens, the Mind's
+    /// failure, and the conversation extraction reads (`sent`, kept when the agent's
+    /// memories are extracted).
+    fn completed(
+        &mut self,
+        sent: Option<Vec<mind::Message>>,
+        answer: &Result<mind::Completion, mind::MindError>,
+    ) {
+        match answer {
+            Ok(c) => {
+                let usage = m::Usage {
+                    input_tokens: c.usage.input_tokens,
+                    output_tokens: c.usage.output_tokens,
+                };
+                self.usage += usage.into();
+                let Some(Ok((mut messages, _))) = sent.map(|s| convert(s, Vec::new())) else {
+                    return;
+                };
+                if self.agent.memory_mode == MemoryMode::Both {
+                    remind(&mut messages);
+                }
+                let calls = c.tool_calls.iter().cloned().map(call_in).collect();
+                let text = c.text.clone().unwrap_or_default();
+                messages.push(m::Message::assistant(text, calls));
+                self.conversation = messages;
+            }
+            Err(mind::MindError::Unavailable(_)) => self.agent.note_mind_failure(),
+            Err(_) => {}
+        }
+    }
+}
+
+impl mind::Host for AgentState {
+    async fn complete(
+        &mut self,
+        messages: Vec<mind::Message>,
+        tools: Vec<mind::ToolSpec>,
+    ) -> wasmtime::Result<Result<mind::Completion, mind::MindError>> {
+        if self.usage.tokens() >= self.agent.token_budget {
+            return Err(over_budget(&self.agent, self.usage.tokens()));
+        }
+        let call = Call::effect("mind.complete", &(&messages, &tools));
+        let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
+        let answer = self
+            .journaled(call, |s| Box::pin(s.complete_live(messages, tools)))
+            .await?;
+        self.completed(sent, &answer);
+        if self.usage.tokens() > self.agent.token_budget {
+            return Err(over_budget(&self.agent, self.usage.tokens()));
+        }
+        Ok(answer)
     }
 }
 

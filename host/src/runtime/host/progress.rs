@@ -11,6 +11,7 @@ use crate::{
     runtime::{
         bindings::progress,
         bounds::{Admit, clip},
+        journal::Call,
         records::Progress,
         state::AgentState,
     },
@@ -87,6 +88,25 @@ impl AgentState {
 
 impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
+        let call = Call::read("progress.report", &(&kind, &message));
+        self.journaled(call, |s| Box::pin(s.report_live(kind, message)))
+            .await
+    }
+
+    async fn log(
+        &mut self,
+        kind: progress::LogKind,
+        message: String,
+        data_json: Option<String>,
+    ) -> wasmtime::Result<()> {
+        let call = Call::read("progress.log", &(&kind, &message, &data_json));
+        self.journaled(call, |s| Box::pin(s.log_live(kind, message, data_json)))
+            .await
+    }
+}
+
+impl AgentState {
+    async fn report_live(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
         let entry = Progress {
             ts: now_ms(),
             kind: clip(&kind, MAX_KIND_CHARS),
@@ -108,7 +128,7 @@ impl progress::Host for AgentState {
         Ok(())
     }
 
-    async fn log(
+    async fn log_live(
         &mut self,
         kind: progress::LogKind,
         message: String,

@@ -1,0 +1,62 @@
+//! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
+//! call with its recorded result (checking it is the recorded call), live it makes the
+//! call and records its entry before the guest sees the result: synced, with the entries
+//! kept before it, for a call whose effect a replay must not repeat; kept in memory for
+//! the others.
+
+use futures_util::future::BoxFuture;
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::args_hash;
+use crate::runtime::state::AgentState;
+
+/// A call as the journal knows it.
+pub struct Call {
+    func: &'static str,
+    args: u64,
+    durable: bool,
+}
+
+impl Call {
+    /// A call without an effect outside the sandbox a replay must not repeat (a read, a
+    /// progress report, a log event): its entry is kept in memory and stored with the
+    /// next effect's (see `Journal::store`).
+    pub fn read(func: &'static str, args: &impl Serialize) -> Self {
+        Self {
+            func,
+            args: args_hash(args),
+            durable: false,
+        }
+    }
+
+    /// A call whose effect a replay must not repeat (a Mind call, a memory write): its
+    /// entry is synced before the guest sees the result.
+    pub fn effect(func: &'static str, args: &impl Serialize) -> Self {
+        Self {
+            durable: true,
+            ..Self::read(func, args)
+        }
+    }
+}
+
+impl AgentState {
+    /// Runs `live` as the journal says: answered from the journal while the run replays,
+    /// else made and recorded. A journal fault (a divergence, the bound, the store) traps
+    /// the guest; the run reports it by its code.
+    pub async fn journaled<R, F>(&mut self, call: Call, live: F) -> wasmtime::Result<R>
+    where
+        R: Serialize + DeserializeOwned + Send,
+        F: for<'a> FnOnce(&'a mut AgentState) -> BoxFuture<'a, wasmtime::Result<R>> + Send,
+    {
+        let Some(journal) = self.agent.journal.clone() else {
+            return live(self).await;
+        };
+        if let Some(recorded) = journal.replay(call.func, call.args)? {
+            return Ok(recorded);
+        }
+        let result = live(self).await?;
+        journal.keep(call.func, call.args, &result)?;
+        journal.store(call.durable).await?;
+        Ok(result)
+    }
+}

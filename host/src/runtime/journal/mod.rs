@@ -1,0 +1,338 @@
+//! The journal of an agent's run: every call its guest makes across the sandbox boundary
+//! (the WIT imports and the WASI clocks and random it is granted), each with its step
+//! number, its function, a hash of its arguments and its result, so that a restarted
+//! server can resume the agent by running it again from the start while the recorded
+//! results answer the recorded calls (`resume`), then continue live.
+//!
+//! One wrapper does it all (`AgentState::journaled` in `call`, and the clocks and random
+//! in `clocks`): live, a call's entry is recorded before its result reaches the guest; on
+//! replay, the recorded result is returned and the call is checked against the recorded
+//! one, a mismatch failing the run (`replay_diverged`, naming the step).
+//!
+//! What is durable when: a call with an effect outside the sandbox that a replay must not
+//! repeat (a Mind call, a memory write) commits its entry durably, with the entries kept
+//! before it, before the guest sees the result; every other entry (reads, progress, logs,
+//! clocks, random) is kept in memory until then (or, past [`FLUSH_BYTES`], committed
+//! without a sync), since a replay may make such calls again. What survives a crash is
+//! thus always a prefix of the journal: a lost tail is made again, live, on resume.
+//!
+//! The journal of a run is bounded by `[runtime] max_journal_bytes`
+//! (`journal_limit_exceeded`) and deleted when the run ends. It lives behind
+//! [`JournalStore`]: redb on the embedded backend; none on PostgreSQL yet (agents there are
+//! not journaled and fail `host_restarted` / `host_lost` as before).
+
+mod call;
+mod clocks;
+mod embedded;
+mod resume;
+
+use std::{collections::VecDeque, sync::Arc};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use sha2::{Digest, Sha256};
+
+pub use self::embedded::EmbeddedJournal;
+pub(super) use self::{call::Call, clocks::sandbox_clocks, resume::Resumed};
+use super::records::Allowance;
+use crate::clock::now_ms;
+
+/// Bytes of entries kept in memory past which they are stored (without a sync).
+pub const FLUSH_BYTES: u64 = 64 << 10;
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Its step: 1, 2, … in the order the guest made its calls.
+    pub step: u64,
+    /// The function, e.g. `mind.complete` or `wasi:clocks/wall-clock.now`.
+    pub func: String,
+    /// The hash of its arguments (see [`args_hash`]).
+    pub args: u64,
+    /// When it was made (ms since the epoch): the run time a resume counts.
+    pub ts: u64,
+    /// Its result as JSON.
+    pub result: serde_json::Value,
+}
+
+/// What a run's journal holds: the allowance it was launched with and its entries in
+/// step order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub allowance: Allowance,
+    pub entries: Vec<Entry>,
+}
+
+/// Why a journal operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("agent journal storage: {0}")]
+    Storage(String),
+}
+
+macro_rules! journal_error_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for JournalError {
+            fn from(e: $t) -> Self {
+                JournalError::Storage(e.to_string())
+            }
+        }
+    )*};
+}
+journal_error_from!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError,
+    serde_json::Error,
+    tokio::task::JoinError
+);
+
+/// Where runs' journals are kept. A postgres table can implement it later as it is: every
+/// operation is keyed by the agent, and `append` adds entries in step order.
+#[async_trait]
+pub trait JournalStore: Send + Sync {
+    /// Starts the journal of a run launched with `allowance` (not synced: the record's
+    /// durable turn to `running` follows).
+    async fn begin(&self, agent_id: &str, allowance: Allowance) -> Result<(), JournalError>;
+
+    /// The run's journal; `None` when it has none (its run never began).
+    async fn load(&self, agent_id: &str) -> Result<Option<Recorded>, JournalError>;
+
+    /// Appends `entries` (consecutive steps after the last stored one), synced when
+    /// `durable`.
+    async fn append(
+        &self,
+        agent_id: &str,
+        entries: Vec<Entry>,
+        durable: bool,
+    ) -> Result<(), JournalError>;
+
+    /// Deletes the run's journal (its run ended).
+    async fn end(&self, agent_id: &str) -> Result<(), JournalError>;
+}
+
+/// Why a journaled call ends the run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Fault {
+    /// On replay, the guest made another call than the recorded one at `step`.
+    #[error(
+        "the resumed agent diverged from its journal at step {step}: it made {made}, the journal recorded {recorded}"
+    )]
+    Diverged {
+        step: u64,
+        made: String,
+        recorded: String,
+    },
+    /// The run's journal would grow past `max` bytes.
+    #[error("the agent's journal exceeded its bound of {max} bytes ([runtime] max_journal_bytes)")]
+    Full { max: u64 },
+    /// The journal could not be stored.
+    #[error("{0}")]
+    Storage(String),
+}
+
+impl Fault {
+    /// The failure code the run ends with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Fault::Diverged { .. } => "replay_diverged",
+            Fault::Full { .. } => "journal_limit_exceeded",
+            Fault::Storage(_) => "journal_failed",
+        }
+    }
+}
+
+/// The hash of a call's arguments: SHA-256 of their JSON, its first 8 bytes.
+pub fn args_hash(args: &impl Serialize) -> u64 {
+    let mut hasher = HashWriter(Sha256::new());
+    // Serializing plain data into a hasher cannot fail.
+    let _ = serde_json::to_writer(&mut hasher, args);
+    let digest = hasher.0.finalize();
+    u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+}
+
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One run's journal, shared by its store's host calls and its clocks.
+pub struct Journal {
+    agent_id: String,
+    store: Arc<dyn JournalStore>,
+    cursor: Mutex<Cursor>,
+}
+
+struct Cursor {
+    /// Recorded entries not replayed yet.
+    replay: VecDeque<Entry>,
+    /// The next step.
+    next: u64,
+    /// Entries made live and not yet stored, and their size.
+    pending: Vec<Entry>,
+    pending_bytes: u64,
+    /// Bytes of the journal so far, against `max_bytes`.
+    bytes: u64,
+    max_bytes: u64,
+    /// The first fault met by a call that could not fail the run itself (a clock read);
+    /// the next call, or the run's end, reports it.
+    fault: Option<Fault>,
+}
+
+/// The size an entry counts against the bound.
+fn size(entry: &Entry) -> u64 {
+    (entry.func.len() + 24) as u64
+        + serde_json::to_string(&entry.result).map_or(0, |s| s.len()) as u64
+}
+
+impl Journal {
+    /// The journal of a run, replaying `recorded` (empty for a fresh run) before it
+    /// records live.
+    pub fn new(
+        agent_id: &str,
+        store: Arc<dyn JournalStore>,
+        recorded: Vec<Entry>,
+        max_bytes: u64,
+    ) -> Self {
+        let bytes = recorded.iter().map(size).sum();
+        let next = recorded.last().map_or(1, |e| e.step + 1);
+        Self {
+            agent_id: agent_id.to_owned(),
+            store,
+            cursor: Mutex::new(Cursor {
+                replay: recorded.into(),
+                next,
+                pending: Vec::new(),
+                pending_bytes: 0,
+                bytes,
+                max_bytes,
+                fault: None,
+            }),
+        }
+    }
+
+    /// The recorded result of the call `func` with arguments hashed `args`, when the run
+    /// is still replaying (`None` once it is live); a fault when the call is not the
+    /// recorded one, or an earlier call met one.
+    pub fn replay<R: DeserializeOwned>(&self, func: &str, args: u64) -> Result<Option<R>, Fault> {
+        let mut cursor = self.cursor.lock();
+        if let Some(fault) = &cursor.fault {
+            return Err(fault.clone());
+        }
+        let Some(entry) = cursor.replay.front() else {
+            return Ok(None);
+        };
+        let diverged = |recorded: String| Fault::Diverged {
+            step: entry.step,
+            made: format!("{func} (arguments {args:016x})"),
+            recorded,
+        };
+        let fault = if entry.func != func || entry.args != args {
+            Some(diverged(format!(
+                "{} (arguments {:016x})",
+                entry.func, entry.args
+            )))
+        } else {
+            None
+        };
+        let result = match fault {
+            None => serde_json::from_value(entry.result.clone())
+                .map_err(|e| diverged(format!("a result that does not fit it ({e})"))),
+            Some(f) => Err(f),
+        };
+        match result {
+            Ok(r) => {
+                cursor.replay.pop_front();
+                Ok(Some(r))
+            }
+            Err(f) => {
+                cursor.fault = Some(f.clone());
+                Err(f)
+            }
+        }
+    }
+
+    /// Keeps the live call's entry in memory, to be stored with the next [`Journal::store`].
+    pub fn keep<R: Serialize>(&self, func: &str, args: u64, result: &R) -> Result<(), Fault> {
+        let mut cursor = self.cursor.lock();
+        if let Some(fault) = &cursor.fault {
+            return Err(fault.clone());
+        }
+        let entry = Entry {
+            step: cursor.next,
+            func: func.to_owned(),
+            args,
+            ts: now_ms(),
+            result: serde_json::to_value(result).map_err(|e| Fault::Storage(e.to_string()))?,
+        };
+        let entry_bytes = size(&entry);
+        let bytes = cursor.bytes + entry_bytes;
+        if bytes > cursor.max_bytes {
+            let fault = Fault::Full {
+                max: cursor.max_bytes,
+            };
+            cursor.fault = Some(fault.clone());
+            return Err(fault);
+        }
+        cursor.bytes = bytes;
+        cursor.pending_bytes += entry_bytes;
+        cursor.next += 1;
+        cursor.pending.push(entry);
+        Ok(())
+    }
+
+    /// Stores the entries kept so far, synced; unless `durable`, only when they are over
+    /// [`FLUSH_BYTES`], and without a sync.
+    pub async fn store(&self, durable: bool) -> Result<(), Fault> {
+        let pending = {
+            let mut cursor = self.cursor.lock();
+            if !durable && cursor.pending_bytes <= FLUSH_BYTES {
+                return Ok(());
+            }
+            cursor.pending_bytes = 0;
+            std::mem::take(&mut cursor.pending)
+        };
+        if pending.is_empty() {
+            return Ok(());
+        }
+        (self.store.append(&self.agent_id, pending, durable).await)
+            .map_err(|e| Fault::Storage(e.to_string()))
+    }
+
+    /// At the run's end: a fault a call met, or a divergence if the guest returned before
+    /// making every recorded call.
+    pub fn finish(&self) -> Result<(), Fault> {
+        let cursor = self.cursor.lock();
+        if let Some(fault) = &cursor.fault {
+            return Err(fault.clone());
+        }
+        match cursor.replay.front() {
+            Some(entry) => Err(Fault::Diverged {
+                step: entry.step,
+                made: "no further call (the agent returned)".into(),
+                recorded: entry.func.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the run is still replaying recorded calls.
+    #[cfg(test)]
+    pub fn replaying(&self) -> bool {
+        !self.cursor.lock().replay.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests;

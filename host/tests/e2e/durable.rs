@@ -1,0 +1,268 @@
+//! Durable agents on the embedded backend: a server killed with agents alive resumes them
+//! at its next start from their journals (the real binary, the default agent, the fake
+//! Mind speaking the OpenAI protocol). Embedded only: PostgreSQL keeps no journals yet.
+
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use redb::{Database, ReadableTable, TableDefinition};
+use serde_json::{Value, json};
+
+use crate::{
+    agents::{spawn, wait_for, wait_terminal},
+    common::{
+        Client, Options, Server, create_key,
+        fake_mind::{FakeMind, Reply},
+    },
+};
+
+/// The journal's tables, as the server keeps them (`runtime/journal/embedded.rs`).
+const RUNS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("agent_runs");
+const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("agent_journal");
+
+/// What the fake Mind answers an uninterrupted run: two writes of one key, then the end.
+fn script() -> Vec<Reply> {
+    vec![
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "launch_day", "value": "Friday" }),
+        ),
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "launch_day", "value": "Saturday" }),
+        ),
+        Reply::text("The launch is on Saturday."),
+    ]
+}
+
+/// A data dir with a key, and a server on it speaking to `mind`.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    key: String,
+    options: Options,
+}
+
+impl Setup {
+    fn new(mind: &FakeMind) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let key = create_key(&dir, "acme", "free");
+        let options = Options::hash_embedder().openai_mind(&mind.base_url());
+        Self {
+            _tmp: tmp,
+            dir,
+            key,
+            options,
+        }
+    }
+
+    fn start(&self) -> (Server, Client) {
+        let server = Server::start_with(&self.dir, &self.options);
+        let c = server.client(&self.key);
+        (server, c)
+    }
+}
+
+/// The agent's memory `launch_day`: its versions' values, oldest first.
+fn versions(c: &Client) -> Vec<Value> {
+    let history = c.get("/api/v1/memory/history?key=launch_day").body;
+    // Newest first.
+    let mut values: Vec<Value> = (history["data"].as_array().unwrap().iter())
+        .map(|m| m["value"].clone())
+        .collect();
+    values.reverse();
+    values
+}
+
+/// The progress messages of an agent, by kind, leaving out the host's `resumed` entries.
+fn progress(agent: &Value) -> Vec<(String, String)> {
+    agent["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] != "resumed")
+        .map(|p| (p["kind"].to_string(), p["message"].to_string()))
+        .collect()
+}
+
+/// The run nothing interrupts: what a resumed one must end with.
+fn uninterrupted() -> (Value, Vec<Value>, usize) {
+    let mind = FakeMind::start(script());
+    let setup = Setup::new(&mind);
+    let (_server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    (done, versions(&c), mind.requests().len())
+}
+
+/// Kills the server while the agent waits in its Mind call `hang_at` (1-based), restarts
+/// it, and checks the agent completes as an uninterrupted run does.
+fn resumes_when_killed_waiting_in_mind_call(hang_at: usize) {
+    let (expected, expected_versions, expected_requests) = uninterrupted();
+    let mut script = script();
+    script.insert(hang_at - 1, Reply::Hang);
+    let mind = FakeMind::start(script);
+    let setup = Setup::new(&mind);
+    let (mut server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    assert!(mind.wait_for_requests(hang_at, Duration::from_secs(30)));
+    // The writes before the hanging call are applied and visible.
+    assert_eq!(versions(&c).len(), hang_at - 1);
+    server.kill9();
+
+    let (_server, c) = setup.start();
+    let running = c.get(&format!("/api/v1/agents/{id}")).body;
+    assert_ne!(running["status"], "failed", "{running:#}");
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["final_result"], expected["final_result"]);
+    assert_eq!(progress(&done), progress(&expected));
+    let resumed: Vec<&Value> = (done["progress"].as_array().unwrap().iter())
+        .filter(|p| p["kind"] == "resumed")
+        .collect();
+    assert_eq!(resumed.len(), 1, "{done:#}");
+    let message = resumed[0]["message"].as_str().unwrap();
+    assert!(message.contains("restarted"), "{message}");
+    assert!(message.contains("after step "), "{message}");
+    // Each write applied once: the same versions and values as the uninterrupted run.
+    assert_eq!(versions(&c), expected_versions);
+    // Each recorded Mind request was sent once; the one in flight at the kill twice, the
+    // same both times (the replayed run rebuilt the same conversation).
+    let requests = mind.requests();
+    assert_eq!(requests.len(), expected_requests + 1);
+    assert_eq!(requests[hang_at - 1], requests[hang_at]);
+    // The tokens of every answered call count, the lost one's not.
+    assert_eq!(
+        done["usage"]["input_tokens"],
+        expected["usage"]["input_tokens"]
+    );
+}
+
+#[test]
+fn a_killed_server_resumes_an_agent_between_two_memory_writes() {
+    resumes_when_killed_waiting_in_mind_call(2);
+}
+
+#[test]
+fn a_killed_server_resumes_an_agent_waiting_in_a_mind_call_after_its_writes() {
+    resumes_when_killed_waiting_in_mind_call(3);
+}
+
+/// Opens the data dir's database while no server holds it.
+fn database(dir: &Path) -> Database {
+    Database::open(dir.join("wasmind.redb")).unwrap()
+}
+
+/// Spawns the default agent, and kills the server once it waits in its second Mind call.
+fn killed_waiting(mind: &FakeMind, setup: &Setup) -> String {
+    let (mut server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    assert!(mind.wait_for_requests(2, Duration::from_secs(30)));
+    server.kill9();
+    id
+}
+
+#[test]
+fn a_tampered_journal_fails_the_resumed_run_with_replay_diverged() {
+    let mut script = script();
+    script.insert(1, Reply::Hang);
+    let mind = FakeMind::start(script);
+    let setup = Setup::new(&mind);
+    let id = killed_waiting(&mind, &setup);
+    // The argument hash of the recorded memory write changed in the store.
+    let step = {
+        let db = database(&setup.dir);
+        let txn = db.begin_write().unwrap();
+        let step = {
+            let mut journal = txn.open_table(JOURNAL).unwrap();
+            let mut put = None;
+            for entry in journal
+                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
+                .unwrap()
+            {
+                let (k, v) = entry.unwrap();
+                let entry: Value = serde_json::from_slice(v.value()).unwrap();
+                if entry["func"] == "memory.put" {
+                    put = Some((k.value().1, entry));
+                }
+            }
+            let (step, mut entry) = put.expect("the write is journaled");
+            let hash = entry["args"].as_u64().unwrap();
+            entry["args"] = json!(hash ^ 1);
+            let bytes = serde_json::to_vec(&entry).unwrap();
+            journal
+                .insert((id.as_str(), step), bytes.as_slice())
+                .unwrap();
+            step
+        };
+        txn.commit().unwrap();
+        step
+    };
+    let (_server, c) = setup.start();
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "failed", "{done:#}");
+    assert_eq!(done["error"]["code"], "replay_diverged");
+    let message = done["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("step {step}")), "{message}");
+    // The write was not made again: one version.
+    assert_eq!(versions(&c), [json!("Friday")]);
+}
+
+#[test]
+fn an_agent_without_its_journal_fails_host_restarted_saying_why() {
+    let mut script = script();
+    script.insert(1, Reply::Hang);
+    let mind = FakeMind::start(script);
+    let setup = Setup::new(&mind);
+    let id = killed_waiting(&mind, &setup);
+    {
+        let db = database(&setup.dir);
+        let txn = db.begin_write().unwrap();
+        assert!(
+            txn.open_table(RUNS)
+                .unwrap()
+                .remove(id.as_str())
+                .unwrap()
+                .is_some()
+        );
+        txn.commit().unwrap();
+    }
+    let (_server, c) = setup.start();
+    let after = c.get(&format!("/api/v1/agents/{id}")).body;
+    assert_eq!(after["status"], "failed", "{after:#}");
+    assert_eq!(after["error"]["code"], "host_restarted");
+    let message = after["error"]["message"].as_str().unwrap();
+    assert!(message.contains("could not resume"), "{message}");
+    assert!(message.contains("had not begun"), "{message}");
+}
+
+#[test]
+fn a_resumed_agent_stopped_ends_stopped_and_stays_so_across_a_restart() {
+    // The call in flight hangs again after the restart.
+    let mind = FakeMind::start([
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "launch_day", "value": "Friday" }),
+        ),
+        Reply::Hang,
+        Reply::Hang,
+    ]);
+    let setup = Setup::new(&mind);
+    let id = killed_waiting(&mind, &setup);
+    let (mut server, c) = setup.start();
+    assert!(mind.wait_for_requests(3, Duration::from_secs(30)));
+    let stopped = c.delete(&format!("/api/v1/agents/{id}"));
+    assert_eq!(stopped.body["status"], "stopped", "{:#}", stopped.body);
+    wait_for(&c, &id, Duration::from_secs(20), |a| {
+        a["status"] == "stopped"
+    });
+    server.kill9();
+    let (_server, c) = setup.start();
+    let after = c.get(&format!("/api/v1/agents/{id}")).body;
+    assert_eq!(after["status"], "stopped", "{after:#}");
+    assert_eq!(mind.requests().len(), 3);
+}
