@@ -142,8 +142,15 @@ impl MemoryBackend for Embedded {
         self.writer.run(move |b| b.hard_delete(&a, &n, &k)).await
     }
 
-    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
-        self.read(|r, _| r.history(account, namespace, key))
+    async fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.read(|r, _| r.history(account, namespace, key, before, limit))
     }
 
     async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage> {

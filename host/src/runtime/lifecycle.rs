@@ -176,8 +176,7 @@ impl Inner {
         let task = record.task.clone();
         self.guest_tasks.spawn(async move {
             supervise(&inner, &ctx, &pre, &task).await;
-            inner.admission.ended(&ctx);
-            drop(slot);
+            inner.admission.ended(&ctx, slot);
         });
     }
 
@@ -215,6 +214,8 @@ impl Inner {
         let Some(agent) = self.admission.agent(agent_id) else {
             return;
         };
+        // Its record is (or is being made) terminal: the account may spawn in its place.
+        self.admission.release(agent_id);
         let raised = match kill {
             true => agent.stop.kill(),
             false => agent.stop.request(),

@@ -4,7 +4,10 @@
 //! `WASMIND_MODEL_DIR`) wins; otherwise the file is looked for under `models/` of the
 //! wasmind home, which is `WASMIND_HOME` when set, else the nearest ancestor of the running
 //! binary holding `models/` (so `target/debug/wasmind` finds the checkout's `models/` that
-//! `scripts/setup` fills), else the working directory.
+//! `scripts/setup` fills), else — for model files only — the working directory. The ONNX
+//! Runtime library is code this process loads and runs: it is never taken from the working
+//! directory, where whoever can write to it (or start wasmind from a directory of theirs)
+//! would choose what runs ([`library`]).
 
 use std::path::{Path, PathBuf};
 
@@ -49,18 +52,49 @@ fn find(homes: &[PathBuf], relative: &str) -> Result<PathBuf, EmbedError> {
         })
 }
 
+/// Where a process looks for its files.
+struct Places {
+    /// `WASMIND_HOME`.
+    home: Option<PathBuf>,
+    /// The running binary.
+    exe: Option<PathBuf>,
+    /// The working directory, for data only.
+    cwd: Option<PathBuf>,
+}
+
+impl Places {
+    fn of_this_process() -> Self {
+        Self {
+            home: std::env::var_os("WASMIND_HOME").map(PathBuf::from),
+            exe: std::env::current_exe().ok(),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+
+    /// The places a library to load (code) is looked for: never the working directory.
+    fn for_code(self) -> Self {
+        Self { cwd: None, ..self }
+    }
+
+    /// `explicit`, else the first `models/<relative>` among the homes.
+    fn find(self, explicit: Option<&Path>, relative: &str) -> Result<PathBuf, EmbedError> {
+        if let Some(path) = explicit {
+            return Ok(path.to_path_buf());
+        }
+        find(&homes(self.home, self.exe.as_deref(), self.cwd), relative)
+    }
+}
+
 /// Resolves `explicit`, else finds `models/<relative>` in this process's homes.
 pub(super) fn resolve(explicit: Option<&Path>, relative: &str) -> Result<PathBuf, EmbedError> {
-    if let Some(path) = explicit {
-        return Ok(path.to_path_buf());
-    }
-    let exe = std::env::current_exe().ok();
-    let homes = homes(
-        std::env::var_os("WASMIND_HOME").map(PathBuf::from),
-        exe.as_deref(),
-        std::env::current_dir().ok(),
-    );
-    find(&homes, relative)
+    Places::of_this_process().find(explicit, relative)
+}
+
+/// [`resolve`] for a library to load: the working directory is no home of it.
+pub(super) fn library(explicit: Option<&Path>, relative: &str) -> Result<PathBuf, EmbedError> {
+    Places::of_this_process()
+        .for_code()
+        .find(explicit, relative)
 }
 
 /// The model directory of the configured kind (`default_dir` under the home's `models/`).
@@ -112,6 +146,28 @@ mod tests {
         ] {
             assert!(err.contains(needle), "{needle:?} not in {err}");
         }
+    }
+
+    /// A library planted under the working directory's `models/` is not loaded, though a
+    /// model file there would be found.
+    #[test]
+    fn a_library_is_never_taken_from_the_working_directory() {
+        let cwd = tempfile::tempdir().unwrap();
+        let planted = cwd.path().join(MODELS).join(ONNXRUNTIME);
+        std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+        std::fs::write(&planted, b"not a library").unwrap();
+        let places = || Places {
+            home: None,
+            exe: Some("/nowhere/bin/wasmind".into()),
+            cwd: Some(cwd.path().into()),
+        };
+        assert_eq!(places().find(None, ONNXRUNTIME).unwrap(), planted);
+        let err = (places().for_code().find(None, ONNXRUNTIME))
+            .expect_err("a library from the working directory");
+        assert!(matches!(err, EmbedError::NotFound { ref looked, .. } if looked.is_empty()));
+        let given = Path::new("/opt/onnxruntime/libonnxruntime.so");
+        let explicit = places().for_code().find(Some(given), ONNXRUNTIME);
+        assert_eq!(explicit.unwrap(), given, "an explicit path stands");
     }
 
     #[test]
