@@ -22,6 +22,7 @@ use crate::{
     metrics::MetricsConfig,
     mind::MindConfig,
     runtime::{ClusterConfig, RuntimeConfig},
+    server::HttpConfig,
     storage::StorageConfig,
 };
 
@@ -47,6 +48,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// This node among the nodes sharing the postgres backend.
     pub cluster: ClusterConfig,
+    /// The HTTP listener's timeouts and connection cap.
+    pub http: HttpConfig,
 }
 
 impl Config {
@@ -93,6 +96,7 @@ impl Config {
         }
         self.mind.key_from_vendor_variable(env);
         self.cluster.check()?;
+        self.http.check()?;
         self.mind.check()
     }
 }

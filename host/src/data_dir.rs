@@ -2,9 +2,15 @@
 //! memories) plus derived index folders. An exclusive lock file makes a second process
 //! (a second server, or a CLI command that could not reach the running server's admin
 //! socket) fail at once instead of hanging or corrupting the indexes.
+//!
+//! Every tenant's memories are in it, so it is the owner's alone whatever the umask the
+//! process was started with: opening it sets the process's umask to 077 (the database, the
+//! indexes, the cache, the components and the admin socket are created 0600 / 0700), and
+//! takes group and other access off what an earlier, laxer process left in it.
 
 use std::{
-    fs::File,
+    fs::{File, Permissions},
+    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -23,8 +29,10 @@ pub struct DataDir {
 impl DataDir {
     /// Creates the directory if needed, takes the lock and opens the database.
     pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let _ = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
         std::fs::create_dir_all(path)
             .with_context(|| format!("creating data dir {}", path.display()))?;
+        owner_only(path).with_context(|| format!("restricting data dir {}", path.display()))?;
         let lock_path = path.join("wasmind.lock");
         let lock = File::create(&lock_path)
             .with_context(|| format!("creating lock file {}", lock_path.display()))?;
@@ -87,6 +95,25 @@ impl DataDir {
     }
 }
 
+/// Takes group and other access off `path` and everything under it (symbolic links are
+/// left alone: their targets are not the data dir's).
+fn owner_only(path: &Path) -> std::io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, Permissions::from_mode(mode & !0o077))?;
+    }
+    if meta.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            owner_only(&entry?.path())?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,6 +132,26 @@ mod tests {
         let data = DataDir::open(dir.path()).unwrap();
         let _still = data.db().clone();
         assert!(!data.close(std::time::Duration::from_millis(20)));
+    }
+
+    #[test]
+    fn an_earlier_lax_data_dir_is_made_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(data.join("index/memory")).unwrap();
+        let loose = data.join("index/memory/segment");
+        std::fs::write(&loose, b"x").unwrap();
+        let index = data.join("index");
+        for (path, mode) in [(&data, 0o755), (&index, 0o755), (&loose, 0o644)] {
+            std::fs::set_permissions(path, Permissions::from_mode(mode)).unwrap();
+        }
+        let opened = DataDir::open(&data).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&data), 0o700);
+        assert_eq!(mode(&index), 0o700);
+        assert_eq!(mode(&loose), 0o600);
+        assert_eq!(mode(&data.join("wasmind.redb")), 0o600);
+        drop(opened);
     }
 
     #[test]

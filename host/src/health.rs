@@ -3,11 +3,15 @@
 //! up with the database, and the agent runtime is up. The Mind's check rides along as
 //! information only: a provider outage must not mark the server unready, or a load balancer
 //! would take memory traffic (which needs no Mind) away from it.
+//!
+//! Anyone may ask, so the public report holds states only ([`Report::public`]); the
+//! Mind's provider, model and the words of its check (which may quote a provider's error)
+//! are for a request with a valid API key, and the server log.
 
 use parking_lot::Mutex;
 use serde::Serialize;
 
-use crate::mind::MindCheck;
+use crate::mind::{MindCheck, MindStatus};
 
 /// A part the server needs before it can serve the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,10 +52,37 @@ pub struct Report {
     pub mind: MindCheck,
 }
 
+/// What `/readyz` says to a request without a valid key: states only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PublicReport {
+    /// `ready` or `loading`.
+    pub status: &'static str,
+    pub checks: Checks,
+    /// The Mind's check, its state alone.
+    pub mind: MindState,
+}
+
+/// The Mind's state, without what the check found.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MindState {
+    pub status: MindStatus,
+}
+
 impl Report {
     /// Every part is ready.
     pub fn ready(&self) -> bool {
         self.status == "ready"
+    }
+
+    /// The report without the Mind's provider, model and message.
+    pub fn public(&self) -> PublicReport {
+        PublicReport {
+            status: self.status,
+            checks: self.checks,
+            mind: MindState {
+                status: self.mind.status,
+            },
+        }
     }
 }
 
@@ -134,6 +165,25 @@ mod tests {
         assert_eq!(
             serde_json::to_value(&report).unwrap()["checks"],
             serde_json::json!({"embedder": "ready", "indexes": "ready", "runtime": "ready"})
+        );
+    }
+
+    #[test]
+    fn the_public_report_holds_states_only() {
+        let readiness = Readiness::new(MindCheck::checking(&MindConfig::default()));
+        readiness.set_mind(MindCheck {
+            status: MindStatus::Unreachable,
+            message: "provider said: internal host db-7.corp refused".into(),
+            ..MindCheck::checking(&MindConfig::default())
+        });
+        let public = serde_json::to_value(readiness.report().public()).unwrap();
+        assert_eq!(
+            public,
+            serde_json::json!({
+                "status": "loading",
+                "checks": {"embedder": "loading", "indexes": "loading", "runtime": "loading"},
+                "mind": {"status": "unreachable"},
+            })
         );
     }
 }

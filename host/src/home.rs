@@ -23,6 +23,20 @@ pub fn homes(entry: &str, last: Option<&Path>) -> Vec<PathBuf> {
     )
 }
 
+/// [`homes`] for code this process loads (a library): never the working directory, where
+/// whoever can write to it (or start wasmind from a directory of theirs) would choose what
+/// runs, nor a last place.
+pub fn code_homes(entry: &str) -> Vec<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    homes_from(
+        std::env::var_os("WASMIND_HOME").map(PathBuf::from),
+        exe.as_deref(),
+        None,
+        None,
+        entry,
+    )
+}
+
 /// [`homes`], from what the process would read.
 fn homes_from(
     home: Option<PathBuf>,
@@ -49,6 +63,15 @@ fn homes_from(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The test's working directory (the package's root) is a home of data, never of code.
+    #[test]
+    fn the_working_directory_is_a_home_of_data_not_of_code() {
+        assert!(std::env::var_os("WASMIND_HOME").is_none(), "run without WASMIND_HOME");
+        let cwd = std::env::current_dir().unwrap();
+        assert!(homes("models", None).contains(&cwd));
+        assert!(!code_homes("models").contains(&cwd));
+    }
 
     #[test]
     fn home_env_is_the_only_place_when_set() {

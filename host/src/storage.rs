@@ -169,17 +169,34 @@ pub async fn forward_notices<T: Send + Sync + 'static>(
 
 /// `url` with any password replaced, for messages.
 fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return "<a database URL that does not parse, not shown>".to_owned();
     };
-    match rest.split_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((name, _)) => format!("{scheme}://{name}:***@{host}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some(HIDDEN));
     }
+    let secret = |name: &str| {
+        SECRET_PARAMETERS
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case(name))
+    };
+    if parsed.query_pairs().any(|(name, _)| secret(&name)) {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(name, value)| match secret(&name) {
+                true => (name.into_owned(), HIDDEN.to_owned()),
+                false => (name.into_owned(), value.into_owned()),
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
+
+/// What a redacted secret reads as.
+const HIDDEN: &str = "***";
+/// The connection parameters whose values are secrets (libpq's names, as sqlx reads them).
+const SECRET_PARAMETERS: [&str; 2] = ["password", "sslpassword"];
 
 #[cfg(test)]
 mod tests;

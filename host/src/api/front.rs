@@ -24,8 +24,8 @@ use tower_http::{
 };
 use tracing::Level;
 
-use super::ApiError;
-use crate::health::Readiness;
+use super::{ApiError, authenticate};
+use crate::{accounts::Accounts, health::Readiness};
 
 /// The request id header.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -33,7 +33,14 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 const LOADING_RETRY_SECS: u64 = 1;
 
 /// Where the API is put once loaded.
-pub type AppSlot = Arc<OnceLock<Router>>;
+pub type AppSlot = Arc<OnceLock<Loaded>>;
+
+/// The loaded API, and the keys that `/readyz` shows its details to.
+#[derive(Clone)]
+pub struct Loaded {
+    pub api: Router,
+    pub keys: Accounts,
+}
 
 tokio::task_local! {
     /// The id of the request the current task serves, so a 500's message can quote the
@@ -48,8 +55,9 @@ pub(super) fn current_request_id() -> Option<String> {
 
 /// The router served from the first moment: health, then `app` once it is set.
 pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
+    let keys = app.clone();
     let api = service_fn(move |request: Request| {
-        let loaded = app.get().cloned();
+        let loaded = app.get().map(|loaded| loaded.api.clone());
         let id = request_id(&request).to_owned();
         async move {
             Ok::<_, Infallible>(match loaded {
@@ -71,7 +79,7 @@ pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(readiness)
+        .with_state((readiness, keys))
         .fallback_service(api)
         .method_not_allowed_fallback(|| async { super::method_not_allowed() })
         .layer(
@@ -96,15 +104,26 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// 200 once every part is loaded, else 503; both with each part's state and the Mind's.
-async fn readyz(State(readiness): State<Arc<Readiness>>) -> Response {
+/// 200 once every part is loaded, else 503; both with each part's state and the Mind's —
+/// and, to a request with a valid API key, what the Mind's check found.
+async fn readyz(
+    State((readiness, app)): State<(Arc<Readiness>, AppSlot)>,
+    request: Request,
+) -> Response {
     let report = readiness.report();
     let status = if report.ready() {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, Json(report)).into_response()
+    let keyed = match app.get() {
+        Some(loaded) => authenticate(&*loaded.keys, request.headers()).await.is_ok(),
+        None => false,
+    };
+    match keyed {
+        true => (status, Json(report)).into_response(),
+        false => (status, Json(report.public())).into_response(),
+    }
 }
 
 /// 503 `temporarily_unavailable` for the API while the server loads.
@@ -126,6 +145,7 @@ mod tests {
 
     use super::*;
     use crate::{
+        accounts::KeyStore,
         health::Part,
         mind::{MindCheck, MindConfig},
     };
@@ -187,10 +207,29 @@ mod tests {
                 "/api/v1/broken",
                 get(|| async { ApiError::internal(&"a disk fell off") }),
             );
-        slot.set(served).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+        let store = KeyStore::new(db).unwrap();
+        let (key, _) = store.create("acme", None).unwrap();
+        let keys: Accounts = Arc::new(store);
+        slot.set(Loaded { api: served, keys })
+            .unwrap_or_else(|_| panic!("set once"));
         let (status, response) = send(&router, "/readyz", None).await;
         assert_eq!(status, StatusCode::OK);
-        assert_eq!(json(response).await["status"], "ready");
+        let public = json(response).await;
+        assert_eq!(public["status"], "ready");
+        assert_eq!(public["mind"], json!({"status": "checking"}), "states only");
+        for wrong in ["Bearer wm_0000", "Basic x"] {
+            let request = Request::get("/readyz").header("authorization", wrong);
+            let response = router.clone().oneshot(request.body(Body::empty()).unwrap());
+            let body = json(response.await.unwrap()).await;
+            assert_eq!(body["mind"], json!({"status": "checking"}), "{wrong}");
+        }
+        let keyed = Request::get("/readyz").header("authorization", format!("Bearer {key}"));
+        let response = router.clone().oneshot(keyed.body(Body::empty()).unwrap());
+        let detailed = json(response.await.unwrap()).await;
+        assert!(detailed["mind"]["message"].is_string(), "{detailed}");
+        assert!(detailed["mind"]["provider"].is_string(), "{detailed}");
         let (status, response) = send(&router, "/api/v1/memory", None).await;
         assert_eq!(status, StatusCode::OK);
         let generated = response.headers()["x-request-id"]

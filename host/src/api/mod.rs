@@ -26,7 +26,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use auth::authenticate;
 pub use error::{ApiError, ApiResult};
-pub use front::{AppSlot, front};
+pub use front::{AppSlot, Loaded, front};
 pub use metrics::mount as mount_metrics;
 
 use crate::{

@@ -7,12 +7,14 @@
 //!
 //! Every HTTP request to `/mcp` is authenticated ([`auth`]), not just a session's first:
 //! a revoked key is refused on its session's next request, and each tool call acts for the
-//! key of the request that carries it.
+//! key of the request that carries it — which must be the key that opened the session
+//! ([`sessions`]).
 
 mod agents;
 mod auth;
 mod memory;
 mod server;
+mod sessions;
 
 use std::sync::Arc;
 
@@ -45,13 +47,17 @@ pub fn router(state: AppState) -> (Router, Closer) {
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let closer = Closer(config.cancellation_token.clone());
     let keys = state.keys.clone();
+    let manager = Arc::new(LocalSessionManager::default());
+    let owners = Arc::new(sessions::Owners::new(manager.clone()));
     let service = StreamableHttpService::new(
         move || Ok(server::Wasmind::new(state.clone())),
-        Arc::new(LocalSessionManager::default()),
+        manager,
         config,
     );
+    // The last layer runs first: the key is checked, then its hold on the session.
     let router = Router::new()
         .route_service(PATH, service)
+        .layer(middleware::from_fn_with_state(owners, sessions::bind))
         .layer(middleware::from_fn_with_state(keys, auth::require_key));
     (router, closer)
 }

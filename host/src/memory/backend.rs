@@ -36,6 +36,24 @@ pub struct ListPage {
     pub next_before: Option<u64>,
 }
 
+impl ListPage {
+    /// The page of the first `limit` of `memories`, which were read one past the page to
+    /// tell whether more remain.
+    pub fn of(mut memories: Vec<Memory>, limit: usize) -> Self {
+        let next_before = match memories.len() > limit {
+            true => {
+                memories.truncate(limit);
+                memories.last().map(|m| m.id)
+            }
+            false => None,
+        };
+        Self {
+            memories,
+            next_before,
+        }
+    }
+}
+
 /// One summary of a consolidation: the put that writes it and the originals it replaces.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Merge {
@@ -98,8 +116,16 @@ pub trait MemoryBackend: Send + Sync {
     /// many were removed.
     async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize>;
 
-    /// Every stored version of (namespace, key), newest first.
-    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>>;
+    /// A page of the stored versions of (namespace, key), newest first: at most `limit`,
+    /// older than version `before` (the page's `next_before`) when given.
+    async fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage>;
 
     /// One page of live memories, newest first.
     async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage>;

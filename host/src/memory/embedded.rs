@@ -172,8 +172,15 @@ impl MemoryBackend for Embedded {
             .await
     }
 
-    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
-        self.read(|r, _| r.history(account, namespace, key))
+    async fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.read(|r, _| r.history(account, namespace, key, before, limit))
     }
 
     async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage> {

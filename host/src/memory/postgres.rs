@@ -207,19 +207,28 @@ impl MemoryBackend for PgMemory {
             .await
     }
 
-    async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
+    async fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             memory_columns!(),
             " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
-             ORDER BY id DESC"
+             AND id < $4 ORDER BY id DESC LIMIT $5"
         ))
         .bind(account)
         .bind(namespace)
         .bind(key)
+        .bind(before.map_or(i64::MAX, bigint))
+        .bind(bigint(limit.saturating_add(1)))
         .fetch_all(&self.pool)
         .await?;
-        memories(&rows)
+        Ok(ListPage::of(memories(&rows)?, limit))
     }
 
     async fn list(&self, account: &str, q: &ListQuery) -> Result<ListPage> {
@@ -240,18 +249,7 @@ impl MemoryBackend for PgMemory {
         .bind(bigint(q.limit.saturating_add(1)))
         .fetch_all(&self.pool)
         .await?;
-        let mut memories = memories(&rows)?;
-        let next_before = match memories.len() > q.limit {
-            true => {
-                memories.truncate(q.limit);
-                memories.last().map(|m| m.id)
-            }
-            false => None,
-        };
-        Ok(ListPage {
-            memories,
-            next_before,
-        })
+        Ok(ListPage::of(memories(&rows)?, q.limit))
     }
 
     async fn namespaces(&self, account: &str) -> Result<Vec<(String, u64)>> {

@@ -190,10 +190,21 @@ impl MemoryService {
         }
     }
 
-    /// Every stored version of (namespace, key), newest first, including superseded and
-    /// soft-deleted ones.
-    pub async fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
-        self.inner.backend.history(account, namespace, key).await
+    /// A page of the stored versions of (namespace, key), newest first, including
+    /// superseded and soft-deleted ones: at most `limit`, older than version `before` when
+    /// given.
+    pub async fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        let backend = &self.inner.backend;
+        backend
+            .history(account, namespace, key, before, limit)
+            .await
     }
 
     /// One page of live memories, newest first.
@@ -381,16 +392,16 @@ impl MemoryService {
         spent: &mut Usage,
     ) -> Result<ConsolidateReport> {
         let gate = &self.inner.consolidations;
-        let mut permit =
-            match q.dry_run {
-                true => None,
-                false => Some(gate.enter(account).map_err(|refusal| {
-                    MemoryError::ConsolidateRefused {
+        let mut permit = match q.dry_run {
+            true => None,
+            false => Some(
+                gate.enter(account, q.namespace.as_deref())
+                    .map_err(|refusal| MemoryError::ConsolidateRefused {
                         refusal,
                         cooldown: gate.cooldown(),
-                    }
-                })?),
-            };
+                    })?,
+            ),
+        };
         let memories = self.live_in(account, q.namespace.as_deref()).await?;
         let candidates = self
             .neighbour_pairs(account, &memories, consolidate::NEIGHBOURS, q.threshold)

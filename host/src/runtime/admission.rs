@@ -1,6 +1,11 @@
 //! Admission: the agents each account and the host have live, kept so that every figure a
 //! spawn checks is O(1) — an account's concurrent agents, the host's total under its cap,
 //! and the run time so far of an account's running agents (for the monthly budget).
+//!
+//! A stopped agent leaves its account's count when the stop is answered ([`Admission::release`]),
+//! as its record turns `stopped` then: the answer and the count agree, so a spawn right
+//! after a stop is admitted. It keeps its place under the host's cap through its grace, as
+//! it still runs there.
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
@@ -28,11 +33,18 @@ pub(super) struct Admission {
 }
 
 struct Live {
-    agents: HashMap<String, Arc<AgentCtx>>,
+    agents: HashMap<String, Launched>,
     per_account: HashMap<String, AccountLive>,
     total: u32,
     /// Origin of the launch offsets in [`AccountLive`].
     epoch: Instant,
+}
+
+/// A launched agent, and whether it still counts among its account's admitted agents (not
+/// once it is stopped).
+struct Launched {
+    ctx: Arc<AgentCtx>,
+    counted: bool,
 }
 
 /// One account's live agents.
@@ -51,6 +63,17 @@ impl Live {
     fn offset_ms(&self, at: Instant) -> u64 {
         at.saturating_duration_since(self.epoch).as_millis() as u64
     }
+
+    /// Takes one agent out of `account`'s admitted count, forgetting an account left with
+    /// none admitted and none running.
+    fn uncount(&mut self, account: &str) {
+        if let Some(a) = self.per_account.get_mut(account) {
+            a.admitted -= 1;
+            if a.admitted == 0 && a.launched == 0 {
+                self.per_account.remove(account);
+            }
+        }
+    }
 }
 
 /// An admitted spawn's place: given back when dropped (before launch, or when the agent's
@@ -58,17 +81,16 @@ impl Live {
 pub(super) struct Slot {
     admission: Arc<Admission>,
     account: String,
+    /// Whether the place still counts among the account's agents (not once released).
+    counted: bool,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut live = self.admission.live.lock();
         self.admission.give_back(&mut live);
-        if let Some(a) = live.per_account.get_mut(&self.account) {
-            a.admitted -= 1;
-            if a.admitted == 0 {
-                live.per_account.remove(&self.account);
-            }
+        if self.counted {
+            live.uncount(&self.account);
         }
     }
 }
@@ -94,6 +116,7 @@ impl Room {
         Slot {
             admission,
             account: account.to_string(),
+            counted: true,
         }
     }
 }
@@ -153,6 +176,7 @@ impl Admission {
         Ok(Slot {
             admission: self.clone(),
             account: account.to_string(),
+            counted: true,
         })
     }
 
@@ -177,21 +201,46 @@ impl Admission {
     pub(super) fn launched(&self, ctx: &Arc<AgentCtx>) {
         let mut live = self.live.lock();
         let offset = live.offset_ms(ctx.started);
-        live.agents.insert(ctx.agent_id.clone(), ctx.clone());
+        let launched = Launched {
+            ctx: ctx.clone(),
+            counted: true,
+        };
+        live.agents.insert(ctx.agent_id.clone(), launched);
         let a = live.per_account.entry(ctx.account.clone()).or_default();
         a.launched += 1;
         a.launched_sum_ms += offset;
     }
 
-    /// Counts an agent whose run has ended out (its slot is given back separately).
-    pub(super) fn ended(&self, ctx: &AgentCtx) {
+    /// Counts an agent whose run has ended out, and gives its place back.
+    pub(super) fn ended(&self, ctx: &AgentCtx, mut slot: Slot) {
         let mut live = self.live.lock();
         let offset = live.offset_ms(ctx.started);
-        live.agents.remove(&ctx.agent_id);
+        if let Some(ended) = live.agents.remove(&ctx.agent_id) {
+            slot.counted = ended.counted;
+        }
         if let Some(a) = live.per_account.get_mut(&ctx.account) {
             a.launched -= 1;
             a.launched_sum_ms -= offset;
+            if a.admitted == 0 && a.launched == 0 {
+                live.per_account.remove(&ctx.account);
+            }
         }
+        drop(live);
+        drop(slot);
+    }
+
+    /// Takes the stopped agent `agent_id` out of its account's count (once), though it
+    /// runs on through its grace under the host's cap: its record says `stopped`.
+    pub(super) fn release(&self, agent_id: &str) {
+        let mut live = self.live.lock();
+        let Some(launched) = live.agents.get_mut(agent_id) else {
+            return;
+        };
+        if !std::mem::take(&mut launched.counted) {
+            return;
+        }
+        let account = launched.ctx.account.clone();
+        live.uncount(&account);
     }
 
     /// Agents of `account` spawning or running on this host.
@@ -211,12 +260,13 @@ impl Admission {
 
     /// The live agent `agent_id`, if it is.
     pub(super) fn agent(&self, agent_id: &str) -> Option<Arc<AgentCtx>> {
-        self.live.lock().agents.get(agent_id).cloned()
+        self.live.lock().agents.get(agent_id).map(|l| l.ctx.clone())
     }
 
     /// Every live agent (launched, not yet ended).
     pub(super) fn agents(&self) -> Vec<Arc<AgentCtx>> {
-        self.live.lock().agents.values().cloned().collect()
+        let live = self.live.lock();
+        live.agents.values().map(|l| l.ctx.clone()).collect()
     }
 }
 

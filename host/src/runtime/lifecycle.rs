@@ -211,8 +211,7 @@ impl Inner {
             {
                 tracing::error!(agent = %ctx.agent_id, error = %e, "deleting the journal failed");
             }
-            inner.admission.ended(&ctx);
-            drop(slot);
+            inner.admission.ended(&ctx, slot);
         });
     }
 
@@ -250,6 +249,8 @@ impl Inner {
         let Some(agent) = self.admission.agent(agent_id) else {
             return;
         };
+        // Its record is (or is being made) terminal: the account may spawn in its place.
+        self.admission.release(agent_id);
         let raised = match kill {
             true => agent.stop.kill(),
             false => agent.stop.request(),

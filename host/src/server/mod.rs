@@ -5,18 +5,21 @@
 //! the postgres backend (`stores`) the node has no admin socket (the CLI reaches the
 //! database) and its agents are leased from the database (`runtime::Cluster`).
 
+mod http;
+mod idle_body;
 mod stores;
 
-use std::{collections::BTreeMap, future::IntoFuture, net::SocketAddr, path::Path, sync::Arc};
+use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
 
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
+pub use self::http::HttpConfig;
 use self::stores::Stores;
 use crate::{
     accounts::Plans,
     admin::{self, Admin},
-    api::{self, AppSlot, AppState, app, front},
+    api::{self, AppSlot, AppState, Loaded, app, front},
     blocking::run_blocking,
     config::Config,
     console::Console,
@@ -66,33 +69,35 @@ pub fn serve(
     // SIGINT/SIGTERM keep their default (exit at once) until the state is loaded: there
     // is nothing to save before that, and a long index replay should not hold them up.
     let (loaded, signals) = tokio::sync::oneshot::channel::<(Signals, mcp::Closer)>();
-    let server = runtime.spawn(
-        axum::serve(listener, front(readiness.clone(), slot.clone()))
-            .with_graceful_shutdown(async move {
-                if let Ok((signals, sessions)) = signals.await {
-                    signals.recv().await;
-                    // Open MCP event streams would otherwise hold the shutdown up.
-                    sessions.close();
-                }
-            })
-            .into_future(),
-    );
+    let front = front(readiness.clone(), slot.clone());
+    let http = config.http.clone();
+    let server = runtime.spawn(async move {
+        let shutdown = async move {
+            if let Ok((signals, sessions)) = signals.await {
+                signals.recv().await;
+                // Open MCP event streams would otherwise hold the shutdown up.
+                sessions.close();
+            }
+        };
+        http::serve(listener, &front, &http, shutdown).await;
+    });
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = runtime.block_on(load_state(&dir, config, &readiness))?;
     let memory = state.memory.clone();
     let (mcp, sessions) = mcp::router(state.clone());
+    let keys = state.keys.clone();
     let router = runtime.block_on(api::mount_metrics(
         app(state.clone()).merge(mcp),
         exporter,
         state,
     ))?;
-    let _ = slot.set(router);
+    let _ = slot.set(Loaded { api: router, keys });
     // Only now, with the API installed, may `/readyz` say ready.
     readiness.mark(Part::Runtime);
     let _ = loaded.send((Signals::install(&runtime)?, sessions));
     tracing::info!("wasmind ready, listening on http://{addr}");
     runtime.block_on(async move {
-        server.await??;
+        server.await?;
         tracing::info!("shutting down: saving indexes");
         run_blocking(move || memory.checkpoint()).await?;
         anyhow::Ok(())

@@ -131,5 +131,29 @@ fn the_storage_section_parses_and_the_url_comes_from_the_environment() {
 fn passwords_are_redacted_and_nothing_else() {
     assert_eq!(redacted("postgres://u:p@h:5/d"), "postgres://u:***@h:5/d");
     assert_eq!(redacted("postgres://u@h/d"), "postgres://u@h/d");
-    assert_eq!(redacted("not a url"), "not a url");
+    assert_eq!(
+        redacted("postgres://u@h/d?password=hunter2&sslmode=require"),
+        "postgres://u@h/d?password=***&sslmode=require"
+    );
+    assert_eq!(
+        redacted("postgres://h/d?user=u&PassWord=hunter2&sslpassword=k3y"),
+        "postgres://h/d?user=u&PassWord=***&sslpassword=***"
+    );
+    // Percent-encoded secrets, in the user info and the query: none survives, encoded or not.
+    for url in [
+        "postgres://u%40corp:hun%3Ater%402@h/d",
+        "postgres://u@h/d?password=hun%26ter%3D2",
+        "postgres://u:x@h/d?password=hun+ter2&application_name=a%20b",
+    ] {
+        let shown = redacted(url);
+        for secret in ["hun", "ter"] {
+            assert!(!shown.contains(secret), "{url} shown as {shown}");
+        }
+        assert!(shown.contains("***"), "{shown}");
+    }
+    assert_eq!(
+        redacted("postgres://u%40corp:p@h/d"),
+        "postgres://u%40corp:***@h/d"
+    );
+    assert!(!redacted("postgres://u:secret@h:notaport/d").contains("secret"));
 }

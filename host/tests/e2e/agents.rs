@@ -335,20 +335,51 @@ fn concurrency_cap_and_its_release_on_stop() {
     );
     let stopped = c.delete(&format!("/api/v1/agents/{id}"));
     assert_eq!(stopped.body, json!({ "agent_id": id, "status": "stopped" }));
-    // The slot frees when the store is dropped, after the grace.
-    let start = Instant::now();
-    loop {
-        let r = c.post("/api/v1/agents", &json!({ "task": "after stop" }));
-        if r.status == 201 {
-            break;
-        }
-        r.assert_error(429, "concurrent_limit_reached");
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "slot never released"
+    // The slot is free when the stop is answered, though the agent runs on through its
+    // grace.
+    spawn(&c, "after stop");
+}
+
+/// A stop answered `stopped` frees its slot at once: on a two-slot plan, stopping the
+/// oldest agent and spawning another never meets `concurrent_limit_reached`, while every
+/// stopped spinner is still in its grace.
+#[test]
+fn stop_then_spawn_never_meets_the_concurrency_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "acme", "free");
+    let config = format!(
+        "[plans.free]\nspawns_per_minute = 30\nspawns_per_hour = 100\nconcurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 10.0\n\
+         [runtime]\ncomponent = {:?}\nstop_grace_secs = 20.0\n",
+        crate::guests::SPIN
+    );
+    let server = Server::start_with(
+        &dir,
+        &Options {
+            config: Some(config),
+            hash_embedder: true,
+            ..Default::default()
+        },
+    );
+    let c = server.client(&key);
+    let mut live = std::collections::VecDeque::from([spawn(&c, "spin 0"), spawn(&c, "spin 1")]);
+    c.post("/api/v1/agents", &json!({ "task": "third" }))
+        .assert_error(429, "concurrent_limit_reached");
+    for round in 2..8 {
+        let oldest = live.pop_front().unwrap();
+        let stopped = c.delete(&format!("/api/v1/agents/{oldest}"));
+        assert_eq!(stopped.body["status"], "stopped");
+        let r = c.post(
+            "/api/v1/agents",
+            &json!({ "task": format!("spin {round}") }),
         );
-        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(r.status, 201, "round {round}: {:#}", r.body);
+        live.push_back(r.body["agent_id"].as_str().unwrap().to_string());
     }
+    // The count is still the plan's: two running, the stopped ones not among them.
+    let r = c.post("/api/v1/agents", &json!({ "task": "one too many" }));
+    r.assert_error(429, "concurrent_limit_reached");
+    assert_eq!(r.body["error"]["details"]["currentConcurrent"], 2);
 }
 
 #[test]

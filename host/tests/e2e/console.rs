@@ -445,6 +445,43 @@ fn an_agents_events_stream_as_they_happen() {
     assert_eq!(events.last().unwrap().event, "end");
 }
 
+/// A log longer than the pages the stream reads it in arrives whole, once, in order,
+/// before the end.
+#[test]
+fn a_long_log_streams_whole_page_after_page() {
+    let config = format!("[runtime]\ncomponent = {:?}\n", crate::guests::HOSTILE);
+    let options = Options {
+        config: Some(config),
+        ..Options::hash_embedder()
+    };
+    let (tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let (_, token) = login(&data_dir(&tmp), "acme", None);
+    let public = server.client(&keys[0]);
+    let id = spawn(&public, "flood 1200");
+    assert_eq!(wait_terminal(&public, &id)["status"], "completed");
+    let events = read_events(open_stream(
+        &server,
+        &format!("/api/v1/console/agents/{id}/events?id_token={token}"),
+    ));
+    let logs: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.event == "log")
+        .map(|e| &e.data)
+        .collect();
+    let floods: Vec<&str> = logs
+        .iter()
+        .filter_map(|l| l["message"].as_str())
+        .filter(|m| m.starts_with("flood "))
+        .collect();
+    let expected: Vec<String> = (0..1200).map(|i| format!("flood {i}")).collect();
+    assert_eq!(floods, expected, "every log event once, in order");
+    let seqs: Vec<u64> = logs.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order, no repeats");
+    assert_eq!(logs.iter().filter(|l| l["kind"] == "terminal").count(), 1);
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(&names[names.len() - 2..], ["status", "end"]);
+}
+
 /// An identity provider configured in `[console]`: its ES256 ID tokens sign in to the
 /// account its claim names; a partial `[console]` section stops the start, naming what is
 /// missing.

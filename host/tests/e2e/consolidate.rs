@@ -1,5 +1,6 @@
 //! `POST /api/v1/memory/consolidate`: clusters folded into Mind-written summaries, all or
-//! nothing, at most one at a time per account and not again within the cooldown.
+//! nothing, at most one at a time per namespace (a call without one covers them all) and
+//! not again within the cooldown.
 
 use std::time::Duration;
 
@@ -44,13 +45,18 @@ fn live_ids(c: &Client) -> Vec<Value> {
 
 /// Three copies of one fact, close under any embedder.
 fn put_cluster(c: &Client) -> Vec<Value> {
+    put_cluster_in(c, "default")
+}
+
+/// [`put_cluster`] in `namespace`.
+fn put_cluster_in(c: &Client, namespace: &str) -> Vec<Value> {
     ["", "!", "."]
         .iter()
         .enumerate()
         .map(|(i, end)| {
             put(
                 c,
-                &json!({ "key": format!("colour_{i}"), "value": format!("The user's favourite colour is blue{end}") }),
+                &json!({ "namespace": namespace, "key": format!("colour_{i}"), "value": format!("The user's favourite colour is blue{end}") }),
             )["memory_id"]
                 .clone()
         })
@@ -278,6 +284,34 @@ fn one_at_a_time_then_a_cooldown() {
         json!({ "reason": "cooldown", "cooldownSecs": 30 })
     );
     assert_eq!(mind.request_count(), 1);
+}
+
+/// The cooldown is per namespace: an account with one namespace per end user consolidates
+/// them back to back; the one just consolidated, and the whole account, wait.
+#[test]
+fn two_namespaces_consolidated_back_to_back() {
+    let summary = |ns: &str| json!({ "key": format!("summary_{ns}"), "value": "The user's favourite colour is blue." });
+    let mind = FakeMind::start([
+        Reply::tool_call("write_summary", summary("alice")),
+        Reply::tool_call("write_summary", summary("bob")),
+    ]);
+    let (_tmp, server, key) = server_with_mind(&mind);
+    let c = server.client(&key);
+    for ns in ["alice", "bob"] {
+        put_cluster_in(&c, ns);
+    }
+    for ns in ["alice", "bob"] {
+        let done = c.post(CONSOLIDATE, &json!({ "namespace": ns }));
+        assert_eq!(done.status, 200, "{ns}: {:#}", done.body);
+        assert_eq!(done.body["consolidated"][0]["key"], format!("summary_{ns}"));
+        assert_eq!(done.body["consolidated"][0]["namespace"], ns);
+    }
+    for body in [json!({ "namespace": "alice" }), json!({})] {
+        let cooling = c.post(CONSOLIDATE, &body);
+        cooling.assert_error(429, "rate_limited");
+        assert_eq!(cooling.body["error"]["details"]["reason"], "cooldown");
+    }
+    assert_eq!(mind.request_count(), 2);
 }
 
 #[test]

@@ -397,3 +397,46 @@ fn mcp_without_a_key_is_401_with_a_bearer_challenge() {
     let body: Value = r.json().unwrap();
     assert_eq!(body["error"]["code"], "invalid_api_key", "{body}");
 }
+
+/// A session belongs to the key that opened it: the same session id with another key —
+/// of the same account or another — is answered as an unknown session (404), while its
+/// own key goes on using it.
+#[test]
+fn an_mcp_session_is_refused_with_another_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let opener = create_key(&dir, "acme", "free");
+    let sibling = create_key(&dir, "acme", "free");
+    let stranger = create_key(&dir, "mallory", "free");
+    let server = Server::start_with(&dir, &options());
+    let http = reqwest::blocking::Client::new();
+    let post = |key: &str, session: Option<&str>, body: &Value| {
+        let mut request = http
+            .post(format!("{}/mcp", server.base))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .json(body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send().unwrap()
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}});
+    let opened = post(&opener, None, &initialize);
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    for key in [&sibling, &stranger] {
+        let refused = post(key, Some(&session), &initialized);
+        assert_eq!(refused.status(), 404, "{key}");
+    }
+    assert_eq!(post(&opener, Some(&session), &initialized).status(), 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(&stranger, Some(&session), &list).status(), 404);
+    assert_eq!(post(&opener, Some(&session), &list).status(), 200);
+}

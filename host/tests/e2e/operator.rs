@@ -201,7 +201,8 @@ fn health_readiness_and_request_ids() {
     assert_eq!(line["fields"]["status"], 401, "{line}");
 }
 
-/// Starts a server on a fresh dir with `env`; returns it and its settled `/readyz` `mind`.
+/// Starts a server on a fresh dir with `env`; returns it and its settled `/readyz` `mind`
+/// as a request with a key sees it (with the check's words; without a key, its state alone).
 fn mind_check(env: &[(&str, &str)]) -> (tempfile::TempDir, Server, Value) {
     let tmp = tempfile::tempdir().unwrap();
     let options = Options {
@@ -211,16 +212,20 @@ fn mind_check(env: &[(&str, &str)]) -> (tempfile::TempDir, Server, Value) {
             .collect(),
         ..Options::hash_embedder()
     };
-    let server = Server::start_with(&tmp.path().join("data"), &options);
-    let anonymous = Client::new(&server.base, None);
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "operator", "free");
+    let server = Server::start_with(&dir, &options);
+    let (keyed, anonymous) = (server.client(&key), Client::new(&server.base, None));
     let mind = poll_until(Duration::from_secs(30), "the Mind's check", || {
-        let ready = anonymous.get("/readyz");
+        let ready = keyed.get("/readyz");
         let mind = ready.body["mind"].clone();
         match (ready.status, mind["status"].as_str()) {
             (200, Some(status)) if status != "checking" => Ok(mind),
             _ => Err(ready.body.to_string()),
         }
     });
+    let public = anonymous.get("/readyz").body["mind"].clone();
+    assert_eq!(public, json!({ "status": mind["status"] }), "states only");
     (tmp, server, mind)
 }
 

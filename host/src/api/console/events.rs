@@ -13,6 +13,9 @@
 //! `end` (data `{}`), and the stream closes. So one client holds a stream no longer than
 //! the agent lives (at most `[runtime] max_run_secs` plus the grace). An account has at most
 //! its plan's `event_streams` open at once; one more is 429 `stream_limit_reached`.
+//!
+//! The log is read a page at a time, the next page only once the last one was sent, so a
+//! stream holds at most one page of a long log (not all of it) however slow its client.
 
 use std::{collections::VecDeque, convert::Infallible, time::Duration};
 
@@ -40,8 +43,8 @@ use crate::{
     runtime::{AgentRecord, Progress, Watch},
 };
 
-/// Log events read from the store at once.
-const LOG_BATCH: usize = 1_000;
+/// Log events read from the store at once: the most one stream holds.
+const LOG_PAGE: usize = 500;
 /// A comment line this often keeps proxies from closing a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -123,6 +126,11 @@ struct Feed {
     sent: AgentRecord,
     /// `seq` of the last log event sent.
     log_seq: u64,
+    /// Whether the last page of the log read was full: more may follow it.
+    logs_pending: bool,
+    /// Whether the status moved since the last `status` event, which is sent once the log
+    /// has been read up to now.
+    status_moved: bool,
     /// Whether the host's `terminal` log event was sent: the run is over.
     run_over: bool,
     /// Whether the agent had no run on this host when the log was last read (none had
@@ -189,13 +197,15 @@ impl Feed {
             watch,
             sent: record,
             log_seq: 0,
+            logs_pending: false,
+            status_moved: false,
             run_over: false,
             idle: false,
             queue,
             ended: false,
         };
         feed.read_logs().await;
-        feed.finish_if_over();
+        feed.settle();
         feed
     }
 
@@ -209,12 +219,19 @@ impl Feed {
             if self.ended {
                 return None;
             }
-            self.watch.changed().await;
-            self.catch_up().await;
+            match self.logs_pending {
+                true => self.read_log_page().await,
+                false => {
+                    self.watch.changed().await;
+                    self.catch_up().await;
+                }
+            }
+            self.settle();
         }
     }
 
-    /// Queues what changed since the last read: progress, log events, then the status.
+    /// Queues what changed since the last read: progress, then log events (the first page
+    /// of them; the status follows the last, see [`Feed::settle`]).
     async fn catch_up(&mut self) {
         let (account, id) = (&self.sent.account, &self.sent.agent_id);
         let record = match self.state.records.get(account, id).await {
@@ -227,40 +244,45 @@ impl Feed {
                 .iter()
                 .map(progress),
         );
-        self.read_logs().await;
-        let moved = record.status != self.sent.status;
+        self.status_moved |= record.status != self.sent.status;
         self.sent = record;
-        if !self.finish_if_over() && moved {
-            self.queue
-                .push_back(event("status", &AgentView::from(&self.sent)));
-        }
+        self.read_logs().await;
     }
 
-    /// Queues the log events past the last one sent.
+    /// Once the log is read up to now: ends the stream if the agent is over, else sends
+    /// the status if it moved.
+    fn settle(&mut self) {
+        if self.ended || self.logs_pending || self.finish_if_over() || !self.status_moved {
+            return;
+        }
+        self.status_moved = false;
+        self.queue
+            .push_back(event("status", &AgentView::from(&self.sent)));
+    }
+
+    /// Starts reading the log events past the last one sent: queues the first page.
     async fn read_logs(&mut self) {
         // Asked before reading: a run that ended before this wrote its `terminal` event
-        // before it ended, so the read below sees it if there is one.
+        // before it ended, so the pages read from here on hold it if there is one.
         self.idle = !self.state.runtime.is_live(&self.sent.agent_id);
-        loop {
-            let (account, id) = (&self.sent.account, &self.sent.agent_id);
-            let read = self
-                .state
-                .records
-                .logs(account, id, self.log_seq, LOG_BATCH);
-            match read.await {
-                Ok((events, more)) => {
-                    if let Some(last) = events.last() {
-                        self.log_seq = last.seq;
-                    }
-                    self.run_over |= events.iter().any(|e| e.kind == "terminal");
-                    self.queue
-                        .extend(events.iter().map(|e| event("log", &LogEventView::from(e))));
-                    if !more {
-                        return;
-                    }
+        self.read_log_page().await;
+    }
+
+    /// Queues the next page of log events past the last one sent.
+    async fn read_log_page(&mut self) {
+        let (account, id) = (&self.sent.account, &self.sent.agent_id);
+        let read = self.state.records.logs(account, id, self.log_seq, LOG_PAGE);
+        match read.await {
+            Ok((events, more)) => {
+                if let Some(last) = events.last() {
+                    self.log_seq = last.seq;
                 }
-                Err(e) => return self.fail(&e.to_string()),
+                self.run_over |= events.iter().any(|e| e.kind == "terminal");
+                self.queue
+                    .extend(events.iter().map(|e| event("log", &LogEventView::from(e))));
+                self.logs_pending = more;
             }
+            Err(e) => self.fail(&e.to_string()),
         }
     }
 

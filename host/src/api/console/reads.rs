@@ -16,7 +16,7 @@ use super::{
         extract::{Body, Query},
         memory,
         memory::{
-            AddressQuery, DeleteQuery, DeleteResponse, History, MemoryList, Namespaces, SearchBody,
+            DeleteQuery, DeleteResponse, History, HistoryQuery, MemoryList, Namespaces, SearchBody,
             SearchResponse,
         },
     },
@@ -121,9 +121,9 @@ pub async fn search(
         .map(Json)
 }
 
-/// Every version of a memory, newest first (as GET /api/v1/memory/history).
+/// A page of a memory's versions, newest first (as GET /api/v1/memory/history).
 #[utoipa::path(operation_id = "console_history", get, path = "/api/v1/console/memory/history", tag = "console",
-    params(AddressQuery),
+    params(HistoryQuery),
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the versions", body = History),
@@ -135,7 +135,7 @@ pub async fn search(
 pub async fn history(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-    Query(q): Query<AddressQuery>,
+    Query(q): Query<HistoryQuery>,
 ) -> ApiResult<Json<History>> {
     memory::history_in(&state, &session.account, &q)
         .await

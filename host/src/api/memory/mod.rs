@@ -13,7 +13,8 @@ use axum::{
 use serde_json::Value;
 
 pub use self::request::{
-    AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, ImportBody, ListQuery, SearchBody,
+    AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, HistoryQuery, ImportBody, ListQuery,
+    SearchBody,
 };
 use self::request::{IMPORT_MAX_ITEMS, LIST_DEFAULT, MEMORIES_RULE};
 pub use self::response::*;
@@ -40,6 +41,7 @@ use crate::{
 
 /// Cursor kind of memory list pages.
 const LIST_CURSOR: &str = "m1";
+const HISTORY_CURSOR: &str = "h1";
 
 fn quota(state: &AppState, auth: &Auth) -> Quota {
     state.limits(auth.0.plan).memory_quota()
@@ -163,8 +165,8 @@ pub(in crate::api) async fn delete_in(
     })
 }
 
-/// Every version of a memory, newest first.
-#[utoipa::path(get, path = "/api/v1/memory/history", tag = "memory", params(AddressQuery),
+/// A page of a memory's versions, newest first (paged as the list is).
+#[utoipa::path(get, path = "/api/v1/memory/history", tag = "memory", params(HistoryQuery),
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the versions", body = History),
@@ -176,24 +178,34 @@ pub(in crate::api) async fn delete_in(
 pub async fn history(
     State(state): State<AppState>,
     auth: Auth,
-    Query(q): Query<AddressQuery>,
+    Query(q): Query<HistoryQuery>,
 ) -> ApiResult<Json<History>> {
     history_in(&state, &auth.0.account, &q).await.map(Json)
 }
 
-/// The body of a memory's history in `account`, whoever signed the request in.
+/// The body of a page of a memory's history in `account`, whoever signed the request in;
+/// `not_found` when the memory has no version at all.
 pub(in crate::api) async fn history_in(
     state: &AppState,
     account: &str,
-    q: &AddressQuery,
+    q: &HistoryQuery,
 ) -> ApiResult<History> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let versions = state.memory.history(account, &namespace, &key).await?;
-    if versions.is_empty() {
+    let before = q
+        .cursor
+        .as_deref()
+        .map(|c| cursor::decode(HISTORY_CURSOR, c))
+        .transpose()?;
+    let limit = q.limit.map_or(LIST_DEFAULT, |l| l.0);
+    let page = (state.memory)
+        .history(account, &namespace, &key, before, limit)
+        .await?;
+    if page.memories.is_empty() && before.is_none() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }
     Ok(History {
-        data: versions.iter().map(MemoryView::from).collect(),
+        data: page.memories.iter().map(MemoryView::from).collect(),
+        next_cursor: page.next_before.map(|n| cursor::encode(HISTORY_CURSOR, n)),
     })
 }
 
@@ -344,7 +356,7 @@ pub async fn dedupe(
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 429, description = "A consolidation of this account is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`). Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
+        (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart. Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The Mind could not summarize a cluster, the embedding provider failed, or the account has as much memory work waiting at this node as its queue holds; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,

@@ -57,6 +57,13 @@ fn list_cursor() -> Schema {
         .into()
 }
 
+fn history_cursor() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .pattern(Some(super::super::cursor::pattern(super::HISTORY_CURSOR)))
+        .into()
+}
+
 fn mode_or_null() -> Schema {
     schema::or_null(
         schema::one_of(["hybrid", "semantic", "keyword"])
@@ -65,7 +72,7 @@ fn mode_or_null() -> Schema {
     )
 }
 
-/// The (namespace, key) a GET of a memory or its history names.
+/// The (namespace, key) a GET of a memory names.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AddressQuery {
@@ -80,6 +87,33 @@ pub struct AddressQuery {
 impl Fields for AddressQuery {
     const FIELDS: &'static [(&'static str, &'static str)] =
         &[("key", "a string"), ("namespace", "a string")];
+}
+
+/// GET /api/v1/memory/history: the memory's address, and a page of its versions (paged
+/// as the list is).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// The memory's key.
+    #[param(pattern = "^[a-z][a-z0-9_]*$", min_length = 1, max_length = 128)]
+    pub key: String,
+    /// Its namespace; default "default".
+    #[param(schema_with = namespace)]
+    pub namespace: Option<String>,
+    #[param(schema_with = list_limit)]
+    pub limit: Option<QueryLimit<LIST_DEFAULT, LIST_MAX>>,
+    /// `next_cursor` of the previous page, unchanged (opaque).
+    #[param(schema_with = history_cursor)]
+    pub cursor: Option<String>,
+}
+
+impl Fields for HistoryQuery {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("key", "a string"),
+        ("namespace", "a string"),
+        ("limit", "a whole number"),
+        ("cursor", "a string"),
+    ];
 }
 
 /// DELETE /api/v1/memory: the address and whether to remove every version.

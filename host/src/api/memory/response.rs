@@ -21,10 +21,13 @@ pub struct MemoryList {
     pub next_cursor: Option<String>,
 }
 
-/// GET /api/v1/memory/history: every version, newest first.
+/// GET /api/v1/memory/history: a page of the versions, newest first.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct History {
+    /// Newest first.
     pub data: Vec<MemoryView>,
+    /// Pass back as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
 }
 
 /// DELETE /api/v1/memory

@@ -1,6 +1,9 @@
-//! Keeps consolidation out of a loop: at most one consolidation per account at a time, and
-//! a cooldown after one that wrote something (each call spends the Mind's tokens). Kept in
-//! memory: a restart forgets running calls (there are none) and cooldowns.
+//! Keeps consolidation out of a loop: at most one consolidation per namespace of an account
+//! at a time, and a cooldown after one that wrote something (each call spends the Mind's
+//! tokens). A consolidation of the whole account (no namespace given) covers every
+//! namespace: it waits for all of them, and each waits for it. So an account with one
+//! namespace per end user consolidates them back to back. Kept in memory: a restart
+//! forgets running calls (there are none) and cooldowns.
 
 use std::{
     collections::HashMap,
@@ -13,9 +16,10 @@ use parking_lot::Mutex;
 /// Why a consolidation may not start now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// Another consolidation of the account is running.
+    /// Another consolidation of the namespace (or of the whole account) is running.
     InProgress,
-    /// One wrote something less than the cooldown ago; `remaining` is left of it.
+    /// One of the namespace (or of the whole account) wrote something less than the
+    /// cooldown ago; `remaining` is left of it.
     CoolingDown { remaining: Duration },
 }
 
@@ -29,11 +33,14 @@ enum Slot {
 /// of cooldowns says exactly when, instead of sleeping past them).
 type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
-/// Per-account consolidation state; cheap to clone.
+/// What one consolidation covers: an account's namespace, or (`None`) all of them.
+type Scope = (String, Option<String>);
+
+/// Consolidation state per account and namespace; cheap to clone.
 #[derive(Clone)]
 pub struct Gate {
     cooldown: Duration,
-    slots: Arc<Mutex<HashMap<String, Slot>>>,
+    slots: Arc<Mutex<HashMap<Scope, Slot>>>,
     now: Clock,
 }
 
@@ -56,25 +63,31 @@ impl Gate {
         self.cooldown
     }
 
-    /// Lets one consolidation of `account` start, or says why not. The account is busy
-    /// until the permit is dropped — also when the caller's future is dropped mid-way.
-    pub fn enter(&self, account: &str) -> Result<Permit, Refusal> {
+    /// Lets one consolidation of `account`'s `namespace` (or, `None`, of all its
+    /// namespaces) start, or says why not. The scope is busy until the permit is dropped —
+    /// also when the caller's future is dropped mid-way.
+    pub fn enter(&self, account: &str, namespace: Option<&str>) -> Result<Permit, Refusal> {
         let now = (self.now)();
         let mut slots = self.slots.lock();
         slots.retain(|_, slot| !matches!(slot, Slot::CoolingUntil(until) if *until <= now));
-        match slots.get(account) {
-            Some(Slot::Running) => return Err(Refusal::InProgress),
-            Some(Slot::CoolingUntil(until)) => {
-                return Err(Refusal::CoolingDown {
-                    remaining: *until - now,
-                });
+        let overlapping = slots.iter().filter(|((a, ns), _)| {
+            a == account && (ns.is_none() || namespace.is_none() || ns.as_deref() == namespace)
+        });
+        let mut longest = None;
+        for (_, slot) in overlapping {
+            match slot {
+                Slot::Running => return Err(Refusal::InProgress),
+                Slot::CoolingUntil(until) => longest = longest.max(Some(*until - now)),
             }
-            None => {}
         }
-        slots.insert(account.to_string(), Slot::Running);
+        if let Some(remaining) = longest {
+            return Err(Refusal::CoolingDown { remaining });
+        }
+        let scope = (account.to_string(), namespace.map(str::to_string));
+        slots.insert(scope.clone(), Slot::Running);
         Ok(Permit {
             gate: self.clone(),
-            account: account.to_string(),
+            scope,
             wrote: false,
         })
     }
@@ -83,7 +96,7 @@ impl Gate {
 /// One running consolidation.
 pub struct Permit {
     gate: Gate,
-    account: String,
+    scope: Scope,
     wrote: bool,
 }
 
@@ -100,10 +113,10 @@ impl Drop for Permit {
         let mut slots = self.gate.slots.lock();
         match self.wrote && !self.gate.cooldown.is_zero() {
             true => slots.insert(
-                std::mem::take(&mut self.account),
+                std::mem::take(&mut self.scope),
                 Slot::CoolingUntil((self.gate.now)() + self.gate.cooldown),
             ),
-            false => slots.remove(&self.account),
+            false => slots.remove(&self.scope),
         };
     }
 }
@@ -133,7 +146,7 @@ mod tests {
 
     /// One consolidation of `account` that wrote, from start to end.
     fn wrote(gate: &Gate, account: &str) {
-        gate.enter(account).unwrap().writing();
+        gate.enter(account, None).unwrap().writing();
     }
 
     fn cooling(remaining: Duration) -> Option<Refusal> {
@@ -143,13 +156,13 @@ mod tests {
     #[test]
     fn one_at_a_time_per_account() {
         let gate = Gate::new(Duration::from_secs(60));
-        let first = gate.enter("a").unwrap();
-        assert_eq!(gate.enter("a").err(), Some(Refusal::InProgress));
-        let other = gate.enter("b").unwrap();
+        let first = gate.enter("a", None).unwrap();
+        assert_eq!(gate.enter("a", None).err(), Some(Refusal::InProgress));
+        let other = gate.enter("b", None).unwrap();
         drop(first);
         drop(other);
         // Nothing was written: no cooldown.
-        drop(gate.enter("a").unwrap());
+        drop(gate.enter("a", None).unwrap());
     }
 
     #[test]
@@ -158,7 +171,7 @@ mod tests {
         let gate = clock.gate(Duration::from_secs(60));
         wrote(&gate, "a");
         clock.advance(Duration::from_secs(1));
-        match gate.enter("a") {
+        match gate.enter("a", None) {
             Err(Refusal::CoolingDown { remaining }) => {
                 assert!(
                     remaining <= Duration::from_secs(60) && remaining > Duration::from_secs(58)
@@ -167,14 +180,14 @@ mod tests {
             }
             other => panic!("expected a cooldown, got {:?}", other.err()),
         }
-        assert!(gate.enter("b").is_ok());
+        assert!(gate.enter("b", None).is_ok());
     }
 
     #[test]
     fn zero_cooldown_disables_it() {
         let gate = Gate::new(Duration::ZERO);
         wrote(&gate, "a");
-        assert!(gate.enter("a").is_ok());
+        assert!(gate.enter("a", None).is_ok());
     }
 
     #[test]
@@ -182,22 +195,67 @@ mod tests {
         let clock = HandClock::new();
         let gate = clock.gate(Duration::from_millis(20));
         wrote(&gate, "a");
-        assert!(gate.enter("a").is_err());
+        assert!(gate.enter("a", None).is_err());
         clock.advance(Duration::from_millis(19));
-        assert_eq!(gate.enter("a").err(), cooling(Duration::from_millis(1)));
+        assert_eq!(
+            gate.enter("a", None).err(),
+            cooling(Duration::from_millis(1))
+        );
         clock.advance(Duration::from_millis(1));
-        assert!(gate.enter("a").is_ok());
+        assert!(gate.enter("a", None).is_ok());
     }
 
     #[test]
     fn the_cooldown_runs_from_the_end_of_the_write() {
         let clock = HandClock::new();
         let gate = clock.gate(Duration::from_secs(60));
-        let mut permit = gate.enter("a").unwrap();
+        let mut permit = gate.enter("a", None).unwrap();
         permit.writing();
         clock.advance(Duration::from_secs(30));
         drop(permit);
         clock.advance(Duration::from_secs(59));
-        assert_eq!(gate.enter("a").err(), cooling(Duration::from_secs(1)));
+        assert_eq!(gate.enter("a", None).err(), cooling(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn namespaces_are_gated_apart_and_the_whole_account_covers_them_all() {
+        let clock = HandClock::new();
+        let gate = clock.gate(Duration::from_secs(60));
+        let mut first = gate.enter("a", Some("alice")).unwrap();
+        assert_eq!(
+            gate.enter("a", Some("alice")).err(),
+            Some(Refusal::InProgress)
+        );
+        assert_eq!(gate.enter("a", None).err(), Some(Refusal::InProgress));
+        first.writing();
+        drop(first);
+        let mut bob = gate
+            .enter("a", Some("bob"))
+            .expect("another namespace at once");
+        bob.writing();
+        clock.advance(Duration::from_secs(10));
+        drop(bob);
+        assert_eq!(
+            gate.enter("a", Some("alice")).err(),
+            cooling(Duration::from_secs(50))
+        );
+        // The whole account waits for its longest cooldown.
+        assert_eq!(
+            gate.enter("a", None).err(),
+            cooling(Duration::from_secs(60))
+        );
+        assert!(gate.enter("b", None).is_ok(), "another account is apart");
+        clock.advance(Duration::from_secs(60));
+        let mut whole = gate.enter("a", None).unwrap();
+        assert_eq!(
+            gate.enter("a", Some("carol")).err(),
+            Some(Refusal::InProgress)
+        );
+        whole.writing();
+        drop(whole);
+        assert_eq!(
+            gate.enter("a", Some("carol")).err(),
+            cooling(Duration::from_secs(60))
+        );
     }
 }

@@ -4,7 +4,10 @@
 //! `WASMIND_MODEL_DIR`) wins; otherwise the file is looked for under `models/` of the
 //! wasmind home (`crate::home`): `WASMIND_HOME` when set, else the nearest ancestor of the
 //! running binary holding `models/` (so `target/debug/wasmind` finds the checkout's
-//! `models/` that `scripts/setup` fills), else the working directory.
+//! `models/` that `scripts/setup` fills), else — for model files only — the working
+//! directory. The ONNX Runtime library is code this process loads and runs: it is never
+//! taken from the working directory, where whoever can write to it (or start wasmind from a
+//! directory of theirs) would choose what runs ([`library`]).
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +41,14 @@ pub(super) fn resolve(explicit: Option<&Path>, relative: &str) -> Result<PathBuf
         return Ok(path.to_path_buf());
     }
     find(&crate::home::homes(MODELS, None), relative)
+}
+
+/// [`resolve`] for a library to load: the working directory is no home of it.
+pub(super) fn library(explicit: Option<&Path>, relative: &str) -> Result<PathBuf, EmbedError> {
+    if let Some(path) = explicit {
+        return Ok(path.to_path_buf());
+    }
+    find(&crate::home::code_homes(MODELS), relative)
 }
 
 /// The model directory of the configured kind (`default_dir` under the home's `models/`).

@@ -53,7 +53,7 @@ const HASH_DIMS: usize = 384;
 pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError> {
     Ok(match cfg.kind {
         EmbedderKind::Onnx => {
-            let library = locate::resolve(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
+            let library = locate::library(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
             let dir = locate::model_dir(cfg, onnx::DEFAULT_DIR)?;
             // One session per bulk worker plus the query lane's, so no lane waits for another.
             let threads = cfg.threads.max(1);

@@ -108,7 +108,11 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
     ));
     let missing = s.get("acme", "default", "nothing").await.unwrap_err();
     say(format!("get missing: {missing}"));
-    let history = s.history("acme", "default", "pet").await.unwrap();
+    let history = s
+        .history("acme", "default", "pet", None, usize::MAX)
+        .await
+        .unwrap()
+        .memories;
     say(format!(
         "history: {:?}",
         history
@@ -175,7 +179,11 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
     ));
     say(format!(
         "history after hard: {}",
-        s.history("acme", "default", "pet").await.unwrap().len()
+        s.history("acme", "default", "pet", None, usize::MAX)
+            .await
+            .unwrap()
+            .memories
+            .len()
     ));
     let items = ["one", "two", "bad key!", "three", "four"]
         .into_iter()
@@ -691,9 +699,10 @@ async fn consolidation_replaces_its_originals_in_one_transaction() {
     assert_eq!(merged[0].replaced.len(), 3);
     for key in ["a", "b", "c"] {
         let original = backend
-            .history("acme", "n", key)
+            .history("acme", "n", key, None, usize::MAX)
             .await
             .unwrap()
+            .memories
             .pop()
             .unwrap();
         assert!(original.deleted_at.is_some() && !original.is_latest);

@@ -53,17 +53,44 @@ impl Reader {
         Ok(self.memory(id)?.filter(|m| m.is_live(now)))
     }
 
-    /// Every stored version of (namespace, key), newest first.
-    pub fn history(&self, account: &str, namespace: &str, key: &str) -> Result<Vec<Memory>> {
-        let heads = self.txn.open_table(HEADS)?;
-        let mut next = heads.get((account, namespace, key))?.map(|v| v.value());
-        let mut out = Vec::new();
+    /// At most `limit` versions of (namespace, key), newest first, older than version
+    /// `before` when given (one of another memory's gives an empty page): the chain is
+    /// walked from there, never from the head.
+    pub fn history(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        before: Option<u64>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        let mut next = match before {
+            None => {
+                let heads = self.txn.open_table(HEADS)?;
+                heads.get((account, namespace, key))?.map(|v| v.value())
+            }
+            Some(id) => self.memory(id)?.and_then(|m| {
+                let same = m.account == account && m.namespace == namespace && m.key == key;
+                same.then_some(m.previous).flatten()
+            }),
+        };
+        let mut memories = Vec::new();
         while let Some(id) = next {
             let Some(m) = self.memory(id)? else { break };
+            if memories.len() == limit {
+                let next_before = memories.last().map(|m: &Memory| m.id);
+                return Ok(ListPage {
+                    memories,
+                    next_before,
+                });
+            }
             next = m.previous;
-            out.push(m);
+            memories.push(m);
         }
-        Ok(out)
+        Ok(ListPage {
+            memories,
+            next_before: None,
+        })
     }
 
     /// Live memories of `account` newest first, filtered by `keep`, starting below

@@ -11,6 +11,9 @@ use crate::memory::{
     record::Source,
 };
 
+/// A page size that takes every version.
+const ALL: usize = usize::MAX;
+
 fn db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("db")).unwrap();
@@ -71,7 +74,7 @@ fn versioning_idempotency_and_history() {
         "old version removed from indexes, new one added"
     );
     let r = Reader::new(&db).unwrap();
-    let history = r.history("a", "default", "k").unwrap();
+    let history = r.history("a", "default", "k", None, ALL).unwrap().memories;
     assert_eq!(history.len(), 2);
     assert!(history[0].is_latest && !history[1].is_latest);
     assert_eq!(history[1].deleted_at, None);
@@ -92,7 +95,20 @@ fn soft_and_hard_delete() {
     let r = Reader::new(&db).unwrap();
     assert!(r.live("a", "n", "k", 4).unwrap().is_none());
     assert!(r.namespaces("a").unwrap().is_empty());
-    let h = r.history("a", "n", "k").unwrap();
+    let h = r.history("a", "n", "k", None, ALL).unwrap().memories;
+    // Paged: the newest, then the one below it, then no more; a cursor of another memory
+    // reads nothing.
+    let first = r.history("a", "n", "k", None, 1).unwrap();
+    assert_eq!(first.memories[0].id, h[0].id);
+    assert_eq!(first.next_before, Some(h[0].id));
+    let rest = r.history("a", "n", "k", first.next_before, 1).unwrap();
+    assert_eq!(
+        rest.memories.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [h[1].id]
+    );
+    assert_eq!(rest.next_before, None, "the last page");
+    let foreign = r.history("a", "n", "other", first.next_before, 10).unwrap();
+    assert!(foreign.memories.is_empty());
     assert!(h.iter().all(|m| !m.is_latest));
     drop(r);
     let (again, _) = batch(&db, 4, |b| b.soft_delete("a", "n", "k"));
@@ -100,7 +116,12 @@ fn soft_and_hard_delete() {
     let (removed, _) = batch(&db, 5, |b| b.hard_delete("a", "n", "k"));
     assert_eq!(removed.unwrap(), 2);
     let r = Reader::new(&db).unwrap();
-    assert!(r.history("a", "n", "k").unwrap().is_empty());
+    assert!(
+        r.history("a", "n", "k", None, ALL)
+            .unwrap()
+            .memories
+            .is_empty()
+    );
     assert!(r.memory(1).unwrap().is_none() && r.embedding(1).unwrap().is_none());
 }
 
@@ -277,7 +298,7 @@ fn consolidation_keys_follow_versioning() {
         "created_at kept across versions"
     );
     let r = Reader::new(&db).unwrap();
-    let history = r.history("acct", "n", "a").unwrap();
+    let history = r.history("acct", "n", "a", None, ALL).unwrap().memories;
     assert_eq!(history.len(), 2);
     assert_eq!(
         history[1].consolidated_into.as_ref(),
