@@ -162,7 +162,10 @@ async fn keys_of_one_account(store: &dyn AccountStore) {
         [first.id.clone(), second.id, third.id],
         "oldest first, the account's only"
     );
-    assert_eq!(ids(store.keys("zeta").await.unwrap()), [theirs.id.clone()]);
+    assert_eq!(
+        ids(store.keys("zeta").await.unwrap()),
+        std::slice::from_ref(&theirs.id)
+    );
     assert!(store.keys("nobody").await.unwrap().is_empty());
 
     // Revoking one's own key: another account's, or a secret, is not found.

@@ -130,13 +130,17 @@ async fn take_while_room(cluster: &Cluster, inner: &Arc<Inner>) -> anyhow::Resul
     Ok(())
 }
 
+/// A claimed offer's row: its record, memory quota, versions per key, CPU budget (ms) and
+/// token budget.
+type OfferRow = (String, i64, Option<i64>, i64, Option<i64>);
+
 /// Claims the oldest offer no other node is taking, as this node's, and wakes the node
 /// waiting on it.
 pub(super) async fn take(cluster: &Cluster) -> anyhow::Result<Option<(AgentRecord, Allowance)>> {
     let mut tx = cluster.pool.begin().await?;
     let lease_until = now_ms() + cluster.lease_ms();
     // `epoch = 0` is OFFERED, written out so the partial index of offers serves it.
-    let row: Option<(String, i64, Option<i64>, i64, Option<i64>)> = sqlx::query_as(
+    let row: Option<OfferRow> = sqlx::query_as(
         "UPDATE agents SET owner = $1, epoch = $2, lease_until = $3
          WHERE (account_id, agent_id) = (
              SELECT account_id, agent_id FROM agents
