@@ -145,7 +145,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        accounts::KeyStore,
+        accounts::{KeyStore, Plans},
         health::Part,
         mind::{MindCheck, MindConfig},
     };
@@ -210,7 +210,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
         let store = KeyStore::new(db).unwrap();
-        let (key, _) = store.create("acme", None).unwrap();
+        let (key, _) = store.create("acme", None, &Plans::default()).unwrap();
         let keys: Accounts = Arc::new(store);
         slot.set(Loaded { api: served, keys })
             .unwrap_or_else(|_| panic!("set once"));

@@ -849,8 +849,9 @@ async fn pruned_versions(s: &MemoryService) -> Vec<String> {
         .await
         .unwrap();
     let history = |account: &'static str, key: &'static str| async move {
-        let versions = s.history(account, "default", key).await.unwrap();
+        let versions = s.history(account, "default", key, None, 100).await.unwrap();
         versions
+            .memories
             .iter()
             .map(|m| {
                 (

@@ -7,10 +7,11 @@ use async_trait::async_trait;
 use redb::{Database, Durability, ReadableDatabase, TableDefinition};
 
 use super::{Entry, JournalError, JournalStore, Recorded};
-use crate::runtime::records::Allowance;
+use crate::{memory::Quota, runtime::records::Allowance};
 
-/// agent_id → (memory quota, CPU budget in ms) of the run: what a resume launches it with.
-const RUNS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("agent_runs");
+/// agent_id → (live memories, versions kept per key, CPU budget in ms, Mind tokens) of the
+/// run's allowance: what a resume launches it with.
+const RUNS: TableDefinition<&str, (u64, u32, u64, u64)> = TableDefinition::new("agent_runs");
 /// (agent_id, step) → entry (JSON, without its step).
 pub(super) const JOURNAL: TableDefinition<(&str, u64), &[u8]> =
     TableDefinition::new("agent_journal");
@@ -56,7 +57,13 @@ impl JournalStore for EmbeddedJournal {
         self.blocking(move |db| {
             let mut txn = db.begin_write()?;
             txn.set_durability(Durability::None)?;
-            let run = (allowance.memory_quota, allowance.cpu_budget_ms());
+            let quota = allowance.memory_quota;
+            let run = (
+                quota.memories,
+                quota.versions_per_key,
+                allowance.cpu_budget_ms(),
+                allowance.token_budget,
+            );
             txn.open_table(RUNS)?.insert(agent_id.as_str(), run)?;
             txn.commit()?;
             Ok(())
@@ -72,7 +79,7 @@ impl JournalStore for EmbeddedJournal {
             let Some(run) = runs.get(agent_id.as_str())? else {
                 return Ok(None);
             };
-            let (memory_quota, cpu_budget_ms) = run.value();
+            let (memories, versions_per_key, cpu_budget_ms, token_budget) = run.value();
             let key = agent_id.as_str();
             let journal = txn.open_table(JOURNAL)?;
             let mut entries = Vec::new();
@@ -100,8 +107,12 @@ impl JournalStore for EmbeddedJournal {
                 });
             }
             let allowance = Allowance {
-                memory_quota,
+                memory_quota: Quota {
+                    memories,
+                    versions_per_key,
+                },
                 cpu_budget: Duration::from_millis(cpu_budget_ms),
+                token_budget,
             };
             Ok(Some(Recorded { allowance, entries }))
         })

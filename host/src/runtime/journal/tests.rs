@@ -3,7 +3,7 @@ use std::{sync::Arc, time::Duration};
 use redb::Database;
 
 use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, args_hash};
-use crate::runtime::records::Allowance;
+use crate::{memory::Quota, runtime::records::Allowance};
 
 fn store() -> (tempfile::TempDir, Arc<Database>, EmbeddedJournal) {
     let dir = tempfile::tempdir().unwrap();
@@ -13,8 +13,12 @@ fn store() -> (tempfile::TempDir, Arc<Database>, EmbeddedJournal) {
 }
 
 const ALLOWANCE: Allowance = Allowance {
-    memory_quota: 100,
+    memory_quota: Quota {
+        memories: 100,
+        versions_per_key: 7,
+    },
     cpu_budget: Duration::from_millis(1_500),
+    token_budget: 9_000,
 };
 
 /// A journal over `store` that records `calls` live, as a first run does.
