@@ -67,7 +67,10 @@ mod tests {
     /// The test's working directory (the package's root) is a home of data, never of code.
     #[test]
     fn the_working_directory_is_a_home_of_data_not_of_code() {
-        assert!(std::env::var_os("WASMIND_HOME").is_none(), "run without WASMIND_HOME");
+        assert!(
+            std::env::var_os("WASMIND_HOME").is_none(),
+            "run without WASMIND_HOME"
+        );
         let cwd = std::env::current_dir().unwrap();
         assert!(homes("models", None).contains(&cwd));
         assert!(!code_homes("models").contains(&cwd));
