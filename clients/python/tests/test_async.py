@@ -15,7 +15,9 @@ def test_memory_agents_and_components_async(server: Server, key: str) -> None:
         async with AsyncClient(server.base, key) as client:
             await client.memory.put("team_size", "the team has five people", namespace="work")
             await client.memory.put("team_size", "the team has six people", namespace="work")
-            assert len(await client.memory.history("team_size", namespace="work")) == 2
+            history = client.memory.history("team_size", namespace="work", page_size=1)
+            versions = [m["value"] async for m in history]
+            assert versions == ["the team has six people", "the team has five people"]
             hits = await client.memory.search("how many people are on the team?", namespace="work")
             assert hits[0]["value"] == "the team has six people"
             for i in range(4):

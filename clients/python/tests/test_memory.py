@@ -18,9 +18,18 @@ def test_put_get_versions_and_history(client: Client) -> None:
     assert second["version"] == 2
     got = client.memory.get("favourite_food")
     assert got["value"] == "sushi" and got["access_count"] == 1
-    history = client.memory.history("favourite_food")
+    history = list(client.memory.history("favourite_food"))
     assert [m["value"] for m in history] == ["sushi", "pizza"]
     assert [m["isLatestVersion"] for m in history] == [True, False]
+
+
+def test_history_is_an_iterator_over_every_page(client: Client) -> None:
+    for i in range(5):
+        client.memory.put("counter", f"the counter is at {i}")
+    versions = [m["version"] for m in client.memory.history("counter", page_size=2)]
+    assert versions == [5, 4, 3, 2, 1], "newest first, each version once, over three pages"
+    lazy = client.memory.history("counter", page_size=1)
+    assert next(lazy)["value"] == "the counter is at 4"
 
 
 def test_namespaces_and_expiry_fields(client: Client) -> None:
@@ -43,7 +52,7 @@ def test_delete_soft_then_hard(client: Client) -> None:
     hard = client.memory.delete("note", hard=True)
     assert hard["hard"] is True and hard["versions_removed"] == 2
     with pytest.raises(WasmindError) as gone:
-        client.memory.history("note")
+        next(client.memory.history("note"))
     assert gone.value.code == "not_found"
 
 

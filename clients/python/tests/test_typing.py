@@ -25,6 +25,8 @@ memory = c.memory.put("k", "v")
 version: int = memory["version"]
 for m in c.memory.list(page_size=10):
     key: str = m["key"]
+for v in c.memory.history("k", page_size=10):
+    number: int = v["version"]
 c.memory.put("k", 3)
 """
 

@@ -28,7 +28,7 @@ ENDPOINTS: dict[str, Endpoint] = {
         "GET", "/api/v1/memory/list", ("namespace", "tags", "limit", "cursor"), response=models.MemoryList
     ),
     "memory.history": Endpoint(
-        "GET", "/api/v1/memory/history", ("key", "namespace"), response=models.History
+        "GET", "/api/v1/memory/history", ("key", "namespace", "limit", "cursor"), response=models.History
     ),
     "memory.namespaces": Endpoint("GET", "/api/v1/memory/namespaces", response=models.Namespaces),
     "memory.dedupe": Endpoint(
@@ -190,11 +190,14 @@ class MemoryOps:
         query = {"namespace": namespace, "tags": tags, "limit": page_size}
         return self._core.pages(self._ep("list"), query=query)
 
-    def history(self, key: str, *, namespace: str | None = None) -> Program[builtins.list[models.Memory]]:
-        """Every stored version of the key, newest first, superseded and deleted ones too."""
-        query = {"key": key, "namespace": namespace}
-        response: models.History = yield from self._core.call(self._core.request(self._ep("history"), query=query))
-        return response["data"]
+    def history(
+        self, key: str, *, namespace: str | None = None, page_size: int | None = None
+    ) -> Stream[models.Memory]:
+        """Every stored version of the key, newest first, superseded and deleted ones too,
+        fetched `page_size` (default 50, at most 200) at a time as the iteration goes. A key
+        with no stored version raises `WasmindError` (`not_found`) as the first page comes."""
+        query = {"key": key, "namespace": namespace, "limit": page_size}
+        return self._core.pages(self._ep("history"), query=query)
 
     def namespaces(self) -> Program[builtins.list[models.NamespaceEntry]]:
         """The account's namespaces with their counts of live memories."""

@@ -18,8 +18,9 @@ T = TypeVar("T")
 
 
 class AsyncClient:
-    """The async twin of `Client`: the same operations, awaited; lists and `follow` are
-    async iterators. Same arguments; use it as an async context manager, or `aclose()` it."""
+    """The async twin of `Client`: the same operations, awaited; lists, `history` and
+    `follow` are async iterators. Same arguments; use it as an async context manager, or
+    `aclose()` it."""
 
     def __init__(
         self,
@@ -128,7 +129,7 @@ class AsyncMemory(_Resource):
     delete = _Run(MemoryOps.delete)
     search = _Run(MemoryOps.search)
     list = _Iterate(MemoryOps.list)
-    history = _Run(MemoryOps.history)
+    history = _Iterate(MemoryOps.history)
     namespaces = _Run(MemoryOps.namespaces)
     dedupe = _Run(MemoryOps.dedupe)
     consolidate = _Run(MemoryOps.consolidate)

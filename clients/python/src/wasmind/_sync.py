@@ -132,7 +132,7 @@ class Memory(_Resource):
     delete = _Run(MemoryOps.delete)
     search = _Run(MemoryOps.search)
     list = _Iterate(MemoryOps.list)
-    history = _Run(MemoryOps.history)
+    history = _Iterate(MemoryOps.history)
     namespaces = _Run(MemoryOps.namespaces)
     dedupe = _Run(MemoryOps.dedupe)
     consolidate = _Run(MemoryOps.consolidate)

@@ -244,10 +244,11 @@ class ExportDocument(TypedDict):
 
 class History(TypedDict):
     """
-    GET /api/v1/memory/history: every version, newest first.
+    GET /api/v1/memory/history: a page of the versions, newest first.
     """
 
     data: list[Memory]
+    next_cursor: NotRequired[str | None]
 
 
 class ImportItemError(TypedDict):
@@ -349,13 +350,17 @@ class MemoryList(TypedDict):
 
 class MonthlyQuotaDetails(TypedDict):
     """
-    `details` of 402 `monthly_quota_exceeded`.
+    `details` of 402 `monthly_quota_exceeded`: the month's agent-hours and Mind tokens
+    against the plan's, whichever of the two is spent.
     """
 
+    budget: Literal['agent_hours', 'tokens']
     limitHours: float
+    limitTokens: int
     plan: str
     resetsAt: str
     usedHours: float
+    usedTokens: int
 
 
 class NamespaceEntry(TypedDict):
@@ -475,3 +480,14 @@ class TokenUsage(TypedDict):
 
     input_tokens: int
     output_tokens: int
+
+
+class UploadRateDetails(TypedDict):
+    """
+    `details` of 429 `rate_limited` on a component upload: the specification's members of
+    the spawn's, for the one window uploads have.
+    """
+
+    limitPerHour: int
+    plan: str
+    window: str
