@@ -29,6 +29,16 @@ export interface DeleteOptions extends KeyOptions {
   hard?: boolean;
 }
 
+export interface HistoryOptions extends KeyOptions {
+  /** Page size (default 50, capped at 200). */
+  limit?: number;
+}
+
+export interface HistoryPageOptions extends HistoryOptions {
+  /** The `next_cursor` of the page before. */
+  cursor?: string;
+}
+
 export interface ListOptions {
   namespace?: string;
   /** Memories carrying all of these tags. */
@@ -66,9 +76,20 @@ export class MemoryApi {
     });
   }
 
-  /** Every stored version of `key`, newest first, superseded and soft-deleted ones included. */
-  history(key: string, options: KeyOptions = {}): Promise<History> {
-    return this.transport.call("get", "/api/v1/memory/history", { query: { key, namespace: options.namespace } });
+  /**
+   * Every stored version of `key`, newest first, superseded and soft-deleted ones included,
+   * fetched page by page as iterated. Throws `not_found` (on the first page) when the key
+   * has no version.
+   */
+  history(key: string, options: HistoryOptions = {}): AsyncGenerator<Memory, void, undefined> {
+    return paginate((cursor) => this.historyPage(key, { ...options, cursor }));
+  }
+
+  /** One page of `key`'s versions, newest first; pass its `next_cursor` as `cursor` for the next. */
+  historyPage(key: string, options: HistoryPageOptions = {}): Promise<History> {
+    // Every parameter spelled out: a name the server's document no longer has fails the typecheck.
+    const { namespace, limit, cursor } = options;
+    return this.transport.call("get", "/api/v1/memory/history", { query: { key, namespace, limit, cursor } });
   }
 
   /** Searches live memories by meaning and keyword; results best first. */

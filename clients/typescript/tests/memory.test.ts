@@ -26,9 +26,9 @@ test("a put creates, an identical put writes nothing, a new value is a new versi
   assert.equal(got.value, "pizza with mushrooms");
   assert.equal((await memory.get("favourite_food")).access_count, got.access_count + 1);
 
-  const history = await memory.history("favourite_food");
+  const history = await collect(memory.history("favourite_food"));
   assert.deepEqual(
-    history.data.map((m) => [m.version, m.value, m.isLatestVersion]),
+    history.map((m) => [m.version, m.value, m.isLatestVersion]),
     [
       [2, "pizza with mushrooms", true],
       [1, "pizza", false],
@@ -62,12 +62,13 @@ test("a soft delete keeps history, a hard delete removes every version", async (
   assert.equal(soft.memory?.value, "final");
   assert.notEqual(soft.memory?.deletedAt, null);
   await assert.rejects(memory.get("plan"), (e: unknown) => e instanceof WasmindError && e.code === "not_found" && e.status === 404);
-  assert.equal((await memory.history("plan")).data.length, 2);
+  assert.equal((await collect(memory.history("plan"))).length, 2);
 
   const hard = await memory.delete("plan", { hard: true });
   assert.equal(hard.hard, true);
   assert.equal(hard.versions_removed, 2);
-  await assert.rejects(memory.history("plan"), { code: "not_found" });
+  await assert.rejects(collect(memory.history("plan")), { code: "not_found" });
+  await assert.rejects(memory.historyPage("plan"), { code: "not_found" });
 });
 
 test("errors carry the server's code, message, details and request id", async () => {
@@ -140,6 +141,42 @@ test("list iterates every live memory across pages, newest first, filtered by ta
   assert.equal(calls.length, 1);
 });
 
+test("history iterates every version across pages, newest first", async () => {
+  const { fetch, calls } = recorder();
+  const memory = server.client(server.createKey("history_pages"), { fetch }).memory;
+  for (let i = 1; i <= 5; i++) {
+    await memory.put({ key: "status", value: `status number ${i}`, namespace: "team" });
+  }
+  calls.length = 0;
+  const versions: number[] = [];
+  for await (const m of memory.history("status", { namespace: "team", limit: 2 })) {
+    versions.push(m.version);
+  }
+  assert.deepEqual(versions, [5, 4, 3, 2, 1]);
+  assert.equal(calls.length, 3, calls.join("\n"));
+
+  const page = await memory.historyPage("status", { namespace: "team", limit: 3 });
+  assert.deepEqual(
+    page.data.map((m) => m.version),
+    [5, 4, 3],
+  );
+  assert.equal(typeof page.next_cursor, "string");
+  const rest = await memory.historyPage("status", { namespace: "team", limit: 3, cursor: page.next_cursor ?? undefined });
+  assert.deepEqual(
+    rest.data.map((m) => m.version),
+    [2, 1],
+  );
+  assert.equal(rest.next_cursor, null);
+
+  // Leaving early fetches no further page.
+  calls.length = 0;
+  for await (const m of memory.history("status", { namespace: "team", limit: 1 })) {
+    assert.equal(m.version, 5);
+    break;
+  }
+  assert.equal(calls.length, 1);
+});
+
 test("dedupe removes the less useful of two copies; a dry run only reports", async () => {
   const memory = server.client(server.createKey("dedupe")).memory;
   const kept = await memory.put({ key: "launch", value: "the launch is on Friday", importance: 9 });
@@ -189,3 +226,12 @@ test("an export imports as it is into another account", async () => {
   assert.equal(partial.failed, 1);
   assert.equal(partial.errors[0]?.code, "invalid_key");
 });
+
+/** Every item of an async iterator, in order (Array.fromAsync is Node 22's). */
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) {
+    all.push(item);
+  }
+  return all;
+}

@@ -46,13 +46,16 @@ pub struct Bounds {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Full;
 
+/// One account's jobs in one class, oldest first, each with its cost.
+type Jobs<T> = VecDeque<(usize, T)>;
+
 /// Per-account queues in two classes, served in turns (see the module doc).
 pub struct FairQueue<T> {
     bounds: Bounds,
     /// Per class: the accounts with work waiting, in the order of their next turn.
     turns: [VecDeque<Arc<str>>; 2],
     /// Per class: each waiting account's jobs, oldest first; no entry for none.
-    queues: [HashMap<Arc<str>, VecDeque<(usize, T)>>; 2],
+    queues: [HashMap<Arc<str>, Jobs<T>>; 2],
     /// Cost queued per account (both classes); no entry for none.
     queued: HashMap<Arc<str>, usize>,
     total: usize,
