@@ -198,5 +198,19 @@ const HIDDEN: &str = "***";
 /// The connection parameters whose values are secrets (libpq's names, as sqlx reads them).
 const SECRET_PARAMETERS: [&str; 2] = ["password", "sslpassword"];
 
+/// Implements `From` each storage library error listed for a domain's error type, as
+/// `$make(error.to_string())`: each domain keeps its own typed storage error (the policy of
+/// its error module), and this conversion is written once.
+macro_rules! storage_errors_into {
+    ($target:ty, $make:path; $($t:ty),* $(,)?) => {$(
+        impl From<$t> for $target {
+            fn from(e: $t) -> Self {
+                $make(e.to_string())
+            }
+        }
+    )*};
+}
+pub(crate) use storage_errors_into;
+
 #[cfg(test)]
 mod tests;

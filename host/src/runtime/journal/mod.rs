@@ -71,16 +71,9 @@ pub enum JournalError {
     Storage(String),
 }
 
-macro_rules! journal_error_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for JournalError {
-            fn from(e: $t) -> Self {
-                JournalError::Storage(e.to_string())
-            }
-        }
-    )*};
-}
-journal_error_from!(
+crate::storage::storage_errors_into!(
+    JournalError,
+    JournalError::Storage;
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,

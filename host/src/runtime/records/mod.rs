@@ -45,16 +45,9 @@ pub enum RecordError {
     Stale(String),
 }
 
-macro_rules! record_error_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for RecordError {
-            fn from(e: $t) -> Self {
-                RecordError::Storage(e.to_string())
-            }
-        }
-    )*};
-}
-record_error_from!(
+crate::storage::storage_errors_into!(
+    RecordError,
+    RecordError::Storage;
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
