@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// The journal's tables, as the server keeps them (`runtime/journal/embedded.rs`).
-const RUNS: TableDefinition<&str, (u64, u64)> = TableDefinition::new("agent_runs");
+const RUNS: TableDefinition<&str, (u64, u32, u64, u64)> = TableDefinition::new("agent_runs");
 const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("agent_journal");
 
 /// What the fake Mind answers an uninterrupted run: two writes of one key, then the end.

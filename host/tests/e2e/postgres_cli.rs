@@ -71,7 +71,8 @@ fn keys_and_accounts_live_in_the_configured_database() {
         "{row}"
     );
 
-    // Usage rows any node added are what `usage` prints.
+    // Usage rows any node added are what `usage` prints, beside the plan's token budget and
+    // the account's keys (none active after the revoke) against its plan's.
     pg.psql(
         "cli",
         "INSERT INTO account_usage VALUES ('acme', '2026-11', 3600000, 10, 20, 1500)",
@@ -81,7 +82,16 @@ fn keys_and_accounts_live_in_the_configured_database() {
     let row: Vec<&str> = usage.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(
         row,
-        ["acme", "2026-11", "1.0000", "1.500", "10", "20"],
+        [
+            "acme",
+            "2026-11",
+            "1.0000",
+            "1.500",
+            "10",
+            "20",
+            "30/500000000",
+            "0/100"
+        ],
         "{usage}"
     );
 }
