@@ -37,21 +37,35 @@ fn toolchain() -> String {
     pinned["toolchain"]["channel"].as_str().unwrap().to_string()
 }
 
-/// `cargo ARGS` in `dir`, offline, with the pinned toolchain and a target dir under
+/// `command` as an author's shell would run it: with the set-up's pinned toolchain (which
+/// has the wasm32-wasip2 target; outside the checkout no rust-toolchain.toml names it), and
+/// without what the workspace's own build set in this test's environment (flags, a target,
+/// the clippy wrapper `scripts/test` builds with).
+fn as_an_author(command: &mut Command) -> &mut Command {
+    command.env("RUSTUP_TOOLCHAIN", toolchain());
+    for name in [
+        "RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// `cargo ARGS` in `dir`, offline, as an author would, with a target dir under
 /// `target/authoring/<target>`; panics with its output unless it succeeds.
 #[track_caller]
 fn cargo(dir: &Path, target: &str, args: &[&str]) -> String {
-    let out = Command::new("cargo")
+    let out = as_an_author(&mut Command::new("cargo"))
         .args(args)
         .arg("--offline")
         .current_dir(dir)
-        .env("RUSTUP_TOOLCHAIN", toolchain())
         .env(
             "CARGO_TARGET_DIR",
             repo().join("target/authoring").join(target),
         )
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
         .output()
         .expect("running cargo");
     let (stdout, stderr) = (
@@ -127,16 +141,14 @@ fn the_readme_s_own_agent_lines_work_from_outside_the_checkout() {
         std::iter::once(bin_dir).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let out = Command::new("bash")
+    let out = as_an_author(&mut Command::new("bash"))
         .args(["-euo", "pipefail", "-c", &script])
         .current_dir(outside.path())
         .env("PATH", path)
         .env_remove("WASMIND_HOME")
         .env_remove("WASMIND_URL")
         .env_remove("WASMIND_API_KEY")
-        // The set-up's pinned toolchain, which has the wasm32-wasip2 target (outside the
-        // checkout no rust-toolchain.toml names it), and the crates cargo already holds.
-        .env("RUSTUP_TOOLCHAIN", toolchain())
+        // The crates cargo already holds.
         .env("CARGO_NET_OFFLINE", "true")
         // Intermediate artifacts kept across runs; the crate's own `target/` still holds
         // the component where the README's deploy line looks for it.
@@ -145,8 +157,6 @@ fn the_readme_s_own_agent_lines_work_from_outside_the_checkout() {
             repo().join("target/authoring/readme"),
         )
         .env_remove("CARGO_TARGET_DIR")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
         .output()
         .expect("running bash");
     let (stdout, stderr) = (
