@@ -11,7 +11,10 @@
 //!    sets on the postgres backend, on the library (see `memory/postgres.rs`);
 //! 6. only when asked for (`WASMIND_BENCH_PHASES=fair`): account B's put and search
 //!    latency idle and while account A imports 6,500 memories as fast as it can, over HTTP
-//!    (see `memory/fair.rs`).
+//!    (see `memory/fair.rs`);
+//! 7. only when asked for (`WASMIND_BENCH_PHASES=strangers`): 10,000 connections that send
+//!    half a request line, how soon the server closes them, and account B's reads meanwhile
+//!    (see `memory/strangers.rs`).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -22,7 +25,7 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair` picks phases (cold needs
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,strangers` picks phases (cold needs
 //!   single's dir; the default is all but postgres);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
@@ -49,6 +52,8 @@ mod report;
 mod search;
 #[path = "shared.rs"]
 mod shared;
+#[path = "memory/strangers.rs"]
+mod strangers;
 #[path = "memory/text.rs"]
 mod text;
 
@@ -215,6 +220,10 @@ fn main() {
 
     if settings.wants("fair") {
         fair::run(&mut table);
+    }
+
+    if settings.wants("strangers") {
+        strangers::run(&mut table);
     }
 
     drop(model);

@@ -104,14 +104,14 @@ impl Opened {
     }
 }
 
-/// The API served over loopback HTTP by a tokio runtime of its own (as `serve` builds it:
-/// multi-threaded, one worker per core).
+/// The API served over loopback HTTP by a tokio runtime of its own, as `serve` builds it:
+/// multi-threaded, one worker per core, behind the same listener (timeouts, connection cap).
 pub struct Server {
     pub addr: SocketAddr,
     pub runtime: tokio::runtime::Runtime,
     pub opened: Opened,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Server {
@@ -127,11 +127,11 @@ impl Server {
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = runtime.spawn(async move {
-            axum::serve(listener, app(state))
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
+            let http = state.config.http.clone();
+            wasmind::server::serve_http(listener, &app(state), &http, async {
+                let _ = stopped.await;
+            })
+            .await;
         });
         Self {
             addr,
@@ -152,7 +152,7 @@ impl Server {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            self.runtime.block_on(task).expect("join").expect("serve");
+            self.runtime.block_on(task).expect("join");
         }
         let Server {
             runtime, opened, ..

@@ -14,7 +14,9 @@ use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-pub use self::http::HttpConfig;
+/// `serve_http` is public so the benchmarks serve through the same listener (its timeouts
+/// and cap) as `wasmind serve`.
+pub use self::http::{HttpConfig, serve as serve_http};
 use self::stores::Stores;
 use crate::{
     accounts::Plans,

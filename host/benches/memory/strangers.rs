@@ -1,0 +1,209 @@
+//! Strangers holding connections: 10,000 connections that send half a request line and then
+//! nothing, against the server's listener (`server::serve_http`, as `wasmind serve` runs
+//! it). Measured: how long the server takes to close each of them (the header-read timeout,
+//! 10 s by default, is the target), and tenant B's reads meanwhile, on its kept-alive
+//! connection and on a new connection per request (those wait behind the connection cap
+//! while the strangers hold it).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wasmind::memory::embed::EmbedderKind;
+
+use super::bench_dir;
+use super::harness::{self, Client, Server};
+use super::report::{Table, percentile_ms};
+
+const SECTION: &str = "strangers: 10,000 half-open connections";
+const STRANGERS: usize = 10_000;
+/// B's reads of each kind, idle.
+const IDLE: usize = 300;
+/// A stranger's opening: half of a request line, never finished.
+const HALF_LINE: &[u8] = b"GET /api/v1/mem";
+
+pub fn run(table: &mut Table) {
+    println!("\n== {SECTION} == ({})", harness::loadavg());
+    let nofile = raise_nofile();
+    let path = bench_dir("strangers");
+    let _ = std::fs::remove_dir_all(&path);
+    let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0));
+    let timeout = Duration::from_secs_f64(opened.state.config.http.header_read_timeout_secs);
+    let key = opened.key("acct-b");
+    let server = Server::start(opened);
+    let b = Client::new(&server.base(), &key);
+    let get = "/api/v1/memory?key=note";
+    b.timed_post(
+        "/api/v1/memory",
+        &json!({ "key": "note", "value": "B's one note" }),
+        &[201],
+    );
+    let fresh_get = |base: &str| {
+        let started = Instant::now();
+        Client::new(base, &key).get(get);
+        started.elapsed()
+    };
+    let timed_get = |client: &Client| {
+        let started = Instant::now();
+        assert_eq!(client.get(get), 200);
+        started.elapsed()
+    };
+    let idle_kept: Vec<_> = (0..IDLE).map(|_| timed_get(&b)).collect();
+    let idle_fresh: Vec<_> = (0..IDLE).map(|_| fresh_get(&server.base())).collect();
+
+    let addr = server.addr;
+    let flood = std::thread::spawn(move || strangers(addr, STRANGERS));
+    let (mut busy_kept, mut busy_fresh) = (Vec::new(), Vec::new());
+    while !flood.is_finished() {
+        busy_kept.push(timed_get(&b));
+        busy_fresh.push(fresh_get(&server.base()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let flood = flood.join().expect("strangers");
+
+    table.value(
+        SECTION,
+        "open-file limit of the bench process",
+        nofile,
+        "",
+        None,
+    );
+    table.value(
+        SECTION,
+        "strangers connected, and closed by the server",
+        format!(
+            "{} of {STRANGERS} connected, {} closed by the server, {} refused or reset",
+            flood.connected,
+            flood.closed.len(),
+            flood.failed
+        ),
+        "all closed",
+        Some(flood.closed.len() == flood.connected),
+    );
+    let secs = |q: f64| percentile_ms(&flood.closed, q) / 1000.0;
+    table.value(
+        SECTION,
+        "a stranger's time from its half line to the server's close",
+        format!(
+            "p50 {:.1} s, p99 {:.1} s, max {:.1} s",
+            secs(0.5),
+            secs(0.99),
+            secs(1.0)
+        ),
+        &format!("≤ header timeout ({:.0} s) + 1 s", timeout.as_secs_f64()),
+        Some(secs(1.0) <= timeout.as_secs_f64() + 1.0),
+    );
+    let p99 = |samples: &[Duration]| percentile_ms(samples, 0.99);
+    let tenth = |ms: f64| (ms * 10.0).round() / 10.0;
+    table.latency(
+        SECTION,
+        "B GET, kept-alive connection, idle",
+        &idle_kept,
+        None,
+    );
+    table.latency(
+        SECTION,
+        &format!(
+            "B GET, kept-alive connection, meanwhile ({} samples)",
+            busy_kept.len()
+        ),
+        &busy_kept,
+        Some(tenth(2.0 * p99(&idle_kept))),
+    );
+    table.latency(
+        SECTION,
+        "B GET, new connection each, idle",
+        &idle_fresh,
+        None,
+    );
+    table.latency(
+        SECTION,
+        &format!(
+            "B GET, new connection each, meanwhile ({} samples)",
+            busy_fresh.len()
+        ),
+        &busy_fresh,
+        Some(tenth(2.0 * p99(&idle_fresh))),
+    );
+    server.stop().close();
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// What the strangers saw.
+struct Flood {
+    connected: usize,
+    failed: usize,
+    /// Each connected stranger's time from its half line to the server closing it.
+    closed: Vec<Duration>,
+}
+
+/// Opens `n` connections to `addr` at once, each sending [`HALF_LINE`] and then waiting for
+/// the server to close it (or two minutes).
+fn strangers(addr: SocketAddr, n: usize) -> Flood {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async move {
+        let tasks: Vec<_> = (0..n)
+            .map(|_| tokio::spawn(async move { stranger(addr).await }))
+            .collect();
+        let mut flood = Flood {
+            connected: 0,
+            failed: 0,
+            closed: Vec::new(),
+        };
+        for task in tasks {
+            match task.await.expect("stranger") {
+                Some(Some(took)) => {
+                    flood.connected += 1;
+                    flood.closed.push(took);
+                }
+                Some(None) => flood.connected += 1,
+                None => flood.failed += 1,
+            }
+        }
+        flood
+    })
+}
+
+/// One stranger: `None` if it could not connect and send, else the time until the server
+/// closed it (`None` inside when it did not within two minutes).
+async fn stranger(addr: SocketAddr) -> Option<Option<Duration>> {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream.write_all(HALF_LINE).await.ok()?;
+    let sent = Instant::now();
+    let mut buf = [0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(120), async {
+        // The server answers nothing or a 408 before closing; either way the stream ends.
+        while let Ok(n) = stream.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+    Some(closed.ok().map(|()| sent.elapsed()))
+}
+
+/// Raises this process's open-file limit as far as allowed: the server and the strangers
+/// share it here, so it needs two descriptors per stranger. Returns the limit, for the table.
+fn raise_nofile() -> String {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let wanted = (2 * STRANGERS + 1_000) as u64;
+    let limit = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: Some(wanted),
+        maximum: Some(limit.maximum.map_or(wanted, |m| m.max(wanted))),
+    };
+    if setrlimit(Resource::Nofile, raised).is_err() {
+        let soft = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        let _ = setrlimit(Resource::Nofile, soft);
+    }
+    let now = getrlimit(Resource::Nofile);
+    format!("{:?} (needs {wanted})", now.current)
+}
