@@ -78,7 +78,7 @@ pub async fn reap<S>(
         if resumable {
             match room(&record) {
                 Some(slot) => {
-                    let epoch = claim(&mut *tx, node, &record, now + lease_ms).await?;
+                    let epoch = claim(&mut tx, node, &record, now + lease_ms).await?;
                     let agent = &record.agent_id;
                     tracing::warn!(agent = %agent, node = %owner, "took over a lost node's agent");
                     reaped.taken.push(Taken {
