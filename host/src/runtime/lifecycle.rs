@@ -1,9 +1,8 @@
 //! An agent's life around its run: the runtime starts by resuming the agents a previous
-//! process left alive from their journals (`journal`), or on a backend without journals
-//! by failing them (`host_restarted`); each launched agent is a tokio task that marks
-//! it `running`, runs it (`run`), has its memories extracted when its mode asks, and
-//! records how it ended; a stop request lets it go on for the grace period, then it is
-//! dropped wherever it is.
+//! process left alive from their journals (`journal`); each launched agent is a tokio
+//! task that marks it `running`, runs it (`run`), has its memories extracted when its
+//! mode asks, and records how it ended; a stop request lets it go on for the grace
+//! period, then it is dropped wherever it is.
 
 use std::{
     sync::{
@@ -25,7 +24,7 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
-    journal::{Journal, Resumed},
+    journal::{Journal, Resumed, Run},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     records::{
         AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, RecordError, Status, Usage,
@@ -76,9 +75,9 @@ pub(super) fn grace(config: &RuntimeConfig) -> Duration {
 impl Runtime {
     /// Compiles the default agent component into `dir`'s cache and serves the uploaded
     /// components kept in the data dir, or with `cluster` in PostgreSQL, then resumes the
-    /// agents a previous process left alive from their journals — or, without journals
-    /// (on PostgreSQL), marks those of this node failed (nothing stays `running` forever);
-    /// with `cluster`, starts keeping this node's claims and delivering stops.
+    /// agents a previous process (of this node) left alive from their journals; with
+    /// `cluster`, starts keeping this node's claims, delivering stops and resuming the
+    /// agents of lost nodes.
     pub async fn start(
         config: &RuntimeConfig,
         dir: &DataDir,
@@ -134,10 +133,7 @@ impl Runtime {
             }),
             _guests: Arc::new(guests),
         };
-        match &runtime.inner.services.journal {
-            Some(journals) => runtime.resume_orphans(journals).await?,
-            None => runtime.fail_orphans().await?,
-        }
+        runtime.resume_orphans().await?;
         if let Some(cluster) = cluster {
             cluster.start(Arc::downgrade(&runtime.inner)).await?;
         }
@@ -161,8 +157,9 @@ impl Runtime {
 impl Inner {
     /// Starts the agent of `record` (already stored as `spawning`) in its reserved slot,
     /// running `pre` on the guests' threads within its allowance, every write of its run
-    /// fenced by `fence`; a `resumed` run replays its journal first. Where runs are
-    /// journaled, the journal begins with the run and is deleted when it ends.
+    /// fenced by `fence`; a `resumed` run replays its journal first. The journal begins
+    /// with the run and is deleted when it ends (unless the claim is stale by then: the
+    /// node holding the agent now resumes from it).
     pub(super) fn launch(
         self: &Arc<Self>,
         slot: Slot,
@@ -175,10 +172,14 @@ impl Inner {
         let begins = resumed.is_none();
         let (recorded, prior) =
             resumed.map_or((Vec::new(), Duration::ZERO), |r| (r.entries, r.prior));
-        let journal = self.services.journal.as_ref().map(|store| {
-            let max = self.config.max_journal_bytes;
-            Arc::new(Journal::new(&record.agent_id, store.clone(), recorded, max))
-        });
+        let run = Run {
+            account: record.account.clone(),
+            agent_id: record.agent_id.clone(),
+            fence,
+        };
+        let store = self.services.journal.clone();
+        let max = self.config.max_journal_bytes;
+        let journal = Arc::new(Journal::new(run.clone(), store, recorded, max));
         let now = Instant::now();
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),
@@ -199,16 +200,12 @@ impl Inner {
         let inner = self.clone();
         let task = record.task.clone();
         self.guest_tasks.spawn(async move {
-            let journals = inner.services.journal.as_ref();
-            if let Some(store) = journals.filter(|_| begins)
-                && let Err(e) = store.begin(&ctx.agent_id, allowance).await
-            {
+            let journals = &inner.services.journal;
+            if begins && let Err(e) = journals.begin(&run, allowance).await {
                 tracing::error!(agent = %ctx.agent_id, error = %e, "beginning the journal failed");
             }
             supervise(&inner, &ctx, &pre, &task).await;
-            if let Some(store) = journals
-                && let Err(e) = store.end(&ctx.agent_id).await
-            {
+            if let Err(e) = journals.end(&run).await {
                 tracing::error!(agent = %ctx.agent_id, error = %e, "deleting the journal failed");
             }
             inner.admission.ended(&ctx, slot);
@@ -273,21 +270,6 @@ impl Inner {
             agent.stop.deadline(grace).await;
             engine.increment_epoch();
         });
-    }
-}
-
-impl Runtime {
-    /// Fails the agents a previous process left alive (on a backend without journals).
-    async fn fail_orphans(&self) -> anyhow::Result<()> {
-        let records = &self.inner.services.records;
-        for (account, id) in records.alive().await? {
-            let failure = Failure {
-                code: "host_restarted".into(),
-                message: "the host restarted while this agent was alive; spawn it again".into(),
-            };
-            fail(records, &account, &id, None, failure).await?;
-        }
-        Ok(())
     }
 }
 

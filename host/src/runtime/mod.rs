@@ -43,7 +43,7 @@ pub use components::{
 };
 pub use config::RuntimeConfig;
 pub use host::account_memory;
-pub use journal::{EmbeddedJournal, JournalStore};
+pub use journal::{EmbeddedJournal, JournalStore, PgJournal};
 pub use lifecycle::Runtime;
 pub use records::{
     AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, RecordError,

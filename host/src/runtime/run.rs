@@ -130,7 +130,7 @@ pub(super) async fn run(
     // A journal fault ends the run by its own code, whatever the guest made of it.
     let journal_fault = match &result {
         Some(Err(Fault::Trap(e))) => e.downcast_ref::<JournalFault>().cloned(),
-        Some(Ok(_)) => ctx.journal.as_ref().and_then(|j| j.finish().err()),
+        Some(Ok(_)) => ctx.journal.finish().err(),
         _ => None,
     };
     let outcome = match (result, journal_fault) {

@@ -33,9 +33,9 @@ pub struct Services {
     pub mind: Arc<dyn Mind>,
     pub records: AgentStore,
     pub usage: Ledger,
-    /// Where runs are journaled, so a restart resumes them; `None` on a backend without
-    /// journals.
-    pub journal: Option<Arc<dyn JournalStore>>,
+    /// Where runs are journaled, so a restart (or, on PostgreSQL, another node) resumes
+    /// them.
+    pub journal: Arc<dyn JournalStore>,
 }
 
 /// Who an agent acts for and how to reach it; shared by its store and its supervisor.
@@ -61,9 +61,8 @@ pub struct AgentCtx {
     pub started: std::time::Instant,
     /// Its CPU time, against the plan's budget per run.
     pub cpu: Arc<CpuMeter>,
-    /// Its run's journal, which every call of its guest goes through (`None` where runs
-    /// are not journaled).
-    pub journal: Option<Arc<Journal>>,
+    /// Its run's journal, which every call of its guest goes through.
+    pub journal: Arc<Journal>,
     pub services: Arc<Services>,
 }
 
@@ -145,9 +144,7 @@ impl AgentState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        if let Some(journal) = &agent.journal {
-            sandbox_clocks(&mut builder, journal, &agent.agent_id);
-        }
+        sandbox_clocks(&mut builder, &agent.journal, &agent.agent_id);
         let wasi = builder.build();
         Self {
             wasi,

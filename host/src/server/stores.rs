@@ -16,7 +16,7 @@ use crate::{
         MemoryService, PgMemory,
         embed::{self, EmbedService, Embedder},
     },
-    runtime::{AgentStore, Cluster, EmbeddedJournal, JournalStore, node_id},
+    runtime::{AgentStore, Cluster, EmbeddedJournal, JournalStore, PgJournal, node_id},
     storage::{self, Backend},
 };
 
@@ -24,8 +24,8 @@ use crate::{
 pub(super) struct Stores {
     pub memory: MemoryService,
     pub records: AgentStore,
-    /// Agents' journals (none on postgres yet: agents there are not resumed).
-    pub journal: Option<Arc<dyn JournalStore>>,
+    /// Agents' journals: what their runs are resumed from.
+    pub journal: Arc<dyn JournalStore>,
     pub usage: Ledger,
     pub keys: Accounts,
     /// The console's own signing key: the data dir's, or the one all nodes share.
@@ -60,7 +60,7 @@ impl Stores {
                 Ok(Self {
                     memory,
                     records: AgentStore::embedded(dir.db().clone())?,
-                    journal: Some(Arc::new(EmbeddedJournal::new(dir.db().clone())?)),
+                    journal: Arc::new(EmbeddedJournal::new(dir.db().clone())?),
                     usage: Arc::new(UsageStore::new(dir.db().clone())?),
                     keys: Arc::new(KeyStore::new(dir.db().clone())?),
                     own_key: OwnKey::load_or_create(dir.path())?,
@@ -83,7 +83,7 @@ impl Stores {
                 Ok(Self {
                     memory,
                     records: AgentStore::postgres(pool.clone(), &node).await?,
-                    journal: None,
+                    journal: Arc::new(PgJournal::new(pool.clone())),
                     usage: Arc::new(PgUsage::new(pool.clone())),
                     keys: Arc::new(PgAccounts::new(pool.clone())),
                     own_key: OwnKey::load_or_create_in(&pool).await?,

@@ -1,6 +1,8 @@
-//! Durable agents on the embedded backend: a server killed with agents alive resumes them
-//! at its next start from their journals (the real binary, the default agent, the fake
-//! Mind speaking the OpenAI protocol). Embedded only: PostgreSQL keeps no journals yet.
+//! Durable agents: a server killed with agents alive resumes them at its next start from
+//! their journals (the real binary, the default agent, the fake Mind speaking the OpenAI
+//! protocol), on either backend: the journal in the data dir's redb, or in PostgreSQL's
+//! tables (`WASMIND_E2E_BACKEND=postgres`), which the tests below tamper with each in its
+//! own way.
 
 use std::{
     path::{Path, PathBuf},
@@ -13,12 +15,15 @@ use serde_json::{Value, json};
 use crate::{
     agents::{spawn, wait_for, wait_terminal},
     common::{
-        Client, Options, Server, create_key,
+        Client, Options, Server, create_key, database_of,
         fake_mind::{FakeMind, Reply},
+        on_postgres,
+        postgres::Postgres,
     },
 };
 
-/// The journal's tables, as the server keeps them (`runtime/journal/embedded.rs`).
+/// The journal's tables, as the embedded server keeps them (`runtime/journal/embedded.rs`;
+/// on PostgreSQL, migration 0010).
 const RUNS: TableDefinition<&str, (u64, u32, u64, u64)> = TableDefinition::new("agent_runs");
 const JOURNAL: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("agent_journal");
 
@@ -157,6 +162,67 @@ fn database(dir: &Path) -> Database {
     Database::open(dir.join("wasmind.redb")).unwrap()
 }
 
+/// Runs `sql` on the PostgreSQL database of `dir`'s server.
+fn psql(dir: &Path, sql: &str) -> String {
+    Postgres::shared().psql(&database_of(dir), sql)
+}
+
+/// Changes the argument hash of the agent's last recorded memory write in the store, as a
+/// tampering would; its step.
+fn tamper_with_the_last_write(dir: &Path, id: &str) -> u64 {
+    if on_postgres() {
+        let step = psql(
+            dir,
+            &format!(
+                "UPDATE agent_journal SET args = args # 1
+                 WHERE agent_id = '{id}' AND step = (
+                     SELECT max(step) FROM agent_journal
+                     WHERE agent_id = '{id}' AND func = 'memory.put')
+                 RETURNING step"
+            ),
+        );
+        return step.parse().expect("the write is journaled");
+    }
+    let db = database(dir);
+    let txn = db.begin_write().unwrap();
+    let step = {
+        let mut journal = txn.open_table(JOURNAL).unwrap();
+        let mut put = None;
+        for entry in journal.range((id, 0)..=(id, u64::MAX)).unwrap() {
+            let (k, v) = entry.unwrap();
+            let entry: Value = serde_json::from_slice(v.value()).unwrap();
+            if entry["func"] == "memory.put" {
+                put = Some((k.value().1, entry));
+            }
+        }
+        let (step, mut entry) = put.expect("the write is journaled");
+        let hash = entry["args"].as_u64().unwrap();
+        entry["args"] = json!(hash ^ 1);
+        let bytes = serde_json::to_vec(&entry).unwrap();
+        journal.insert((id, step), bytes.as_slice()).unwrap();
+        step
+    };
+    txn.commit().unwrap();
+    step
+}
+
+/// Deletes the agent's run (its allowance, and with it the journal) from the store.
+fn delete_the_run(dir: &Path, id: &str) {
+    if on_postgres() {
+        let deleted = psql(
+            dir,
+            &format!("DELETE FROM agent_runs WHERE agent_id = '{id}' RETURNING agent_id"),
+        );
+        assert_eq!(deleted, id);
+        return;
+    }
+    let db = database(dir);
+    let txn = db.begin_write().unwrap();
+    let removed = txn.open_table(RUNS).unwrap().remove(id).unwrap().is_some();
+    assert!(removed);
+    txn.commit().unwrap();
+}
+
 /// Spawns the default agent, and kills the server once it waits in its second Mind call.
 fn killed_waiting(mind: &FakeMind, setup: &Setup) -> String {
     let (mut server, c) = setup.start();
@@ -174,34 +240,7 @@ fn a_tampered_journal_fails_the_resumed_run_with_replay_diverged() {
     let setup = Setup::new(&mind);
     let id = killed_waiting(&mind, &setup);
     // The argument hash of the recorded memory write changed in the store.
-    let step = {
-        let db = database(&setup.dir);
-        let txn = db.begin_write().unwrap();
-        let step = {
-            let mut journal = txn.open_table(JOURNAL).unwrap();
-            let mut put = None;
-            for entry in journal
-                .range((id.as_str(), 0)..=(id.as_str(), u64::MAX))
-                .unwrap()
-            {
-                let (k, v) = entry.unwrap();
-                let entry: Value = serde_json::from_slice(v.value()).unwrap();
-                if entry["func"] == "memory.put" {
-                    put = Some((k.value().1, entry));
-                }
-            }
-            let (step, mut entry) = put.expect("the write is journaled");
-            let hash = entry["args"].as_u64().unwrap();
-            entry["args"] = json!(hash ^ 1);
-            let bytes = serde_json::to_vec(&entry).unwrap();
-            journal
-                .insert((id.as_str(), step), bytes.as_slice())
-                .unwrap();
-            step
-        };
-        txn.commit().unwrap();
-        step
-    };
+    let step = tamper_with_the_last_write(&setup.dir, &id);
     let (_server, c) = setup.start();
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "failed", "{done:#}");
@@ -219,18 +258,7 @@ fn an_agent_without_its_journal_fails_host_restarted_saying_why() {
     let mind = FakeMind::start(script);
     let setup = Setup::new(&mind);
     let id = killed_waiting(&mind, &setup);
-    {
-        let db = database(&setup.dir);
-        let txn = db.begin_write().unwrap();
-        assert!(
-            txn.open_table(RUNS)
-                .unwrap()
-                .remove(id.as_str())
-                .unwrap()
-                .is_some()
-        );
-        txn.commit().unwrap();
-    }
+    delete_the_run(&setup.dir, &id);
     let (_server, c) = setup.start();
     let after = c.get(&format!("/api/v1/agents/{id}")).body;
     assert_eq!(after["status"], "failed", "{after:#}");

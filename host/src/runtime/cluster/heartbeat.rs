@@ -1,7 +1,8 @@
-//! The heartbeat: renew this node's leases, stop the instances whose claim is gone, fail
-//! the agents of lost hosts. A node that cannot renew for a whole lease kills its
-//! instances itself: by then another node may have failed them, and an agent never runs
-//! twice at once.
+//! The heartbeat: renew this node's leases, stop the instances whose claim is gone, take
+//! over the agents of lost hosts (resumed here, or failed), sweep the journals of agents
+//! that ended while no node ran them. A node that cannot renew for a whole lease kills its
+//! instances itself: by then another node may have taken them over, and an agent never
+//! runs twice at once.
 
 use std::{
     collections::HashMap,
@@ -12,7 +13,12 @@ use std::{
 use super::{Cluster, reaper};
 use crate::{
     clock::now_ms,
-    runtime::{lifecycle::Inner, state::AgentCtx},
+    runtime::{
+        journal::{Cause, PgJournal},
+        lifecycle::Inner,
+        records::AgentRecord,
+        state::AgentCtx,
+    },
     storage::bigint,
 };
 
@@ -43,7 +49,7 @@ pub(super) async fn beat(cluster: Arc<Cluster>, inner: Weak<Inner>) {
 
 /// One heartbeat. Offers this node holds are not renewed: one it failed to withdraw
 /// lapses, and is failed, like the agents of a lost node.
-async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
+async fn once(cluster: &Cluster, inner: &Arc<Inner>) -> anyhow::Result<()> {
     let lease_until = now_ms() + cluster.lease_ms();
     let held: HashMap<String, i64> = sqlx::query_as(
         "UPDATE agents SET lease_until = $2
@@ -63,7 +69,31 @@ async fn once(cluster: &Cluster, inner: &Inner) -> anyhow::Result<()> {
         }
         check_claim(cluster, inner, &ctx, epoch).await?;
     }
-    reaper::reap(&cluster.pool, cluster.lease_ms(), now_ms()).await?;
+    let room = |r: &AgentRecord| inner.admission.reserve(&r.account, u32::MAX).ok();
+    let reaped = reaper::reap(
+        &cluster.pool,
+        &cluster.node,
+        cluster.lease_ms(),
+        now_ms(),
+        room,
+    );
+    for taken in reaped.await?.taken {
+        // Off the heartbeat: loading a component may take a while.
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            let (record, fence) = (&taken.record, Some(taken.epoch));
+            let cause = Cause {
+                code: reaper::HOST_LOST,
+                what: format!("its node {} was lost", taken.owner),
+            };
+            let (account, id) = (&record.account, &record.agent_id);
+            let resumed = inner.resume_or_fail(account, id, fence, Some(taken.slot), &cause);
+            if let Err(e) = resumed.await {
+                tracing::error!(agent = %id, error = %format!("{e:#}"), "resuming an agent failed");
+            }
+        });
+    }
+    PgJournal::sweep(&cluster.pool).await?;
     Ok(())
 }
 

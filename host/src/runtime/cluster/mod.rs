@@ -6,10 +6,12 @@
 //! Every heartbeat a node renews the leases of the agents it owns, and stops its instances
 //! whose claim is gone: killed at once when the agent was failed or claimed again (its
 //! epoch moved on), stopped with the grace when it was stopped at another node and the
-//! notice was missed. Then it fails, for every node, the agents whose lease ran out
-//! (`reaper`): the host was lost. A stop arrives at any node; that node records it and
-//! announces it on [`STOPS`], and the owner delivers it to its instance. A node at its
-//! admission cap offers a spawn to the nodes with room (`offers`).
+//! notice was missed. Then it takes over, for every node, the agents whose lease ran out
+//! (`reaper`): the host was lost, and each is claimed under the next epoch and resumed
+//! from its journal by a node with room — or failed `host_lost` when it cannot be. A stop
+//! arrives at any node; that node records it and announces it on [`STOPS`], and the owner
+//! delivers it to its instance. A node at its admission cap offers a spawn to the nodes
+//! with room (`offers`).
 
 mod config;
 mod heartbeat;
@@ -31,7 +33,10 @@ use sqlx::PgPool;
 pub use self::config::ClusterConfig;
 use self::config::check_node_id;
 use super::lifecycle::Inner;
-use crate::storage::forward_notices;
+use crate::{
+    clock::now_ms,
+    storage::{bigint, forward_notices},
+};
 
 /// The `NOTIFY` channel of stops; the payload is the agent's id.
 const STOPS: &str = "wasmind_agent_stops";
@@ -62,6 +67,30 @@ impl Cluster {
     /// How long a lease holds, in ms.
     pub(super) fn lease_ms(&self) -> u64 {
         u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Claims this node's own agent `agent_id` again under the next epoch (after this
+    /// node's restart, so what the previous process left in flight is refused), with a
+    /// new lease; the new epoch, or `None` when the agent is no longer this node's or
+    /// alive.
+    pub(super) async fn reclaim(
+        &self,
+        account: &str,
+        agent_id: &str,
+    ) -> anyhow::Result<Option<u64>> {
+        let epoch: Option<i64> = sqlx::query_scalar(
+            "UPDATE agents SET epoch = epoch + 1, lease_until = $4
+             WHERE account_id = $1 AND agent_id = $2 AND owner = $3
+               AND status IN ('spawning', 'running')
+             RETURNING epoch",
+        )
+        .bind(account)
+        .bind(agent_id)
+        .bind(&self.node)
+        .bind(bigint(now_ms() + self.lease_ms()))
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(epoch.map(u64::try_from).transpose()?)
     }
 
     /// Tells every node that `agent_id` was stopped (its owner delivers the stop).

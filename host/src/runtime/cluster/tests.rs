@@ -10,6 +10,7 @@ use super::{
     Cluster, ClusterConfig, offers,
     reaper::{HOST_LOST, reap},
 };
+use crate::runtime::journal::{Entry, JournalError, JournalStore, PgJournal, Run};
 use crate::{
     accounts::{PgUsage, UsageLedger},
     clock::now_ms,
@@ -53,6 +54,14 @@ async fn held_by_a(pool: &PgPool, r: AgentRecord, lease_until: u64, offer: Optio
     insert_agent(&mut conn, r, claim).await.unwrap();
 }
 
+/// Reaps as node-b, which has no room to resume an agent: how many it failed.
+async fn failed(pool: &PgPool, lease_ms: u64, now: u64) -> usize {
+    let reaped = reap(pool, "node-b", lease_ms, now, |_| None::<()>);
+    let reaped = reaped.await.unwrap();
+    assert!(reaped.taken.is_empty());
+    reaped.failed
+}
+
 fn stale<T>(result: &Result<T, RecordError>) -> bool {
     matches!(result, Err(RecordError::Stale(_)))
 }
@@ -67,15 +76,17 @@ async fn a_lost_nodes_agents_fail_once_and_its_writes_are_refused() {
     running(&a, "ag_lost", now - 60_000, now - 1_000).await;
     running(&a, "ag_kept", now - 60_000, now + 60_000).await;
 
-    let (x, y) = tokio::join!(reap(&a, lease_ms, now), reap(&b, lease_ms, now));
-    assert_eq!(x.unwrap() + y.unwrap(), 1, "one node fails the lost agent");
-    assert_eq!(reap(&b, lease_ms, now).await.unwrap(), 0, "once");
+    let (x, y) = tokio::join!(failed(&a, lease_ms, now), failed(&b, lease_ms, now));
+    assert_eq!(x + y, 1, "one node fails the lost agent");
+    assert_eq!(failed(&b, lease_ms, now).await, 0, "once");
 
     let lost = store.get("acct", "ag_lost").await.unwrap().unwrap();
     assert_eq!(lost.status, Status::Failed);
     let error = lost.error.unwrap();
     assert_eq!(error.code, HOST_LOST);
     assert!(error.message.contains("node-a"), "{}", error.message);
+    // No journal: its run had not begun, so there is nothing to resume it from.
+    assert!(error.message.contains("had not begun"), "{}", error.message);
     let (events, _) = store.logs("acct", "ag_lost", 0, 10).await.unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, "terminal");
@@ -171,9 +182,109 @@ async fn an_offer_is_taken_by_one_node_with_its_allowance_or_withdrawn() {
 
     // An offer its node never withdrew (it died) lapses like a lost node's agent.
     offered(&a, "ag_orphan", now - 1_000, allowance).await;
-    assert_eq!(reap(&b, 15_000, now).await.unwrap(), 1);
+    assert_eq!(failed(&b, 15_000, now).await, 1);
     let orphan = store.get("acct", "ag_orphan").await.unwrap().unwrap();
     assert_eq!(orphan.status, Status::Failed);
     let message = orphan.error.unwrap().message;
     assert!(message.contains("before any node took it"), "{message}");
+}
+
+/// One recorded call.
+fn entry(step: u64) -> Entry {
+    Entry {
+        step,
+        func: "mind.complete".into(),
+        args: step,
+        ts: step,
+        result: serde_json::json!(step),
+    }
+}
+
+#[tokio::test]
+async fn a_lost_nodes_journaled_agent_is_taken_over_and_the_lost_nodes_journal_writes_refused() {
+    let pg = Postgres::start();
+    let url = pg.database("takeover");
+    let (a, b) = (pool(&url).await, pool(&url).await);
+    let store = AgentStore::postgres(a.clone(), "node-a").await.unwrap();
+    let journal = PgJournal::new(a.clone());
+    let (now, lease_ms) = (now_ms(), 15_000);
+    let allowance = Allowance::from_row(10, Some(3), 1_000, Some(500));
+    let run_a = |id: &str| Run {
+        account: "acct".into(),
+        agent_id: id.into(),
+        fence: Some(FIRST_EPOCH),
+    };
+    for (id, lapsed) in [("ag_lost", 1_000), ("ag_long_lost", 2 * lease_ms)] {
+        running(&a, id, now - 60_000, now - lapsed).await;
+        let run = run_a(id);
+        journal.begin(&run, allowance).await.unwrap();
+        let appended = journal.append(&run, vec![entry(1), entry(2)], true);
+        appended.await.unwrap();
+    }
+
+    // Without room: the one lost lately is left for a node with room, the other failed.
+    assert_eq!(failed(&b, lease_ms, now).await, 1);
+    let long_lost = store.get("acct", "ag_long_lost").await.unwrap().unwrap();
+    assert_eq!(long_lost.status, Status::Failed);
+    let message = long_lost.error.unwrap().message;
+    assert!(message.contains("no node had room"), "{message}");
+    let lost = store.get("acct", "ag_lost").await.unwrap().unwrap();
+    assert_eq!(lost.status, Status::Running);
+
+    // With room: node-b claims it under the next epoch, once, and its journal is whole.
+    let (x, y) = tokio::join!(
+        reap(&a, "node-b", lease_ms, now, |_| Some(())),
+        reap(&b, "node-b", lease_ms, now, |_| Some(()))
+    );
+    let taken: Vec<_> = [x.unwrap(), y.unwrap()]
+        .into_iter()
+        .flat_map(|r| r.taken)
+        .collect();
+    assert_eq!(taken.len(), 1, "one node takes the lost agent");
+    assert_eq!(taken[0].record.agent_id, "ag_lost");
+    assert_eq!((taken[0].epoch, taken[0].owner.as_str()), (2, "node-a"));
+    let recorded = journal.load("acct", "ag_lost").await.unwrap().unwrap();
+    assert_eq!(recorded.allowance, allowance);
+    assert_eq!(recorded.entries, [entry(1), entry(2)]);
+
+    // node-a's late writes are refused; node-b's go on from where node-a left off.
+    let late = journal
+        .append(&run_a("ag_lost"), vec![entry(3)], true)
+        .await;
+    assert!(matches!(late, Err(JournalError::Stale(_))), "{late:?}");
+    journal.end(&run_a("ag_lost")).await.unwrap();
+    let run_b = Run {
+        fence: Some(2),
+        ..run_a("ag_lost")
+    };
+    journal.append(&run_b, vec![entry(3)], false).await.unwrap();
+    let entries = journal
+        .load("acct", "ag_lost")
+        .await
+        .unwrap()
+        .unwrap()
+        .entries;
+    assert_eq!(entries.len(), 3, "node-a's end deleted nothing");
+    assert!(stale(
+        &store
+            .update("acct", "ag_lost", Some(FIRST_EPOCH), |_| true)
+            .await
+    ));
+
+    // Stopped while no node runs it: it stays stopped, and its journal is swept.
+    let stopped = store.update("acct", "ag_lost", None, |r| {
+        r.status = Status::Stopped;
+        true
+    });
+    stopped.await.unwrap();
+    assert_eq!(PgJournal::sweep(&a).await.unwrap(), 2);
+    assert_eq!(journal.load("acct", "ag_lost").await.unwrap(), None);
+    assert_eq!(
+        reap(&b, "node-b", lease_ms, now, |_| Some(()))
+            .await
+            .unwrap()
+            .taken
+            .len(),
+        0
+    );
 }

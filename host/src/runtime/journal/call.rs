@@ -48,9 +48,7 @@ impl AgentState {
         R: Serialize + DeserializeOwned + Send,
         F: for<'a> FnOnce(&'a mut AgentState) -> BoxFuture<'a, wasmtime::Result<R>> + Send,
     {
-        let Some(journal) = self.agent.journal.clone() else {
-            return live(self).await;
-        };
+        let journal = self.agent.journal.clone();
         if let Some(recorded) = journal.replay(call.func, call.args)? {
             return Ok(recorded);
         }

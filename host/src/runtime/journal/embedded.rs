@@ -1,12 +1,13 @@
 //! Journals in the data dir's redb database, beside the agent records. Every operation
-//! runs on the blocking pool.
+//! runs on the blocking pool. One process runs the agents here: runs have no fence, and
+//! an agent's id is its key (ids are unique across accounts).
 
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use redb::{Database, Durability, ReadableDatabase, TableDefinition};
 
-use super::{Entry, JournalError, JournalStore, Recorded};
+use super::{Entry, JournalError, JournalStore, Recorded, Run, contiguous};
 use crate::{memory::Quota, runtime::records::Allowance};
 
 /// agent_id → (live memories, versions kept per key, CPU budget in ms, Mind tokens) of the
@@ -52,8 +53,8 @@ impl EmbeddedJournal {
 
 #[async_trait]
 impl JournalStore for EmbeddedJournal {
-    async fn begin(&self, agent_id: &str, allowance: Allowance) -> Result<(), JournalError> {
-        let agent_id = agent_id.to_owned();
+    async fn begin(&self, run: &Run, allowance: Allowance) -> Result<(), JournalError> {
+        let agent_id = run.agent_id.clone();
         self.blocking(move |db| {
             let mut txn = db.begin_write()?;
             txn.set_durability(Durability::None)?;
@@ -71,7 +72,7 @@ impl JournalStore for EmbeddedJournal {
         .await
     }
 
-    async fn load(&self, agent_id: &str) -> Result<Option<Recorded>, JournalError> {
+    async fn load(&self, _account: &str, agent_id: &str) -> Result<Option<Recorded>, JournalError> {
         let agent_id = agent_id.to_owned();
         self.blocking(move |db| {
             let txn = db.begin_read()?;
@@ -91,21 +92,15 @@ impl JournalStore for EmbeddedJournal {
                     ts,
                     result,
                 } = serde_json::from_slice(v.value())?;
-                let step = k.value().1;
-                if step != entries.len() as u64 + 1 {
-                    return Err(JournalError::Storage(format!(
-                        "the journal of {agent_id} misses step {}",
-                        entries.len() + 1
-                    )));
-                }
                 entries.push(Entry {
-                    step,
+                    step: k.value().1,
                     func,
                     args,
                     ts,
                     result,
                 });
             }
+            contiguous(&agent_id, &entries)?;
             let allowance = Allowance {
                 memory_quota: Quota {
                     memories,
@@ -121,11 +116,11 @@ impl JournalStore for EmbeddedJournal {
 
     async fn append(
         &self,
-        agent_id: &str,
+        run: &Run,
         entries: Vec<Entry>,
         durable: bool,
     ) -> Result<(), JournalError> {
-        let agent_id = agent_id.to_owned();
+        let agent_id = run.agent_id.clone();
         self.blocking(move |db| {
             let mut txn = db.begin_write()?;
             if !durable {
@@ -156,8 +151,8 @@ impl JournalStore for EmbeddedJournal {
         .await
     }
 
-    async fn end(&self, agent_id: &str) -> Result<(), JournalError> {
-        let agent_id = agent_id.to_owned();
+    async fn end(&self, run: &Run) -> Result<(), JournalError> {
+        let agent_id = run.agent_id.clone();
         self.blocking(move |db| {
             let mut txn = db.begin_write()?;
             // The run is recorded as ended already: a lost delete leaves rows nobody reads.

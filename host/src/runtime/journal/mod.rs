@@ -18,12 +18,15 @@
 //!
 //! The journal of a run is bounded by `[runtime] max_journal_bytes`
 //! (`journal_limit_exceeded`) and deleted when the run ends. It lives behind
-//! [`JournalStore`]: redb on the embedded backend; none on PostgreSQL yet (agents there are
-//! not journaled and fail `host_restarted` / `host_lost` as before).
+//! [`JournalStore`]: redb on the embedded backend, tables on PostgreSQL, where every write
+//! of a run's journal is fenced by the node's claim on the agent, as its record's writes
+//! are: a node that lost its claim can no longer append to the journal its successor
+//! resumes from.
 
 mod call;
 mod clocks;
 mod embedded;
+mod postgres;
 mod resume;
 
 use std::{collections::VecDeque, sync::Arc};
@@ -33,9 +36,13 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use sha2::{Digest, Sha256};
 
-pub use self::embedded::EmbeddedJournal;
-pub(super) use self::{call::Call, clocks::sandbox_clocks, resume::Resumed};
-use super::records::Allowance;
+pub(super) use self::{
+    call::Call,
+    clocks::sandbox_clocks,
+    resume::{Cause, Resumed},
+};
+pub use self::{embedded::EmbeddedJournal, postgres::PgJournal};
+use super::records::{Allowance, Fence};
 use crate::clock::now_ms;
 
 /// Bytes of entries kept in memory past which they are stored (without a sync).
@@ -69,6 +76,10 @@ pub struct Recorded {
 pub enum JournalError {
     #[error("agent journal storage: {0}")]
     Storage(String),
+    /// A write of the run's journal by a node whose claim on the agent is no longer its
+    /// own: refused.
+    #[error("this node's claim on agent {0} is stale: the journal write was refused")]
+    Stale(String),
 }
 
 crate::storage::storage_errors_into!(
@@ -80,31 +91,51 @@ crate::storage::storage_errors_into!(
     redb::CommitError,
     redb::SetDurabilityError,
     serde_json::Error,
+    sqlx::Error,
     tokio::task::JoinError
 );
 
-/// Where runs' journals are kept. A postgres table can implement it later as it is: every
-/// operation is keyed by the agent, and `append` adds entries in step order.
+/// Whose journal an operation writes: the agent's, of its account, by the node holding
+/// the claim `fence` on its run (`None` on the embedded backend, which has no claims).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub account: String,
+    pub agent_id: String,
+    pub fence: Fence,
+}
+
+/// Where runs' journals are kept: keyed by the agent, entries appended in step order;
+/// every write refused ([`JournalError::Stale`]) when its run's fence is superseded.
 #[async_trait]
 pub trait JournalStore: Send + Sync {
     /// Starts the journal of a run launched with `allowance` (not synced: the record's
     /// durable turn to `running` follows).
-    async fn begin(&self, agent_id: &str, allowance: Allowance) -> Result<(), JournalError>;
+    async fn begin(&self, run: &Run, allowance: Allowance) -> Result<(), JournalError>;
 
     /// The run's journal; `None` when it has none (its run never began).
-    async fn load(&self, agent_id: &str) -> Result<Option<Recorded>, JournalError>;
+    async fn load(&self, account: &str, agent_id: &str) -> Result<Option<Recorded>, JournalError>;
 
     /// Appends `entries` (consecutive steps after the last stored one), synced when
     /// `durable`.
     async fn append(
         &self,
-        agent_id: &str,
+        run: &Run,
         entries: Vec<Entry>,
         durable: bool,
     ) -> Result<(), JournalError>;
 
     /// Deletes the run's journal (its run ended).
-    async fn end(&self, agent_id: &str) -> Result<(), JournalError>;
+    async fn end(&self, run: &Run) -> Result<(), JournalError>;
+}
+
+/// Checks that `entries`, as loaded in step order, are steps 1, 2, … without a gap.
+fn contiguous(agent_id: &str, entries: &[Entry]) -> Result<(), JournalError> {
+    match (entries.iter().zip(1..)).find(|(e, step)| e.step != *step) {
+        Some((_, step)) => Err(JournalError::Storage(format!(
+            "the journal of {agent_id} misses step {step}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Why a journaled call ends the run.
@@ -162,7 +193,7 @@ impl std::io::Write for HashWriter {
 
 /// One run's journal, shared by its store's host calls and its clocks.
 pub struct Journal {
-    agent_id: String,
+    run: Run,
     store: Arc<dyn JournalStore>,
     cursor: Mutex<Cursor>,
 }
@@ -193,7 +224,7 @@ impl Journal {
     /// The journal of a run, replaying `recorded` (empty for a fresh run) before it
     /// records live.
     pub fn new(
-        agent_id: &str,
+        run: Run,
         store: Arc<dyn JournalStore>,
         recorded: Vec<Entry>,
         max_bytes: u64,
@@ -201,7 +232,7 @@ impl Journal {
         let bytes = recorded.iter().map(size).sum();
         let next = recorded.last().map_or(1, |e| e.step + 1);
         Self {
-            agent_id: agent_id.to_owned(),
+            run,
             store,
             cursor: Mutex::new(Cursor {
                 replay: recorded.into(),
@@ -299,7 +330,7 @@ impl Journal {
         if pending.is_empty() {
             return Ok(());
         }
-        (self.store.append(&self.agent_id, pending, durable).await)
+        (self.store.append(&self.run, pending, durable).await)
             .map_err(|e| Fault::Storage(e.to_string()))
     }
 

@@ -2,7 +2,7 @@ use std::{sync::Arc, time::Duration};
 
 use redb::Database;
 
-use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, args_hash};
+use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, Run, args_hash};
 use crate::{memory::Quota, runtime::records::Allowance};
 
 fn store() -> (tempfile::TempDir, Arc<Database>, EmbeddedJournal) {
@@ -21,10 +21,19 @@ const ALLOWANCE: Allowance = Allowance {
     token_budget: 9_000,
 };
 
+/// The run of `agent` (the embedded backend's: no fence).
+fn run(agent: &str) -> Run {
+    Run {
+        account: "acct".into(),
+        agent_id: agent.into(),
+        fence: None,
+    }
+}
+
 /// A journal over `store` that records `calls` live, as a first run does.
 async fn record(store: &EmbeddedJournal, agent: &str, calls: &[(&str, u32, &str)]) {
-    store.begin(agent, ALLOWANCE).await.unwrap();
-    let journal = Journal::new(agent, Arc::new(store.clone()), Vec::new(), u64::MAX);
+    store.begin(&run(agent), ALLOWANCE).await.unwrap();
+    let journal = Journal::new(run(agent), Arc::new(store.clone()), Vec::new(), u64::MAX);
     for (i, (func, args, result)) in calls.iter().enumerate() {
         assert_eq!(
             journal.replay::<String>(func, args_hash(args)).unwrap(),
@@ -49,12 +58,17 @@ const CALLS: [(&str, u32, &str); 3] = [
 async fn recorded_calls_are_replayed_in_order_then_the_run_goes_live() {
     let (_dir, _db, store) = store();
     record(&store, "ag_1", &CALLS).await;
-    let recorded = store.load("ag_1").await.unwrap().unwrap();
+    let recorded = store.load("acct", "ag_1").await.unwrap().unwrap();
     assert_eq!(recorded.allowance, ALLOWANCE);
     let steps: Vec<u64> = recorded.entries.iter().map(|e| e.step).collect();
     assert_eq!(steps, [1, 2, 3]);
 
-    let journal = Journal::new("ag_1", Arc::new(store.clone()), recorded.entries, u64::MAX);
+    let journal = Journal::new(
+        run("ag_1"),
+        Arc::new(store.clone()),
+        recorded.entries,
+        u64::MAX,
+    );
     for (func, args, result) in CALLS {
         assert!(journal.replaying());
         let got: Option<String> = journal.replay(func, args_hash(&args)).unwrap();
@@ -65,24 +79,24 @@ async fn recorded_calls_are_replayed_in_order_then_the_run_goes_live() {
     journal.keep("mind.complete", 9, &"live").unwrap();
     journal.store(true).await.unwrap();
     journal.finish().unwrap();
-    let entries = store.load("ag_1").await.unwrap().unwrap().entries;
+    let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
     assert_eq!(entries.len(), 4);
     assert_eq!(entries[3].step, 4);
     assert_eq!(entries[3].result, serde_json::json!("live"));
     // Another agent's journal is its own.
-    assert_eq!(store.load("ag_2").await.unwrap(), None);
+    assert_eq!(store.load("acct", "ag_2").await.unwrap(), None);
 
-    store.end("ag_1").await.unwrap();
-    assert_eq!(store.load("ag_1").await.unwrap(), None);
+    store.end(&run("ag_1")).await.unwrap();
+    assert_eq!(store.load("acct", "ag_1").await.unwrap(), None);
 }
 
 #[tokio::test]
 async fn another_function_or_other_arguments_at_a_step_diverge_naming_it() {
     let (_dir, _db, store) = store();
     record(&store, "ag_1", &CALLS).await;
-    let entries = store.load("ag_1").await.unwrap().unwrap().entries;
+    let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
     let replay =
-        |entries: Vec<Entry>| Journal::new("ag_1", Arc::new(store.clone()), entries, u64::MAX);
+        |entries: Vec<Entry>| Journal::new(run("ag_1"), Arc::new(store.clone()), entries, u64::MAX);
 
     let journal = replay(entries.clone());
     journal
@@ -131,8 +145,8 @@ async fn a_tampered_argument_hash_in_the_store_diverges_at_its_step() {
     let (_dir, _db, store) = store();
     record(&store, "ag_1", &CALLS).await;
     store.tamper("ag_1", 3);
-    let entries = store.load("ag_1").await.unwrap().unwrap().entries;
-    let journal = Journal::new("ag_1", Arc::new(store.clone()), entries, u64::MAX);
+    let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
+    let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), entries, u64::MAX);
     for (func, args, _) in &CALLS[..2] {
         journal.replay::<String>(func, args_hash(args)).unwrap();
     }
@@ -147,7 +161,7 @@ async fn a_tampered_argument_hash_in_the_store_diverges_at_its_step() {
 #[tokio::test]
 async fn a_journal_past_its_bound_fails_the_run() {
     let (_dir, _db, store) = store();
-    let journal = Journal::new("ag_1", Arc::new(store), Vec::new(), 200);
+    let journal = Journal::new(run("ag_1"), Arc::new(store), Vec::new(), 200);
     journal.keep("mind.complete", 0, &"x".repeat(100)).unwrap();
     let full = journal.keep("mind.complete", 0, &"x".repeat(100));
     assert_eq!(full, Err(Fault::Full { max: 200 }));
@@ -165,7 +179,7 @@ async fn a_journal_missing_a_step_is_unreadable() {
         .remove(("ag_1", 2))
         .unwrap();
     txn.commit().unwrap();
-    let err = store.load("ag_1").await.unwrap_err();
+    let err = store.load("acct", "ag_1").await.unwrap_err();
     assert!(err.to_string().contains("misses step 2"), "{err}");
 }
 
@@ -180,9 +194,17 @@ fn argument_hashes_are_stable_and_tell_arguments_apart() {
 #[tokio::test]
 async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
     let (_dir, _db, store) = store();
-    store.begin("ag_1", ALLOWANCE).await.unwrap();
-    let journal = Journal::new("ag_1", Arc::new(store.clone()), Vec::new(), u64::MAX);
-    let stored = || async { store.load("ag_1").await.unwrap().unwrap().entries.len() };
+    store.begin(&run("ag_1"), ALLOWANCE).await.unwrap();
+    let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), Vec::new(), u64::MAX);
+    let stored = || async {
+        store
+            .load("acct", "ag_1")
+            .await
+            .unwrap()
+            .unwrap()
+            .entries
+            .len()
+    };
     journal.keep("memory.get", 1, &"small").unwrap();
     journal.store(false).await.unwrap();
     assert_eq!(stored().await, 0);

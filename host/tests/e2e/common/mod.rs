@@ -73,10 +73,7 @@ pub fn on_postgres() -> bool {
 /// the run's shared PostgreSQL (made on first use).
 pub fn storage_section(dir: &Path) -> String {
     static MADE: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let name = format!("e2e_{:016x}", {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-        BuildHasherDefault::<DefaultHasher>::default().hash_one(dir)
-    });
+    let name = database_of(dir);
     let pg = postgres::Postgres::shared();
     let mut made = MADE.lock().unwrap();
     if !made.contains(&name) {
@@ -87,6 +84,14 @@ pub fn storage_section(dir: &Path) -> String {
         "\n[storage]\nbackend = \"postgres\"\ndatabase_url = \"{}\"\n",
         pg.url(&name)
     )
+}
+
+/// The name of the database of `dir`'s server on the run's shared PostgreSQL.
+pub fn database_of(dir: &Path) -> String {
+    format!("e2e_{:016x}", {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(dir)
+    })
 }
 
 /// Creates a key for `account` on `plan` in `dir` (no server may be running on it; on
