@@ -122,7 +122,7 @@ fn each_door_is_recorded_with_its_key_and_no_other_account_reads_it() {
     );
     let mut replaced = written["replaced"].as_array().unwrap().clone();
     replaced.sort_by_key(|v| v.to_string());
-    let mut expected = originals.clone();
+    let mut expected = originals;
     expected.sort_by_key(|v| v.to_string());
     assert_eq!(replaced, expected, "{written:#}");
     assert_eq!(merged["replaced"].as_array().unwrap().len(), 3);

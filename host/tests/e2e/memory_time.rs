@@ -48,7 +48,7 @@ fn pairs(items: &Value) -> Vec<(String, String)> {
 }
 
 /// (key, value) of a keyword search for `query` with `extra` fields.
-fn search(c: &Client, query: &str, extra: Value) -> Vec<(String, String)> {
+fn search(c: &Client, query: &str, extra: &Value) -> Vec<(String, String)> {
     let mut body = json!({ "query": query, "mode": "keyword" });
     body.as_object_mut()
         .unwrap()
@@ -107,11 +107,11 @@ fn as_of_reads_the_versions_live_before_and_after_an_update_and_a_delete() {
     );
     assert_eq!(list_at(&c, deleted), [pair("pet", "a cat named Miso")]);
 
-    let lisbon = |at| search(&c, "Lisbon Porto", json!({ "as_of": at }));
+    let lisbon = |at| search(&c, "Lisbon Porto", &json!({ "as_of": at }));
     assert_eq!(lisbon(first), [pair("city", "lives in Lisbon")]);
     assert_eq!(lisbon(updated), [pair("city", "lives in Porto")]);
     assert_eq!(lisbon(deleted), []);
-    assert_eq!(search(&c, "Lisbon Porto", json!({})), [], "now: deleted");
+    assert_eq!(search(&c, "Lisbon Porto", &json!({})), [], "now: deleted");
 
     // History shows when each version was written and when its fact was observed.
     let history = c.get("/api/v1/memory/history?key=city").body;
@@ -184,7 +184,7 @@ fn observed_at_is_kept_filters_reads_and_is_what_decay_counts_from() {
     let recent = search(
         &c,
         "baker pilot",
-        json!({ "observed_after": now - 30 * DAY_MS }),
+        &json!({ "observed_after": now - 30 * DAY_MS }),
     );
     let mut recent = keys_of(recent);
     recent.sort();
