@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from harness import Server
@@ -117,3 +119,27 @@ def test_a_wrong_key_is_invalid_api_key(server: Server) -> None:
     with Client(server.base, "wm_not_a_key") as stranger, pytest.raises(WasmindError) as refused:
         stranger.memory.namespaces()
     assert (refused.value.status, refused.value.code) == (401, "invalid_api_key")
+
+
+def test_time_travel_observed_at_and_provenance(client: Client) -> None:
+    stated = 1_700_000_000_000
+    first = client.memory.put("city", "lives in Lisbon", observed_at=stated)
+    assert first["observed_at"] == stated
+    provenance = first["provenance"]
+    assert provenance is not None and provenance["door"] == "rest"
+    assert (provenance["key_id"] or "").startswith("key_")
+    time.sleep(0.01)
+    between = int(time.time() * 1000)
+    time.sleep(0.01)
+    client.memory.put("city", "lives in Porto")
+    assert client.memory.get("city", as_of=between)["value"] == "lives in Lisbon"
+    assert [m["value"] for m in client.memory.list(as_of=between)] == ["lives in Lisbon"]
+    hits = client.memory.search("Lisbon Porto", mode="keyword", as_of=between)
+    assert [h["value"] for h in hits] == ["lives in Lisbon"]
+    assert list(client.memory.list(observed_before=stated + 1)) == [], "Porto is observed now"
+    assert [h["value"] for h in client.memory.search("Porto", mode="keyword", observed_after=stated + 1)] == [
+        "lives in Porto"
+    ]
+    with pytest.raises(WasmindError) as refused:
+        client.memory.search("x", as_of=int(time.time() * 1000) + 86_400_000)
+    assert refused.value.code == "invalid_as_of"

@@ -24,6 +24,11 @@ export interface KeyOptions {
   namespace?: string;
 }
 
+export interface GetOptions extends KeyOptions {
+  /** Read the version live at this instant (epoch ms) with its value then (not counted as an access). */
+  asOf?: number;
+}
+
 export interface DeleteOptions extends KeyOptions {
   /** `true` removes every version for good; `false` (default) soft-deletes, keeping history. */
   hard?: boolean;
@@ -45,6 +50,12 @@ export interface ListOptions {
   tags?: string[];
   /** Page size (default 50, capped at 200). */
   limit?: number;
+  /** List the versions live at this instant (epoch ms), with their values then. */
+  asOf?: number;
+  /** Only versions whose fact was observed at or after this instant (epoch ms). */
+  observedAfter?: number;
+  /** Only versions whose fact was observed before this instant (epoch ms). */
+  observedBefore?: number;
 }
 
 export interface ListPageOptions extends ListOptions {
@@ -63,9 +74,13 @@ export class MemoryApi {
     return this.transport.call("post", "/api/v1/memory", { body: memory });
   }
 
-  /** The live memory at `key` (counts as an access). Throws `not_found` when there is none. */
-  get(key: string, options: KeyOptions = {}): Promise<Memory> {
-    return this.transport.call("get", "/api/v1/memory", { query: { key, namespace: options.namespace } });
+  /**
+   * The live memory at `key` (counts as an access), or with `asOf` the version live then.
+   * Throws `not_found` when there is none.
+   */
+  get(key: string, options: GetOptions = {}): Promise<Memory> {
+    const { namespace, asOf } = options;
+    return this.transport.call("get", "/api/v1/memory", { query: { key, namespace, as_of: asOf } });
   }
 
   /** Deletes the memory at `key`: soft by default, every version with `hard: true`. */
@@ -92,12 +107,18 @@ export class MemoryApi {
     return this.transport.call("get", "/api/v1/memory/history", { query: { key, namespace, limit, cursor } });
   }
 
-  /** Searches live memories by meaning and keyword; results best first. */
+  /**
+   * Searches live memories by meaning and keyword; results best first. `as_of` searches the
+   * versions live then; `observed_after`/`observed_before` keep an observation window.
+   */
   search(request: SearchRequest): Promise<SearchResponse> {
     return this.transport.call("post", "/api/v1/memory/search", { body: request });
   }
 
-  /** Every live memory, most recently written first, fetched page by page as iterated. */
+  /**
+   * Every live memory (with `asOf`, every version live then), most recently written first,
+   * fetched page by page as iterated.
+   */
   list(options: ListOptions = {}): AsyncGenerator<Memory, void, undefined> {
     return paginate((cursor) => this.listPage({ ...options, cursor }));
   }
@@ -105,9 +126,17 @@ export class MemoryApi {
   /** One page of live memories; pass its `next_cursor` as `cursor` for the next. */
   listPage(options: ListPageOptions = {}): Promise<MemoryList> {
     // Every parameter spelled out: a name the server's document no longer has fails the typecheck.
-    const { namespace, tags, limit, cursor } = options;
+    const { namespace, tags, limit, cursor, asOf, observedAfter, observedBefore } = options;
     return this.transport.call("get", "/api/v1/memory/list", {
-      query: { namespace, tags: tags === undefined ? undefined : tags.join(","), limit, cursor },
+      query: {
+        namespace,
+        tags: tags === undefined ? undefined : tags.join(","),
+        limit,
+        cursor,
+        as_of: asOf,
+        observed_after: observedAfter,
+        observed_before: observedBefore,
+      },
     });
   }
 

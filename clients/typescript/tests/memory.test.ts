@@ -235,3 +235,34 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   }
   return all;
 }
+
+test("as of an instant, the values then; observed_at kept; provenance recorded", async () => {
+  const memory = server.client(server.createKey("time")).memory;
+  const stated = 1_700_000_000_000;
+  const first = await memory.put({ key: "city", value: "lives in Lisbon", observed_at: stated });
+  assert.equal(first.observed_at, stated);
+  assert.equal(first.provenance?.door, "rest");
+  assert.ok(first.provenance?.key_id?.startsWith("key_"));
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  const between = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  await memory.put({ key: "city", value: "lives in Porto" });
+  assert.equal((await memory.get("city", { asOf: between })).value, "lives in Lisbon");
+  const then = [];
+  for await (const m of memory.list({ asOf: between })) then.push(m.value);
+  assert.deepEqual(then, ["lives in Lisbon"]);
+  const found = await memory.search({ query: "Lisbon Porto", mode: "keyword", as_of: between });
+  assert.deepEqual(
+    found.results.map((r) => r.value),
+    ["lives in Lisbon"],
+  );
+  const old = [];
+  for await (const m of memory.list({ observedBefore: stated + 1 })) old.push(m.value);
+  assert.deepEqual(old, [], "Porto is observed now");
+  const error = await memory.search({ query: "x", as_of: Date.now() + 86_400_000 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof WasmindError);
+  assert.equal(error.code, "invalid_as_of");
+});

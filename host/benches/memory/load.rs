@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::task::JoinSet;
 use wasmind::memory::embed::EmbedderKind;
-use wasmind::memory::{ImportItem, PutInput, Source};
+use wasmind::memory::{Door, ImportItem, Provenance, PutInput};
 
 use super::harness;
 use super::text::Texts;
@@ -148,7 +148,8 @@ pub fn item(account: &str, i: usize, texts: &mut Texts) -> PutInput {
         tags,
         importance: rng.range(1, 10) as f64,
         expires_in_days: None,
-        source: Source::Manual,
+        observed_at: None,
+        provenance: Provenance::door(Door::Import),
     }
 }
 

@@ -257,6 +257,7 @@ fn searches(
                     limit: 10,
                     mode,
                     min_score: 0.0,
+                    time: Default::default(),
                 };
                 let started = Instant::now();
                 rt.block_on(memory.search(account, query)).expect("search");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use wasmind::memory::embed::{Embedder, EmbedderKind};
-use wasmind::memory::{PutInput, Source};
+use wasmind::memory::{Door, Provenance, PutInput};
 
 use super::harness::{self, Client, Server};
 use super::report::{Table, ms};
@@ -271,7 +271,8 @@ pub fn input(account: &str, key: String, value: String) -> PutInput {
         tags: Vec::new(),
         importance: 5.0,
         expires_in_days: None,
-        source: Source::Manual,
+        observed_at: None,
+        provenance: Provenance::door(Door::Rest),
     }
 }
 

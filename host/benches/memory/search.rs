@@ -159,6 +159,7 @@ pub fn run(
                     limit: 10,
                     mode,
                     min_score: 0.0,
+                    time: Default::default(),
                 };
                 let started = Instant::now();
                 rt.block_on(opened.memory().search(account, query))

@@ -147,6 +147,19 @@ impl PartialSchema for MemoryDraft {
                     days().description(Some("the memory expires this many days after the write")),
                 ),
             )
+            .property(
+                "observed_at",
+                or_null(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Integer)
+                        .minimum(Some(0))
+                        .description(Some(
+                            "epoch milliseconds: when the fact was stated or observed (not in \
+                             the future); default the write time. Search's time decay counts \
+                             from it",
+                        )),
+                ),
+            )
             .required("key")
             .required("value")
             .additional_properties(Some(AdditionalProperties::FreeForm(true)))

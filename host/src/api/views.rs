@@ -8,7 +8,7 @@
 use serde::{Serialize, Serializer};
 use utoipa::ToSchema;
 
-use crate::memory::{Memory, SearchHit};
+use crate::memory::{Door, Memory, Provenance, SearchHit};
 
 /// Importance as a JSON number: whole numbers stay integers (`5`, not `5.0`).
 fn importance<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
@@ -35,6 +35,63 @@ impl From<crate::memory::Source> for SourceView {
             Source::Manual => Self::Manual,
             Source::AutoExtracted => Self::AutoExtracted,
             Source::Consolidated => Self::Consolidated,
+        }
+    }
+}
+
+/// The door a memory version came in by.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = ProvenanceDoor)]
+pub enum DoorView {
+    Rest,
+    Import,
+    Mcp,
+    AgentTool,
+    AutoExtraction,
+    Consolidation,
+}
+
+impl From<Door> for DoorView {
+    fn from(d: Door) -> Self {
+        match d {
+            Door::Rest => Self::Rest,
+            Door::Import => Self::Import,
+            Door::Mcp => Self::Mcp,
+            Door::AgentTool => Self::AgentTool,
+            Door::AutoExtraction => Self::AutoExtraction,
+            Door::Consolidation => Self::Consolidation,
+        }
+    }
+}
+
+/// Who wrote a memory version and by which door; finer than `source`. Null on versions
+/// written before provenance was recorded.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Provenance)]
+pub struct ProvenanceView {
+    pub door: DoorView,
+    /// The API key's id (`key_…`) for the doors a key opens: `rest`, `import`, `mcp`, and
+    /// a `consolidation` asked for over REST.
+    pub key_id: Option<String>,
+    /// The agent whose tool call (`agent_tool`) or run (`auto_extraction`) wrote it; its
+    /// record is `GET /api/v1/agents/{agent_id}`.
+    pub agent_id: Option<String>,
+    /// The agent run's journal step of the tool call; null where runs are not journaled.
+    #[schema(minimum = 1)]
+    pub step: Option<u64>,
+    /// For a consolidation summary: the `memory_id`s of the memories it replaced.
+    pub replaced: Vec<String>,
+}
+
+impl From<&Provenance> for ProvenanceView {
+    fn from(p: &Provenance) -> Self {
+        Self {
+            door: p.door.into(),
+            key_id: p.key_id.clone(),
+            agent_id: p.agent_id.clone(),
+            step: p.step,
+            replaced: p.replaced.clone(),
         }
     }
 }
@@ -75,8 +132,11 @@ pub struct MemoryView {
     #[serde(flatten)]
     pub core: MemoryCore,
     pub memory_id: String,
-    /// Epoch milliseconds.
+    /// Epoch milliseconds: when this version was written.
     pub updated_at: u64,
+    /// Epoch milliseconds: when this version's fact was stated or observed, as its writer
+    /// said (`observed_at` of the put or import); its write time otherwise.
+    pub observed_at: u64,
     pub access_count: u64,
     /// The same count, in the specification's other spelling.
     #[serde(rename = "accessCount")]
@@ -94,6 +154,7 @@ pub struct MemoryView {
     pub consolidated_into: Option<String>,
     #[serde(rename = "consolidatedInto")]
     pub consolidated_into_camel: Option<String>,
+    pub provenance: Option<ProvenanceView>,
 }
 
 impl From<&Memory> for MemoryView {
@@ -102,6 +163,7 @@ impl From<&Memory> for MemoryView {
             core: m.into(),
             memory_id: m.memory_id.clone(),
             updated_at: m.updated_at,
+            observed_at: m.observed(),
             access_count: m.access_count,
             access_count_camel: m.access_count,
             expires_at: m.expires_at,
@@ -110,6 +172,7 @@ impl From<&Memory> for MemoryView {
             version: m.version,
             consolidated_into: m.consolidated_into.clone(),
             consolidated_into_camel: m.consolidated_into.clone(),
+            provenance: m.provenance.as_ref().map(Into::into),
         }
     }
 }
@@ -135,6 +198,7 @@ pub struct SearchHitView {
     #[schema(minimum = 0, maximum = 1)]
     pub score: f64,
     pub breakdown: BreakdownView,
+    pub provenance: Option<ProvenanceView>,
 }
 
 impl From<&SearchHit> for SearchHitView {
@@ -150,6 +214,7 @@ impl From<&SearchHit> for SearchHitView {
                 importance: b.importance,
                 time_decay: b.time_decay,
             },
+            provenance: h.memory.provenance.as_ref().map(Into::into),
         }
     }
 }
@@ -161,6 +226,8 @@ pub struct ExportItem {
     pub core: MemoryCore,
     /// Epoch milliseconds.
     pub updated_at: u64,
+    /// Epoch milliseconds: when its fact was observed (import keeps it).
+    pub observed_at: u64,
     /// Days left before the memory expires; absent when it never does.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0)]
@@ -173,6 +240,7 @@ impl ExportItem {
         Self {
             core: m.into(),
             updated_at: m.updated_at,
+            observed_at: m.observed(),
             expires_in_days: m
                 .expires_at
                 .map(|at| at.saturating_sub(now) as f64 / 86_400_000.0),

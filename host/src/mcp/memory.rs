@@ -11,6 +11,7 @@ use crate::{
     accounts::Principal,
     api::AppState,
     blocking::{BlockingError, run_blocking},
+    memory::{Door, Provenance},
     runtime::account_memory,
 };
 
@@ -41,7 +42,13 @@ pub async fn call(
     args: JsonObject,
 ) -> CallToolResult {
     let quota = state.limits(who.plan).memory_quota();
-    let memory = account_memory(state.memory.clone(), who.account.to_string(), quota);
+    let provenance = Provenance::keyed(Door::Mcp, &who.key_id);
+    let memory = account_memory(
+        state.memory.clone(),
+        who.account.to_string(),
+        quota,
+        provenance,
+    );
     let call = ToolCall::new("mcp", name, &Value::Object(args));
     // The SDK's memory is synchronous (a guest blocks on its host calls): run it on a
     // blocking thread, which waits on the async host side.

@@ -63,6 +63,16 @@ pub struct Merge {
     pub originals: Vec<u64>,
 }
 
+impl Merge {
+    /// The summary's put, its provenance naming the originals `replaced` at the write
+    /// (those of the plan still live then).
+    pub fn naming(&self, replaced: &[Memory]) -> PutInput {
+        let mut input = self.summary.clone();
+        input.provenance.replaced = replaced.iter().map(|m| m.memory_id.clone()).collect();
+        input
+    }
+}
+
 /// What one merge did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Merged {
@@ -139,6 +149,19 @@ pub trait MemoryBackend: Send + Sync {
 
     /// Every live memory of `account` (in `namespace` when given), oldest first.
     async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>>;
+
+    /// Every version of `account` (in `namespace` when given) live at `at`, oldest first,
+    /// each with its stored embedding when `embeddings`: per key, the newest version
+    /// written by `at`, unless deleted or expired by then (see `time::version_at`). A scan
+    /// of the account's keys, for reads with a time filter only; versions removed for good
+    /// (a hard delete, pruning) are not there.
+    async fn versions_at(
+        &self,
+        account: &str,
+        namespace: Option<&str>,
+        at: u64,
+        embeddings: bool,
+    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>>;
 
     /// Writes `items` in order as puts in one transaction, halting at the quota.
     async fn import(&self, account: &str, items: Vec<Prepared>, limit: u64)

@@ -19,7 +19,7 @@ use super::{
     MemoryError, PutInput,
     dedupe::usefulness,
     input::{MAX_KEY_CHARS, MAX_TAGS, validate_key},
-    record::{Memory, Source},
+    record::{Door, Memory, Provenance},
 };
 use crate::mind::{MindError, Summary};
 
@@ -106,13 +106,16 @@ fn groups(adjacent: &HashMap<u64, Vec<(u64, f32)>>, clustered: &HashSet<u64>) ->
 
 /// The memory that replaces `members` (centre first): the Mind's value, its key made
 /// snake_case when it is not, the cluster's namespace, highest importance and tags (the
-/// first 20 distinct, in member order), source `consolidated`. It expires only when every
+/// first 20 distinct, in member order), observed when the newest member was, source
+/// `consolidated`, its provenance naming the
+/// members it replaces and the key (`key_id`) that asked for it. It expires only when every
 /// member does, with the last of them. A summary that still is no valid memory (a value
 /// over 5,000 characters: cutting it would drop facts) is the Mind's failure.
 pub fn summary_input(
     members: &[&Memory],
     summary: &Summary,
     now: u64,
+    key_id: Option<&str>,
 ) -> Result<PutInput, MindError> {
     let first = members[0];
     let mut tags: Vec<String> = Vec::new();
@@ -132,7 +135,12 @@ pub fn summary_input(
         expires_in_days: expires_at
             .and_then(|at| at.into_iter().max())
             .map(|last| last.saturating_sub(now).max(1) as f64 / 86_400_000.0),
-        source: Source::Consolidated,
+        observed_at: members.iter().map(|m| m.observed()).max(),
+        provenance: Provenance {
+            key_id: key_id.map(str::to_string),
+            replaced: members.iter().map(|m| m.memory_id.clone()).collect(),
+            ..Provenance::door(Door::Consolidation)
+        },
     };
     match input.validate() {
         Ok(()) => Ok(input),
@@ -189,7 +197,10 @@ pub fn distinct_keys(inputs: &mut [PutInput]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{memory::record::sample, mind::Usage};
+    use crate::{
+        memory::record::{Source, sample},
+        mind::Usage,
+    };
 
     fn memories(n: u64) -> Vec<Memory> {
         (1..=n).map(sample).collect()
@@ -253,11 +264,19 @@ mod tests {
         ms[1].importance = 7.5;
         ms[2].namespace = "ignored".into();
         let members: Vec<&Memory> = ms.iter().collect();
-        let input = summary_input(&members, &summary("colour_summary", "Blue."), 0).unwrap();
+        let input = summary_input(
+            &members,
+            &summary("colour_summary", "Blue."),
+            0,
+            Some("key_1"),
+        );
+        let input = input.unwrap();
         assert_eq!(input.key, "colour_summary");
         assert_eq!(input.namespace, "default");
         assert_eq!(input.importance, 7.5);
-        assert_eq!(input.source, Source::Consolidated);
+        assert_eq!(input.source(), Source::Consolidated);
+        assert_eq!(input.provenance.key_id.as_deref(), Some("key_1"));
+        assert_eq!(input.provenance.replaced, ["mem_1", "mem_2", "mem_3"]);
         assert_eq!(input.tags.len(), 20);
         assert_eq!(input.tags[19], "t19");
         assert_eq!(input.expires_in_days, None);
@@ -265,11 +284,11 @@ mod tests {
         ms[0].expires_at = Some(86_400_000);
         ms[1].expires_at = Some(2 * 86_400_000);
         let members: Vec<&Memory> = ms.iter().collect();
-        let input = summary_input(&members, &summary("k", "v"), 0).unwrap();
+        let input = summary_input(&members, &summary("k", "v"), 0, None).unwrap();
         assert_eq!(input.expires_in_days, None, "3 never expires");
         ms[2].expires_at = Some(1);
         let members: Vec<&Memory> = ms.iter().collect();
-        let input = summary_input(&members, &summary("k", "v"), 0).unwrap();
+        let input = summary_input(&members, &summary("k", "v"), 0, None).unwrap();
         assert_eq!(input.expires_in_days, Some(2.0), "the last member's expiry");
     }
 
@@ -283,13 +302,13 @@ mod tests {
             ("--", "memory"),
             ("user_likes", "user_likes"),
         ] {
-            let input = summary_input(&members, &summary(raw, "v"), 0).unwrap();
+            let input = summary_input(&members, &summary(raw, "v"), 0, None).unwrap();
             assert_eq!(input.key, want);
         }
-        let long = summary_input(&members, &summary(&"Key ".repeat(100), "v"), 0).unwrap();
+        let long = summary_input(&members, &summary(&"Key ".repeat(100), "v"), 0, None).unwrap();
         assert!(long.key.len() <= MAX_KEY_CHARS && !long.key.ends_with('_'));
         assert!(matches!(
-            summary_input(&members, &summary("k", &"x".repeat(5_001)), 0),
+            summary_input(&members, &summary("k", &"x".repeat(5_001)), 0, None),
             Err(MindError::Unavailable(_))
         ));
     }
@@ -300,7 +319,7 @@ mod tests {
         let members: Vec<&Memory> = ms.iter().collect();
         let mut inputs: Vec<PutInput> = ["a", "a", "b", "a"]
             .iter()
-            .map(|k| summary_input(&members, &summary(k, "v"), 0).unwrap())
+            .map(|k| summary_input(&members, &summary(k, "v"), 0, None).unwrap())
             .collect();
         inputs[2].key = "a".into();
         inputs[2].namespace = "other".into();
@@ -308,7 +327,7 @@ mod tests {
         let keys: Vec<&str> = inputs.iter().map(|i| i.key.as_str()).collect();
         assert_eq!(keys, ["a", "a_2", "a", "a_3"]);
         let mut long: Vec<PutInput> = (0..2)
-            .map(|_| summary_input(&members, &summary(&"k".repeat(128), "v"), 0).unwrap())
+            .map(|_| summary_input(&members, &summary(&"k".repeat(128), "v"), 0, None).unwrap())
             .collect();
         distinct_keys(&mut long);
         assert_eq!(long[1].key.len(), 128);

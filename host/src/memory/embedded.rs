@@ -187,7 +187,9 @@ impl MemoryBackend for Embedded {
         self.reap_if_due(account).await?;
         self.read(|r, now| {
             r.list(account, q.before, q.limit, now, |m| {
-                q.namespace.as_ref().is_none_or(|ns| &m.namespace == ns) && m.has_all_tags(&q.tags)
+                q.namespace.as_ref().is_none_or(|ns| &m.namespace == ns)
+                    && m.has_all_tags(&q.tags)
+                    && q.time.keeps(m)
             })
         })
     }
@@ -209,6 +211,20 @@ impl MemoryBackend for Embedded {
                 namespace.is_none_or(|ns| m.namespace == ns)
             })
         })
+    }
+
+    async fn versions_at(
+        &self,
+        account: &str,
+        namespace: Option<&str>,
+        at: u64,
+        embeddings: bool,
+    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>> {
+        let (account, namespace) = (account.to_string(), namespace.map(str::to_string));
+        self.blocking(move |this| {
+            this.read(|r, _| r.versions_at(&account, namespace.as_deref(), at, embeddings))
+        })
+        .await
     }
 
     async fn import(

@@ -3,7 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{MemoryError, Result, record::Source};
+use super::{
+    MemoryError, Result,
+    record::{Provenance, Source},
+    time::not_future,
+};
+use crate::clock::now_ms;
 use crate::object::{self, FieldError, Fields};
 
 pub use wasmind_rules::limits::{
@@ -23,7 +28,10 @@ pub struct PutInput {
     pub tags: Vec<String>,
     pub importance: f64,
     pub expires_in_days: Option<f64>,
-    pub source: Source,
+    /// When the fact was stated or observed (epoch ms); the write time when `None`.
+    pub observed_at: Option<u64>,
+    /// Who writes it; its door decides the `source`.
+    pub provenance: Provenance,
 }
 
 /// One memory as a writer gives it — a put body, an import item, a memory the Mind
@@ -37,6 +45,7 @@ pub struct MemoryDraft {
     pub tags: Option<Vec<String>>,
     pub importance: Option<f64>,
     pub expires_in_days: Option<f64>,
+    pub observed_at: Option<u64>,
 }
 
 impl Fields for MemoryDraft {
@@ -47,6 +56,7 @@ impl Fields for MemoryDraft {
         ("tags", "an array of strings"),
         ("importance", "a number"),
         ("expires_in_days", "a number"),
+        ("observed_at", "a whole number of epoch milliseconds"),
     ];
 }
 
@@ -64,10 +74,13 @@ impl From<FieldError> for MemoryError {
 }
 
 impl PutInput {
-    /// The write of `draft` into `account`, held to every bound of [`validate`](Self::validate):
-    /// the one way a put body, an import item and a Mind proposal become a write, so all of
-    /// them are refused with the same words.
-    pub fn new(account: &str, draft: MemoryDraft, source: Source) -> Result<Self> {
+    /// The write of `draft` into `account`, held to every bound of [`validate`](Self::validate)
+    /// and with an `observed_at` not in the future: the one way a put body, an import item
+    /// and a Mind proposal become a write, so all of them are refused with the same words.
+    pub fn new(account: &str, draft: MemoryDraft, provenance: Provenance) -> Result<Self> {
+        if let Some(at) = draft.observed_at {
+            not_future("observed_at", at, now_ms())?;
+        }
         let input = PutInput {
             account: account.to_string(),
             key: draft.key,
@@ -76,7 +89,8 @@ impl PutInput {
             tags: draft.tags.unwrap_or_default(),
             importance: draft.importance.unwrap_or(DEFAULT_IMPORTANCE),
             expires_in_days: draft.expires_in_days,
-            source,
+            observed_at: draft.observed_at,
+            provenance,
         };
         input.validate()?;
         Ok(input)
@@ -94,6 +108,11 @@ impl PutInput {
             expires_in_days: self.expires_in_days,
         };
         Ok(write.validate()?)
+    }
+
+    /// The specification's `source` of the write, from its door.
+    pub fn source(&self) -> Source {
+        self.provenance.door.source()
     }
 
     /// The expiry instant for a write at `now` (epoch ms).
@@ -127,6 +146,7 @@ pub fn validate_tags(tags: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::record::Door;
 
     fn input() -> PutInput {
         PutInput {
@@ -137,7 +157,8 @@ mod tests {
             tags: vec![],
             importance: DEFAULT_IMPORTANCE,
             expires_in_days: None,
-            source: Source::Manual,
+            observed_at: None,
+            provenance: Provenance::door(Door::Rest),
         }
     }
 
@@ -193,7 +214,7 @@ mod tests {
             "key": "favourite_colour", "value": "blue", "namespace": null, "tags": ["a"],
         })))
         .unwrap();
-        let made = PutInput::new("acme", draft, Source::Manual).unwrap();
+        let made = PutInput::new("acme", draft, Provenance::door(Door::Rest)).unwrap();
         assert_eq!(
             made,
             PutInput {
@@ -222,6 +243,16 @@ mod tests {
                 "importance",
                 "importance must be a number",
             ),
+            (
+                serde_json::json!({ "key": "k", "value": "v", "observed_at": -1 }),
+                "observed_at",
+                "observed_at must be a whole number of epoch milliseconds",
+            ),
+            (
+                serde_json::json!({ "key": "k", "value": "v", "observed_at": 1.5 }),
+                "observed_at",
+                "observed_at must be a whole number of epoch milliseconds",
+            ),
         ] {
             match MemoryDraft::from_object(object(bad)) {
                 Err(MemoryError::Invalid {
@@ -239,8 +270,21 @@ mod tests {
             ..MemoryDraft::default()
         };
         assert!(matches!(
-            PutInput::new("acme", draft, Source::Manual),
+            PutInput::new("acme", draft, Provenance::door(Door::Rest)),
             Err(MemoryError::Invalid { field: "value", .. })
+        ));
+        let future = MemoryDraft {
+            key: "k".into(),
+            value: "v".into(),
+            observed_at: Some(now_ms() + 3_600_000),
+            ..MemoryDraft::default()
+        };
+        assert!(matches!(
+            PutInput::new("acme", future, Provenance::door(Door::Rest)),
+            Err(MemoryError::Invalid {
+                field: "observed_at",
+                ..
+            })
         ));
     }
 

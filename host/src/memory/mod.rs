@@ -20,9 +20,11 @@ mod input;
 mod postgres;
 mod quota;
 mod record;
+mod scan;
 mod search;
 mod service;
 mod store;
+mod time;
 mod transfer;
 mod writer;
 
@@ -41,10 +43,11 @@ pub use input::{
 };
 pub use postgres::PgMemory;
 pub use quota::Quota;
-pub use record::{Memory, Source};
+pub use record::{Door, Memory, Provenance, Source};
 pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
 pub use service::{
     ClusterOutcome, ConsolidateQuery, ConsolidateReport, DedupeReport, Deleted, ListQuery,
     MemoryService,
 };
+pub use time::TimeFilter;
 pub use transfer::{ImportItem, ImportReport, ItemError, Rejected};

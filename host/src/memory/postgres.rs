@@ -239,6 +239,8 @@ impl MemoryBackend for PgMemory {
             " FROM memories WHERE account_id = $1 AND counted \
              AND (expires_at IS NULL OR expires_at > $2) AND id < $3 \
              AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+             AND coalesce(observed_at, updated_at) >= $7 \
+             AND coalesce(observed_at, updated_at) < $8 \
              ORDER BY id DESC LIMIT $6"
         ))
         .bind(account)
@@ -247,6 +249,8 @@ impl MemoryBackend for PgMemory {
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
         .bind(bigint(q.limit.saturating_add(1)))
+        .bind(q.time.observed_after.map_or(0, bigint))
+        .bind(q.time.observed_before.map_or(i64::MAX, bigint))
         .fetch_all(&self.pool)
         .await?;
         Ok(ListPage::of(memories(&rows)?, q.limit))
@@ -292,6 +296,34 @@ impl MemoryBackend for PgMemory {
         .fetch_all(&self.pool)
         .await?;
         memories(&rows)
+    }
+
+    async fn versions_at(
+        &self,
+        account: &str,
+        namespace: Option<&str>,
+        at: u64,
+        embeddings: bool,
+    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            ", CASE WHEN $4 THEN embedding::real[] END AS vector FROM ( \
+                SELECT DISTINCT ON (namespace, key) * FROM memories \
+                WHERE account_id = $1 AND ($2::text IS NULL OR namespace = $2) \
+                AND updated_at <= $3 ORDER BY namespace, key, id DESC \
+             ) v WHERE (deleted_at IS NULL OR deleted_at > $3) \
+             AND (expires_at IS NULL OR expires_at > $3) ORDER BY id"
+        ))
+        .bind(account)
+        .bind(namespace)
+        .bind(bigint(at))
+        .bind(embeddings)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((memory(r)?, r.try_get::<Option<Vec<f32>>, _>("vector")?)))
+            .collect()
     }
 
     async fn import(

@@ -32,6 +32,76 @@ impl Source {
     }
 }
 
+/// The door a memory version came in by (its provenance's `door`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Door {
+    /// `POST /api/v1/memory`.
+    Rest,
+    /// `POST /api/v1/memory/import`.
+    Import,
+    /// A memory tool called over MCP.
+    Mcp,
+    /// An agent's memory tool call inside the sandbox.
+    AgentTool,
+    /// Automatic extraction after an agent's run.
+    AutoExtraction,
+    /// A summary written by consolidation.
+    Consolidation,
+}
+
+impl Door {
+    /// The specification's `source` of a version that came in by this door.
+    pub fn source(self) -> Source {
+        match self {
+            Door::AutoExtraction => Source::AutoExtracted,
+            Door::Consolidation => Source::Consolidated,
+            Door::Rest | Door::Import | Door::Mcp | Door::AgentTool => Source::Manual,
+        }
+    }
+}
+
+/// Who wrote a memory version and how: finer than `source`, which keeps the
+/// specification's three values. Only the fields its door has are set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub door: Door,
+    /// The API key's id (`key_…`), for the doors a key opens (REST, import, MCP, a
+    /// consolidation asked for over REST).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The agent whose tool call or run wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The journal step of the agent's tool call (absent where runs are not journaled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// `memory_id`s of the memories a consolidation summary replaced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<String>,
+}
+
+impl Provenance {
+    /// A door with none of the details set.
+    pub fn door(door: Door) -> Self {
+        Self {
+            door,
+            key_id: None,
+            agent_id: None,
+            step: None,
+            replaced: Vec::new(),
+        }
+    }
+
+    /// A door a key opened.
+    pub fn keyed(door: Door, key_id: &str) -> Self {
+        Self {
+            key_id: Some(key_id.to_string()),
+            ..Self::door(door)
+        }
+    }
+}
+
 /// One version of a memory. Versions of the same (account, namespace, key) form a chain
 /// through `previous`, newest at the head.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,12 +135,30 @@ pub struct Memory {
     /// Absent in rows written before consolidation existed, hence the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consolidated_into: Option<String>,
+    /// When the fact was stated or observed (epoch ms), as its writer said (the write time
+    /// by default); absent in rows written before it existed: see [`Memory::observed`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<u64>,
+    /// Who wrote this version; absent in rows written before provenance existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 impl Memory {
     /// Live: the latest version, not soft-deleted, not expired at `now`.
     pub fn is_live(&self, now: u64) -> bool {
         self.is_latest && self.deleted_at.is_none() && !self.is_expired(now)
+    }
+
+    /// When the fact was observed: as its writer said, else when this version was written.
+    pub fn observed(&self) -> u64 {
+        self.observed_at.unwrap_or(self.updated_at)
+    }
+
+    /// Whether this version was live at `at`, given that no newer version of its key was
+    /// written by then: written by `at`, and neither deleted nor expired at `at`.
+    pub fn was_live_at(&self, at: u64) -> bool {
+        self.updated_at <= at && self.deleted_at.is_none_or(|d| d > at) && !self.is_expired(at)
     }
 
     /// Whether the expiry instant has passed at `now`.
@@ -105,6 +193,8 @@ pub(crate) fn sample(id: u64) -> Memory {
         version: 1,
         previous: None,
         consolidated_into: None,
+        observed_at: None,
+        provenance: None,
     }
 }
 

@@ -8,7 +8,8 @@
 //!   sharing one common query word compete with close meanings (on LoCoMo, hybrid
 //!   recall@10 0.637 → 0.653; BENCHMARKS.md, "Retrieval quality");
 //! - `importance` = importance / 10;
-//! - `timeDecay`  = 0.5 ^ (days since the version was written / half-life).
+//! - `timeDecay`  = 0.5 ^ (days since the version's fact was observed (`observed_at`, by
+//!   default when it was written) / half-life).
 //!
 //! `score` = Σ weightᵢ · partᵢ with weights summing to 1 (so `score` ∈ [0, 1]):
 //!
@@ -20,7 +21,7 @@
 
 use std::{collections::HashMap, str::FromStr};
 
-use super::{MemoryError, record::Memory};
+use super::{MemoryError, record::Memory, time::TimeFilter};
 
 /// How candidates are found and weighted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +87,9 @@ pub struct SearchQuery {
     pub limit: usize,
     pub mode: Mode,
     pub min_score: f64,
+    /// Search the versions live at `as_of` and observed in a window (an exact scan of
+    /// what the filters keep) instead of the live indexes.
+    pub time: TimeFilter,
 }
 
 /// The parts of a score, each in [0, 1].
@@ -140,7 +144,7 @@ pub fn score(
     now: u64,
     half_life_days: f64,
 ) -> (f64, Breakdown) {
-    let age_days = now.saturating_sub(memory.updated_at) as f64 / 86_400_000.0;
+    let age_days = now.saturating_sub(memory.observed()) as f64 / 86_400_000.0;
     let breakdown = Breakdown {
         semantic: f64::from(candidate.cosine.unwrap_or(0.0)).clamp(0.0, 1.0),
         keyword: match candidate.bm25 {

@@ -12,7 +12,9 @@ use super::{
     embedded::Embedded,
     fair::Bounds,
     record::Memory,
-    search::{self, SearchHit, SearchQuery},
+    scan,
+    search::{self, Candidate, SearchHit, SearchQuery},
+    time::{self, TimeFilter},
     transfer::{ImportItem, ImportReport},
 };
 use crate::{
@@ -33,6 +35,9 @@ pub struct ListQuery {
     pub limit: usize,
     /// Continue below this internal id (from a previous page).
     pub before: Option<u64>,
+    /// The versions live at `as_of` instead of the live ones; only those observed in the
+    /// window.
+    pub time: TimeFilter,
 }
 
 /// What a delete did.
@@ -61,6 +66,8 @@ pub struct ConsolidateQuery {
     pub min_cluster_size: usize,
     /// Only report the clusters: no Mind calls, no writes, and not held by the gate.
     pub dry_run: bool,
+    /// The API key that asked for it, recorded in the summaries' provenance.
+    pub key_id: Option<String>,
 }
 
 /// One cluster and what became of it.
@@ -169,6 +176,27 @@ impl MemoryService {
         self.inner.backend.touch(account, namespace, key).await
     }
 
+    /// The version of (namespace, key) live at `at` (epoch ms), with its value then; not
+    /// counted as an access (the past is read, not used).
+    pub async fn get_at(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        at: u64,
+    ) -> Result<Memory> {
+        TimeFilter {
+            as_of: Some(at),
+            ..TimeFilter::default()
+        }
+        .validate(now_ms())?;
+        let versions = (self.inner.backend)
+            .history(account, namespace, key, None, usize::MAX)
+            .await?;
+        time::version_at(versions.memories, at)
+            .ok_or_else(|| MemoryError::not_found(namespace, key))
+    }
+
     /// Soft (default) or hard delete of (namespace, key).
     pub async fn delete(
         &self,
@@ -207,9 +235,25 @@ impl MemoryService {
             .await
     }
 
-    /// One page of live memories, newest first.
+    /// One page of live memories (of those live at `as_of`, when given), newest first.
     pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
-        self.inner.backend.list(account, &q).await
+        q.time.validate(now_ms())?;
+        let Some(at) = q.time.as_of else {
+            return self.inner.backend.list(account, &q).await;
+        };
+        let versions = (self.inner.backend)
+            .versions_at(account, q.namespace.as_deref(), at, false)
+            .await?;
+        let mut memories: Vec<Memory> = versions
+            .into_iter()
+            .map(|(m, _)| m)
+            .filter(|m| {
+                m.has_all_tags(&q.tags) && q.time.keeps(m) && q.before.is_none_or(|b| m.id < b)
+            })
+            .collect();
+        memories.reverse();
+        memories.truncate(q.limit.saturating_add(1));
+        Ok(ListPage::of(memories, q.limit))
     }
 
     /// (namespace, live count) of the account.
@@ -290,25 +334,20 @@ impl MemoryService {
     }
 
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
+        let now = now_ms();
+        q.time.validate(now)?;
         let vector = match q.mode.uses_vectors() {
             true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
         };
-        let now = now_ms();
-        let found = self
-            .inner
-            .backend
-            .candidates(&CandidateQuery {
-                account: account.to_string(),
-                namespace: q.namespace.clone(),
-                tags: q.tags.clone(),
-                query: q.query.clone(),
-                keywords: q.mode.uses_keywords(),
-                vector,
-                k: search::candidates_for(q.limit),
-                now,
-            })
-            .await?;
+        // Scored at the instant looked at: decay is measured from then.
+        let (found, now) = match q.time.is_set() {
+            true => (
+                self.scan(account, &q, vector, now).await?,
+                q.time.as_of.unwrap_or(now),
+            ),
+            false => (self.candidates(account, &q, vector, now).await?, now),
+        };
         let best_bm25 = found.iter().filter_map(|(_, c)| c.bm25).fold(0.0, f32::max);
         let hits = found
             .into_iter()
@@ -329,6 +368,55 @@ impl MemoryService {
             })
             .collect();
         Ok(search::finish(hits, q.min_score, q.limit))
+    }
+
+    /// A search's candidates from the live indexes (no time filter).
+    async fn candidates(
+        &self,
+        account: &str,
+        q: &SearchQuery,
+        vector: Option<Arc<Vec<f32>>>,
+        now: u64,
+    ) -> Result<Vec<(Memory, Candidate)>> {
+        self.inner
+            .backend
+            .candidates(&CandidateQuery {
+                account: account.to_string(),
+                namespace: q.namespace.clone(),
+                tags: q.tags.clone(),
+                query: q.query.clone(),
+                keywords: q.mode.uses_keywords(),
+                vector,
+                k: search::candidates_for(q.limit),
+                now,
+            })
+            .await
+    }
+
+    /// A time-filtered search's candidates: every version its filters keep, read from the
+    /// store and scored exactly (see `scan`).
+    async fn scan(
+        &self,
+        account: &str,
+        q: &SearchQuery,
+        vector: Option<Arc<Vec<f32>>>,
+        now: u64,
+    ) -> Result<Vec<(Memory, Candidate)>> {
+        let at = q.time.as_of.unwrap_or(now);
+        let versions = (self.inner.backend)
+            .versions_at(account, q.namespace.as_deref(), at, vector.is_some())
+            .await?;
+        let (memories, embeddings) = versions
+            .into_iter()
+            .filter(|(m, _)| m.has_all_tags(&q.tags) && q.time.keeps(m))
+            .unzip();
+        let query = q.mode.uses_keywords().then_some(q.query.as_str());
+        Ok(scan::candidates(
+            memories,
+            embeddings,
+            query,
+            vector.as_deref().map(Vec::as_slice),
+        ))
     }
 
     /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
@@ -445,7 +533,12 @@ impl MemoryService {
             spent.output_tokens = spent
                 .output_tokens
                 .saturating_add(summary.usage.output_tokens);
-            inputs.push(consolidate::summary_input(members, &summary, now_ms())?);
+            inputs.push(consolidate::summary_input(
+                members,
+                &summary,
+                now_ms(),
+                q.key_id.as_deref(),
+            )?);
         }
         consolidate::distinct_keys(&mut inputs);
         let values = inputs.iter().map(|i| i.value.clone()).collect();

@@ -18,7 +18,7 @@ use super::{
 };
 use crate::{
     clock::now_ms,
-    memory::{MemoryDraft, MemoryError, PutInput, Source},
+    memory::{Door, MemoryDraft, MemoryError, Provenance, PutInput},
     mind::RunReport,
 };
 
@@ -39,13 +39,17 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
             return Usage::default();
         }
     };
+    let provenance = Provenance {
+        agent_id: Some(ctx.agent_id.clone()),
+        ..Provenance::door(Door::AutoExtraction)
+    };
     let mut written = 0;
     for proposal in proposals.memories {
         if ctx.stop.requested() {
             break;
         }
         let input = MemoryDraft::from_object(proposal.clone())
-            .and_then(|draft| PutInput::new(&ctx.account, draft, Source::AutoExtracted));
+            .and_then(|draft| PutInput::new(&ctx.account, draft, provenance.clone()));
         let put = match input {
             Ok(input) => services.memory.put(input, ctx.memory_quota).await,
             Err(e) => Err(e),

@@ -145,11 +145,10 @@ fn a_tenant_works_in_the_console() {
         "another tenant's memory showed"
     );
     browser.click("#memory-results tr[data-key=\"launch_day\"] button.history-memory");
-    assert!(
-        browser
-            .text("#memory-history li")
-            .contains("Friday at noon")
-    );
+    let version = browser.text("#memory-history li");
+    assert!(version.contains("Friday at noon"), "{version}");
+    // Who wrote it: the REST door and the key (issue 26).
+    assert!(version.contains("by rest · key_"), "{version}");
     browser.screenshot("memory");
 
     // Usage against the free plan.

@@ -36,13 +36,13 @@ fn python() -> PathBuf {
 
 /// How the client reaches the server.
 #[derive(Clone, Copy, Debug)]
-enum Via {
+pub(crate) enum Via {
     Http,
     Stdio,
 }
 
 /// One MCP session: `initialize`, then `steps`; the script's JSON report.
-fn session(via: Via, server: &Server, key: &str, steps: &Value) -> Value {
+pub(crate) fn session(via: Via, server: &Server, key: &str, steps: &Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mcp/client.py");
     let url = format!("{}/mcp", server.base);
     let mut cmd = Command::new(python());
@@ -75,13 +75,13 @@ fn session(via: Via, server: &Server, key: &str, steps: &Value) -> Value {
 
 /// The results of a session that must succeed.
 #[track_caller]
-fn results(report: &Value) -> Vec<Value> {
+pub(crate) fn results(report: &Value) -> Vec<Value> {
     assert!(report.get("error").is_none(), "{report:#}");
     assert_eq!(report["server"]["serverInfo"]["name"], "wasmind");
     report["results"].as_array().unwrap().clone()
 }
 
-fn call(name: &str, arguments: &Value) -> Value {
+pub(crate) fn call(name: &str, arguments: &Value) -> Value {
     json!({ "op": "call", "name": name, "arguments": arguments })
 }
 
@@ -92,7 +92,7 @@ fn text(result: &Value) -> &str {
 
 /// A successful tool call's result object (its text is the same JSON).
 #[track_caller]
-fn ok(result: &Value) -> Value {
+pub(crate) fn ok(result: &Value) -> Value {
     assert_ne!(result["isError"], true, "{result:#}");
     let parsed: Value = serde_json::from_str(text(result)).unwrap();
     assert_eq!(parsed, result["structuredContent"]);

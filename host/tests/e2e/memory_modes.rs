@@ -10,7 +10,7 @@ use crate::{
     common::{
         Client, Options,
         fake_mind::{DEFAULT_TITLE, FakeMind, INPUT_TOKENS, Reply},
-        server_with_keys,
+        on_postgres, server_with_keys,
     },
 };
 
@@ -87,6 +87,13 @@ fn auto_mode_extracts_memories_that_search_finds_and_titles_the_agent() {
     let hit = &found.body["results"][0];
     assert_eq!(hit["key"], written["key"], "{:#}", found.body);
     assert_eq!(source(hit), "auto_extracted", "{hit:#}");
+    // Provenance names the door and the agent (issue 26).
+    let by = &hit["provenance"];
+    assert_eq!(
+        (&by["door"], &by["agent_id"], &by["key_id"]),
+        (&json!("auto_extraction"), &json!(id), &Value::Null),
+        "{hit:#}"
+    );
     assert!(
         hit["value"].as_str().unwrap().contains("hunter2"),
         "{hit:#}"
@@ -95,6 +102,18 @@ fn auto_mode_extracts_memories_that_search_finds_and_titles_the_agent() {
     let all = memories(&c);
     assert_eq!(all.len(), 2, "{all:#?}");
     assert_eq!(all.iter().filter(|m| source(m) == "manual").count(), 1);
+    let tool = all.iter().find(|m| source(m) == "manual").unwrap();
+    let by = &tool["provenance"];
+    assert_eq!(
+        (&by["door"], &by["agent_id"]),
+        (&json!("agent_tool"), &json!(id)),
+        "{tool:#}"
+    );
+    // The journal step of the put call, where runs are journaled (the data dir's journal).
+    match on_postgres() {
+        false => assert!(by["step"].as_u64().is_some_and(|s| s >= 1), "{tool:#}"),
+        true => assert!(by["step"].is_null() || by["step"].as_u64().is_some_and(|s| s >= 1)),
+    }
 
     // No name given: the provisional name (the task's first words) gives way to a title.
     let titled = wait_for(&c, &id, Duration::from_secs(10), |a| {

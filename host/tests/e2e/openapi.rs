@@ -1038,6 +1038,10 @@ fn the_document_is_true() {
             json!({ "key": "k", "value": "v", "expires_in_days": 0 }),
             "invalid_expires_in_days",
         ),
+        (
+            json!({ "key": "k", "value": "v", "observed_at": -1 }),
+            "invalid_observed_at",
+        ),
     ] {
         let r = spec.post(&c, MEMORY, &body);
         expect_error(&r, 400, code);
@@ -1121,6 +1125,25 @@ fn the_document_is_true() {
         found.body
     );
     expect(spec.post(&c, SEARCH, &json!({ "query": "pizza", "mode": "keyword", "limit": 5, "min_score": 0.1, "tags": ["food"], "namespace": "default" })), 200);
+    let now = crate::common::now_ms();
+    expect(spec.post(&c, SEARCH, &json!({ "query": "pizza", "as_of": now, "observed_after": 0, "observed_before": now + 1 })), 200);
+    expect(
+        spec.get(
+            &c,
+            &format!(
+                "/api/v1/memory/list?as_of={now}&observed_after=0&observed_before={}",
+                now + 1
+            ),
+        ),
+        200,
+    );
+    expect(
+        spec.get(
+            &c,
+            &format!("/api/v1/memory?key=favourite_food&as_of={now}"),
+        ),
+        200,
+    );
     expect(
         spec.post(
             &c,
@@ -1574,6 +1597,15 @@ fn search_refusals() -> Vec<(Value, &'static str)> {
         (
             json!({ "query": "q", "min_score": -0.1 }),
             "invalid_min_score",
+        ),
+        (json!({ "query": "q", "as_of": 1.5 }), "invalid_as_of"),
+        (
+            json!({ "query": "q", "observed_after": "yesterday" }),
+            "invalid_observed_after",
+        ),
+        (
+            json!({ "query": "q", "observed_before": -1 }),
+            "invalid_observed_before",
         ),
     ]
 }

@@ -17,7 +17,7 @@ from ._core import Core, Emit, Endpoint, Program, Sleep, Stream
 
 ENDPOINTS: dict[str, Endpoint] = {
     "memory.put": Endpoint("POST", "/api/v1/memory", body=models.MemoryDraft, response=models.Memory),
-    "memory.get": Endpoint("GET", "/api/v1/memory", ("key", "namespace"), response=models.Memory),
+    "memory.get": Endpoint("GET", "/api/v1/memory", ("key", "namespace", "as_of"), response=models.Memory),
     "memory.delete": Endpoint(
         "DELETE", "/api/v1/memory", ("key", "namespace", "hard"), response=models.DeleteResult
     ),
@@ -25,7 +25,10 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", "/api/v1/memory/search", body=models.SearchRequest, response=models.SearchResponse
     ),
     "memory.list": Endpoint(
-        "GET", "/api/v1/memory/list", ("namespace", "tags", "limit", "cursor"), response=models.MemoryList
+        "GET",
+        "/api/v1/memory/list",
+        ("namespace", "tags", "limit", "cursor", "as_of", "observed_after", "observed_before"),
+        response=models.MemoryList,
     ),
     "memory.history": Endpoint(
         "GET", "/api/v1/memory/history", ("key", "namespace", "limit", "cursor"), response=models.History
@@ -128,9 +131,11 @@ class MemoryOps:
         tags: Sequence[str] | None = None,
         importance: float | None = None,
         expires_in_days: float | None = None,
+        observed_at: int | None = None,
     ) -> Program[models.Memory]:
         """Writes a memory (a new version when the key holds another value; nothing when the
-        value is the same) and returns its record."""
+        value is the same) and returns its record. `observed_at` (epoch ms, default now) is
+        when the fact was stated or observed; search's time decay counts from it."""
         body = {
             "key": key,
             "value": value,
@@ -138,12 +143,16 @@ class MemoryOps:
             "tags": list(tags) if tags is not None else None,
             "importance": importance,
             "expires_in_days": expires_in_days,
+            "observed_at": observed_at,
         }
         return self._core.call(self._core.request(self._ep("put"), body=body))
 
-    def get(self, key: str, *, namespace: str | None = None) -> Program[models.Memory]:
-        """The live memory of `key` (raises `WasmindError` with code `not_found` when none)."""
-        query = {"key": key, "namespace": namespace}
+    def get(
+        self, key: str, *, namespace: str | None = None, as_of: int | None = None
+    ) -> Program[models.Memory]:
+        """The live memory of `key`, or with `as_of` (epoch ms) the version live then with its
+        value then (raises `WasmindError` with code `not_found` when none)."""
+        query = {"key": key, "namespace": namespace, "as_of": as_of}
         return self._core.call(self._core.request(self._ep("get"), query=query))
 
     def delete(
@@ -163,8 +172,13 @@ class MemoryOps:
         limit: int | None = None,
         mode: Literal["hybrid", "semantic", "keyword"] | None = None,
         min_score: float | None = None,
+        as_of: int | None = None,
+        observed_after: int | None = None,
+        observed_before: int | None = None,
     ) -> Program[list[models.SearchResult]]:
-        """Memories by meaning and keyword, best first (`limit` default 10, capped at 50)."""
+        """Memories by meaning and keyword, best first (`limit` default 10, capped at 50).
+        `as_of` (epoch ms) searches the versions live then; `observed_after` (inclusive) and
+        `observed_before` (exclusive) keep those whose fact was observed in that window."""
         body = {
             "query": query,
             "namespace": namespace,
@@ -172,6 +186,9 @@ class MemoryOps:
             "limit": limit,
             "mode": mode,
             "min_score": min_score,
+            "as_of": as_of,
+            "observed_after": observed_after,
+            "observed_before": observed_before,
         }
         response: models.SearchResponse = yield from self._core.call(
             self._core.request(self._ep("search"), body=body)
@@ -184,10 +201,21 @@ class MemoryOps:
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         page_size: int | None = None,
+        as_of: int | None = None,
+        observed_after: int | None = None,
+        observed_before: int | None = None,
     ) -> Stream[models.Memory]:
-        """Every live memory, most recently written first, fetched `page_size` (default 50,
-        at most 200) at a time as the iteration goes."""
-        query = {"namespace": namespace, "tags": tags, "limit": page_size}
+        """Every live memory (with `as_of`, epoch ms: every version live then), most recently
+        written first, fetched `page_size` (default 50, at most 200) at a time as the
+        iteration goes; `observed_after`/`observed_before` keep an observation window."""
+        query = {
+            "namespace": namespace,
+            "tags": tags,
+            "limit": page_size,
+            "as_of": as_of,
+            "observed_after": observed_after,
+            "observed_before": observed_before,
+        }
         return self._core.pages(self._ep("list"), query=query)
 
     def history(

@@ -310,6 +310,7 @@ class ExportItem(MemoryCore):
     """
 
     expires_in_days: NotRequired[float | None]
+    observed_at: int
     updated_at: int
 
 
@@ -326,6 +327,8 @@ class Memory(MemoryCore):
     expires_at: NotRequired[int | None]
     isLatestVersion: bool
     memory_id: str
+    observed_at: int
+    provenance: NotRequired[Provenance | None]
     updated_at: int
     version: int
 
@@ -335,6 +338,7 @@ class MemoryDraft(TypedDict):
     importance: NotRequired[float | None]
     key: str
     namespace: NotRequired[str | None]
+    observed_at: NotRequired[int | None]
     tags: NotRequired[list[Tag] | None]
     value: str
 
@@ -380,6 +384,22 @@ class Namespaces(TypedDict):
     namespaces: list[NamespaceEntry]
 
 
+class Provenance(TypedDict):
+    """
+    Who wrote a memory version and by which door; finer than `source`. Null on versions
+    written before provenance was recorded.
+    """
+
+    agent_id: NotRequired[str | None]
+    door: ProvenanceDoor
+    key_id: NotRequired[str | None]
+    replaced: list[str]
+    step: NotRequired[int | None]
+
+
+ProvenanceDoor: TypeAlias = Literal['rest', 'import', 'mcp', 'agent_tool', 'auto_extraction', 'consolidation']
+
+
 class QuotaDetails(TypedDict):
     """
     `details` of 402 `memory_quota_exceeded`.
@@ -405,10 +425,13 @@ class SearchRequest(TypedDict):
     POST /api/v1/memory/search
     """
 
+    as_of: NotRequired[int | None]
     limit: NotRequired[int | None]
     min_score: NotRequired[float | None]
     mode: NotRequired[Literal['hybrid', 'semantic', 'keyword'] | None]
     namespace: NotRequired[str | None]
+    observed_after: NotRequired[int | None]
+    observed_before: NotRequired[int | None]
     query: str
     tags: NotRequired[list[Tag] | None]
 
@@ -428,6 +451,7 @@ class SearchResult(MemoryCore):
 
     breakdown: SearchBreakdown
     memory_id: str
+    provenance: NotRequired[Provenance | None]
     score: float
 
 

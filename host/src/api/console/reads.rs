@@ -104,7 +104,7 @@ pub async fn list_memories(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`.", body = ErrorEnvelope),
         (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),

@@ -16,7 +16,7 @@ pub use self::request::{
     AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, HistoryQuery, ImportBody, ListQuery,
     SearchBody,
 };
-use self::request::{IMPORT_MAX_ITEMS, LIST_DEFAULT, MEMORIES_RULE};
+use self::request::{IMPORT_MAX_ITEMS, INSTANT_RULE, LIST_DEFAULT, MEMORIES_RULE};
 pub use self::response::*;
 use super::{
     AppState,
@@ -28,13 +28,13 @@ use super::{
     views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
 };
 use crate::{
-    accounts::MonthUsage,
+    accounts::{MonthUsage, Principal},
     clock::now_ms,
     memory::{
         ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_NAMESPACE,
-        DEFAULT_THRESHOLD, Deleted, ImportItem, ListQuery as Listing, MemoryDraft, MemoryError,
-        Mode, PutInput, Quota, Rejected, SearchQuery, Source, validate_key, validate_namespace,
-        validate_tags,
+        DEFAULT_THRESHOLD, Deleted, Door, ImportItem, ListQuery as Listing, MemoryDraft,
+        MemoryError, Mode, Provenance, PutInput, Quota, Rejected, SearchQuery, TimeFilter,
+        validate_key, validate_namespace, validate_tags,
     },
     mind::Usage,
 };
@@ -75,13 +75,35 @@ fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
     Ok((namespace.to_string(), key.to_string()))
 }
 
+/// An instant (epoch ms) given as query parameter `name`, if given.
+fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u64>> {
+    given
+        .map(|text| {
+            text.parse().map_err(|_| {
+                ApiError::invalid_query(
+                    name,
+                    format!("{name} must be {INSTANT_RULE}, got {text:?}"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A domain refusal of a query parameter (a time filter) as `invalid_query`.
+fn query_error(e: MemoryError) -> ApiError {
+    match e {
+        MemoryError::Invalid { field, message } => ApiError::invalid_query(field, message),
+        other => other.into(),
+    }
+}
+
 /// Write a memory; a new version when the key exists with other content.
 #[utoipa::path(post, path = "/api/v1/memory", tag = "memory", request_body = MemoryDraft,
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "a memory or a new version was created", body = MemoryView),
         (status = 200, description = "identical to the live memory: nothing written", body = MemoryView),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`, `invalid_observed_at`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
@@ -94,7 +116,8 @@ pub async fn put(
     auth: Auth,
     Body(draft): Body<MemoryDraft>,
 ) -> ApiResult<Response> {
-    let input = PutInput::new(&auth.0.account, draft, Source::Manual)?;
+    let provenance = Provenance::keyed(Door::Rest, &auth.0.key_id);
+    let input = PutInput::new(&auth.0.account, draft, provenance)?;
     let outcome = state.memory.put(input, quota(&state, &auth)).await?;
     let status = if outcome.created {
         StatusCode::CREATED
@@ -111,7 +134,7 @@ pub async fn put(
         (status = 200, description = "the memory", body = MemoryView),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 404, description = "No live memory at that key and namespace (none live at `as_of`, when given). Codes: `not_found`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn get(
@@ -120,7 +143,13 @@ pub async fn get(
     Query(q): Query<AddressQuery>,
 ) -> ApiResult<Json<MemoryView>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let memory = state.memory.get(&auth.0.account, &namespace, &key).await?;
+    let account = &auth.0.account;
+    let memory = match instant_param("as_of", q.as_of.as_deref())? {
+        None => state.memory.get(account, &namespace, &key).await?,
+        Some(at) => {
+            (state.memory.get_at(account, &namespace, &key, at).await).map_err(query_error)?
+        }
+    };
     Ok(Json(MemoryView::from(&memory)))
 }
 
@@ -214,7 +243,7 @@ pub(in crate::api) async fn history_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`.", body = ErrorEnvelope),
         (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
@@ -245,6 +274,11 @@ pub(in crate::api) async fn search_in(
         limit: body.limit.unwrap_or_default().0,
         mode: body.mode.map_or(Ok(Mode::default()), |m| m.parse())?,
         min_score: unit_field("min_score", body.min_score)?.unwrap_or(0.0),
+        time: TimeFilter {
+            as_of: body.as_of,
+            observed_after: body.observed_after,
+            observed_before: body.observed_before,
+        },
     };
     let hits = state.memory.search(account, q).await?;
     Ok(SearchResponse {
@@ -295,13 +329,23 @@ pub(in crate::api) async fn list_in(
         .as_deref()
         .map(|c| cursor::decode(LIST_CURSOR, c))
         .transpose()?;
+    let time = TimeFilter {
+        as_of: instant_param("as_of", q.as_of.as_deref())?,
+        observed_after: instant_param("observed_after", q.observed_after.as_deref())?,
+        observed_before: instant_param("observed_before", q.observed_before.as_deref())?,
+    };
     let query = Listing {
         namespace: q.namespace,
         tags,
         limit: q.limit.map_or(LIST_DEFAULT, |l| l.0),
         before,
+        time,
     };
-    let page = state.memory.list(account, query).await?;
+    let page = state
+        .memory
+        .list(account, query)
+        .await
+        .map_err(query_error)?;
     Ok(MemoryList {
         data: page.memories.iter().map(MemoryView::from).collect(),
         next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
@@ -384,6 +428,7 @@ pub async fn consolidate(
             .map_or(DEFAULT_CLUSTER_THRESHOLD, |t| t as f32),
         min_cluster_size,
         dry_run: body.dry_run.unwrap_or(false),
+        key_id: Some(auth.0.key_id.to_string()),
     };
     let account = auth.0.account.clone();
     let (spent, result) = state
@@ -472,11 +517,14 @@ pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json
 }
 
 /// One import item, read on its own so a bad one is reported and the rest go on.
-fn import_item(account: &str, index: usize, item: Value) -> ImportItem {
+fn import_item(who: &Principal, index: usize, item: Value) -> ImportItem {
     let key = item.get("key").and_then(Value::as_str).map(str::to_string);
     let input = match item {
         Value::Object(object) => MemoryDraft::from_object(object)
-            .and_then(|draft| PutInput::new(account, draft, Source::Manual))
+            .and_then(|draft| {
+                let provenance = Provenance::keyed(Door::Import, &who.key_id);
+                PutInput::new(&who.account, draft, provenance)
+            })
             .map_err(Rejected::from),
         _ => Err(Rejected {
             code: "invalid_memory".into(),
@@ -523,7 +571,7 @@ pub async fn import(
     let items = raw
         .into_iter()
         .enumerate()
-        .map(|(index, item)| import_item(account, index, item))
+        .map(|(index, item)| import_item(&auth.0, index, item))
         .collect();
     let report = state
         .memory

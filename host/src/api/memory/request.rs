@@ -72,7 +72,28 @@ fn mode_or_null() -> Schema {
     )
 }
 
-/// The (namespace, key) a GET of a memory names.
+/// An instant in epoch milliseconds, as a query parameter or a body field.
+fn instant() -> Schema {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::Integer)
+        .minimum(Some(0))
+        .description(Some("epoch milliseconds"))
+        .into()
+}
+
+fn instant_or_null() -> Schema {
+    schema::or_null(
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::Integer)
+            .minimum(Some(0))
+            .description(Some("epoch milliseconds")),
+    )
+}
+
+/// What a body field or a query parameter holding an instant must be.
+pub const INSTANT_RULE: &str = "a whole number of epoch milliseconds";
+
+/// The (namespace, key) a GET of a memory names, and the instant it is read at.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AddressQuery {
@@ -82,11 +103,18 @@ pub struct AddressQuery {
     /// Its namespace; default "default".
     #[param(schema_with = namespace)]
     pub namespace: Option<String>,
+    /// Read the version live at this instant (epoch ms; not in the future), with its
+    /// value then; such a read is not counted as an access.
+    #[param(schema_with = instant)]
+    pub as_of: Option<String>,
 }
 
 impl Fields for AddressQuery {
-    const FIELDS: &'static [(&'static str, &'static str)] =
-        &[("key", "a string"), ("namespace", "a string")];
+    const FIELDS: &'static [(&'static str, &'static str)] = &[
+        ("key", "a string"),
+        ("namespace", "a string"),
+        ("as_of", "a string"),
+    ];
 }
 
 /// GET /api/v1/memory/history: the memory's address, and a page of its versions (paged
@@ -153,6 +181,16 @@ pub struct ListQuery {
     /// `next_cursor` of the previous page, unchanged (opaque).
     #[param(schema_with = list_cursor)]
     pub cursor: Option<String>,
+    /// List the versions live at this instant (epoch ms; not in the future), with their
+    /// values then, instead of the live memories.
+    #[param(schema_with = instant)]
+    pub as_of: Option<String>,
+    /// Only versions whose fact was observed at or after this instant (epoch ms).
+    #[param(schema_with = instant)]
+    pub observed_after: Option<String>,
+    /// Only versions whose fact was observed before this instant (epoch ms).
+    #[param(schema_with = instant)]
+    pub observed_before: Option<String>,
 }
 
 impl Fields for ListQuery {
@@ -161,6 +199,9 @@ impl Fields for ListQuery {
         ("tags", "a string"),
         ("limit", "a whole number"),
         ("cursor", "a string"),
+        ("as_of", "a string"),
+        ("observed_after", "a string"),
+        ("observed_before", "a string"),
     ];
 }
 
@@ -184,6 +225,16 @@ pub struct SearchBody {
     /// Results scoring below this are left out; default 0.
     #[schema(schema_with = unit_or_null)]
     pub min_score: Option<f64>,
+    /// Search the versions live at this instant (epoch ms; not in the future), with their
+    /// values then; time decay is measured from it.
+    #[schema(schema_with = instant_or_null)]
+    pub as_of: Option<u64>,
+    /// Only versions whose fact was observed at or after this instant (epoch ms).
+    #[schema(schema_with = instant_or_null)]
+    pub observed_after: Option<u64>,
+    /// Only versions whose fact was observed before this instant (epoch ms).
+    #[schema(schema_with = instant_or_null)]
+    pub observed_before: Option<u64>,
 }
 
 fn query_text() -> Schema {
@@ -198,6 +249,9 @@ impl Fields for SearchBody {
         ("limit", "a whole number"),
         ("mode", "a string"),
         ("min_score", "a number"),
+        ("as_of", INSTANT_RULE),
+        ("observed_after", INSTANT_RULE),
+        ("observed_before", INSTANT_RULE),
     ];
 }
 

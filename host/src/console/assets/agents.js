@@ -99,6 +99,11 @@ function open(agentId) {
   });
 }
 
+/** Opens `agentId`'s detail when the section is shown next (a link from elsewhere). */
+export function select(agentId) {
+  openId = agentId;
+}
+
 export function show() {
   timer = setInterval(() => attempt(load), REFRESH_MS);
   if (openId) open(openId);

@@ -71,5 +71,10 @@ for (const name of Object.keys(sections)) {
   sections[name].init?.();
   $(`nav-${name}`).addEventListener('click', () => showSection(name));
 }
+// A link to an agent (a memory version's writer) opens its detail in the agents section.
+document.addEventListener('open-agent', (e) => {
+  agents.select(e.detail);
+  showSection('agents');
+});
 tokenFromFragment();
 signIn();

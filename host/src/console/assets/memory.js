@@ -1,5 +1,6 @@
 // The memory browser: namespaces with their counts, a namespace's newest memories, search
-// with each result's score breakdown, a memory's history, and (soft) delete.
+// with each result's score breakdown, a memory's history with who wrote each version (an
+// agent's version links to the agent), and (soft) delete.
 
 import { api, query } from './api.js';
 import { attempt, el, num, when } from './dom.js';
@@ -63,14 +64,30 @@ async function search(text, mode) {
   results(`Results for “${text}” (${mode})`, hits);
 }
 
+/** Who wrote a version (its provenance), the agent as a link to its record. */
+function writer(p) {
+  if (!p) return '';
+  const parts = [p.door.replace('_', ' ')];
+  if (p.key_id) parts.push(p.key_id);
+  if (p.step) parts.push(`step ${p.step}`);
+  if (p.replaced.length) parts.push(`replaced ${p.replaced.length}`);
+  const agent = p.agent_id
+    ? el('button', { type: 'button', class: 'link agent-link',
+      onclick: () => document.dispatchEvent(new CustomEvent('open-agent', { detail: p.agent_id })) },
+    p.agent_id)
+    : '';
+  return el('span', { class: 'muted provenance' }, `by ${parts.join(' · ')} `, agent);
+}
+
 async function history({ key, namespace }) {
   const { data } = await api('GET', `memory/history${query({ key, namespace })}`);
   $('memory-history-title').textContent = `History of ${key} (${namespace})`;
   $('memory-history').querySelector('ol').replaceChildren(...data.map((m) => el('li', {},
     el('span', { class: 'kind' }, `v${m.version}`), ' ',
     el('time', {}, when(m.updated_at)), ' ',
+    m.observed_at !== m.updated_at ? el('span', { class: 'muted' }, `(observed ${when(m.observed_at)}) `) : '',
     m.deletedAt ? el('span', { class: 'muted' }, '(deleted) ') : '',
-    m.value)));
+    m.value, ' ', writer(m.provenance))));
   $('memory-history').hidden = false;
 }
 

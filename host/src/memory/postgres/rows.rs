@@ -15,7 +15,7 @@ macro_rules! memory_columns {
     () => {
         "account_id, id, memory_id, namespace, key, value, tags, importance, source, \
          created_at, updated_at, access_count, expires_at, is_latest, deleted_at, version, \
-         previous, consolidated_into"
+         previous, consolidated_into, observed_at, provenance::text AS provenance"
     };
 }
 pub(super) use memory_columns;
@@ -44,6 +44,11 @@ pub(super) fn memory(row: &PgRow) -> Result<Memory> {
         version: u32::try_from(row.try_get::<i32, _>("version")?).unwrap_or_default(),
         previous: row.try_get::<Option<i64>, _>("previous")?.map(unsigned),
         consolidated_into: row.try_get("consolidated_into")?,
+        observed_at: row.try_get::<Option<i64>, _>("observed_at")?.map(unsigned),
+        provenance: row
+            .try_get::<Option<String>, _>("provenance")?
+            .map(|json| serde_json::from_str(&json))
+            .transpose()?,
     })
 }
 

@@ -12,8 +12,8 @@ use super::{
 };
 use crate::clock::now_ms;
 use crate::memory::{
-    Deleted, ListQuery, MemoryBackend, MemoryError, MemoryService, Mode, PutInput, Quota,
-    SearchQuery, Source,
+    Deleted, Door, ListQuery, Memory, MemoryBackend, MemoryError, MemoryService, Mode, Provenance,
+    PutInput, Quota, SearchQuery, Source, TimeFilter,
     backend::{CandidateQuery, Merge},
     embed::{EmbedService, HashEmbedder},
     transfer::ImportItem,
@@ -57,7 +57,8 @@ fn input(account: &str, namespace: &str, key: &str, value: &str) -> PutInput {
         tags: vec![format!("t{}", key.len() % 2)],
         importance: 5.0,
         expires_in_days: None,
-        source: Source::Manual,
+        observed_at: None,
+        provenance: Provenance::door(Door::Rest),
     }
 }
 
@@ -69,6 +70,7 @@ fn query(text: &str, mode: Mode) -> SearchQuery {
         limit: 50,
         mode,
         min_score: 0.0,
+        time: Default::default(),
     }
 }
 
@@ -150,7 +152,7 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
                 namespace: Some("work".into()),
                 tags: vec!["t1".into()],
                 limit: 10,
-                before: None,
+                ..Default::default()
             },
         )
         .await
@@ -686,7 +688,10 @@ async fn consolidation_replaces_its_originals_in_one_transaction() {
         .map(|m| (m.key, m.id))
         .collect();
     let mut summary = input("acme", "n", "a", "a b c");
-    summary.source = Source::Consolidated;
+    summary.provenance = Provenance {
+        replaced: vec!["stale".into()],
+        ..Provenance::door(Door::Consolidation)
+    };
     let merge = Merge {
         summary,
         embedding,
@@ -697,6 +702,17 @@ async fn consolidation_replaces_its_originals_in_one_transaction() {
     let written = &merged[0].summary;
     assert_eq!((written.key.as_str(), written.version), ("a", 2));
     assert_eq!(merged[0].replaced.len(), 3);
+    let replaced: Vec<String> = merged[0]
+        .replaced
+        .iter()
+        .map(|m| m.memory_id.clone())
+        .collect();
+    let provenance = written.provenance.clone().unwrap();
+    assert_eq!(
+        (provenance.door, provenance.replaced),
+        (Door::Consolidation, replaced)
+    );
+    assert_eq!(written.source, Source::Consolidated);
     for key in ["a", "b", "c"] {
         let original = backend
             .history("acme", "n", key, None, usize::MAX)
@@ -914,4 +930,118 @@ async fn old_versions_are_pruned_alike_on_both_backends() {
         r#"search: ["draft 6"]"#,
     ];
     assert_eq!(embedded, expected);
+}
+
+/// Time travel on `s` around an update and a soft delete: get, list and search as of each
+/// instant, an observed window, and the provenance each version was written with.
+async fn travelled(s: &MemoryService) -> Vec<String> {
+    let instant = async || {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        let at = now_ms();
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        at
+    };
+    let quota = Quota::memories(10);
+    let mut pet = input("acme", "default", "pet", "a cat named Miso");
+    pet.observed_at = Some(1_000);
+    s.put(pet, quota).await.unwrap();
+    let before = instant().await;
+    s.put(input("acme", "default", "city", "lives in Lisbon"), quota)
+        .await
+        .unwrap();
+    let first = instant().await;
+    let mut moved = input("acme", "default", "city", "lives in Porto");
+    moved.provenance = Provenance {
+        agent_id: Some("agt_1".into()),
+        step: Some(7),
+        ..Provenance::door(Door::AgentTool)
+    };
+    s.put(moved, quota).await.unwrap();
+    let updated = instant().await;
+    s.delete("acme", "default", "city", false).await.unwrap();
+    let deleted = instant().await;
+    let mut out = Vec::new();
+    for (name, at) in [
+        ("before", before),
+        ("first", first),
+        ("updated", updated),
+        ("deleted", deleted),
+    ] {
+        let time = TimeFilter {
+            as_of: Some(at),
+            ..TimeFilter::default()
+        };
+        let got = s.get_at("acme", "default", "city", at).await;
+        let listed = s
+            .list(
+                "acme",
+                ListQuery {
+                    limit: 10,
+                    time,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let values =
+            |ms: &[Memory]| -> Vec<String> { ms.iter().map(|m| m.value.clone()).collect() };
+        let mut found = Vec::new();
+        for mode in [Mode::Keyword, Mode::Hybrid] {
+            let q = SearchQuery {
+                time,
+                ..query("Lisbon Porto", mode)
+            };
+            let hits = s.search("acme", q).await.unwrap();
+            found.push(values(
+                &hits.into_iter().map(|h| h.memory).collect::<Vec<_>>(),
+            ));
+        }
+        out.push(format!(
+            "{name}: get={:?} list={:?} search={found:?}",
+            got.map(|m| m.value).ok(),
+            values(&listed.memories)
+        ));
+    }
+    let old = ListQuery {
+        limit: 10,
+        time: TimeFilter {
+            observed_before: Some(2_000),
+            ..TimeFilter::default()
+        },
+        ..Default::default()
+    };
+    let old = s.list("acme", old).await.unwrap().memories;
+    out.push(format!(
+        "observed before 2000: {:?}",
+        old.iter()
+            .map(|m| (&m.key, m.observed()))
+            .collect::<Vec<_>>()
+    ));
+    let history = s
+        .history("acme", "default", "city", None, 10)
+        .await
+        .unwrap();
+    for m in history.memories {
+        out.push(format!("v{} by {:?}", m.version, m.provenance));
+    }
+    out
+}
+
+#[tokio::test]
+async fn time_travel_and_provenance_read_alike_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = travelled(&embedded(&dir)).await;
+    let pg = Postgres::start();
+    let postgres = travelled(&service(node(&pg.database("travel")).await)).await;
+    let expected = [
+        r#"before: get=None list=["a cat named Miso"] search=[[], ["a cat named Miso"]]"#,
+        r#"first: get=Some("lives in Lisbon") list=["lives in Lisbon", "a cat named Miso"] search=[["lives in Lisbon"], ["lives in Lisbon", "a cat named Miso"]]"#,
+        r#"updated: get=Some("lives in Porto") list=["lives in Porto", "a cat named Miso"] search=[["lives in Porto"], ["lives in Porto", "a cat named Miso"]]"#,
+        r#"deleted: get=None list=["a cat named Miso"] search=[[], ["a cat named Miso"]]"#,
+        r#"observed before 2000: [("pet", 1000)]"#,
+        r#"v2 by Some(Provenance { door: AgentTool, key_id: None, agent_id: Some("agt_1"), step: Some(7), replaced: [] })"#,
+        r#"v1 by Some(Provenance { door: Rest, key_id: None, agent_id: None, step: None, replaced: [] })"#,
+    ];
+    assert_eq!(embedded, expected);
+    assert_eq!(postgres, expected);
 }

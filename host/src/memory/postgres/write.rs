@@ -129,7 +129,7 @@ impl Txn {
             value: input.value.clone(),
             tags: input.tags.clone(),
             importance: input.importance,
-            source: input.source,
+            source: input.source(),
             created_at: live_head.map_or(self.now, |m| m.created_at),
             updated_at: self.now,
             access_count: live_head.map_or(0, |m| m.access_count),
@@ -139,6 +139,8 @@ impl Txn {
             version: previous.as_ref().map_or(1, |m| m.version + 1),
             previous: previous.as_ref().map(|m| m.id),
             consolidated_into: None,
+            observed_at: Some(input.observed_at.unwrap_or(self.now)),
+            provenance: Some(input.provenance.clone()),
         };
         if let Some(old) = &previous {
             sqlx::query("UPDATE memories SET is_latest = false WHERE account_id = $1 AND id = $2")
@@ -287,10 +289,8 @@ impl Txn {
         }
         let mut merged = Vec::with_capacity(merges.len());
         for (merge, mut replaced) in merges.iter().zip(retired) {
-            let summary = self
-                .put(&merge.summary, &merge.embedding, u64::MAX)
-                .await?
-                .memory;
+            let input = merge.naming(&replaced);
+            let summary = self.put(&input, &merge.embedding, u64::MAX).await?.memory;
             sqlx::query(
                 "UPDATE memories SET consolidated_into = $3 WHERE account_id = $1 AND id = ANY($2)",
             )
@@ -341,9 +341,10 @@ impl Txn {
                 INSERT INTO memories (account_id, id, memory_id, namespace, key, value, tags, \
                     importance, source, created_at, updated_at, access_count, expires_at, \
                     is_latest, deleted_at, version, previous, consolidated_into, counted, \
-                    indexed, key_norm, value_norm, embedding) \
+                    indexed, key_norm, value_norm, embedding, provenance, observed_at) \
                 VALUES ($1, nextval('memory_ids'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-                    $12, true, NULL, $13, $14, NULL, true, $21, $15, $16, $17::real[]::vector) \
+                    $12, true, NULL, $13, $14, NULL, true, $21, $15, $16, $17::real[]::vector, \
+                    $22::jsonb, $23) \
                 RETURNING id \
              ), given AS ( \
                 SELECT * FROM unnest($18::smallint[], $19::text[], $20::int[]) AS g(field, term, tf) \
@@ -382,6 +383,8 @@ impl Txn {
         .bind(&terms)
         .bind(&tfs)
         .bind(self.indexed)
+        .bind(m.provenance.as_ref().map(serde_json::to_string).transpose()?)
+        .bind(m.observed_at.map(bigint))
         .fetch_one(&mut *self.tx)
         .await?;
         self.live += 1;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::MemoryService;
 use crate::{
     memory::{
-        Mode, PutInput, Quota, SearchQuery, Source,
+        Door, Mode, Provenance, PutInput, Quota, SearchQuery,
         embed::{EmbedService, HashEmbedder},
     },
     metrics::{names, testing::capture_async},
@@ -20,7 +20,8 @@ fn put(account: &str, key: &str, value: &str) -> PutInput {
         tags: Vec::new(),
         importance: 5.0,
         expires_in_days: None,
-        source: Source::Manual,
+        observed_at: None,
+        provenance: Provenance::door(Door::Rest),
     }
 }
 
@@ -50,6 +51,7 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
                 limit: 5,
                 mode,
                 min_score: 0.0,
+                time: Default::default(),
             };
             assert!(!service.search("acme", query).await.unwrap().is_empty());
         }

@@ -93,6 +93,45 @@ impl Reader {
         })
     }
 
+    /// Every version of `account` (in `namespace` when given) live at `at`, oldest first,
+    /// with its embedding when `embeddings`: each key's chain walked from its head down to
+    /// the newest version written by `at`.
+    pub fn versions_at(
+        &self,
+        account: &str,
+        namespace: Option<&str>,
+        at: u64,
+        embeddings: bool,
+    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>> {
+        let heads = self.txn.open_table(HEADS)?;
+        let mut found = Vec::new();
+        for entry in heads.range((account, namespace.unwrap_or(""), "")..)? {
+            let (k, head) = entry?;
+            let (acct, ns, _) = k.value();
+            if acct != account || namespace.is_some_and(|n| n != ns) {
+                break;
+            }
+            let (mut next, mut version) = (Some(head.value()), None);
+            while let Some(id) = next {
+                let Some(m) = self.memory(id)? else { break };
+                if m.updated_at <= at {
+                    version = Some(m);
+                    break;
+                }
+                next = m.previous;
+            }
+            if let Some(version) = version.filter(|m| m.was_live_at(at)) {
+                let embedding = match embeddings {
+                    true => self.embedding(version.id)?,
+                    false => None,
+                };
+                found.push((version, embedding));
+            }
+        }
+        found.sort_unstable_by_key(|(m, _)| m.id);
+        Ok(found)
+    }
+
     /// Live memories of `account` newest first, filtered by `keep`, starting below
     /// `before`; at most `limit`.
     pub fn list(

@@ -8,7 +8,7 @@ use crate::memory::{
     backend::{ListPage, Merge},
     index::IndexOp,
     input::PutInput,
-    record::Source,
+    record::{Door, Provenance, Source},
 };
 
 /// A page size that takes every version.
@@ -30,7 +30,8 @@ fn input(account: &str, ns: &str, key: &str, value: &str) -> PutInput {
         tags: vec![],
         importance: 5.0,
         expires_in_days: None,
-        source: Source::Manual,
+        observed_at: None,
+        provenance: Provenance::door(Door::Rest),
     }
 }
 
@@ -233,7 +234,10 @@ fn consolidation_supersedes_and_links_in_one_batch() {
         }
     });
     let mut summary = input("acct", "n", "abc_summary", "a b c");
-    summary.source = Source::Consolidated;
+    summary.provenance = Provenance {
+        replaced: vec!["stale".into()],
+        ..Provenance::door(Door::Consolidation)
+    };
     // Quota 4 is full, yet the batch needs no room: it replaces three with one.
     let (merged, ops) = batch(&db, 2, |b| {
         b.consolidate("acct", &[merge(summary.clone(), &[1, 2, 3])])
@@ -246,6 +250,12 @@ fn consolidation_supersedes_and_links_in_one_batch() {
         ("abc_summary", Source::Consolidated)
     );
     assert_eq!(merged[0].replaced.len(), 3);
+    let replaced: Vec<String> = merged[0]
+        .replaced
+        .iter()
+        .map(|m| m.memory_id.clone())
+        .collect();
+    assert_eq!(written.provenance.as_ref().unwrap().replaced, replaced);
     assert_eq!(ops.len(), 4, "three removed from the indexes, one added");
     let r = Reader::new(&db).unwrap();
     for id in 1..=3 {

@@ -102,7 +102,7 @@ impl<'t> Batch<'t> {
             value: input.value.clone(),
             tags: input.tags.clone(),
             importance: input.importance,
-            source: input.source,
+            source: input.source(),
             created_at: live_head.map_or(self.now, |m| m.created_at),
             updated_at: self.now,
             access_count: live_head.map_or(0, |m| m.access_count),
@@ -112,6 +112,8 @@ impl<'t> Batch<'t> {
             version: previous.as_ref().map_or(1, |m| m.version + 1),
             previous: previous.as_ref().map(|m| m.id),
             consolidated_into: None,
+            observed_at: Some(input.observed_at.unwrap_or(self.now)),
+            provenance: Some(input.provenance.clone()),
         };
         if let Some(mut old) = previous {
             if old.is_latest {
@@ -180,7 +182,8 @@ impl<'t> Batch<'t> {
             .collect::<Result<_>>()?;
         let mut merged = Vec::with_capacity(merges.len());
         for (merge, mut replaced) in merges.iter().zip(retired) {
-            let summary = self.put(&merge.summary, &merge.embedding, u64::MAX)?.memory;
+            let input = merge.naming(&replaced);
+            let summary = self.put(&input, &merge.embedding, u64::MAX)?.memory;
             for original in &mut replaced {
                 original.consolidated_into = Some(summary.memory_id.clone());
                 self.save(original)?;

@@ -8,8 +8,8 @@ use wasmind_rules::{
 
 use crate::{
     memory::{
-        DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, ListQuery, Memory, MemoryError, MemoryService, Mode,
-        PutInput, Quota, SearchHit, SearchQuery, Source, embed::EmbedError,
+        DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, Door, ListQuery, Memory, MemoryError, MemoryService,
+        Mode, Provenance, PutInput, Quota, SearchHit, SearchQuery, embed::EmbedError,
     },
     runtime::{bindings::memory, journal::Call, state::AgentState},
 };
@@ -82,6 +82,8 @@ pub(crate) struct AccountMemory {
     pub account: String,
     /// The account plan's memory quota: live memories, versions kept per key.
     pub quota: Quota,
+    /// Who writes through it: recorded on every version it puts.
+    pub provenance: Provenance,
 }
 
 impl AccountMemory {
@@ -96,7 +98,8 @@ impl AccountMemory {
             tags: request.tags,
             importance: request.importance.unwrap_or(DEFAULT_IMPORTANCE),
             expires_in_days: request.expires_in_days,
-            source: Source::Manual,
+            observed_at: None,
+            provenance: self.provenance.clone(),
         };
         let o = self.service.put(input, self.quota).await?;
         Ok(memory::PutResult {
@@ -127,6 +130,7 @@ impl AccountMemory {
             namespace: request.namespace,
             tags: request.tags,
             before: None,
+            time: Default::default(),
         };
         let page = self.service.list(&self.account, query).await?;
         Ok(page.memories.into_iter().map(record).collect())
@@ -157,6 +161,7 @@ impl AccountMemory {
             limit,
             mode: mode.unwrap_or_default(),
             min_score: 0.0,
+            time: Default::default(),
         };
         let hits = self.service.search(&self.account, query).await?;
         Ok(hits.into_iter().map(hit).collect())
@@ -165,7 +170,8 @@ impl AccountMemory {
 
 impl AgentState {
     /// The agent's account memory, or why the agent may not use it: it was given none, or
-    /// it is stopping.
+    /// it is stopping. Its writes name the agent and the journal step of the call about to
+    /// be made (none where runs are not journaled).
     fn memory(&self) -> Outcome<AccountMemory> {
         if !self.agent.memory_mode.has_memory() {
             return Err(memory::MemoryError::NotConfigured);
@@ -177,6 +183,11 @@ impl AgentState {
             service: self.agent.services.memory.clone(),
             account: self.agent.account.clone(),
             quota: self.agent.memory_quota,
+            provenance: Provenance {
+                agent_id: Some(self.agent.agent_id.clone()),
+                step: self.agent.journal.as_ref().map(|j| j.next_step()),
+                ..Provenance::door(Door::AgentTool)
+            },
         })
     }
 }

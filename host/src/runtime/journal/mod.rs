@@ -287,6 +287,12 @@ impl Journal {
         }
     }
 
+    /// The step the next call will be recorded at (what a memory write names as its
+    /// provenance).
+    pub fn next_step(&self) -> u64 {
+        self.cursor.lock().next
+    }
+
     /// Keeps the live call's entry in memory, to be stored with the next [`Journal::store`].
     pub fn keep<R: Serialize>(&self, func: &str, args: u64, result: &R) -> Result<(), Fault> {
         let mut cursor = self.cursor.lock();

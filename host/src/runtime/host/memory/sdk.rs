@@ -14,17 +14,24 @@ use wasmind_sdk as sdk;
 
 use super::AccountMemory;
 use crate::{
-    memory::{MemoryService, Quota},
+    memory::{MemoryService, Provenance, Quota},
     runtime::bindings::memory as wit,
 };
 
-/// The memory tools' view of `account`'s memory, with its plan's memory `quota`.
-/// Its operations block: call them on a blocking thread of the current tokio runtime.
-pub fn account_memory(service: MemoryService, account: String, quota: Quota) -> sdk::Memory {
+/// The memory tools' view of `account`'s memory, with its plan's memory `quota`, writing
+/// with `provenance`. Its operations block: call them on a blocking thread of the current
+/// tokio runtime.
+pub fn account_memory(
+    service: MemoryService,
+    account: String,
+    quota: Quota,
+    provenance: Provenance,
+) -> sdk::Memory {
     let memory = AccountMemory {
         service,
         account,
         quota,
+        provenance,
     };
     sdk::Memory::new(Arc::new(Blocking {
         memory,

@@ -15,7 +15,7 @@ use wasmind_sdk::{
 use super::AccountMemory;
 use crate::{
     memory::{
-        MemoryService, Quota,
+        Door, MemoryService, Provenance, Quota,
         embed::{EmbedService, HashEmbedder},
     },
     runtime::bindings::memory,
@@ -238,6 +238,7 @@ fn host() -> (tempfile::TempDir, tokio::runtime::Runtime, AccountMemory) {
         service,
         account: "acme".into(),
         quota: Quota::memories(QUOTA),
+        provenance: Provenance::door(Door::AgentTool),
     };
     (dir, rt, memory)
 }

@@ -1,0 +1,172 @@
+//! Exact scoring of a set of versions, for a search with a time filter (`as_of`,
+//! `observed_after`, `observed_before`). The live indexes hold only the live versions and
+//! know nothing of observation times, so such a search reads the versions the filter keeps
+//! from the store and scores each of them: the cosine from its stored embedding, and BM25
+//! with tantivy's formula (k1 = 1.2, b = 0.75, idf = ln(1 + (N − n + 0.5) / (n + 0.5)),
+//! summed over key and value, lengths quantized as fieldnorms) with the set itself as the
+//! corpus. A search without time filters never comes here.
+
+use std::collections::HashMap;
+
+use tantivy::fieldnorm::FieldNormReader;
+
+use super::{
+    index::{index_terms, query_terms},
+    record::Memory,
+    search::Candidate,
+};
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
+/// One field of every document: its term frequencies and quantized length.
+struct Field {
+    docs: Vec<(HashMap<String, u32>, f32)>,
+    average: f32,
+}
+
+impl Field {
+    fn new<'a>(texts: impl Iterator<Item = &'a str>) -> Self {
+        let docs: Vec<(HashMap<String, u32>, f32)> = texts
+            .map(|text| {
+                let terms = index_terms(text);
+                let count = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+                let norm =
+                    FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(count));
+                let mut freqs = HashMap::new();
+                for term in terms {
+                    *freqs.entry(term).or_insert(0) += 1;
+                }
+                (freqs, norm as f32)
+            })
+            .collect();
+        let total: f32 = docs.iter().map(|(_, norm)| norm).sum();
+        let average = total / docs.len().max(1) as f32;
+        Self { docs, average }
+    }
+
+    /// Adds this field's BM25 of `term` to each document's score.
+    fn score(&self, term: &str, scores: &mut [Option<f32>]) {
+        let n = self
+            .docs
+            .iter()
+            .filter(|(f, _)| f.contains_key(term))
+            .count() as f32;
+        if n == 0.0 {
+            return;
+        }
+        let total = self.docs.len() as f32;
+        let idf = (1.0 + (total - n + 0.5) / (n + 0.5)).ln();
+        for ((freqs, norm), score) in self.docs.iter().zip(scores.iter_mut()) {
+            if let Some(&tf) = freqs.get(term) {
+                let tf = tf as f32;
+                let length = 1.0 - B + B * norm / self.average.max(f32::MIN_POSITIVE);
+                *score = Some(score.unwrap_or(0.0) + idf * tf * (K1 + 1.0) / (tf + K1 * length));
+            }
+        }
+    }
+}
+
+/// BM25 of `query` for each of `memories` (`None` where no term matches), the set being
+/// the corpus.
+pub fn keyword_scores(query: &str, memories: &[Memory]) -> Vec<Option<f32>> {
+    let mut scores = vec![None; memories.len()];
+    let keys = Field::new(memories.iter().map(|m| m.key.as_str()));
+    let values = Field::new(memories.iter().map(|m| m.value.as_str()));
+    for term in query_terms(query) {
+        keys.score(&term, &mut scores);
+        values.score(&term, &mut scores);
+    }
+    scores
+}
+
+/// Cosine of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norms =
+        a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    match norms > 0.0 {
+        true => dot / norms,
+        false => 0.0,
+    }
+}
+
+/// The candidates of a scan: each version with its BM25 (when `query` is searched by
+/// keywords) and its cosine to `vector` (when given, from its stored `embeddings`); a
+/// version neither side finds (no query term, no vector) is none.
+pub fn candidates(
+    memories: Vec<Memory>,
+    embeddings: Vec<Option<Vec<f32>>>,
+    query: Option<&str>,
+    vector: Option<&[f32]>,
+) -> Vec<(Memory, Candidate)> {
+    let bm25 = match query {
+        Some(q) => keyword_scores(q, &memories),
+        None => vec![None; memories.len()],
+    };
+    memories
+        .into_iter()
+        .zip(embeddings)
+        .zip(bm25)
+        .map(|((memory, embedding), bm25)| {
+            let cosine = vector.zip(embedding.as_deref()).map(|(v, e)| cosine(v, e));
+            (memory, Candidate { cosine, bm25 })
+        })
+        .filter(|(_, c)| c.bm25.is_some() || c.cosine.is_some())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::record::sample;
+
+    fn memory(id: u64, key: &str, value: &str) -> Memory {
+        Memory {
+            key: key.into(),
+            value: value.into(),
+            ..sample(id)
+        }
+    }
+
+    #[test]
+    fn rarer_terms_and_shorter_fields_score_higher_and_misses_score_none() {
+        let set = [
+            memory(1, "pet", "the user has a cat named miso"),
+            memory(2, "city", "the user lives in lisbon"),
+            memory(
+                3,
+                "cats",
+                "cat cat and more words about a cat and other animals here",
+            ),
+        ];
+        let scores = keyword_scores("cat", &set);
+        assert_eq!(scores[1], None);
+        let (pet, many) = (scores[0].unwrap(), scores[2].unwrap());
+        assert!(pet > 0.0 && many > 0.0);
+        let lisbon = keyword_scores("lisbon cat", &set);
+        assert!(
+            lisbon[1].unwrap() > lisbon[0].unwrap(),
+            "lisbon is rarer: {lisbon:?}"
+        );
+    }
+
+    #[test]
+    fn cosines_come_from_the_stored_embeddings() {
+        let set = vec![memory(1, "a", "x"), memory(2, "b", "y")];
+        let found = candidates(
+            set,
+            vec![Some(vec![1.0, 0.0]), Some(vec![0.0, 2.0])],
+            None,
+            Some(&[1.0, 1.0]),
+        );
+        let cos: Vec<f32> = found.iter().map(|(_, c)| c.cosine.unwrap()).collect();
+        assert!((cos[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!((cos[1] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!(found.iter().all(|(_, c)| c.bm25.is_none()));
+        let set = vec![memory(1, "a", "cat"), memory(2, "b", "dog")];
+        let found = candidates(set, vec![None, None], Some("cat"), None);
+        assert_eq!(found.len(), 1, "a keyword search finds only what matches");
+        assert_eq!(found[0].0.id, 1);
+    }
+}
