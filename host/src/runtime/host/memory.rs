@@ -185,7 +185,7 @@ impl AgentState {
             quota: self.agent.memory_quota,
             provenance: Provenance {
                 agent_id: Some(self.agent.agent_id.clone()),
-                step: self.agent.journal.as_ref().map(|j| j.next_step()),
+                step: Some(self.agent.journal.next_step()),
                 ..Provenance::door(Door::AgentTool)
             },
         })
