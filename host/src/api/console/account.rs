@@ -63,8 +63,6 @@ impl From<CreateKeyError> for ApiError {
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the session", body = Me),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn me(ConsoleAuth(session): ConsoleAuth) -> Json<Me> {
     Json(Me {
@@ -80,8 +78,6 @@ pub async fn me(ConsoleAuth(session): ConsoleAuth) -> Json<Me> {
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the keys", body = KeyList),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list_keys(
     State(state): State<AppState>,
@@ -105,9 +101,7 @@ pub async fn list_keys(
     security(("idToken" = [])),
     responses(
         (status = 201, description = "created; `key` is shown this once", body = CreatedKey),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 402, description = "The account has its plan's `keys` active; revoke one first. Codes: `key_quota_exceeded`. Details: KeyQuotaDetails.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -132,9 +126,7 @@ pub async fn create_key(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "revoked (or already)", body = RevokedKey),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "The account has no key with that id. Codes: `key_not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn revoke_key(
     State(state): State<AppState>,
@@ -163,8 +155,6 @@ pub async fn revoke_key(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "usage against the plan", body = UsageReport),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn usage(
     State(state): State<AppState>,
