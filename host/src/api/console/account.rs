@@ -30,7 +30,7 @@ fn failed(e: &dyn std::fmt::Display) -> ApiError {
 
 /// The account's keys, newest first.
 async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
-    let mut mine = state.keys.keys(account).await.map_err(|e| failed(&e))?;
+    let mut mine = state.keys.keys(account).await?;
     mine.reverse();
     Ok(mine)
 }
@@ -135,15 +135,13 @@ pub async fn revoke_key(
 ) -> ApiResult<Json<RevokedKey>> {
     // Only an id among the account's own keys is revoked: another account's key, or a
     // secret given in place of an id, is not found.
-    let info = (state.keys.revoke_own(&session.account, &key_id).await)
-        .map_err(|e| failed(&e))?
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "key_not_found",
-                "this account has no key with that id",
-            )
-        })?;
+    let info = (state.keys.revoke_own(&session.account, &key_id).await)?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "key_not_found",
+            "this account has no key with that id",
+        )
+    })?;
     Ok(Json(RevokedKey {
         key_id: info.id,
         revoked_at: iso8601(info.revoked_at.unwrap_or_else(now_ms)),
@@ -168,11 +166,7 @@ pub async fn usage(
         .month_run_ms(account, now)
         .await
         .map_err(|e| failed(&e))?;
-    let month = state
-        .usage
-        .month(account, now)
-        .await
-        .map_err(|e| failed(&e))?;
+    let month = state.usage.month(account, now).await?;
     let live: u64 = state
         .memory
         .namespaces(account)

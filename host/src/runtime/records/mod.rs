@@ -30,14 +30,17 @@ pub use self::types::{
     Status, Usage,
 };
 use super::changes::{Changes, Watch};
-use crate::clock::now_ms;
+use crate::{clock::now_ms, storage::StoreError};
 
 /// Why an operation on agent records failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The store failed.
     #[error("agent storage: {0}")]
-    Storage(String),
+    Storage(#[from] StoreError),
+    /// A log event for an agent the account does not have.
+    #[error("account {account:?} has no agent {agent_id:?}")]
+    NoAgent { account: String, agent_id: String },
     /// A write of the agent's run by a node whose claim on it is no longer the agent's
     /// (its lease ran out and the agent was failed, or it was claimed again): refused, and
     /// the node's instance must stop.
@@ -46,8 +49,7 @@ pub enum RecordError {
 }
 
 crate::storage::storage_errors_into!(
-    RecordError,
-    RecordError::Storage;
+    RecordError;
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
@@ -61,7 +63,10 @@ crate::storage::storage_errors_into!(
 impl RecordError {
     /// A log event for an agent the account does not have.
     fn no_agent(account: &str, agent_id: &str) -> Self {
-        RecordError::Storage(format!("account {account:?} has no agent {agent_id:?}"))
+        RecordError::NoAgent {
+            account: account.to_owned(),
+            agent_id: agent_id.to_owned(),
+        }
     }
 }
 

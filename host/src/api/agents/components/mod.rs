@@ -207,8 +207,7 @@ pub async fn list(
     let (page, next) = state
         .runtime
         .components(&who.account, before, limit)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .await?;
     Ok(Json(ComponentList {
         data: page.into_iter().map(ComponentView::from).collect(),
         next_cursor: next.map(|n| cursor::encode(COMPONENTS_CURSOR, n)),
@@ -233,8 +232,7 @@ pub async fn get(
     state
         .runtime
         .component(&who.account, &id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
+        .await?
         .map(|r| Json(ComponentView::from(r)))
         .ok_or_else(component_not_found)
 }
@@ -257,8 +255,7 @@ pub async fn delete(
     state
         .runtime
         .delete_component(&who.account, &id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
+        .await?
         .map(|r| Json(ComponentView::from(r)))
         .ok_or_else(component_not_found)
 }
