@@ -228,10 +228,18 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
-/// Implements `From` each storage library error listed for a domain's error type: with a
-/// constructor, as `$make(error.to_string())`; without one, through [`StoreError`] (the
-/// domain's error has `From<StoreError>`). Either way the conversion is written once.
+/// Implements `From` each storage library error for a domain's error type: with a
+/// constructor and a list, as `$make(error.to_string())`; with the type alone, every
+/// library error a store meets, through [`StoreError`] (the domain's error has
+/// `From<StoreError>`). Either way the conversion is written once.
 macro_rules! storage_errors_into {
+    (@through $target:ty; $($t:ty),*) => {$(
+        impl From<$t> for $target {
+            fn from(e: $t) -> Self {
+                <$target>::from($crate::storage::StoreError::from(e))
+            }
+        }
+    )*};
     ($target:ty, $make:path; $($t:ty),* $(,)?) => {$(
         impl From<$t> for $target {
             fn from(e: $t) -> Self {
@@ -239,13 +247,20 @@ macro_rules! storage_errors_into {
             }
         }
     )*};
-    ($target:ty; $($t:ty),* $(,)?) => {$(
-        impl From<$t> for $target {
-            fn from(e: $t) -> Self {
-                <$target>::from($crate::storage::StoreError::from(e))
-            }
-        }
-    )*};
+    ($target:ty) => {
+        $crate::storage::storage_errors_into!(@through $target;
+            redb::DatabaseError,
+            redb::TransactionError,
+            redb::TableError,
+            redb::StorageError,
+            redb::CommitError,
+            redb::SetDurabilityError,
+            serde_json::Error,
+            sqlx::Error,
+            std::io::Error,
+            tokio::task::JoinError
+        );
+    };
 }
 pub(crate) use storage_errors_into;
 

@@ -17,17 +17,7 @@ pub enum AccountError {
     Storage(#[from] StoreError),
 }
 
-crate::storage::storage_errors_into!(
-    AccountError;
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    serde_json::Error,
-    sqlx::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(AccountError);
 
 /// The result of an accounts operation.
 pub type Result<T, E = AccountError> = std::result::Result<T, E>;

@@ -41,16 +41,7 @@ pub enum CreateKeyError {
     Storage(#[from] StoreError),
 }
 
-crate::storage::storage_errors_into!(
-    CreateKeyError;
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    serde_json::Error,
-    sqlx::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(CreateKeyError);
 
 /// Accounts, their plans and their API keys.
 #[async_trait]

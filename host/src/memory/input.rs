@@ -130,10 +130,10 @@ pub fn optional_namespace(namespace: Option<String>) -> Result<Option<String>> {
 /// A request's optional number `field` that must lie in `[0, 1]` (a cosine or a score).
 pub fn optional_unit(field: &'static str, value: Option<f64>) -> Result<Option<f64>> {
     match value {
-        Some(n) if !(0.0..=1.0).contains(&n) => Err(MemoryError::Invalid {
+        Some(n) if !(0.0..=1.0).contains(&n) => Err(MemoryError::invalid(
             field,
-            message: format!("{field} must be from 0 to 1, got {n}"),
-        }),
+            format!("{field} must be from 0 to 1, got {n}"),
+        )),
         n => Ok(n),
     }
 }

@@ -81,10 +81,10 @@ impl ConsolidateQuery {
             // A size past any account's memories forms no cluster: it saturates, as `as` does.
             Some(n) if n.fract() == 0.0 && n >= 2.0 => n as usize,
             Some(_) => {
-                return Err(MemoryError::Invalid {
-                    field: "min_cluster_size",
-                    message: "min_cluster_size must be a whole number of at least 2".into(),
-                });
+                return Err(MemoryError::invalid(
+                    "min_cluster_size",
+                    "min_cluster_size must be a whole number of at least 2",
+                ));
             }
         };
         Ok(ConsolidateQuery {

@@ -38,17 +38,7 @@ pub enum CreateError {
     Storage(#[from] StoreError),
 }
 
-crate::storage::storage_errors_into!(
-    CreateError;
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    serde_json::Error,
-    sqlx::Error,
-    std::io::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(CreateError);
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 

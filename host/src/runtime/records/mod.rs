@@ -48,17 +48,7 @@ pub enum RecordError {
     Stale(String),
 }
 
-crate::storage::storage_errors_into!(
-    RecordError;
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError,
-    serde_json::Error,
-    sqlx::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(RecordError);
 
 impl RecordError {
     /// A log event for an agent the account does not have.
