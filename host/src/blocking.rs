@@ -41,17 +41,24 @@ where
 }
 
 /// Runs `work` on a clone of `store` on the blocking pool: how a store whose methods block
-/// (on redb) serves the async traits the domains share with their postgres backends.
-pub async fn with_store<S, T>(
+/// (on redb) serves the async traits the domains share with their postgres backends. A
+/// task that did not finish is the domain's error too (its storage failure).
+pub async fn with_store<S, T, E>(
     store: &S,
-    work: impl FnOnce(&S) -> anyhow::Result<T> + Send + 'static,
-) -> anyhow::Result<T>
+    work: impl FnOnce(&S) -> Result<T, E> + Send + 'static,
+) -> Result<T, E>
 where
     S: Clone + Send + 'static,
     T: Send + 'static,
+    E: From<tokio::task::JoinError> + Send + 'static,
 {
     let store = store.clone();
-    Ok(run_blocking(move || work(&store)).await?)
+    run_blocking(move || work(&store))
+        .await
+        .map_err(|e| match e {
+            BlockingError::Failed(e) => e,
+            BlockingError::Aborted(e) => e.into(),
+        })
 }
 
 #[cfg(test)]

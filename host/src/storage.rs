@@ -198,10 +198,48 @@ const HIDDEN: &str = "***";
 /// The connection parameters whose values are secrets (libpq's names, as sqlx reads them).
 const SECRET_PARAMETERS: [&str; 2] = ["password", "sslpassword"];
 
-/// Implements `From` each storage library error listed for a domain's error type, as
-/// `$make(error.to_string())`: each domain keeps its own typed storage error (the policy of
-/// its error module), and this conversion is written once.
+/// A store's failure, by the library that failed: what the domains' typed errors carry as
+/// their storage variant (records, components, accounts), so a caller can tell a database
+/// refusal from unreadable data without parsing text. Never shown to API clients (a 500).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The data dir's database (redb) failed.
+    #[error("redb: {0}")]
+    Redb(#[from] redb::Error),
+    /// PostgreSQL failed, or refused a statement.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// A stored value does not read back as what was written (JSON, a number out of range,
+    /// a name), or a row another one points to is gone.
+    #[error("stored data unreadable: {0}")]
+    Corrupt(String),
+    /// A file of the store could not be read or written.
+    #[error("file: {0}")]
+    Io(#[from] std::io::Error),
+    /// The blocking task doing the store's work did not finish (it panicked, or the
+    /// runtime is shutting down).
+    #[error("storage task did not finish: {0}")]
+    Aborted(#[from] tokio::task::JoinError),
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+/// Implements `From` each storage library error for a domain's error type: with a
+/// constructor and a list, as `$make(error.to_string())`; with the type alone, every
+/// library error a store meets, through [`StoreError`] (the domain's error has
+/// `From<StoreError>`). Either way the conversion is written once.
 macro_rules! storage_errors_into {
+    (@through $target:ty; $($t:ty),*) => {$(
+        impl From<$t> for $target {
+            fn from(e: $t) -> Self {
+                <$target>::from($crate::storage::StoreError::from(e))
+            }
+        }
+    )*};
     ($target:ty, $make:path; $($t:ty),* $(,)?) => {$(
         impl From<$t> for $target {
             fn from(e: $t) -> Self {
@@ -209,8 +247,41 @@ macro_rules! storage_errors_into {
             }
         }
     )*};
+    ($target:ty) => {
+        $crate::storage::storage_errors_into!(@through $target;
+            redb::DatabaseError,
+            redb::TransactionError,
+            redb::TableError,
+            redb::StorageError,
+            redb::CommitError,
+            redb::SetDurabilityError,
+            serde_json::Error,
+            sqlx::Error,
+            std::io::Error,
+            tokio::task::JoinError
+        );
+    };
 }
 pub(crate) use storage_errors_into;
+
+/// The redb errors a store's code meets, each a [`StoreError::Redb`].
+macro_rules! redb_into_store_error {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                StoreError::Redb(e.into())
+            }
+        }
+    )*};
+}
+redb_into_store_error!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError,
+    redb::SetDurabilityError
+);
 
 #[cfg(test)]
 mod tests;

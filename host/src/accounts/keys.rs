@@ -3,7 +3,6 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use anyhow::Context;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
@@ -12,8 +11,8 @@ use super::store::{
     AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
     validate_account,
 };
-use super::{Plan, Plans};
-use crate::{blocking::with_store, clock::now_ms};
+use super::{Plan, Plans, error::Result};
+use crate::{blocking::with_store, clock::now_ms, storage::StoreError};
 
 /// account name → account record (JSON).
 const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
@@ -77,7 +76,7 @@ pub struct KeyStore {
 impl KeyStore {
     /// Opens the tables, creating them on first use. A data dir whose keys predate the
     /// per-account index has it built here, once, in the same commit as the tables.
-    pub fn new(db: Arc<Database>) -> anyhow::Result<Self> {
+    pub fn new(db: Arc<Database>) -> Result<Self, StoreError> {
         let txn = db.begin_write()?;
         txn.open_table(ACCOUNTS)?;
         {
@@ -106,16 +105,6 @@ impl KeyStore {
         plans: &Plans,
     ) -> Result<(String, KeyInfo), CreateKeyError> {
         validate_account(account)?;
-        self.create_within(account, plan, plans)?
-    }
-
-    /// [`KeyStore::create`] past the name's check: the refusal inside, storage outside.
-    fn create_within(
-        &self,
-        account: &str,
-        plan: Option<Plan>,
-        plans: &Plans,
-    ) -> anyhow::Result<Result<(String, KeyInfo), CreateKeyError>> {
         let key = NewKey::generate();
         let now = now_ms();
         let record = KeyRecord {
@@ -149,9 +138,7 @@ impl KeyStore {
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
             record.plan
         };
-        if let Err(refused) = key_bound(account, plan, active, plans) {
-            return Ok(Err(refused));
-        }
+        key_bound(account, plan, active, plans)?;
         txn.open_table(API_KEYS)?
             .insert(key.hash.as_str(), serde_json::to_string(&record)?.as_str())?;
         txn.open_table(ACCOUNT_KEYS)?
@@ -164,11 +151,11 @@ impl KeyStore {
             created_at: now,
             revoked_at: None,
         };
-        Ok(Ok((key.secret, info)))
+        Ok((key.secret, info))
     }
 
     /// Revokes a key given either the secret itself or its `key_…` id.
-    pub fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+    pub fn revoke(&self, key: &str) -> Result<KeyInfo> {
         let txn = self.db.begin_write()?;
         let hash = {
             let keys = txn.open_table(API_KEYS)?;
@@ -183,7 +170,7 @@ impl KeyStore {
     }
 
     /// Revokes `account`'s key `key_id`; `None` when the account has no such key.
-    pub fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+    pub fn revoke_own(&self, account: &str, key_id: &str) -> Result<Option<KeyInfo>> {
         let txn = self.db.begin_write()?;
         let hash = {
             let index = txn.open_table(ACCOUNT_KEYS)?;
@@ -199,7 +186,7 @@ impl KeyStore {
     }
 
     /// The keys of `account`, oldest first.
-    pub fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+    pub fn keys(&self, account: &str) -> Result<Vec<KeyInfo>> {
         let txn = self.db.begin_read()?;
         let records = account_keys(
             &txn.open_table(API_KEYS)?,
@@ -225,7 +212,7 @@ impl KeyStore {
     }
 
     /// Every key, oldest first.
-    pub fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+    pub fn list(&self) -> Result<Vec<KeyInfo>> {
         let txn = self.db.begin_read()?;
         let keys = txn.open_table(API_KEYS)?;
         let accounts = txn.open_table(ACCOUNTS)?;
@@ -246,7 +233,7 @@ impl KeyStore {
     }
 
     /// Every account's plan (what `/metrics` sums live memories by).
-    pub fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+    pub fn plans(&self) -> Result<HashMap<String, Plan>> {
         let txn = self.db.begin_read()?;
         let accounts = txn.open_table(ACCOUNTS)?;
         let mut out = HashMap::new();
@@ -259,7 +246,7 @@ impl KeyStore {
     }
 
     /// Every account, by name, with its count of unrevoked keys.
-    pub fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+    pub fn accounts(&self) -> Result<Vec<AccountInfo>> {
         let txn = self.db.begin_read()?;
         let mut active = HashMap::<String, u32>::new();
         for entry in txn.open_table(API_KEYS)?.iter()? {
@@ -285,7 +272,7 @@ impl KeyStore {
 
     /// Moves an existing account to `plan`; its keys act on the new plan from their next
     /// request, as [`KeyStore::authenticate`] reads the plan afresh each time.
-    pub fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+    pub fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
         let txn = self.db.begin_write()?;
         let mut record: AccountRecord = {
             let accounts = txn.open_table(ACCOUNTS)?;
@@ -302,12 +289,12 @@ impl KeyStore {
             .accounts()?
             .into_iter()
             .find(|a| a.name == account)
-            .context("account vanished")?;
+            .ok_or_else(|| StoreError::Corrupt(format!("account {account:?} vanished")))?;
         Ok(info)
     }
 
     /// The principal a presented key acts for; `None` for unknown or revoked keys.
-    pub fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+    pub fn authenticate(&self, secret: &str) -> Result<Option<Principal>> {
         let txn = self.db.begin_read()?;
         let keys = txn.open_table(API_KEYS)?;
         let Some(value) = keys.get(hash_key(secret).as_str())? else {
@@ -326,7 +313,7 @@ impl KeyStore {
     }
 
     /// The plan of `account`; `None` when no such account exists.
-    pub fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+    pub fn plan(&self, account: &str) -> Result<Option<Plan>> {
         let txn = self.db.begin_read()?;
         let accounts = txn.open_table(ACCOUNTS)?;
         let Some(guard) = accounts.get(account)? else {
@@ -350,47 +337,46 @@ impl AccountStore for KeyStore {
         plans: &Plans,
     ) -> Result<(String, KeyInfo), CreateKeyError> {
         let (account, plans) = (account.to_owned(), plans.clone());
-        let created = with_store(self, move |s| Ok(s.create(&account, plan, &plans))).await;
-        created?
+        with_store(self, move |s| s.create(&account, plan, &plans)).await
     }
 
-    async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+    async fn revoke(&self, key: &str) -> Result<KeyInfo> {
         let key = key.to_owned();
         with_store(self, move |s| s.revoke(&key)).await
     }
 
-    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+    async fn revoke_own(&self, account: &str, key_id: &str) -> Result<Option<KeyInfo>> {
         let (account, key_id) = (account.to_owned(), key_id.to_owned());
         with_store(self, move |s| s.revoke_own(&account, &key_id)).await
     }
 
-    async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+    async fn list(&self) -> Result<Vec<KeyInfo>> {
         with_store(self, KeyStore::list).await
     }
 
-    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+    async fn keys(&self, account: &str) -> Result<Vec<KeyInfo>> {
         let account = account.to_owned();
         with_store(self, move |s| s.keys(&account)).await
     }
 
-    async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+    async fn plans(&self) -> Result<HashMap<String, Plan>> {
         with_store(self, KeyStore::plans).await
     }
 
-    async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+    async fn accounts(&self) -> Result<Vec<AccountInfo>> {
         with_store(self, KeyStore::accounts).await
     }
 
-    async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
         let account = account.to_owned();
         with_store(self, move |s| s.set_plan(&account, plan)).await
     }
 
-    async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+    async fn authenticate(&self, secret: &str) -> Result<Option<Principal>> {
         KeyStore::authenticate(self, secret)
     }
 
-    async fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+    async fn plan(&self, account: &str) -> Result<Option<Plan>> {
         KeyStore::plan(self, account)
     }
 }
@@ -398,18 +384,18 @@ impl AccountStore for KeyStore {
 fn account_plan(
     accounts: &impl ReadableTable<&'static str, &'static str>,
     account: &str,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan, StoreError> {
     let guard = accounts
         .get(account)?
-        .with_context(|| format!("account {account:?} missing"))?;
+        .ok_or_else(|| StoreError::Corrupt(format!("account {account:?} missing")))?;
     Ok(serde_json::from_str::<AccountRecord>(guard.value())?.plan)
 }
 
 /// Marks the key stored under `hash` revoked (keeping an earlier revocation's time).
-fn revoke_in(txn: &redb::WriteTransaction, hash: &str) -> anyhow::Result<KeyInfo> {
+fn revoke_in(txn: &redb::WriteTransaction, hash: &str) -> Result<KeyInfo, StoreError> {
     let mut keys = txn.open_table(API_KEYS)?;
     let mut record: KeyRecord = {
-        let guard = keys.get(hash)?.context("key vanished")?;
+        let guard = (keys.get(hash)?).ok_or_else(|| StoreError::Corrupt("key vanished".into()))?;
         serde_json::from_str(guard.value())?
     };
     record.revoked_at.get_or_insert_with(now_ms);
@@ -429,14 +415,15 @@ fn account_keys(
     keys: &impl ReadableTable<&'static str, &'static str>,
     index: &impl ReadableTable<(&'static str, &'static str), &'static str>,
     account: &str,
-) -> anyhow::Result<Vec<KeyRecord>> {
+) -> Result<Vec<KeyRecord>, StoreError> {
     let mut out = Vec::new();
     for entry in index.range((account, "")..)? {
         let (at, hash) = entry?;
         if at.value().0 != account {
             break;
         }
-        let guard = keys.get(hash.value())?.context("indexed key missing")?;
+        let guard = (keys.get(hash.value())?)
+            .ok_or_else(|| StoreError::Corrupt("indexed key missing".into()))?;
         out.push(serde_json::from_str(guard.value())?);
     }
     Ok(out)
@@ -447,7 +434,7 @@ fn active_keys(
     keys: &impl ReadableTable<&'static str, &'static str>,
     index: &impl ReadableTable<(&'static str, &'static str), &'static str>,
     account: &str,
-) -> anyhow::Result<u32> {
+) -> Result<u32, StoreError> {
     let records = account_keys(keys, index, account)?;
     let active = records.iter().filter(|r| r.revoked_at.is_none()).count();
     Ok(u32::try_from(active).unwrap_or(u32::MAX))
@@ -456,7 +443,7 @@ fn active_keys(
 fn find_hash_by_id(
     keys: &impl ReadableTable<&'static str, &'static str>,
     id: &str,
-) -> anyhow::Result<Option<String>> {
+) -> Result<Option<String>, StoreError> {
     for entry in keys.iter()? {
         let (hash, value) = entry?;
         if serde_json::from_str::<KeyRecord>(value.value())?.id == id {

@@ -9,19 +9,22 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
 use super::MonthUsage;
-use crate::{clock::month_of, storage::bigint};
+use crate::{
+    clock::month_of,
+    storage::{StoreError, bigint},
+};
 
 /// Usage per account and calendar month (UTC).
 #[async_trait]
 pub trait UsageLedger: Send + Sync + 'static {
     /// Adds `delta` to the month containing `at_ms`, durably.
-    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()>;
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> Result<(), StoreError>;
 
     /// The usage of the month containing `at_ms`.
-    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage>;
+    async fn month(&self, account: &str, at_ms: u64) -> Result<MonthUsage, StoreError>;
 
     /// Every (account, `YYYY-MM`, usage) recorded, ordered by account then month.
-    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>>;
+    async fn all(&self) -> Result<Vec<(String, String, MonthUsage)>, StoreError>;
 }
 
 /// The ledger a server or CLI command runs on; cheap to clone.
@@ -40,9 +43,11 @@ impl PgUsage {
     }
 }
 
-fn usage_of(row: &PgRow) -> anyhow::Result<MonthUsage> {
-    let field =
-        |name: &str| -> anyhow::Result<u64> { Ok(u64::try_from(row.try_get::<i64, _>(name)?)?) };
+fn usage_of(row: &PgRow) -> Result<MonthUsage, StoreError> {
+    let field = |name: &str| -> Result<u64, StoreError> {
+        u64::try_from(row.try_get::<i64, _>(name)?)
+            .map_err(|_| StoreError::Corrupt(format!("negative {name}")))
+    };
     Ok(MonthUsage {
         run_ms: field("run_ms")?,
         input_tokens: field("input_tokens")?,
@@ -57,7 +62,7 @@ pub async fn add_usage(
     account: &str,
     at_ms: u64,
     delta: MonthUsage,
-) -> anyhow::Result<()> {
+) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO account_usage
              (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms)
@@ -81,11 +86,11 @@ pub async fn add_usage(
 
 #[async_trait]
 impl UsageLedger for PgUsage {
-    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> Result<(), StoreError> {
         add_usage(&mut *self.pool.acquire().await?, account, at_ms, delta).await
     }
 
-    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+    async fn month(&self, account: &str, at_ms: u64) -> Result<MonthUsage, StoreError> {
         sqlx::query(
             "SELECT run_ms, input_tokens, output_tokens, cpu_ms FROM account_usage
              WHERE account_id = $1 AND month = $2",
@@ -97,7 +102,7 @@ impl UsageLedger for PgUsage {
         .map_or(Ok(MonthUsage::default()), |row| usage_of(&row))
     }
 
-    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+    async fn all(&self) -> Result<Vec<(String, String, MonthUsage)>, StoreError> {
         sqlx::query("SELECT * FROM account_usage ORDER BY account_id, month")
             .fetch_all(&self.pool)
             .await?

@@ -4,6 +4,7 @@
 //! nothing in the service ever takes an account id from a caller. Keys are stored hashed:
 //! a stolen database reveals no usable key.
 
+mod error;
 mod keys;
 mod ledger;
 mod plan;
@@ -12,6 +13,7 @@ mod rate;
 mod store;
 mod usage;
 
+pub use error::AccountError;
 pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
 pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
 pub use plan::{Plan, PlanLimits, Plans};

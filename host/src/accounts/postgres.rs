@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use anyhow::Context;
 use async_trait::async_trait;
 use sqlx::{PgPool, Row, postgres::PgRow};
 
@@ -12,8 +11,11 @@ use super::store::{
     AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
     validate_account,
 };
-use super::{AccountInfo, KeyInfo, Plan, Plans, Principal};
-use crate::{clock::now_ms, storage::bigint};
+use super::{AccountInfo, KeyInfo, Plan, Plans, Principal, error::Result};
+use crate::{
+    clock::now_ms,
+    storage::{StoreError, bigint},
+};
 
 /// Accounts and keys over a PostgreSQL pool whose migrations have run.
 #[derive(Clone)]
@@ -34,32 +36,36 @@ macro_rules! key_columns {
     };
 }
 
-fn parse_plan(text: &str) -> anyhow::Result<Plan> {
+fn parse_plan(text: &str) -> Result<Plan, StoreError> {
     text.parse()
-        .map_err(|e: String| anyhow::anyhow!("stored plan: {e}"))
+        .map_err(|e: String| StoreError::Corrupt(format!("stored plan: {e}")))
 }
 
-fn plan_of(row: &PgRow, column: &str) -> anyhow::Result<Plan> {
+fn plan_of(row: &PgRow, column: &str) -> Result<Plan, StoreError> {
     parse_plan(row.try_get(column)?)
 }
 
-fn millis(row: &PgRow, column: &str) -> anyhow::Result<u64> {
-    let ms: i64 = row.try_get(column)?;
-    u64::try_from(ms).with_context(|| format!("negative {column}"))
+/// A stored instant, never negative (each was written from an unsigned one).
+fn instant(ms: i64, column: &str) -> Result<u64, StoreError> {
+    u64::try_from(ms).map_err(|_| StoreError::Corrupt(format!("negative {column}")))
 }
 
-fn key_info(row: &PgRow) -> anyhow::Result<KeyInfo> {
+fn millis(row: &PgRow, column: &str) -> Result<u64, StoreError> {
+    instant(row.try_get(column)?, column)
+}
+
+fn key_info(row: &PgRow) -> Result<KeyInfo, StoreError> {
     let revoked: Option<i64> = row.try_get("revoked_at")?;
     Ok(KeyInfo {
         id: row.try_get("key_id")?,
         account: row.try_get("account_id")?,
         plan: plan_of(row, "plan")?,
         created_at: millis(row, "created_at")?,
-        revoked_at: revoked.map(u64::try_from).transpose()?,
+        revoked_at: revoked.map(|ms| instant(ms, "revoked_at")).transpose()?,
     })
 }
 
-fn account_info(row: &PgRow) -> anyhow::Result<AccountInfo> {
+fn account_info(row: &PgRow) -> Result<AccountInfo, StoreError> {
     let active: i64 = row.try_get("active_keys")?;
     Ok(AccountInfo {
         name: row.try_get("account_id")?,
@@ -85,8 +91,7 @@ impl AccountStore for PgAccounts {
         validate_account(account)?;
         let key = NewKey::generate();
         let now = now();
-        let storage = |e: sqlx::Error| CreateKeyError::Storage(e.into());
-        let mut txn = self.pool.begin().await.map_err(storage)?;
+        let mut txn = self.pool.begin().await?;
         // A new account gets `plan` or free; an existing one keeps its plan unless one is
         // given. The upsert locks the account's row until the commit, so creations of its
         // keys at once (on any node) count its active keys one after another.
@@ -100,16 +105,14 @@ impl AccountStore for PgAccounts {
         .bind(now)
         .bind(plan.map(Plan::as_str))
         .fetch_one(&mut *txn)
-        .await
-        .map_err(storage)?;
+        .await?;
         let plan = parse_plan(&stored)?;
         let active: i64 = sqlx::query_scalar(
             "SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
         )
         .bind(account)
         .fetch_one(&mut *txn)
-        .await
-        .map_err(storage)?;
+        .await?;
         key_bound(
             account,
             plan,
@@ -125,19 +128,19 @@ impl AccountStore for PgAccounts {
         .bind(now)
         .execute(&mut *txn)
         .await
-        .map_err(storage)?;
-        txn.commit().await.map_err(storage)?;
+        ?;
+        txn.commit().await?;
         let info = KeyInfo {
             id: key.id,
             account: account.to_owned(),
             plan,
-            created_at: u64::try_from(now).map_err(anyhow::Error::from)?,
+            created_at: instant(now, "created_at")?,
             revoked_at: None,
         };
         Ok((key.secret, info))
     }
 
-    async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo> {
+    async fn revoke(&self, key: &str) -> Result<KeyInfo> {
         let row = sqlx::query(concat!(
             "WITH k AS (
                  UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
@@ -154,10 +157,10 @@ impl AccountStore for PgAccounts {
         .fetch_optional(&self.pool)
         .await?
         .ok_or_else(|| no_such_key(key))?;
-        key_info(&row)
+        Ok(key_info(&row)?)
     }
 
-    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>> {
+    async fn revoke_own(&self, account: &str, key_id: &str) -> Result<Option<KeyInfo>> {
         sqlx::query(concat!(
             "WITH k AS (
                  UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3)
@@ -176,9 +179,10 @@ impl AccountStore for PgAccounts {
         .as_ref()
         .map(key_info)
         .transpose()
+        .map_err(Into::into)
     }
 
-    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>> {
+    async fn keys(&self, account: &str) -> Result<Vec<KeyInfo>> {
         sqlx::query(concat!(
             "SELECT ",
             key_columns!(),
@@ -189,11 +193,11 @@ impl AccountStore for PgAccounts {
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(key_info)
+        .map(|row| Ok(key_info(row)?))
         .collect()
     }
 
-    async fn list(&self) -> anyhow::Result<Vec<KeyInfo>> {
+    async fn list(&self) -> Result<Vec<KeyInfo>> {
         sqlx::query(concat!(
             "SELECT ",
             key_columns!(),
@@ -202,11 +206,11 @@ impl AccountStore for PgAccounts {
         .fetch_all(&self.pool)
         .await?
         .iter()
-        .map(key_info)
+        .map(|row| Ok(key_info(row)?))
         .collect()
     }
 
-    async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>> {
+    async fn plans(&self) -> Result<HashMap<String, Plan>> {
         sqlx::query("SELECT account_id, plan FROM accounts")
             .fetch_all(&self.pool)
             .await?
@@ -215,17 +219,17 @@ impl AccountStore for PgAccounts {
             .collect()
     }
 
-    async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>> {
+    async fn accounts(&self) -> Result<Vec<AccountInfo>> {
         sqlx::query(ACCOUNTS_QUERY)
             .bind(None::<&str>)
             .fetch_all(&self.pool)
             .await?
             .iter()
-            .map(account_info)
+            .map(|row| Ok(account_info(row)?))
             .collect()
     }
 
-    async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo> {
+    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
         let updated = sqlx::query("UPDATE accounts SET plan = $2 WHERE account_id = $1")
             .bind(account)
             .bind(plan.as_str())
@@ -238,10 +242,10 @@ impl AccountStore for PgAccounts {
             .bind(account)
             .fetch_one(&self.pool)
             .await?;
-        account_info(&row)
+        Ok(account_info(&row)?)
     }
 
-    async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>> {
+    async fn authenticate(&self, secret: &str) -> Result<Option<Principal>> {
         let row = sqlx::query(
             "SELECT k.account_id, k.key_id, a.plan FROM api_keys k JOIN accounts a USING (account_id)
              WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
@@ -261,12 +265,12 @@ impl AccountStore for PgAccounts {
         .transpose()
     }
 
-    async fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>> {
+    async fn plan(&self, account: &str) -> Result<Option<Plan>> {
         sqlx::query("SELECT plan FROM accounts WHERE account_id = $1")
             .bind(account)
             .fetch_optional(&self.pool)
             .await?
-            .map(|row| plan_of(&row, "plan"))
+            .map(|row| Ok(plan_of(&row, "plan")?))
             .transpose()
     }
 }

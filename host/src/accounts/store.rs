@@ -12,7 +12,11 @@ use async_trait::async_trait;
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
-use super::{AccountInfo, KeyInfo, Plan, Plans, Principal};
+use super::{
+    AccountInfo, KeyInfo, Plan, Plans, Principal,
+    error::{AccountError, Result},
+};
+use crate::storage::StoreError;
 
 /// Why a key was not created.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +38,10 @@ pub enum CreateKeyError {
     },
     /// Reading or writing the store failed.
     #[error(transparent)]
-    Storage(#[from] anyhow::Error),
+    Storage(#[from] StoreError),
 }
+
+crate::storage::storage_errors_into!(CreateKeyError);
 
 /// Accounts, their plans and their API keys.
 #[async_trait]
@@ -54,33 +60,33 @@ pub trait AccountStore: Send + Sync + 'static {
 
     /// Revokes a key given either the secret itself or its `key_…` id (the operator's
     /// revocation, of any account's key).
-    async fn revoke(&self, key: &str) -> anyhow::Result<KeyInfo>;
+    async fn revoke(&self, key: &str) -> Result<KeyInfo>;
 
     /// Revokes `account`'s key `key_id` (idempotent); `None` when the account has no key of
     /// that id — another account's key, or a secret given in place of an id, is not found.
-    async fn revoke_own(&self, account: &str, key_id: &str) -> anyhow::Result<Option<KeyInfo>>;
+    async fn revoke_own(&self, account: &str, key_id: &str) -> Result<Option<KeyInfo>>;
 
     /// Every key, oldest first.
-    async fn list(&self) -> anyhow::Result<Vec<KeyInfo>>;
+    async fn list(&self) -> Result<Vec<KeyInfo>>;
 
     /// The keys of `account`, revoked ones included, oldest first: one indexed query.
-    async fn keys(&self, account: &str) -> anyhow::Result<Vec<KeyInfo>>;
+    async fn keys(&self, account: &str) -> Result<Vec<KeyInfo>>;
 
     /// Every account's plan (what `/metrics` sums live memories by).
-    async fn plans(&self) -> anyhow::Result<HashMap<String, Plan>>;
+    async fn plans(&self) -> Result<HashMap<String, Plan>>;
 
     /// Every account, by name, with its count of unrevoked keys.
-    async fn accounts(&self) -> anyhow::Result<Vec<AccountInfo>>;
+    async fn accounts(&self) -> Result<Vec<AccountInfo>>;
 
     /// Moves an existing account to `plan`; its keys act on the new plan from their next
     /// request, as [`authenticate`](Self::authenticate) reads the plan afresh each time.
-    async fn set_plan(&self, account: &str, plan: Plan) -> anyhow::Result<AccountInfo>;
+    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo>;
 
     /// The principal a presented key acts for; `None` for unknown or revoked keys.
-    async fn authenticate(&self, secret: &str) -> anyhow::Result<Option<Principal>>;
+    async fn authenticate(&self, secret: &str) -> Result<Option<Principal>>;
 
     /// The plan of `account`; `None` when no such account exists.
-    async fn plan(&self, account: &str) -> anyhow::Result<Option<Plan>>;
+    async fn plan(&self, account: &str) -> Result<Option<Plan>>;
 }
 
 /// The account store a server or CLI command runs on; cheap to clone.
@@ -143,13 +149,13 @@ pub(super) fn key_bound(
 }
 
 /// The error for a key that is neither a known secret nor a known id.
-pub(super) fn no_such_key(key: &str) -> anyhow::Error {
-    anyhow::anyhow!("no key {key:?} (give the key or its key_… id)")
+pub(super) fn no_such_key(key: &str) -> AccountError {
+    AccountError::NoSuchKey(key.to_owned())
 }
 
 /// The error for a plan change of an account nobody made.
-pub(super) fn no_such_account(account: &str) -> anyhow::Error {
-    anyhow::anyhow!("no account {account:?} (`keys create` makes accounts)")
+pub(super) fn no_such_account(account: &str) -> AccountError {
+    AccountError::NoSuchAccount(account.to_owned())
 }
 
 #[cfg(test)]

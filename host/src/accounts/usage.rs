@@ -9,7 +9,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::ledger::UsageLedger;
-use crate::{blocking::with_store, clock::month_of};
+use crate::{blocking::with_store, clock::month_of, storage::StoreError};
 
 /// (account, `YYYY-MM`) → usage (JSON).
 const USAGE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("account_usage");
@@ -42,7 +42,7 @@ pub struct UsageStore {
 
 impl UsageStore {
     /// Opens the table, creating it on first use.
-    pub fn new(db: Arc<Database>) -> anyhow::Result<Self> {
+    pub fn new(db: Arc<Database>) -> Result<Self, StoreError> {
         let txn = db.begin_write()?;
         txn.open_table(USAGE)?;
         txn.commit()?;
@@ -50,7 +50,7 @@ impl UsageStore {
     }
 
     /// Adds to the month containing `at_ms` (durably).
-    pub fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+    pub fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> Result<(), StoreError> {
         let month = month_of(at_ms);
         let txn = self.db.begin_write()?;
         {
@@ -73,7 +73,7 @@ impl UsageStore {
     }
 
     /// The usage of the month containing `at_ms`.
-    pub fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+    pub fn month(&self, account: &str, at_ms: u64) -> Result<MonthUsage, StoreError> {
         let txn = self.db.begin_read()?;
         let table = txn.open_table(USAGE)?;
         Ok(match table.get((account, month_of(at_ms).as_str()))? {
@@ -84,7 +84,7 @@ impl UsageStore {
 
     /// Every (account, `YYYY-MM`, usage) recorded, ordered by account then month; for the
     /// operator's `usage` command.
-    pub fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+    pub fn all(&self) -> Result<Vec<(String, String, MonthUsage)>, StoreError> {
         let txn = self.db.begin_read()?;
         let table = txn.open_table(USAGE)?;
         let mut rows = Vec::new();
@@ -103,17 +103,17 @@ impl UsageStore {
 
 #[async_trait]
 impl UsageLedger for UsageStore {
-    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> anyhow::Result<()> {
+    async fn add(&self, account: &str, at_ms: u64, delta: MonthUsage) -> Result<(), StoreError> {
         let account = account.to_owned();
         with_store(self, move |s| s.add(&account, at_ms, delta)).await
     }
 
-    async fn month(&self, account: &str, at_ms: u64) -> anyhow::Result<MonthUsage> {
+    async fn month(&self, account: &str, at_ms: u64) -> Result<MonthUsage, StoreError> {
         let account = account.to_owned();
         with_store(self, move |s| s.month(&account, at_ms)).await
     }
 
-    async fn all(&self) -> anyhow::Result<Vec<(String, String, MonthUsage)>> {
+    async fn all(&self) -> Result<Vec<(String, String, MonthUsage)>, StoreError> {
         with_store(self, UsageStore::all).await
     }
 }

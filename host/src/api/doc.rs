@@ -151,12 +151,14 @@ impl Modify for IdToken {
     }
 }
 
-/// The document as served: the generated one, with each error response's codes (listed in
+/// The document as served: the generated one, with the responses every keyed route shares
+/// (`shared_responses`), each error response's codes (listed in
 /// its description as "Codes: `a`, `b`.") made the `enum` of `error.code`, its details
 /// schema (named as "Details: Name.") required, and the answers to requests no route
 /// matches under `x-unmatched-requests`.
 pub fn finish(doc: &openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
+    super::shared_responses::add(&mut doc);
     if let Some(paths) = doc["paths"].as_object_mut() {
         for operation in paths.values_mut().filter_map(Value::as_object_mut) {
             for op in operation.values_mut() {

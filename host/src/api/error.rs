@@ -17,7 +17,11 @@ use super::{
     doc::{ErrorBody, ErrorEnvelope},
     memory::{ConsolidateRateLimitDetails, QuotaDetails},
 };
-use crate::memory::{MemoryError, Refusal, embed::EmbedError};
+use crate::{
+    accounts::AccountError,
+    memory::{MemoryError, Refusal, embed::EmbedError},
+    storage::StoreError,
+};
 
 /// `Retry-After` when a consolidation of the account is already running: its length
 /// depends on the Mind, so this is a guess that keeps clients from spinning.
@@ -109,6 +113,21 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
+    }
+}
+
+/// A store's failure is a 500: the cause goes to the log, never to the client.
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::internal(&e)
+    }
+}
+
+/// An accounts operation's failure: every one an API route can meet is the store's (a
+/// missing key or account is the operator's error, from the CLI), a 500.
+impl From<AccountError> for ApiError {
+    fn from(e: AccountError) -> Self {
+        ApiError::internal(&e)
     }
 }
 

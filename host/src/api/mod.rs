@@ -16,6 +16,7 @@ mod metrics;
 pub(crate) mod params;
 mod refusal;
 mod schema;
+mod shared_responses;
 mod views;
 
 use std::sync::Arc;

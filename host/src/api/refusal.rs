@@ -10,7 +10,7 @@ use super::{
 use crate::{
     accounts::Window,
     clock::iso8601,
-    runtime::{MonthlyBudget, SpawnRefusal},
+    runtime::{InvalidField, MonthlyBudget, SpawnRefusal},
 };
 
 /// Seconds a client should wait before retrying at the concurrency cap or host capacity.
@@ -102,6 +102,9 @@ impl From<SpawnRefusal> for ApiError {
                 });
                 e.retry_after = Some(retry_after_secs);
                 e
+            }
+            SpawnRefusal::Invalid(InvalidField { field, message }) => {
+                ApiError::invalid_field(field, message)
             }
             SpawnRefusal::ComponentNotFound => super::agents::component_not_found(),
             SpawnRefusal::Storage(e) => ApiError::internal(&e),

@@ -6,12 +6,12 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Subcommand;
 
 use super::target::Target;
 use crate::{
-    accounts::{AccountStore, KeyStore, PgAccounts},
+    accounts::{AccountError, AccountStore, KeyStore, PgAccounts},
     console::OwnKey,
     data_dir::DataDir,
     storage::{self, Backend},
@@ -85,12 +85,12 @@ fn warn_if_unknown(data_dir: &std::path::Path, account: &str) {
         return;
     };
     let known = KeyStore::new(dir.db().clone())
-        .and_then(|keys| keys.plan(account))
-        .context("reading accounts");
+        .map_err(AccountError::from)
+        .and_then(|keys| keys.plan(account));
     warn_unless_known(account, &known);
 }
 
-fn warn_unless_known<P>(account: &str, known: &anyhow::Result<Option<P>>) {
+fn warn_unless_known<P, E>(account: &str, known: &Result<Option<P>, E>) {
     if matches!(known, Ok(None)) {
         eprintln!(
             "wasmind: warning: account {account:?} does not exist yet; the link signs in once \

@@ -16,7 +16,7 @@ pub use own_key::OwnKey;
 pub use streams::{StreamSlot, Streams, StreamsFull};
 pub use token::{Claims, LEEWAY_SECS, TokenError};
 
-use crate::accounts::{Accounts, Plan};
+use crate::accounts::{AccountError, Accounts, Plan};
 use provider::ProviderKeys;
 use token::Verifier;
 
@@ -40,8 +40,8 @@ pub enum SignInError {
     #[error(transparent)]
     Refused(#[from] TokenError),
     /// Looking the account up failed.
-    #[error("reading the account: {0:#}")]
-    Storage(anyhow::Error),
+    #[error("reading the account: {0}")]
+    Storage(AccountError),
 }
 
 /// Signs tenants in to the console.

@@ -1,8 +1,8 @@
-//! The agent tools: spawn, get, stop and list, each the REST API's own operation
-//! ([`crate::api::agents`]) with its checks, the runtime's admission and refusals, and its
-//! response body as the tool's result. A refusal is a tool error whose text is the error's
-//! code and message (and, where waiting helps, the seconds to wait) and whose structured
-//! content is the specification's error envelope.
+//! The agent tools: spawn, get, stop and list, each the runtime's operation the REST route
+//! calls too (a spawn's checks and admission are the runtime's), with the REST response
+//! body as the tool's result. A refusal is a tool error whose text is the error's code and
+//! message (and, where waiting helps, the seconds to wait) and whose structured content is
+//! the specification's error envelope.
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,10 @@ use crate::{
     accounts::Principal,
     api::{
         ApiError, ApiResult, AppState,
-        agents::{self, LIST_DEFAULT, LIST_MAX, SpawnBody},
+        agents::{
+            AgentList, AgentView, LIST_DEFAULT, LIST_MAX, SpawnBody, SpawnedAgent, StopResult,
+            list_position,
+        },
         params::Limit,
     },
     object::{self, Fields},
@@ -112,22 +115,33 @@ pub async fn call(
 ) -> CallToolResult {
     let outcome = match name {
         SPAWN => {
-            run(args, |body: SpawnBody| {
-                agents::spawn_agent(state, who, body)
+            run(args, |body: SpawnBody| async move {
+                let request = body.request(who, state.limits(who.plan));
+                let record = state.runtime.spawn(request).await?;
+                Ok(SpawnedAgent::from(&record))
             })
             .await
         }
-        GET => run(args, |a: AgentId| agents::get_agent(state, who, a.agent_id)).await,
+        GET => {
+            run(args, |a: AgentId| async move {
+                let record = state.runtime.agent(&who.account, &a.agent_id).await?;
+                Ok(AgentView::from(&record))
+            })
+            .await
+        }
         STOP => {
-            run(args, |a: AgentId| {
-                agents::stop_agent(state, who, a.agent_id)
+            run(args, |a: AgentId| async move {
+                let status = state.runtime.stop(&who.account, &a.agent_id).await?;
+                Ok(StopResult::new(a.agent_id, status))
             })
             .await
         }
         _ => {
             run(args, |p: Page| async move {
                 let limit = p.limit.unwrap_or_default().0;
-                agents::list_agents(state, &who.account, limit, p.cursor.as_deref()).await
+                let before = list_position(p.cursor.as_deref())?;
+                let (page, next) = state.records.list(&who.account, before, limit).await?;
+                Ok(AgentList::page(&page, next))
             })
             .await
         }

@@ -2,7 +2,7 @@
 //! the official SDK `rmcp`): any MCP client reaches an account's memory and agents with the
 //! account's API key. A thin adapter: the memory tools are the guest SDK's own, run over
 //! the host side agents reach ([`crate::runtime::account_memory`]); the agent tools are the
-//! REST API's operations ([`crate::api::agents`]). `/mcp` is not a JSON API route, so it is
+//! runtime's operations the REST routes call too. `/mcp` is not a JSON API route, so it is
 //! not in the OpenAPI document.
 //!
 //! Every HTTP request to `/mcp` is authenticated ([`auth`]), not just a session's first:

@@ -138,6 +138,25 @@ pub fn validate_namespace(namespace: &str) -> Result<()> {
     Ok(wasmind_rules::validate_namespace(namespace)?)
 }
 
+/// A request's optional `namespace` (a search's, a dedupe's, a consolidation's), checked.
+pub fn optional_namespace(namespace: Option<String>) -> Result<Option<String>> {
+    if let Some(ns) = &namespace {
+        validate_namespace(ns)?;
+    }
+    Ok(namespace)
+}
+
+/// A request's optional number `field` that must lie in `[0, 1]` (a cosine or a score).
+pub fn optional_unit(field: &'static str, value: Option<f64>) -> Result<Option<f64>> {
+    match value {
+        Some(n) if !(0.0..=1.0).contains(&n) => Err(MemoryError::invalid(
+            field,
+            format!("{field} must be from 0 to 1, got {n}"),
+        )),
+        n => Ok(n),
+    }
+}
+
 /// At most 20 tags, each 1–50 characters.
 pub fn validate_tags(tags: &[String]) -> Result<()> {
     Ok(wasmind_rules::validate_tags(tags)?)

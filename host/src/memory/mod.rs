@@ -30,16 +30,14 @@ mod writer;
 
 pub use backend::{ListPage, MemoryBackend, PutOutcome};
 pub use config::MemoryConfig;
-pub use consolidate::{
-    DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Refusal,
-};
+pub use consolidate::Refusal;
 pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};
 pub use error::{MemoryError, Result};
 pub use fair::Class;
 pub use input::{
     DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS,
-    MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft, PutInput, validate_key, validate_namespace,
-    validate_tags,
+    MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft, PutInput, optional_namespace, optional_unit,
+    validate_key, validate_namespace, validate_tags,
 };
 pub use postgres::PgMemory;
 pub use quota::Quota;

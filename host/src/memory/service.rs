@@ -6,11 +6,14 @@ use super::MemoryConfig;
 use super::{
     Class, MemoryError, PutInput, Quota, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome},
-    consolidate::{self, Gate},
+    consolidate::{
+        self, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Gate,
+    },
     dedupe::{self, Pair},
     embed::EmbedService,
     embedded::Embedded,
     fair::Bounds,
+    input::{optional_namespace, optional_unit},
     record::Memory,
     scan,
     search::{self, Candidate, SearchHit, SearchQuery},
@@ -68,6 +71,38 @@ pub struct ConsolidateQuery {
     pub dry_run: bool,
     /// The API key that asked for it, recorded in the summaries' provenance.
     pub key_id: Option<String>,
+}
+
+impl ConsolidateQuery {
+    /// A consolidation of the fields as given, checked (an absent one is its default):
+    /// `namespace` a valid one, `threshold` in `[0, 1]`, `min_cluster_size` a whole number
+    /// of at least 2. No key: a door that has one names it in `key_id`.
+    pub fn new(
+        namespace: Option<String>,
+        threshold: Option<f64>,
+        min_cluster_size: Option<f64>,
+        dry_run: Option<bool>,
+    ) -> Result<Self> {
+        let min_cluster_size = match min_cluster_size {
+            None => DEFAULT_MIN_CLUSTER_SIZE,
+            // A size past any account's memories forms no cluster: it saturates, as `as` does.
+            Some(n) if n.fract() == 0.0 && n >= 2.0 => n as usize,
+            Some(_) => {
+                return Err(MemoryError::invalid(
+                    "min_cluster_size",
+                    "min_cluster_size must be a whole number of at least 2",
+                ));
+            }
+        };
+        Ok(ConsolidateQuery {
+            namespace: optional_namespace(namespace)?,
+            threshold: optional_unit("threshold", threshold)?
+                .map_or(DEFAULT_CLUSTER_THRESHOLD, |t| t as f32),
+            min_cluster_size,
+            dry_run: dry_run.unwrap_or(false),
+            key_id: None,
+        })
+    }
 }
 
 /// One cluster and what became of it.

@@ -49,7 +49,10 @@ pub use records::{
     AgentComponent, AgentRecord, AgentStore, Failure, LogEvent, MemoryMode, Progress, RecordError,
     Status, Usage,
 };
-pub use spawn::{MonthlyBudget, SpawnRefusal, SpawnRequest, StopError};
+pub use spawn::{
+    AgentError, InvalidField, MAX_NAME_CHARS as MAX_AGENT_NAME_CHARS, MAX_TASK_CHARS,
+    MonthlyBudget, REGION, SpawnFields, SpawnRefusal, SpawnRequest,
+};
 pub use state::Services;
 #[cfg(feature = "bench")]
 pub use timings::Timings;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{AccountStore, Accounts, CreateKeyError};
-use crate::accounts::{KeyStore, PgAccounts, Plan, Plans};
+use crate::accounts::{AccountError, KeyStore, PgAccounts, Plan, Plans};
 use crate::storage::{Backend, StorageConfig, connect};
 use crate::test_postgres::Postgres;
 
@@ -98,14 +98,20 @@ async fn keys_and_plans(store: &dyn AccountStore) {
         .collect();
     assert_eq!(names, [("acme", 1), ("zeta", 1)]);
 
-    // Refusals name what to fix.
-    let e = store.revoke("key_nope").await.unwrap_err().to_string();
+    // Refusals are typed, and name what to fix.
+    let e = store.revoke("key_nope").await.unwrap_err();
+    assert!(
+        matches!(&e, AccountError::NoSuchKey(k) if k == "key_nope"),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("no key \"key_nope\""), "{e}");
-    let e = store
-        .set_plan("nobody", Plan::Free)
-        .await
-        .unwrap_err()
-        .to_string();
+    let e = store.set_plan("nobody", Plan::Free).await.unwrap_err();
+    assert!(
+        matches!(&e, AccountError::NoSuchAccount(a) if a == "nobody"),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("`keys create` makes accounts"), "{e}");
     let e = store
         .create("not ok!", None, &Plans::default())

@@ -6,14 +6,14 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema, openapi::Schema};
 
 use super::super::{params::QueryLimit, schema};
-use crate::{object::Fields, runtime::MemoryMode};
-
-/// Longest task (§8).
-pub const MAX_TASK_CHARS: usize = 4_000;
-/// Longest display name.
-pub const MAX_NAME_CHARS: usize = 200;
-/// The only region (§4.3).
-pub const REGION: &str = "iad";
+use crate::{
+    accounts::{PlanLimits, Principal},
+    object::Fields,
+    runtime::{
+        MAX_AGENT_NAME_CHARS as MAX_NAME_CHARS, MAX_TASK_CHARS, MemoryMode, REGION, SpawnFields,
+        SpawnRequest,
+    },
+};
 /// Agent list page: default and cap (§8).
 pub const LIST_DEFAULT: usize = 20;
 pub const LIST_MAX: usize = 100;
@@ -97,6 +97,25 @@ pub struct SpawnBody {
     pub memory_mode: Option<String>,
     #[schema(schema_with = agent_or_null)]
     pub agent: Option<String>,
+}
+
+impl SpawnBody {
+    /// The spawn `who` asks for, under their plan's `limits`; the runtime checks its fields.
+    pub fn request(self, who: &Principal, limits: &PlanLimits) -> SpawnRequest {
+        SpawnRequest {
+            account: who.account.to_string(),
+            key_id: who.key_id.to_string(),
+            plan: who.plan,
+            limits: limits.clone(),
+            fields: SpawnFields {
+                task: self.task,
+                name: self.name,
+                region: self.region,
+                memory_mode: self.memory_mode,
+            },
+            agent: self.agent,
+        }
+    }
 }
 
 impl Fields for SpawnBody {

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     clock::iso8601,
-    runtime::{AgentRecord, LogEvent},
+    runtime::{AgentRecord, LogEvent, REGION, Status},
 };
 
 fn status() -> Schema {
@@ -48,6 +48,25 @@ pub struct SpawnedAgent {
     pub container: Container,
     /// The uploaded component it runs; null for the built-in default agent.
     pub agent: Option<AgentComponentView>,
+}
+
+impl From<&AgentRecord> for SpawnedAgent {
+    /// A newly admitted agent, as the spawn answers it.
+    fn from(record: &AgentRecord) -> Self {
+        SpawnedAgent {
+            created_at: iso8601(record.created_at),
+            agent_id: record.agent_id.clone(),
+            name: record.name.clone(),
+            status: Status::Spawning.as_str(),
+            task: record.task.clone(),
+            model: record.model.clone(),
+            container: Container {
+                region: REGION,
+                status: "starting",
+            },
+            agent: record.agent.as_ref().map(AgentComponentView::from),
+        }
+    }
 }
 
 /// A progress entry (§2.3).
@@ -143,6 +162,16 @@ pub struct StopResult {
     pub agent_id: String,
     #[schema(schema_with = status)]
     pub status: &'static str,
+}
+
+impl StopResult {
+    /// Agent `agent_id`'s status after a stop.
+    pub fn new(agent_id: String, status: Status) -> Self {
+        StopResult {
+            agent_id,
+            status: status.as_str(),
+        }
+    }
 }
 
 /// One log event of an agent.

@@ -30,7 +30,7 @@ fn failed(e: &dyn std::fmt::Display) -> ApiError {
 
 /// The account's keys, newest first.
 async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
-    let mut mine = state.keys.keys(account).await.map_err(|e| failed(&e))?;
+    let mut mine = state.keys.keys(account).await?;
     mine.reverse();
     Ok(mine)
 }
@@ -63,8 +63,6 @@ impl From<CreateKeyError> for ApiError {
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the session", body = Me),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn me(ConsoleAuth(session): ConsoleAuth) -> Json<Me> {
     Json(Me {
@@ -80,8 +78,6 @@ pub async fn me(ConsoleAuth(session): ConsoleAuth) -> Json<Me> {
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the keys", body = KeyList),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list_keys(
     State(state): State<AppState>,
@@ -105,9 +101,7 @@ pub async fn list_keys(
     security(("idToken" = [])),
     responses(
         (status = 201, description = "created; `key` is shown this once", body = CreatedKey),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 402, description = "The account has its plan's `keys` active; revoke one first. Codes: `key_quota_exceeded`. Details: KeyQuotaDetails.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -132,9 +126,7 @@ pub async fn create_key(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "revoked (or already)", body = RevokedKey),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "The account has no key with that id. Codes: `key_not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn revoke_key(
     State(state): State<AppState>,
@@ -143,15 +135,13 @@ pub async fn revoke_key(
 ) -> ApiResult<Json<RevokedKey>> {
     // Only an id among the account's own keys is revoked: another account's key, or a
     // secret given in place of an id, is not found.
-    let info = (state.keys.revoke_own(&session.account, &key_id).await)
-        .map_err(|e| failed(&e))?
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "key_not_found",
-                "this account has no key with that id",
-            )
-        })?;
+    let info = (state.keys.revoke_own(&session.account, &key_id).await)?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "key_not_found",
+            "this account has no key with that id",
+        )
+    })?;
     Ok(Json(RevokedKey {
         key_id: info.id,
         revoked_at: iso8601(info.revoked_at.unwrap_or_else(now_ms)),
@@ -163,8 +153,6 @@ pub async fn revoke_key(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "usage against the plan", body = UsageReport),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn usage(
     State(state): State<AppState>,
@@ -178,11 +166,7 @@ pub async fn usage(
         .month_run_ms(account, now)
         .await
         .map_err(|e| failed(&e))?;
-    let month = state
-        .usage
-        .month(account, now)
-        .await
-        .map_err(|e| failed(&e))?;
+    let month = state.usage.month(account, now).await?;
     let live: u64 = state
         .memory
         .namespaces(account)

@@ -57,11 +57,9 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     security(("idToken" = [])),
     responses(
         (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = StreamEvent, content_type = "text/event-stream"),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
         (status = 429, description = "The account has its plan's `event_streams` open; close one, or wait until one ends. Codes: `stream_limit_reached`. Details: StreamLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn events(
     State(state): State<AppState>,
@@ -71,7 +69,7 @@ pub async fn events(
     let id = agents::agent_id(path)?;
     // Watch first: a change committed between the read below and the first wait is not lost.
     let watch = state.records.watch(&id);
-    let record = agents::owned(&state, &session.account, id).await?;
+    let record = state.runtime.agent(&session.account, &id).await?;
     let max = state.limits(session.plan).event_streams;
     let slot = (state.console.streams)
         .open(&session.account, max)

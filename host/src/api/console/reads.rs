@@ -30,8 +30,6 @@ use super::{
     responses(
         (status = 200, description = "a page", body = AgentList),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list_agents(
     State(state): State<AppState>,
@@ -50,16 +48,15 @@ pub async fn list_agents(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the agent", body = AgentView),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn get_agent(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<AgentView>> {
-    let record = agents::owned(&state, &session.account, agents::agent_id(path)?).await?;
+    let id = agents::agent_id(path)?;
+    let record = state.runtime.agent(&session.account, &id).await?;
     Ok(Json(AgentView::from(&record)))
 }
 
@@ -68,8 +65,6 @@ pub async fn get_agent(
     security(("idToken" = [])),
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn namespaces(
     State(state): State<AppState>,
@@ -87,8 +82,6 @@ pub async fn namespaces(
     responses(
         (status = 200, description = "a page", body = MemoryList),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list_memories(
     State(state): State<AppState>,
@@ -105,9 +98,6 @@ pub async fn list_memories(
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`.", body = ErrorEnvelope),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
-        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -128,9 +118,7 @@ pub async fn search(
     responses(
         (status = 200, description = "the versions", body = History),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn history(
     State(state): State<AppState>,
@@ -149,9 +137,7 @@ pub async fn history(
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "No ID token (`missing_id_token`), or not a valid one of an existing account: expired, untrusted issuer, another audience, bad signature, malformed, or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, `invalid_id_token`.", body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn delete_memory(
     State(state): State<AppState>,

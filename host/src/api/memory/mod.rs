@@ -31,10 +31,10 @@ use crate::{
     accounts::{MonthUsage, Principal},
     clock::now_ms,
     memory::{
-        ConsolidateQuery, DEFAULT_CLUSTER_THRESHOLD, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_NAMESPACE,
-        DEFAULT_THRESHOLD, Deleted, Door, ImportItem, ListQuery as Listing, MemoryDraft,
-        MemoryError, Mode, Provenance, PutInput, Quota, Rejected, SearchQuery, TimeFilter,
-        validate_key, validate_namespace, validate_tags,
+        ConsolidateQuery, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ImportItem,
+        ListQuery as Listing, MemoryDraft, MemoryError, Mode, Provenance, PutInput, Quota,
+        Rejected, SearchQuery, TimeFilter, optional_namespace, optional_unit, validate_key,
+        validate_namespace, validate_tags,
     },
     mind::Usage,
 };
@@ -45,25 +45,6 @@ const HISTORY_CURSOR: &str = "h1";
 
 fn quota(state: &AppState, auth: &Auth) -> Quota {
     state.limits(auth.0.plan).memory_quota()
-}
-
-/// A body's optional `namespace`, validated.
-fn namespace_field(namespace: Option<String>) -> ApiResult<Option<String>> {
-    if let Some(ns) = &namespace {
-        validate_namespace(ns)?;
-    }
-    Ok(namespace)
-}
-
-/// An optional number of a body that must lie in `[0, 1]` (a cosine or a score).
-fn unit_field(field: &str, value: Option<f64>) -> ApiResult<Option<f64>> {
-    match value {
-        Some(n) if !(0.0..=1.0).contains(&n) => Err(ApiError::invalid_field(
-            field,
-            format!("{field} must be from 0 to 1, got {n}"),
-        )),
-        n => Ok(n),
-    }
 }
 
 /// The (namespace, key) a GET or DELETE names in its query string.
@@ -104,10 +85,7 @@ fn query_error(e: MemoryError) -> ApiError {
         (status = 201, description = "a memory or a new version was created", body = MemoryView),
         (status = 200, description = "identical to the live memory: nothing written", body = MemoryView),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`, `invalid_observed_at`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
-        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -133,9 +111,7 @@ pub async fn put(
     responses(
         (status = 200, description = "the memory", body = MemoryView),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace (none live at `as_of`, when given). Codes: `not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
@@ -159,9 +135,7 @@ pub async fn get(
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -200,9 +174,7 @@ pub(in crate::api) async fn delete_in(
     responses(
         (status = 200, description = "the versions", body = History),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn history(
     State(state): State<AppState>,
@@ -244,9 +216,6 @@ pub(in crate::api) async fn history_in(
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -269,11 +238,11 @@ pub(in crate::api) async fn search_in(
     validate_tags(&tags)?;
     let q = SearchQuery {
         query: body.query,
-        namespace: namespace_field(body.namespace)?,
+        namespace: optional_namespace(body.namespace)?,
         tags,
         limit: body.limit.unwrap_or_default().0,
         mode: body.mode.map_or(Ok(Mode::default()), |m| m.parse())?,
-        min_score: unit_field("min_score", body.min_score)?.unwrap_or(0.0),
+        min_score: optional_unit("min_score", body.min_score)?.unwrap_or(0.0),
         time: TimeFilter {
             as_of: body.as_of,
             observed_after: body.observed_after,
@@ -292,8 +261,6 @@ pub(in crate::api) async fn search_in(
     responses(
         (status = 200, description = "a page", body = MemoryList),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -358,18 +325,15 @@ pub(in crate::api) async fn list_in(
     responses(
         (status = 200, description = "what was (or, dry, would be) removed", body = DedupeResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_dry_run`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn dedupe(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<DedupeBody>,
 ) -> ApiResult<Json<DedupeResponse>> {
-    let namespace = namespace_field(body.namespace)?;
+    let namespace = optional_namespace(body.namespace)?;
     let threshold =
-        unit_field("threshold", body.threshold)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
+        optional_unit("threshold", body.threshold)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
     let dry_run = body.dry_run.unwrap_or(false);
     let report = state
         .memory
@@ -398,11 +362,8 @@ pub async fn dedupe(
     responses(
         (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 413, description = "The body is over 1 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart. Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The Mind could not summarize a cluster, the embedding provider failed, or the account has as much memory work waiting at this node as its queue holds; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -411,24 +372,14 @@ pub async fn consolidate(
     auth: Auth,
     Body(body): Body<ConsolidateBody>,
 ) -> ApiResult<Json<ConsolidateResponse>> {
-    let min_cluster_size = match body.min_cluster_size {
-        None => DEFAULT_MIN_CLUSTER_SIZE,
-        // A size past any account's memories forms no cluster: it saturates, as `as` does.
-        Some(n) if n.fract() == 0.0 && n >= 2.0 => n as usize,
-        Some(_) => {
-            return Err(ApiError::invalid_field(
-                "min_cluster_size",
-                "min_cluster_size must be a whole number of at least 2",
-            ));
-        }
-    };
     let q = ConsolidateQuery {
-        namespace: namespace_field(body.namespace)?,
-        threshold: unit_field("threshold", body.threshold)?
-            .map_or(DEFAULT_CLUSTER_THRESHOLD, |t| t as f32),
-        min_cluster_size,
-        dry_run: body.dry_run.unwrap_or(false),
         key_id: Some(auth.0.key_id.to_string()),
+        ..ConsolidateQuery::new(
+            body.namespace,
+            body.threshold,
+            body.min_cluster_size,
+            body.dry_run,
+        )?
     };
     let account = auth.0.account.clone();
     let (spent, result) = state
@@ -475,8 +426,6 @@ pub async fn consolidate(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Namespaces>> {
     namespaces_in(&state, &auth.0.account).await.map(Json)
@@ -501,8 +450,6 @@ pub(in crate::api) async fn namespaces_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the export document", body = ExportDocument),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<ExportDocument>> {
     let memories = state.memory.export(&auth.0.account).await?;
@@ -540,10 +487,8 @@ fn import_item(who: &Principal, index: usize, item: Value) -> ImportItem {
     responses(
         (status = 200, description = "counts; refused items are in `errors`", body = ImportResult),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_memories`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The import halted at the live-memory quota; what it did so far is in `details`. Codes: `memory_quota_exceeded`. Details: ImportQuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 64 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
         (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]

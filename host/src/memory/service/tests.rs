@@ -64,3 +64,35 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
     assert_eq!(searches("semantic"), Some(1));
     assert_eq!(searches("keyword"), Some(2));
 }
+
+#[test]
+fn a_consolidation_s_fields_are_checked_by_the_domain_and_default_when_absent() {
+    use super::ConsolidateQuery;
+    use crate::memory::{MemoryError, consolidate::DEFAULT_MIN_CLUSTER_SIZE};
+
+    let q = ConsolidateQuery::new(None, None, None, None).unwrap();
+    assert_eq!(
+        (q.namespace, q.min_cluster_size, q.dry_run),
+        (None, DEFAULT_MIN_CLUSTER_SIZE, false)
+    );
+    let q = ConsolidateQuery::new(Some("user_1".into()), Some(0.5), Some(2.0), Some(true)).unwrap();
+    assert_eq!((q.threshold, q.min_cluster_size, q.dry_run), (0.5, 2, true));
+    let field = |r: Result<ConsolidateQuery, MemoryError>| match r {
+        Err(MemoryError::Invalid { field, .. }) => field,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert_eq!(
+        field(ConsolidateQuery::new(Some(String::new()), None, None, None)),
+        "namespace"
+    );
+    assert_eq!(
+        field(ConsolidateQuery::new(None, Some(1.5), None, None)),
+        "threshold"
+    );
+    for size in [1.0, 2.5, -3.0] {
+        assert_eq!(
+            field(ConsolidateQuery::new(None, None, Some(size), None)),
+            "min_cluster_size"
+        );
+    }
+}

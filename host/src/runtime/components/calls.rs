@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::{
     names::{check_name, check_version},
     ops::{Upload, UploadError},
-    store::ComponentRecord,
+    store::{ComponentRecord, StoreError},
 };
 use crate::runtime::{
     bindings::AgentPre,
@@ -49,7 +49,7 @@ impl Runtime {
         &self,
         account: &str,
         id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
+    ) -> Result<Option<ComponentRecord>, StoreError> {
         self.inner.components.get(account, id).await
     }
 
@@ -60,7 +60,7 @@ impl Runtime {
         account: &str,
         before: Option<u64>,
         limit: usize,
-    ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
+    ) -> Result<(Vec<ComponentRecord>, Option<u64>), StoreError> {
         self.inner.components.list(account, before, limit).await
     }
 
@@ -70,7 +70,7 @@ impl Runtime {
         &self,
         account: &str,
         id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
+    ) -> Result<Option<ComponentRecord>, StoreError> {
         let inner = &self.inner;
         inner.components.delete(&inner.compiled, account, id).await
     }

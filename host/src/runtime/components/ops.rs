@@ -17,7 +17,7 @@ use super::{
     cache::PreCache,
     embedded::EmbeddedComponents,
     postgres::PgComponents,
-    store::{ComponentBackend, ComponentRecord, CreateError},
+    store::{ComponentBackend, ComponentRecord, CreateError, StoreError},
 };
 use crate::{
     accounts::Plan,
@@ -80,7 +80,7 @@ pub enum UploadError {
         retry_after_secs: u64,
     },
     #[error(transparent)]
-    Storage(anyhow::Error),
+    Storage(#[from] StoreError),
 }
 
 impl From<CreateError> for UploadError {
@@ -88,13 +88,9 @@ impl From<CreateError> for UploadError {
         match e {
             CreateError::Exists => UploadError::Exists,
             CreateError::Quota { max } => UploadError::Quota { max },
-            CreateError::Storage(e) => UploadError::Storage(e.into()),
+            CreateError::Storage(e) => UploadError::Storage(e),
         }
     }
-}
-
-fn storage(e: impl std::error::Error + Send + Sync + 'static) -> UploadError {
-    UploadError::Storage(e.into())
 }
 
 impl Components {
@@ -127,16 +123,10 @@ impl Components {
         up: Upload,
     ) -> Result<(ComponentRecord, Duration), UploadError> {
         let exact = format!("{}@{}", up.name, up.version);
-        if self
-            .store
-            .resolve(&up.account, &exact)
-            .await
-            .map_err(storage)?
-            .is_some()
-        {
+        if self.store.resolve(&up.account, &exact).await?.is_some() {
             return Err(UploadError::Exists);
         }
-        if self.store.count(&up.account).await.map_err(storage)? >= up.max_components as usize {
+        if self.store.count(&up.account).await? >= up.max_components as usize {
             return Err(UploadError::Quota {
                 max: up.max_components,
             });
@@ -151,7 +141,8 @@ impl Components {
             (up.bytes, pre.map(|pre| (pre, started.elapsed())))
         })
         .await
-        .map_err(storage)
+        .map_err(StoreError::from)
+        .map_err(UploadError::from)
         .and_then(|(bytes, validated)| Ok((bytes, validated?)))?;
         let record = ComponentRecord {
             component_id: new_id(super::ID_PREFIX),
@@ -179,8 +170,7 @@ impl Components {
         let first_us = self
             .store
             .validation_us(&record.sha256)
-            .await
-            .map_err(storage)?
+            .await?
             .unwrap_or(took_us);
         Ok((
             record,
@@ -207,13 +197,14 @@ impl Components {
         compiled: &Compiled,
         account: &str,
         id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
+    ) -> Result<Option<ComponentRecord>, StoreError> {
         let Some((record, last)) = self.store.delete(account, id).await? else {
             return Ok(None);
         };
         if last {
             let mut digest = [0u8; 32];
-            hex::decode_to_slice(&record.sha256, &mut digest)?;
+            hex::decode_to_slice(&record.sha256, &mut digest)
+                .map_err(|e| StoreError::Corrupt(format!("component digest: {e}")))?;
             self.drop_unreferenced(compiled, &digest).await;
         }
         Ok(Some(record))
@@ -224,8 +215,8 @@ impl Components {
         &self,
         account: &str,
         id: &str,
-    ) -> anyhow::Result<Option<ComponentRecord>> {
-        Ok(self.store.get(account, id).await?)
+    ) -> Result<Option<ComponentRecord>, StoreError> {
+        self.store.get(account, id).await
     }
 
     /// Up to `limit` of the account's components newest first, below list position
@@ -235,8 +226,8 @@ impl Components {
         account: &str,
         before: Option<u64>,
         limit: usize,
-    ) -> anyhow::Result<(Vec<ComponentRecord>, Option<u64>)> {
-        Ok(self.store.list(account, before, limit).await?)
+    ) -> Result<(Vec<ComponentRecord>, Option<u64>), StoreError> {
+        self.store.list(account, before, limit).await
     }
 
     /// The linked component `spec` names for `account`, with what the record says of it:

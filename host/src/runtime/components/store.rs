@@ -6,6 +6,8 @@ use async_trait::async_trait;
 use semver::Version;
 use serde::{Deserialize, Serialize};
 
+pub use crate::storage::StoreError;
+
 /// One uploaded component of one account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComponentRecord {
@@ -36,35 +38,7 @@ pub enum CreateError {
     Storage(#[from] StoreError),
 }
 
-/// Storage failures of component metadata.
-#[derive(Debug, thiserror::Error)]
-#[error("component storage: {0}")]
-pub struct StoreError(String);
-
-macro_rules! store_error_from {
-    ($($t:ty),*) => {$(
-        impl From<$t> for StoreError {
-            fn from(e: $t) -> Self {
-                StoreError(e.to_string())
-            }
-        }
-        impl From<$t> for CreateError {
-            fn from(e: $t) -> Self {
-                CreateError::Storage(e.into())
-            }
-        }
-    )*};
-}
-store_error_from!(
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    serde_json::Error,
-    sqlx::Error,
-    std::io::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(CreateError);
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 

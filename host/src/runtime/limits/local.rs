@@ -39,8 +39,8 @@ impl LocalLimits {
 #[async_trait]
 impl SpawnLimits for LocalLimits {
     async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
-        let month =
-            (self.usage.month(&record.account, asked.now).await).map_err(SpawnRefusal::Storage)?;
+        let month = (self.usage.month(&record.account, asked.now).await)
+            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
         let used_ms = month.run_ms + self.admission.running_ms(&record.account);
         asked.month(used_ms, month.tokens())?;
         let limits = asked.limits;

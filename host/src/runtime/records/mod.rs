@@ -30,14 +30,17 @@ pub use self::types::{
     Status, Usage,
 };
 use super::changes::{Changes, Watch};
-use crate::clock::now_ms;
+use crate::{clock::now_ms, storage::StoreError};
 
 /// Why an operation on agent records failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// The store failed.
     #[error("agent storage: {0}")]
-    Storage(String),
+    Storage(#[from] StoreError),
+    /// A log event for an agent the account does not have.
+    #[error("account {account:?} has no agent {agent_id:?}")]
+    NoAgent { account: String, agent_id: String },
     /// A write of the agent's run by a node whose claim on it is no longer the agent's
     /// (its lease ran out and the agent was failed, or it was claimed again): refused, and
     /// the node's instance must stop.
@@ -45,23 +48,15 @@ pub enum RecordError {
     Stale(String),
 }
 
-crate::storage::storage_errors_into!(
-    RecordError,
-    RecordError::Storage;
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError,
-    serde_json::Error,
-    sqlx::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(RecordError);
 
 impl RecordError {
     /// A log event for an agent the account does not have.
     fn no_agent(account: &str, agent_id: &str) -> Self {
-        RecordError::Storage(format!("account {account:?} has no agent {agent_id:?}"))
+        RecordError::NoAgent {
+            account: account.to_owned(),
+            agent_id: agent_id.to_owned(),
+        }
     }
 }
 

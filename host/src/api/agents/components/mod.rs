@@ -141,14 +141,12 @@ impl From<UploadError> for ApiError {
     responses(
         (status = 201, description = "stored", body = ComponentView),
         (status = 400, description = "A bad name or version (`invalid_name`, `invalid_version`, with `details.parameter`), a malformed query string or a parameter given twice (`invalid_query`), or bytes that cannot run as an agent: not a component (a core module, garbage), not compilable, an import the sandbox does not offer, no `run` export of the agent world's type — the message names the import or export (`invalid_component`). Codes: `invalid_name`, `invalid_version`, `invalid_query`, `invalid_component`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 402, description = "The account has its plan's `components`; `details.limit` says how many. Codes: `component_quota_exceeded`.", body = ErrorEnvelope),
         (status = 409, description = "The account has a component of that name and version. Codes: `component_exists`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over the plan's `component_max_bytes`. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 415, description = "A Content-Type other than `application/wasm` (none is accepted). Codes: `unsupported_media_type`.", body = ErrorEnvelope),
         (status = 429, description = "The account uploaded its plan's `component_uploads_per_hour` in the last hour (on this node); wait Retry-After seconds. Codes: `rate_limited`. Details: UploadRateDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn upload(
     State(state): State<AppState>,
@@ -194,8 +192,6 @@ pub async fn upload(
     responses(
         (status = 200, description = "a page", body = ComponentList),
         (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -211,8 +207,7 @@ pub async fn list(
     let (page, next) = state
         .runtime
         .components(&who.account, before, limit)
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .await?;
     Ok(Json(ComponentList {
         data: page.into_iter().map(ComponentView::from).collect(),
         next_cursor: next.map(|n| cursor::encode(COMPONENTS_CURSOR, n)),
@@ -226,9 +221,7 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the component", body = ComponentView),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
@@ -239,8 +232,7 @@ pub async fn get(
     state
         .runtime
         .component(&who.account, &id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
+        .await?
         .map(|r| Json(ComponentView::from(r)))
         .ok_or_else(component_not_found)
 }
@@ -252,9 +244,7 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted; the component as it was", body = ComponentView),
-        (status = 401, description = "Missing, malformed (not `Bearer <key>`), unknown or revoked API key. Codes: `invalid_api_key`.", body = ErrorEnvelope),
         (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
-        (status = 500, description = "Unexpected error; the message quotes a request id that the server log carries with the cause. Codes: `internal_error`.", body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -265,8 +255,7 @@ pub async fn delete(
     state
         .runtime
         .delete_component(&who.account, &id)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
+        .await?
         .map(|r| Json(ComponentView::from(r)))
         .ok_or_else(component_not_found)
 }

@@ -1,7 +1,7 @@
 //! Spawn and stop, the two operations callers ask of the runtime, each one call.
 //!
 //! A spawn is checked in a fixed order, each check the refusal a client can act on first:
-//! the component it names (the account's own, loaded ready to run), then the account's
+//! its own fields (`checks`: the task, name, region and memory mode), the component it names (the account's own, loaded ready to run), then the account's
 //! monthly agent-hour budget (finished runs plus the run time of its running agents) and
 //! its monthly Mind-token budget (what finished runs and the host's jobs spent), then
 //! a place among the account's concurrent agents and under the host's admission cap, then
@@ -11,10 +11,13 @@
 //! (`cluster::offers`) — and, when no name was given, named from its task until the Mind
 //! titles it.
 
+mod checks;
+
+pub use self::checks::{InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, REGION, SpawnFields};
 use super::{
     lifecycle::Runtime,
     limits::{Admitted, Asked, Place},
-    records::{AgentRecord, Allowance, MemoryMode, RecordError, Status, Usage},
+    records::{AgentRecord, Allowance, RecordError, Status, Usage},
 };
 use crate::{
     accounts::{Plan, PlanLimits, Window},
@@ -34,11 +37,9 @@ pub struct SpawnRequest {
     pub plan: Plan,
     /// The plan's limits.
     pub limits: PlanLimits,
-    pub task: String,
-    /// The display name given; `None` names the agent from its task's first words and has
-    /// the Mind title it in the background.
-    pub name: Option<String>,
-    pub memory_mode: MemoryMode,
+    /// The task, name, region and memory mode as given: a name of `None` names the agent
+    /// from its task's first words and has the Mind title it in the background.
+    pub fields: SpawnFields,
     /// The account's uploaded component to run: its id, its name (the newest version) or
     /// `name@version`; `None` runs the default agent.
     pub agent: Option<String>,
@@ -66,6 +67,8 @@ impl MonthlyBudget {
 /// Why a spawn was not admitted, with what the caller needs to say so.
 #[derive(Debug)]
 pub enum SpawnRefusal {
+    /// A field of the spawn is not valid.
+    Invalid(InvalidField),
     /// The account's agent hours or Mind tokens of this month are used up (`budget` says
     /// which); both figures are given either way.
     MonthlyQuota {
@@ -96,13 +99,15 @@ pub enum SpawnRefusal {
     Storage(anyhow::Error),
 }
 
-/// Why a stop could not be done.
-#[derive(Debug)]
-pub enum StopError {
+/// Why an agent could not be read or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
     /// The account has no agent with that id.
+    #[error("no agent with that id")]
     NotFound,
     /// Reading or updating the record failed.
-    Storage(anyhow::Error),
+    #[error(transparent)]
+    Storage(#[from] RecordError),
 }
 
 /// The name an unnamed agent has until the Mind titles it: its task's first words, within
@@ -113,14 +118,17 @@ fn provisional_name(task: &str) -> String {
 
 impl SpawnRefusal {
     /// The refusal's kind, as `/metrics` labels it; `None` for a storage failure, which is
-    /// an error rather than a refusal, and for an unknown component, the request's error.
+    /// an error rather than a refusal, and for a bad field or an unknown component, the
+    /// request's errors.
     pub fn reason(&self) -> Option<&'static str> {
         match self {
             SpawnRefusal::MonthlyQuota { .. } => Some("monthly_quota"),
             SpawnRefusal::ConcurrentLimit { .. } => Some("concurrent_limit"),
             SpawnRefusal::AtCapacity { .. } => Some("host_capacity"),
             SpawnRefusal::RateLimited { .. } => Some("rate_limited"),
-            SpawnRefusal::ComponentNotFound | SpawnRefusal::Storage(_) => None,
+            SpawnRefusal::Invalid(_)
+            | SpawnRefusal::ComponentNotFound
+            | SpawnRefusal::Storage(_) => None,
         }
     }
 }
@@ -171,11 +179,14 @@ impl Runtime {
             key_id,
             plan,
             limits,
+            fields,
+            agent,
+        } = req;
+        let checks::Checked {
             task,
             name,
             memory_mode,
-            agent,
-        } = req;
+        } = checks::check(fields).map_err(SpawnRefusal::Invalid)?;
         let services = &self.inner.services;
         let (agent, pre) = self.inner.agent_for(&account, agent).await?;
         let now = now_ms();
@@ -217,17 +228,18 @@ impl Runtime {
         Ok(record)
     }
 
-    /// Stops the account's agent `agent_id`: its record turns `stopped` at once and the
-    /// agent is signalled (on whichever node runs it), then dropped after its grace. Idempotent: a terminal agent is
-    /// left as it is. Returns the agent's status afterwards.
-    pub async fn stop(&self, account: &str, agent_id: &str) -> Result<Status, StopError> {
-        let storage = |e: RecordError| StopError::Storage(e.into());
+    /// The account's agent `agent_id`: another account's agent is not found.
+    pub async fn agent(&self, account: &str, agent_id: &str) -> Result<AgentRecord, AgentError> {
         let records = &self.inner.services.records;
-        let record = records
-            .get(account, agent_id)
-            .await
-            .map_err(storage)?
-            .ok_or(StopError::NotFound)?;
+        (records.get(account, agent_id).await?).ok_or(AgentError::NotFound)
+    }
+
+    /// Stops the account's agent `agent_id`: its record turns `stopped` at once and the
+    /// agent is signalled (on whichever node runs it), then dropped after its grace.
+    /// Idempotent: a terminal agent is left as it is. Returns the agent's status afterwards.
+    pub async fn stop(&self, account: &str, agent_id: &str) -> Result<Status, AgentError> {
+        let record = self.agent(account, agent_id).await?;
+        let records = &self.inner.services.records;
         if record.status.is_terminal() {
             return Ok(record.status);
         }
@@ -240,9 +252,8 @@ impl Runtime {
                 }
                 alive
             })
-            .await
-            .map_err(storage)?
-            .ok_or(StopError::NotFound)?;
+            .await?
+            .ok_or(AgentError::NotFound)?;
         self.signal_stop(&updated.agent_id);
         if let Some(cluster) = &self.inner.cluster
             && let Err(e) = cluster.announce_stop(agent_id).await
@@ -291,7 +302,7 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::{MonthlyBudget, SpawnRefusal, count, provisional_name};
+    use super::{InvalidField, MonthlyBudget, SpawnRefusal, count, provisional_name};
     use crate::{
         accounts::{Plan, Window},
         metrics::{names, testing::capture},
@@ -299,7 +310,7 @@ mod tests {
     };
 
     #[test]
-    fn refusals_are_counted_by_reason_and_storage_failures_and_unknown_components_not() {
+    fn refusals_are_counted_by_reason_and_storage_failures_bad_fields_and_unknown_components_not() {
         let refusals = [
             SpawnRefusal::MonthlyQuota {
                 plan: Plan::Free,
@@ -317,6 +328,10 @@ mod tests {
             },
             SpawnRefusal::AtCapacity { cap: 1 },
             SpawnRefusal::ComponentNotFound,
+            SpawnRefusal::Invalid(InvalidField {
+                field: "task",
+                message: "task must not be empty".into(),
+            }),
             SpawnRefusal::RateLimited {
                 plan: Plan::Free,
                 window: Window::Minute,
