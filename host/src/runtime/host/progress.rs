@@ -88,7 +88,7 @@ impl AgentState {
 
 impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
-        let call = Call::read("progress.report", &(&kind, &message));
+        let call = Call::report("progress.report", &(&kind, &message));
         self.journaled(call, |s| Box::pin(s.report_live(kind, message)))
             .await
     }
@@ -99,7 +99,7 @@ impl progress::Host for AgentState {
         message: String,
         data_json: Option<String>,
     ) -> wasmtime::Result<()> {
-        let call = Call::read("progress.log", &(&kind, &message, &data_json));
+        let call = Call::report("progress.log", &(&kind, &message, &data_json));
         self.journaled(call, |s| Box::pin(s.log_live(kind, message, data_json)))
             .await
     }

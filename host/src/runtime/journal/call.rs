@@ -1,31 +1,41 @@
 //! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
 //! call with its recorded result (checking it is the recorded call), live it makes the
 //! call and records its entry before the guest sees the result: synced, with the entries
-//! kept before it, for a call whose effect a replay must not repeat; kept in memory for
-//! the others.
+//! kept before it, for a call whose effect a replay must not repeat; written unsynced for
+//! a call that wrote the agent's record; kept in memory for the others.
 
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::args_hash;
+use super::{Keep, args_hash};
 use crate::runtime::state::AgentState;
 
 /// A call as the journal knows it.
 pub struct Call {
     func: &'static str,
     args: u64,
-    durable: bool,
+    keep: Keep,
 }
 
 impl Call {
-    /// A call without an effect outside the sandbox a replay must not repeat (a read, a
-    /// progress report, a log event): its entry is kept in memory and stored with the
-    /// next effect's (see `Journal::store`).
+    /// A call without an effect outside the sandbox (a read, a clock): its entry is kept in
+    /// memory and stored with the next effect's (see `Journal::store`).
     pub fn read(func: &'static str, args: &impl Serialize) -> Self {
         Self {
             func,
             args: args_hash(args),
-            durable: false,
+            keep: Keep::Held,
+        }
+    }
+
+    /// A call that wrote the agent's record (a progress report, a log event): its entry is
+    /// written at once, unsynced. The record's write is as durable as the journal's on
+    /// each backend (both unsynced in the data dir; both in PostgreSQL once written), so
+    /// a restart finds both or neither, and a replay neither repeats nor loses the entry.
+    pub fn report(func: &'static str, args: &impl Serialize) -> Self {
+        Self {
+            keep: Keep::Written,
+            ..Self::read(func, args)
         }
     }
 
@@ -33,7 +43,7 @@ impl Call {
     /// entry is synced before the guest sees the result.
     pub fn effect(func: &'static str, args: &impl Serialize) -> Self {
         Self {
-            durable: true,
+            keep: Keep::Synced,
             ..Self::read(func, args)
         }
     }
@@ -54,7 +64,7 @@ impl AgentState {
         }
         let result = live(self).await?;
         journal.keep(call.func, call.args, &result)?;
-        journal.store(call.durable).await?;
+        journal.store(call.keep).await?;
         Ok(result)
     }
 }

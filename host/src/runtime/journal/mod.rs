@@ -191,6 +191,17 @@ impl std::io::Write for HashWriter {
     }
 }
 
+/// When a live call's entry is stored (see [`Journal::store`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// In memory until the next stored entry, or until the held ones pass [`FLUSH_BYTES`].
+    Held,
+    /// At once, with those held before it, unsynced.
+    Written,
+    /// At once, with those held before it, synced.
+    Synced,
+}
+
 /// One run's journal, shared by its store's host calls and its clocks.
 pub struct Journal {
     run: Run,
@@ -322,12 +333,13 @@ impl Journal {
         Ok(())
     }
 
-    /// Stores the entries kept so far, synced; unless `durable`, only when they are over
-    /// [`FLUSH_BYTES`], and without a sync.
-    pub async fn store(&self, durable: bool) -> Result<(), Fault> {
+    /// Stores the entries kept so far as `keep` says (`Held`: only once they are over
+    /// [`FLUSH_BYTES`], unsynced).
+    pub async fn store(&self, keep: Keep) -> Result<(), Fault> {
+        let durable = keep == Keep::Synced;
         let pending = {
             let mut cursor = self.cursor.lock();
-            if !durable && cursor.pending_bytes <= FLUSH_BYTES {
+            if keep == Keep::Held && cursor.pending_bytes <= FLUSH_BYTES {
                 return Ok(());
             }
             cursor.pending_bytes = 0;

@@ -2,7 +2,7 @@ use std::{sync::Arc, time::Duration};
 
 use redb::Database;
 
-use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, Run, args_hash};
+use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, Keep, Run, args_hash};
 use crate::{memory::Quota, runtime::records::Allowance};
 
 fn store() -> (tempfile::TempDir, Arc<Database>, EmbeddedJournal) {
@@ -42,10 +42,13 @@ async fn record(store: &EmbeddedJournal, agent: &str, calls: &[(&str, u32, &str)
         journal.keep(func, args_hash(args), result).unwrap();
         // Every other call is stored at once, the rest with the next one, as reads are.
         if i % 2 == 1 {
-            journal.store(i % 4 == 1).await.unwrap();
+            journal
+                .store(if i % 4 == 1 { Keep::Synced } else { Keep::Held })
+                .await
+                .unwrap();
         }
     }
-    journal.store(true).await.unwrap();
+    journal.store(Keep::Synced).await.unwrap();
 }
 
 const CALLS: [(&str, u32, &str); 3] = [
@@ -77,7 +80,7 @@ async fn recorded_calls_are_replayed_in_order_then_the_run_goes_live() {
     assert!(!journal.replaying());
     assert_eq!(journal.replay::<String>("mind.complete", 9).unwrap(), None);
     journal.keep("mind.complete", 9, &"live").unwrap();
-    journal.store(true).await.unwrap();
+    journal.store(Keep::Synced).await.unwrap();
     journal.finish().unwrap();
     let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
     assert_eq!(entries.len(), 4);
@@ -206,13 +209,13 @@ async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
             .len()
     };
     journal.keep("memory.get", 1, &"small").unwrap();
-    journal.store(false).await.unwrap();
+    journal.store(Keep::Held).await.unwrap();
     assert_eq!(stored().await, 0);
     journal.keep("mind.complete", 2, &"answer").unwrap();
-    journal.store(true).await.unwrap();
+    journal.store(Keep::Synced).await.unwrap();
     assert_eq!(stored().await, 2);
     let large = "x".repeat(super::FLUSH_BYTES as usize);
     journal.keep("memory.search", 3, &large).unwrap();
-    journal.store(false).await.unwrap();
+    journal.store(Keep::Held).await.unwrap();
     assert_eq!(stored().await, 3);
 }
