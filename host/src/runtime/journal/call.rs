@@ -1,8 +1,8 @@
 //! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
 //! call with its recorded result (checking it is the recorded call), live it makes the
 //! call and records its entry before the guest sees the result: synced, with the entries
-//! kept before it, for a call whose effect a replay must not repeat; written unsynced for
-//! a call that wrote the agent's record; kept in memory for the others.
+//! kept before it, for a call whose effect a replay must not repeat; as durably as the
+//! record's write for a call that wrote the agent's record; kept in memory for the others.
 
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
@@ -29,9 +29,8 @@ impl Call {
     }
 
     /// A call that wrote the agent's record (a progress report, a log event): its entry is
-    /// written at once, unsynced. The record's write is as durable as the journal's on
-    /// each backend (both unsynced in the data dir; both in PostgreSQL once written), so
-    /// a restart finds both or neither, and a replay neither repeats nor loses the entry.
+    /// stored as durably as that write ([`Keep::Written`]), so a restart finds both or
+    /// neither, and a replay neither repeats the report nor loses it.
     pub fn report(func: &'static str, args: &impl Serialize) -> Self {
         Self {
             keep: Keep::Written,

@@ -151,6 +151,11 @@ impl JournalStore for EmbeddedJournal {
         .await
     }
 
+    /// A crash rolls the file back to its last synced commit.
+    fn unsynced_outlives_the_process(&self) -> bool {
+        false
+    }
+
     async fn end(&self, run: &Run) -> Result<(), JournalError> {
         let agent_id = run.agent_id.clone();
         self.blocking(move |db| {

@@ -126,6 +126,12 @@ pub trait JournalStore: Send + Sync {
 
     /// Deletes the run's journal (its run ended).
     async fn end(&self, run: &Run) -> Result<(), JournalError>;
+
+    /// Whether an unsynced write outlives a crash of this process. PostgreSQL's does once
+    /// written; the data dir's unsynced commits do not (a restart opens the last synced
+    /// one). Where it does, the agent's record keeps a progress report made before a
+    /// crash, so that call's entry must be written as soon (see [`Keep::Written`]).
+    fn unsynced_outlives_the_process(&self) -> bool;
 }
 
 /// Checks that `entries`, as loaded in step order, are steps 1, 2, … without a gap.
@@ -196,7 +202,9 @@ impl std::io::Write for HashWriter {
 pub enum Keep {
     /// In memory until the next stored entry, or until the held ones pass [`FLUSH_BYTES`].
     Held,
-    /// At once, with those held before it, unsynced.
+    /// At once, with those held before it, unsynced, where an unsynced write outlives the
+    /// process (the call's write of the agent's record did); else as `Held`, since the
+    /// record's write and the entry are kept or lost together.
     Written,
     /// At once, with those held before it, synced.
     Synced,
@@ -336,10 +344,15 @@ impl Journal {
     /// Stores the entries kept so far as `keep` says (`Held`: only once they are over
     /// [`FLUSH_BYTES`], unsynced).
     pub async fn store(&self, keep: Keep) -> Result<(), Fault> {
+        let held = match keep {
+            Keep::Held => true,
+            Keep::Written => !self.store.unsynced_outlives_the_process(),
+            Keep::Synced => false,
+        };
         let durable = keep == Keep::Synced;
         let pending = {
             let mut cursor = self.cursor.lock();
-            if keep == Keep::Held && cursor.pending_bytes <= FLUSH_BYTES {
+            if held && cursor.pending_bytes <= FLUSH_BYTES {
                 return Ok(());
             }
             cursor.pending_bytes = 0;

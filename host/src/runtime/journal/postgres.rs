@@ -185,6 +185,11 @@ impl JournalStore for PgJournal {
         refused(run, rows)
     }
 
+    /// A committed transaction outlives the client, synced or not.
+    fn unsynced_outlives_the_process(&self) -> bool {
+        true
+    }
+
     async fn end(&self, run: &Run) -> Result<(), JournalError> {
         // The run is recorded as ended already: a lost delete is swept later.
         let mut tx = begin(&self.pool, false).await?;
