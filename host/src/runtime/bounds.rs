@@ -96,6 +96,15 @@ impl RunBounds {
             log: Meter::new(u64::from(config.max_log_events), config.max_log_bytes),
         }
     }
+
+    /// How many reports wrote the agent's record so far: those stored, and the first one
+    /// dropped in each stream (it writes the `limit` event).
+    pub fn writes(&self) -> u64 {
+        [&self.progress, &self.log]
+            .iter()
+            .map(|m| m.count + m.dropped.min(1))
+            .sum()
+    }
 }
 
 /// Refuses a final result over `max_bytes` (UTF-8) with the `result_too_large` message.

@@ -11,7 +11,7 @@ use crate::{
     runtime::{
         bindings::progress,
         bounds::{Admit, clip},
-        journal::Call,
+        journal::{Call, Keep},
         records::Progress,
         state::AgentState,
     },
@@ -88,9 +88,11 @@ impl AgentState {
 
 impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
-        let call = Call::report("progress.report", &(&kind, &message));
+        let call = Call::read("progress.report", &(&kind, &message));
+        let writes = self.bounds.writes();
         self.journaled(call, |s| Box::pin(s.report_live(kind, message)))
-            .await
+            .await?;
+        self.store_if_written(writes).await
     }
 
     async fn log(
@@ -99,13 +101,26 @@ impl progress::Host for AgentState {
         message: String,
         data_json: Option<String>,
     ) -> wasmtime::Result<()> {
-        let call = Call::report("progress.log", &(&kind, &message, &data_json));
+        let call = Call::read("progress.log", &(&kind, &message, &data_json));
+        let writes = self.bounds.writes();
         self.journaled(call, |s| Box::pin(s.log_live(kind, message, data_json)))
-            .await
+            .await?;
+        self.store_if_written(writes).await
     }
 }
 
 impl AgentState {
+    /// Stores the journal's held entries as durably as the record's write the call just
+    /// made (`Keep::Written`), when it made one: a restart then finds both or neither, and
+    /// a replay neither repeats the report nor loses it. A report past its bound wrote
+    /// nothing, and its entry stays held, so a flood costs no journal write per call.
+    async fn store_if_written(&self, writes_before: u64) -> wasmtime::Result<()> {
+        if self.bounds.writes() > writes_before {
+            self.agent.journal.store(Keep::Written).await?;
+        }
+        Ok(())
+    }
+
     async fn report_live(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
         let entry = Progress {
             ts: now_ms(),

@@ -1,8 +1,8 @@
 //! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
 //! call with its recorded result (checking it is the recorded call), live it makes the
 //! call and records its entry before the guest sees the result: synced, with the entries
-//! kept before it, for a call whose effect a replay must not repeat; as durably as the
-//! record's write for a call that wrote the agent's record; kept in memory for the others.
+//! kept before it, for a call whose effect a replay must not repeat; kept in memory for
+//! the others (a progress report that wrote the record then stores it: see `progress`).
 
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
@@ -25,16 +25,6 @@ impl Call {
             func,
             args: args_hash(args),
             keep: Keep::Held,
-        }
-    }
-
-    /// A call that wrote the agent's record (a progress report, a log event): its entry is
-    /// stored as durably as that write ([`Keep::Written`]), so a restart finds both or
-    /// neither, and a replay neither repeats the report nor loses it.
-    pub fn report(func: &'static str, args: &impl Serialize) -> Self {
-        Self {
-            keep: Keep::Written,
-            ..Self::read(func, args)
         }
     }
 
