@@ -113,12 +113,19 @@ impl AgentState {
     /// Stores the journal's held entries as durably as the record's write the call just
     /// made (`Keep::Written`), when it made one: a restart then finds both or neither, and
     /// a replay neither repeats the report nor loses it. A report past its bound wrote
-    /// nothing, and its entry stays held, so a flood costs no journal write per call.
-    async fn store_if_written(&self, writes_before: u64) -> wasmtime::Result<()> {
-        if self.bounds.writes() > writes_before {
-            self.agent.journal.store(Keep::Written).await?;
+    /// nothing, and its entry stays held, so a flood costs no journal write per call. The
+    /// future holds no borrow of the store.
+    fn store_if_written(
+        &self,
+        writes_before: u64,
+    ) -> impl Future<Output = wasmtime::Result<()>> + Send + 'static {
+        let journal = (self.bounds.writes() > writes_before).then(|| self.agent.journal.clone());
+        async move {
+            if let Some(journal) = journal {
+                journal.store(Keep::Written).await?;
+            }
+            Ok(())
         }
-        Ok(())
     }
 
     async fn report_live(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
