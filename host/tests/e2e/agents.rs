@@ -155,8 +155,17 @@ fn spawn_follow_and_remember_with_the_offline_mind() {
         "{listed:#}"
     );
 
-    // Logs: thinking/tool_use/tool_result events, then terminal.
-    let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
+    // Logs: thinking/tool_use/tool_result events, then terminal (appended just after the
+    // record turns terminal, so it may be a moment behind the status).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let logs = loop {
+        let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
+        let last = logs["data"].as_array().unwrap().last().cloned();
+        if last.is_some_and(|e| e["kind"] == "terminal") || Instant::now() > deadline {
+            break logs;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let events = logs["data"].as_array().unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert!(
