@@ -2,10 +2,11 @@
 //! spawn checks is O(1) — an account's concurrent agents, the host's total under its cap,
 //! and the run time so far of an account's running agents (for the monthly budget).
 //!
-//! A stopped agent leaves its account's count when the stop is answered ([`Admission::release`]),
-//! as its record turns `stopped` then: the answer and the count agree, so a spawn right
-//! after a stop is admitted. It keeps its place under the host's cap through its grace, as
-//! it still runs there.
+//! An agent leaves its account's count ([`Admission::release`]) before its record turns
+//! terminal — when a stop is answered, or when its run ends — so the record and the count
+//! agree: a spawn right after a client reads `stopped` or `completed` is admitted. It keeps
+//! its place under the host's cap until its task is done (a stop's grace, the journal's
+//! end), as it still runs there.
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
@@ -229,8 +230,8 @@ impl Admission {
         drop(slot);
     }
 
-    /// Takes the stopped agent `agent_id` out of its account's count (once), though it
-    /// runs on through its grace under the host's cap: its record says `stopped`.
+    /// Takes the ending agent `agent_id` out of its account's count (once), though it
+    /// keeps its place under the host's cap: its record says (or is about to say) it ended.
     pub(super) fn release(&self, agent_id: &str) {
         let mut live = self.live.lock();
         let Some(launched) = live.agents.get_mut(agent_id) else {

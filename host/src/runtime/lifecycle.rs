@@ -349,6 +349,9 @@ async fn supervise(
         };
         usage += extraction::extract(ctx, report).await;
     }
+    // Its record turns terminal next: once a client can read that, the account may spawn
+    // in its place, though the journal's end is still to be written here.
+    inner.admission.release(id);
     let ended = async {
         let ended = records.update(account, id, ctx.fence, move |r| {
             r.usage += usage;

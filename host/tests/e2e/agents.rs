@@ -391,6 +391,36 @@ fn stop_then_spawn_never_meets_the_concurrency_limit() {
     assert_eq!(r.body["error"]["details"]["currentConcurrent"], 2);
 }
 
+/// An agent read as ended has left its account's count: on a one-slot plan, spawning as
+/// soon as the last agent reads terminal never meets `concurrent_limit_reached`, though its
+/// task still writes its last log event and ends its journal then.
+#[test]
+fn an_ended_agent_s_slot_is_free_when_its_record_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "acme", "free");
+    let config = "[plans.free]\nspawns_per_minute = 30\nspawns_per_hour = 100\nconcurrent_agents = 1\nmemories = 100\nagent_hours_per_month = 10.0\n";
+    let options = Options {
+        config: Some(config.into()),
+        hash_embedder: true,
+        ..Default::default()
+    };
+    let server = Server::start_with(&dir, &options);
+    let c = server.client(&key);
+    let ended = |a: &Value| matches!(a["status"].as_str(), Some("completed" | "failed"));
+    for round in 0..20 {
+        let id = spawn(&c, &format!("round {round}"));
+        // Read without a pause, so the next spawn comes as soon as the record says ended.
+        let start = Instant::now();
+        while !ended(&c.get(&format!("/api/v1/agents/{id}")).body) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "round {round} never ended"
+            );
+        }
+    }
+}
+
 #[test]
 fn agents_and_logs_are_private_to_their_account() {
     let (_tmp, server, keys) =

@@ -104,6 +104,7 @@ fn upload_list_get_spawn_and_delete_within_the_account() {
     let default = spawn_agent(&c, "notes_agent@1.2.0");
     assert_eq!(default["agent"], agent_of(&v1));
     let builtin = c.post("/api/v1/agents", &json!({ "task": "hello" }));
+    assert_eq!(builtin.status, 201, "{:#}", builtin.body);
     assert_eq!(builtin.body["agent"], Value::Null, "{:#}", builtin.body);
     let builtin = c.get(&format!(
         "/api/v1/agents/{}",
