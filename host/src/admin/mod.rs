@@ -13,7 +13,7 @@
 mod ops;
 pub mod socket;
 
-pub use ops::{Admin, Request, Response, UsageRow};
+pub use ops::{Admin, LiveCounts, Request, Response, UsageRow};
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The operator's requests, their answers, and the one implementation of each.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use redb::Database;
 use serde::{Deserialize, Serialize};
@@ -87,6 +87,22 @@ pub struct UsageRow {
     /// The account's unrevoked keys now (not per month), and its plan's `keys`.
     #[serde(default)]
     pub keys: Option<(u32, u32)>,
+    /// Its component uploads in the last hour, and its plan's `component_uploads_per_hour`:
+    /// counted by the running server (none when the files or the database answer).
+    #[serde(default)]
+    pub uploads: Option<(u32, u32)>,
+    /// Its console event streams open now, and its plan's `event_streams`: likewise.
+    #[serde(default)]
+    pub streams: Option<(u32, u32)>,
+}
+
+/// Figures only a running server has, in its memory and for this node: what usage shows
+/// of them when the server answers.
+pub trait LiveCounts: Send + Sync {
+    /// Component uploads of `account` counted in the last hour.
+    fn uploads_in_hour(&self, account: &str) -> u32;
+    /// Console event streams of `account` open now.
+    fn streams_open(&self, account: &str) -> u32;
 }
 
 /// The stores the operator's requests act on, and the plans their bounds come from.
@@ -95,6 +111,9 @@ pub struct Admin {
     keys: Accounts,
     usage: Ledger,
     plans: Plans,
+    /// The running server's counts, once its state is loaded (shared by the clones, as the
+    /// socket answers from the moment it is bound).
+    live: Arc<OnceLock<Arc<dyn LiveCounts>>>,
 }
 
 impl Admin {
@@ -104,6 +123,7 @@ impl Admin {
             keys: Arc::new(KeyStore::new(db.clone())?),
             usage: Arc::new(UsageStore::new(db.clone())?),
             plans,
+            live: Arc::default(),
         })
     }
 
@@ -113,7 +133,13 @@ impl Admin {
             keys: Arc::new(PgAccounts::new(pool.clone())),
             usage: Arc::new(PgUsage::new(pool)),
             plans,
+            live: Arc::default(),
         }
+    }
+
+    /// From now on, usage shows `live`'s counts too (the first one given stays).
+    pub fn show_live(&self, live: Arc<dyn LiveCounts>) {
+        let _ = self.live.set(live);
     }
 
     /// Does what `request` asks.
@@ -151,9 +177,16 @@ impl Admin {
                     .map(|(account, month, usage)| {
                         let info = known.get(&account);
                         let limits = info.map(|a| self.plans.limits(a.plan));
+                        let live = self.live.get().zip(limits);
                         UsageRow {
                             tokens_limit: limits.map(|l| l.tokens_per_month),
                             keys: info.zip(limits).map(|(a, l)| (a.active_keys, l.keys)),
+                            uploads: live.map(|(live, l)| {
+                                let used = live.uploads_in_hour(&account);
+                                (used, l.component_uploads_per_hour)
+                            }),
+                            streams: live
+                                .map(|(live, l)| (live.streams_open(&account), l.event_streams)),
                             account,
                             month,
                             usage,

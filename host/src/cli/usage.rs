@@ -1,6 +1,7 @@
 //! `wasmind usage`: metered usage per account and month against the plan's budgets (Mind
-//! tokens per month; active keys, as of now), from the running server when there is one,
-//! else from the data dir's files.
+//! tokens per month; active keys, as of now; component uploads in the last hour and open
+//! event streams, which only a running server counts), from the running server when there
+//! is one, else from the data dir's files (or the database).
 
 use super::target::Target;
 use crate::admin::{Request, Response};
@@ -18,7 +19,7 @@ pub(super) fn run(
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(
-        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>9}",
+        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>9} {:>11} {:>9}",
         "ACCOUNT",
         "MONTH",
         "RUN_HOURS",
@@ -26,23 +27,31 @@ pub(super) fn run(
         "INPUT_TOKENS",
         "OUTPUT_TOKENS",
         "TOKENS/LIMIT",
-        "KEYS"
+        "KEYS",
+        "UPLOADS/1H",
+        "STREAMS"
     );
     for row in rows {
         let hours = row.usage.run_ms as f64 / 3_600_000.0;
         let cpu = row.usage.cpu_ms as f64 / 1_000.0;
         println!(
-            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>9}",
+            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>9} {:>11} {:>9}",
             row.account,
             row.month,
             row.usage.input_tokens,
             row.usage.output_tokens,
             against(row.usage.tokens(), row.tokens_limit),
-            row.keys
-                .map_or("-".into(), |(active, max)| against(active, Some(max))),
+            bounded(row.keys),
+            bounded(row.uploads),
+            bounded(row.streams),
         );
     }
     Ok(())
+}
+
+/// `used/limit` of a figure known with its bound, else `-`.
+fn bounded(figure: Option<(u32, u32)>) -> String {
+    figure.map_or("-".into(), |(used, max)| against(used, Some(max)))
 }
 
 /// `used/limit`, or `used/-` where no plan bounds it.

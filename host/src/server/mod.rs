@@ -1,7 +1,7 @@
 //! `wasmind serve`: open the data dir, answer the admin socket and HTTP at once (health
 //! routes, and 503 for the API while loading), load the embedder, replay the indexes,
-//! compile the agent component, fail agents a previous process left alive, then serve the
-//! API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick. On
+//! compile the agent component, resume the agents a previous process left alive (from
+//! their journals), then serve the API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick. On
 //! the postgres backend (`stores`) the node has no admin socket (the CLI reaches the
 //! database) and its agents are leased from the database (`runtime::Cluster`).
 
@@ -20,7 +20,7 @@ pub use self::http::{HttpConfig, serve as serve_http};
 use self::stores::Stores;
 use crate::{
     accounts::Plans,
-    admin::{self, Admin},
+    admin::{self, Admin, LiveCounts},
     api::{self, AppSlot, AppState, Loaded, app, front},
     blocking::run_blocking,
     config::Config,
@@ -85,6 +85,9 @@ pub fn serve(
     });
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = runtime.block_on(load_state(&dir, config, &readiness))?;
+    if let Some((_, admin)) = &admin_socket {
+        admin.show_live(Arc::new(Counted(state.clone())));
+    }
     let memory = state.memory.clone();
     let (mcp, sessions) = mcp::router(state.clone());
     let keys = state.keys.clone();
@@ -113,21 +116,36 @@ pub fn serve(
 }
 
 /// Binds the data dir's admin socket and answers it on `runtime` from now on, so keys can
-/// be managed while the rest loads. The socket file goes when the returned value drops.
+/// be managed while the rest loads; the admin it answers with is returned, to be shown the
+/// live counts once the state is loaded. The socket file goes when the bound socket drops.
 fn serve_admin(
     runtime: &tokio::runtime::Runtime,
     dir: &DataDir,
     data_dir: &Path,
     plans: &Plans,
-) -> anyhow::Result<admin::socket::Bound> {
+) -> anyhow::Result<(admin::socket::Bound, Admin)> {
     let bound = admin::socket::bind(data_dir)?;
     let (admin, listener) = (Admin::open(dir.db(), plans.clone())?, bound.listener()?);
+    let answering = admin.clone();
     runtime.spawn(async move {
-        if let Err(e) = admin::socket::serve(listener, admin).await {
+        if let Err(e) = admin::socket::serve(listener, answering).await {
             tracing::error!(error = %e, "the admin socket stopped");
         }
     });
-    Ok(bound)
+    Ok((bound, admin))
+}
+
+/// The live counts `wasmind usage` shows through the admin socket, from the loaded state.
+struct Counted(AppState);
+
+impl LiveCounts for Counted {
+    fn uploads_in_hour(&self, account: &str) -> u32 {
+        self.0.runtime.uploads_in_hour(account)
+    }
+
+    fn streams_open(&self, account: &str) -> u32 {
+        self.0.console.streams.count(account)
+    }
 }
 
 /// Everything the API serves, opened on `dir`: the embedder, the memory store and its

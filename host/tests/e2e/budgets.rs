@@ -3,7 +3,8 @@
 //! per month (the next spawn is 402 `monthly_quota_exceeded` naming the token budget),
 //! versions kept per memory key (older ones pruned), component uploads per hour (429
 //! `rate_limited`) and open event streams (429 `stream_limit_reached`), each shown by the
-//! console's usage (and the monthly ones and keys by `wasmind usage`).
+//! console's usage (and by `wasmind usage`: the monthly ones, keys, and, from a running
+//! server, uploads and streams).
 
 use std::time::Duration;
 
@@ -134,7 +135,7 @@ fn a_run_past_its_tokens_fails_and_a_spent_month_refuses_the_next_spawn() {
         .split_whitespace()
         .collect();
     let used = tokens["used"].as_u64().unwrap();
-    assert!(row.len() == 8 && row[0] == "acme", "{out}");
+    assert!(row.len() == 10 && row[0] == "acme", "{out}");
     let (row_tokens, row_keys) = (row[6], row[7]);
     let (used_then, limit) = row_tokens.split_once('/').unwrap();
     // The limit is the plans of the process that answers: the running server's through its
@@ -272,4 +273,31 @@ fn event_streams_and_component_uploads_stop_at_the_plans_bounds() {
     let again = open();
     assert_eq!(again.status(), 200);
     assert_eq!(read_events(again).last().unwrap().event, "end");
+
+    // `wasmind usage` shows both as the running server counts them, through its admin
+    // socket; on postgres the CLI asks the database, which does not count them.
+    let dir = tmp.path().join("data");
+    let args = [
+        "usage",
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--account",
+        "acme",
+    ];
+    let live = match on_postgres() {
+        true => ["-", "-"],
+        false => ["2/2", "0/1"],
+    };
+    // The account's row is written as its agent's run is metered, just after it ends.
+    poll_until(Duration::from_secs(10), "the account's usage row", || {
+        let (ok, out, err) = cli(&args);
+        assert!(ok, "{err}");
+        let row: Vec<String> = (out.lines().nth(1).unwrap_or_default().split_whitespace())
+            .map(str::to_owned)
+            .collect();
+        match row.len() == 10 && row[8..] == live {
+            true => Ok(()),
+            false => Err(out),
+        }
+    });
 }
