@@ -85,6 +85,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
         ts: now_ms(),
         kind: "info".into(),
         message: format!("automatic extraction remembered {written} memories"),
+        step: None,
     };
     let summarized = ctx
         .services

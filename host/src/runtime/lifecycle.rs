@@ -352,9 +352,11 @@ async fn supervise(
     // Its record turns terminal next: once a client can read that, the account may spawn
     // in its place, though the journal's end is still to be written here.
     inner.admission.release(id);
+    let steps = ctx.journal.steps();
     let ended = async {
         let ended = records.update(account, id, ctx.fence, move |r| {
             r.usage += usage;
+            r.steps = steps;
             if !r.status.is_terminal() {
                 r.ended_at = Some(now_ms());
                 match outcome {

@@ -13,11 +13,11 @@ use redb::{Database, ReadableTable, TableDefinition};
 use serde_json::{Value, json};
 
 use crate::{
-    agents::{spawn, wait_for, wait_terminal},
+    agents::{spawn, wait_for, wait_terminal, with_runtime},
     common::{
         Client, Options, Server, create_key, database_of,
         fake_mind::{FakeMind, Reply},
-        on_postgres,
+        on_postgres, poll_until,
         postgres::Postgres,
     },
 };
@@ -132,7 +132,12 @@ fn resumes_when_killed_waiting_in_mind_call(hang_at: usize) {
     assert_eq!(resumed.len(), 1, "{done:#}");
     let message = resumed[0]["message"].as_str().unwrap();
     assert!(message.contains("restarted"), "{message}");
-    assert!(message.contains("after step "), "{message}");
+    let after: u64 = (message.split("after step ").nth(1))
+        .and_then(|rest| rest.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no step in {message}"));
+    // The journal holds the calls the uninterrupted run made, the replayed ones among them.
+    assert!(expected["steps"].as_u64().unwrap() > after, "{expected:#}");
+    assert_eq!(done["steps"], expected["steps"], "{done:#}");
     // Each write applied once: the same versions and values as the uninterrupted run.
     assert_eq!(versions(&c), expected_versions);
     // Each recorded Mind request was sent once; the one in flight at the kill twice, the
@@ -293,4 +298,90 @@ fn a_resumed_agent_stopped_ends_stopped_and_stays_so_across_a_restart() {
     let after = c.get(&format!("/api/v1/agents/{id}")).body;
     assert_eq!(after["status"], "stopped", "{after:#}");
     assert_eq!(mind.requests().len(), 3);
+}
+
+/// Deletes the agent's journal from its first progress report on, as a kill between the
+/// report's record write and its entry's would leave it (on PostgreSQL, where the record's
+/// write outlives the process; in the data dir the two are lost together).
+fn forget_the_report(dir: &Path, id: &str) {
+    if on_postgres() {
+        psql(
+            dir,
+            &format!(
+                "DELETE FROM agent_journal WHERE agent_id = '{id}' AND step >= (
+                     SELECT min(step) FROM agent_journal
+                     WHERE agent_id = '{id}' AND func = 'progress.report')"
+            ),
+        );
+        return;
+    }
+    let db = database(dir);
+    let txn = db.begin_write().unwrap();
+    {
+        let mut journal = txn.open_table(JOURNAL).unwrap();
+        let from = (journal.range((id, 0)..=(id, u64::MAX)).unwrap())
+            .map(|entry| entry.unwrap())
+            .find(|(_, v)| {
+                serde_json::from_slice::<Value>(v.value()).unwrap()["func"] == "progress.report"
+            })
+            .map(|(k, _)| k.value().1);
+        if let Some(from) = from {
+            journal
+                .retain_in((id, from)..=(id, u64::MAX), |_, _| false)
+                .unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
+/// Whether the agent's journal in PostgreSQL holds its progress report.
+fn report_journaled(dir: &Path, id: &str) -> bool {
+    let count = psql(
+        dir,
+        &format!(
+            "SELECT count(*) FROM agent_journal WHERE agent_id = '{id}' AND func = 'progress.report'"
+        ),
+    );
+    count != "0"
+}
+
+/// A report whose record write outlived a kill while its journal entry did not is made
+/// again by the resumed run, and shows once.
+#[test]
+fn a_report_made_again_after_a_kill_shows_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "acme", "free");
+    let options = with_runtime(&format!("component = {:?}", crate::guests::SPIN));
+    let spinning = |a: &Value| {
+        (a["progress"].as_array().unwrap().iter())
+            .filter(|p| p["message"] == "spinning")
+            .count()
+    };
+    let mut server = Server::start_with(&dir, &options);
+    let c = server.client(&key);
+    let id = spawn(&c, "spin until the host dies");
+    wait_for(&c, &id, Duration::from_secs(20), |a| spinning(a) == 1);
+    server.kill9();
+    forget_the_report(&dir, &id);
+
+    let server = Server::start_with(&dir, &options);
+    let c = server.client(&key);
+    // The report made again: in the journal on PostgreSQL; in the data dir, where the
+    // record's write was lost with its entry, in the record.
+    poll_until(Duration::from_secs(20), "the report made again", || {
+        let agent = c.get(&format!("/api/v1/agents/{id}")).body;
+        let made = match on_postgres() {
+            true => report_journaled(&dir, &id),
+            false => spinning(&agent) > 0,
+        };
+        match made {
+            true => Ok(()),
+            false => Err(format!("{agent:#}")),
+        }
+    });
+    let stopped = c.delete(&format!("/api/v1/agents/{id}"));
+    assert_eq!(stopped.body["status"], "stopped", "{:#}", stopped.body);
+    let done = wait_terminal(&c, &id);
+    assert_eq!(spinning(&done), 1, "{done:#}");
 }

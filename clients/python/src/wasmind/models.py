@@ -20,6 +20,7 @@ class Agent(TypedDict):
     name: str
     progress: list[AgentProgress]
     status: Literal['spawning', 'running', 'completed', 'stopped', 'failed']
+    steps: int
     task: str
     updated_at: str
     usage: AgentUsage

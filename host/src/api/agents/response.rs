@@ -110,6 +110,9 @@ pub struct AgentView {
     pub memory_mode: &'static str,
     /// The uploaded component it runs; null for the built-in default agent.
     pub agent: Option<AgentComponentView>,
+    /// Calls its guest made to the host, each recorded in the run's journal (what a resume
+    /// replays): as of its last progress report, its resume or its end.
+    pub steps: u64,
 }
 
 impl From<&AgentRecord> for AgentView {
@@ -143,6 +146,7 @@ impl From<&AgentRecord> for AgentView {
             },
             memory_mode: r.memory_mode.as_str(),
             agent: r.agent.as_ref().map(AgentComponentView::from),
+            steps: r.steps,
         }
     }
 }

@@ -317,6 +317,7 @@ mod tests {
                 ts: 1,
                 kind: "info".into(),
                 message: (*m).into(),
+                step: None,
             })
             .collect()
     }

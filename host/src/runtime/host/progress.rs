@@ -129,10 +129,13 @@ impl AgentState {
     }
 
     async fn report_live(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
+        // This call's step, as its journal entry will record it.
+        let step = self.agent.journal.next_step();
         let entry = Progress {
             ts: now_ms(),
             kind: clip(&kind, MAX_KIND_CHARS),
             message: clip(&message, MAX_PROGRESS_CHARS),
+            step: Some(step),
         };
         if !self
             .admitted(Stream::Progress, entry.kind.len() + entry.message.len())
@@ -142,9 +145,14 @@ impl AgentState {
         }
         let agent = &self.agent;
         let records = &agent.services.records;
-        let pushed = records.update(&agent.account, &agent.agent_id, agent.fence, |r| {
-            r.progress.push(entry);
-            true
+        let pushed = records.update(&agent.account, &agent.agent_id, agent.fence, move |r| {
+            // Made before a crash that lost its journal entry: it is there once already.
+            let made = r.progress.iter().rev().any(|p| p.step == Some(step));
+            if !made {
+                r.progress.push(entry);
+                r.steps = step;
+            }
+            !made
         });
         pushed.await.map_err(wasmtime::Error::msg)?;
         Ok(())

@@ -312,6 +312,11 @@ impl Journal {
         self.cursor.lock().next
     }
 
+    /// The calls recorded so far, replayed or live (what the agent's record shows).
+    pub fn steps(&self) -> u64 {
+        self.cursor.lock().next - 1
+    }
+
     /// Keeps the live call's entry in memory, to be stored with the next [`Journal::store`].
     pub fn keep<R: Serialize>(&self, func: &str, args: u64, result: &R) -> Result<(), Fault> {
         let mut cursor = self.cursor.lock();

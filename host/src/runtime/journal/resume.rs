@@ -138,9 +138,11 @@ impl Inner {
                 "resumed after {what}, after step {steps}: the recorded steps are replayed \
                  from the journal, the next one is made live"
             ),
+            step: None,
         };
         let noted = records.update(account, id, fence, move |r| {
             r.progress.push(entry);
+            r.steps = steps;
             true
         });
         noted

@@ -47,6 +47,7 @@ pub(in crate::runtime) fn record(id: &str, account: &str) -> AgentRecord {
         memory_mode: MemoryMode::default(),
         agent: None,
         seq: 0,
+        steps: 0,
     }
 }
 
@@ -130,6 +131,7 @@ async fn progress_is_trimmed_and_logs_page(s: &AgentStore) {
                 ts: i as u64,
                 kind: "info".into(),
                 message: i.to_string(),
+                step: None,
             })
             .collect();
         true

@@ -94,6 +94,11 @@ pub struct Progress {
     pub ts: u64,
     pub kind: String,
     pub message: String,
+    /// The journal step of the guest's report that made it (none for the host's own
+    /// entries): a report made again after a crash, its entry lost but its record write
+    /// kept, finds itself here and adds nothing. Not shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
 }
 
 /// Why an agent failed.
@@ -231,6 +236,11 @@ pub struct AgentRecord {
     pub agent: Option<AgentComponent>,
     /// Position in the account's list (newest has the highest).
     pub seq: u64,
+    /// Host calls its run's journal holds: as of its last progress report, its resume or
+    /// its end (the record is not written at every call). Records written before journals
+    /// existed read as 0.
+    #[serde(default)]
+    pub steps: u64,
 }
 
 /// One event of an agent's log stream.

@@ -210,6 +210,7 @@ impl Runtime {
             memory_mode,
             agent,
             seq: 0,
+            steps: 0,
         };
         let asked = Asked {
             plan,
