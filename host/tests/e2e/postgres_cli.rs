@@ -90,7 +90,9 @@ fn keys_and_accounts_live_in_the_configured_database() {
             "10",
             "20",
             "30/500000000",
-            "0/100"
+            "0/100",
+            "-",
+            "-"
         ],
         "{usage}"
     );
