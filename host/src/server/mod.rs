@@ -1,9 +1,10 @@
 //! `wasmind serve`: open the data dir, answer the admin socket and HTTP at once (health
 //! routes, and 503 for the API while loading), load the embedder, replay the indexes,
 //! compile the agent component, resume the agents a previous process left alive (from
-//! their journals), then serve the API until SIGINT/SIGTERM, and checkpoint the indexes so the next start is quick. On
-//! the postgres backend (`stores`) the node has no admin socket (the CLI reaches the
-//! database) and its agents are leased from the database (`runtime::Cluster`).
+//! their journals), then serve the API until SIGINT/SIGTERM, and checkpoint the indexes so
+//! the next start is quick. On the postgres backend (`stores`) the node has no admin socket
+//! (the CLI reaches the database) and its agents are leased from the database
+//! (`runtime::Cluster`).
 
 mod http;
 mod idle_body;
