@@ -285,10 +285,19 @@ fn resumed(agent: &Value) -> Vec<String> {
 }
 
 /// The agent's terminal log events, as seen from `c`.
+/// The agent's `terminal` log events, once there is one: it is appended just after the
+/// record turns terminal, so a client that saw the status may read the log before it.
 fn terminal_events(c: &Client, id: &str) -> usize {
-    let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-    let events = logs["data"].as_array().unwrap().iter();
-    events.filter(|e| e["kind"] == "terminal").count()
+    let started = Instant::now();
+    loop {
+        let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
+        let events = logs["data"].as_array().unwrap().iter();
+        let count = events.filter(|e| e["kind"] == "terminal").count();
+        if count > 0 || started.elapsed() > Duration::from_secs(10) {
+            return count;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
