@@ -285,19 +285,10 @@ fn resumed(agent: &Value) -> Vec<String> {
 }
 
 /// The agent's terminal log events, as seen from `c`.
-/// The agent's `terminal` log events, once there is one: it is appended just after the
-/// record turns terminal, so a client that saw the status may read the log before it.
 fn terminal_events(c: &Client, id: &str) -> usize {
-    let started = Instant::now();
-    loop {
-        let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
-        let events = logs["data"].as_array().unwrap().iter();
-        let count = events.filter(|e| e["kind"] == "terminal").count();
-        if count > 0 || started.elapsed() > Duration::from_secs(10) {
-            return count;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let logs = c.get(&format!("/api/v1/agents/{id}/logs")).body;
+    let events = logs["data"].as_array().unwrap().iter();
+    events.filter(|e| e["kind"] == "terminal").count()
 }
 
 #[test]
@@ -369,6 +360,9 @@ fn a_killed_nodes_agents_complete_on_another_node_each_once() {
         let resumed = resumed(&done);
         assert_eq!(resumed.len(), 1, "{done:#}");
         assert!(resumed[0].contains("was lost"), "{}", resumed[0]);
+        // Its terminal event is appended just after the record turns terminal.
+        let within = Duration::from_secs(10);
+        wait_for_terminal_event(&a, id, Instant::now(), within, "no terminal event");
         assert_eq!(terminal_events(&a, id), 1, "{id} ended once");
         let history = a.get(&format!("/api/v1/memory/history?key=k{i}")).body;
         let versions = history["data"].as_array().unwrap();
