@@ -25,11 +25,19 @@
 //!    the API's latency while guests keep the cores busy (`agents/fairness.rs`).
 //! 7. `instantiate`: where instantiation time goes — the default agent instantiated in a
 //!    bare engine configured as `runtime/engine.rs` does, and with one setting changed.
+//! 8. `parked`: RSS per default agent hibernated in its Mind call (`agents/parked.rs`).
+//! 9. `journal`: the journal's time per host call and its share of a default agent's run
+//!    with the offline Mind (`agents/journal.rs`).
+//!
+//! Every phase but `parked` runs its servers with hibernation off (`hibernate_after_ms =
+//! 0`), so agents waiting on the Mind stay in their instances.
 //!
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,sleepers,stop,cap,components,cpu,instantiate`), `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
+//! (`live,sleepers,stop,cap,components,cpu,instantiate,parked,journal`),
+//! `WASMIND_BENCH_PARKED` (100000 parked agents), `WASMIND_BENCH_JOURNAL_RUNS` (200 runs),
+//! `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
 //! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
 //! per guest), `WASMIND_BENCH_STOP_SAMPLE` (200 default agents stopped one at a time),
 //! `WASMIND_BENCH_GRACE` (0.2 s), `WASMIND_BENCH_SPIN_BACKGROUND` (3),
@@ -54,6 +62,10 @@ mod guests;
 mod harness;
 #[path = "agents/instantiate.rs"]
 mod instantiate;
+#[path = "agents/journal.rs"]
+mod journal;
+#[path = "agents/parked.rs"]
+mod parked;
 #[path = "shared.rs"]
 mod shared;
 
@@ -84,6 +96,8 @@ struct Settings {
     spinners: usize,
     cpu_samples: usize,
     probes: usize,
+    parked: usize,
+    journal_runs: usize,
 }
 
 fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -101,7 +115,9 @@ impl Settings {
         Self {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
-                .unwrap_or_else(|_| "live,sleepers,stop,cap,components,cpu,instantiate".into())
+                .unwrap_or_else(|_| {
+                    "live,sleepers,stop,cap,components,cpu,instantiate,parked,journal".into()
+                })
                 .split(',')
                 .map(|p| p.trim().to_string())
                 .collect(),
@@ -120,6 +136,8 @@ impl Settings {
             spinners: env_num("WASMIND_BENCH_SPINNERS", 8usize),
             cpu_samples: env_num("WASMIND_BENCH_CPU_SAMPLES", 3usize).max(1),
             probes: env_num("WASMIND_BENCH_PROBES", 500usize).max(1),
+            parked: env_num("WASMIND_BENCH_PARKED", 100_000usize).max(1),
+            journal_runs: env_num("WASMIND_BENCH_JOURNAL_RUNS", 200usize).max(1),
         }
     }
 
@@ -370,6 +388,12 @@ fn main() {
     }
     if settings.wants("instantiate") {
         instantiate::run(settings.instantiate);
+    }
+    if settings.wants("parked") {
+        parked::run(settings.parked, settings.grace, &mind, &mut table);
+    }
+    if settings.wants("journal") {
+        journal::run(settings.journal_runs, settings.grace, &mind, &mut table);
     }
     table.print();
     println!(

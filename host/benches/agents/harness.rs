@@ -62,6 +62,8 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
                 v.parse()
                     .expect("WASMIND_BENCH_RESERVATION_MIB is a number of MiB")
             }),
+        // Agents stay in their instances, which the phases measure (`parked` sets it).
+        hibernate_after_ms: 0,
         ..RuntimeConfig::default()
     };
     config
@@ -169,6 +171,16 @@ impl Server {
     pub fn live(&self) -> u32 {
         let runtime = self.runtime.as_ref().expect("serving");
         (runtime.block_on(self.state.runtime.concurrent(ACCOUNT))).expect("counting live agents")
+    }
+
+    /// Agents parked (hibernated, without an instance).
+    pub fn parked(&self) -> u32 {
+        self.state.runtime.parked()
+    }
+
+    /// Agents holding an instance.
+    pub fn instances(&self) -> u32 {
+        self.state.runtime.live()
     }
 
     /// Stops every live agent (through the runtime, no HTTP), waits until none is left,

@@ -107,7 +107,7 @@ pub async fn mount(
 /// Sets the scrape-time gauges, then renders everything recorded.
 async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
     let Scrape { exporter, state } = scrape;
-    scrape::agents_live(state.runtime.live());
+    scrape::agents_live(state.runtime.live(), state.runtime.parked());
     let plans = state
         .keys
         .plans()

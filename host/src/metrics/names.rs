@@ -11,8 +11,12 @@ use metrics::Unit;
 pub const HTTP_REQUESTS: &str = "wasmind_http_requests_total";
 /// Time to answer an HTTP request, by `method` and `route`.
 pub const HTTP_REQUEST_DURATION: &str = "wasmind_http_request_duration_seconds";
-/// Agents spawning or running now (set at scrape time from the runtime's admission).
+/// Agents spawning or running now in an instance (set at scrape time from the runtime's
+/// admission).
 pub const AGENTS_LIVE: &str = "wasmind_agents_live";
+/// Agents running now without an instance: hibernated while a call waits (set at scrape
+/// time).
+pub const AGENTS_PARKED: &str = "wasmind_agents_parked";
 /// Spawns admitted.
 pub const AGENTS_SPAWNED: &str = "wasmind_agents_spawned_total";
 /// Agents that reached a terminal `status` (`completed`, `stopped`, `failed`).
@@ -102,7 +106,13 @@ pub const ALL: &[Metric] = &[
         AGENTS_LIVE,
         Kind::Gauge,
         Unit::Count,
-        "Agents spawning or running on this host.",
+        "Agents spawning or running on this host in an instance.",
+    ),
+    metric(
+        AGENTS_PARKED,
+        Kind::Gauge,
+        Unit::Count,
+        "Agents running on this host without an instance: hibernated while a call waits.",
     ),
     metric(
         AGENTS_SPAWNED,

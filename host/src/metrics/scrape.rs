@@ -6,9 +6,11 @@ use std::collections::HashMap;
 use super::names;
 use crate::accounts::Plan;
 
-/// Sets [`names::AGENTS_LIVE`]: the agents spawning or running now.
-pub fn agents_live(live: u32) {
+/// Sets [`names::AGENTS_LIVE`] and [`names::AGENTS_PARKED`]: the agents spawning or
+/// running now in an instance, and those hibernated.
+pub fn agents_live(live: u32, parked: u32) {
     metrics::gauge!(names::AGENTS_LIVE).set(live);
+    metrics::gauge!(names::AGENTS_PARKED).set(parked);
 }
 
 /// Sets [`names::MEMORIES_LIVE`] for every plan (0 included, so each series exists) from
@@ -61,7 +63,9 @@ mod tests {
 
     #[test]
     fn live_agents_are_a_gauge() {
-        let ((), got) = capture(|| agents_live(3));
-        assert_eq!(got.snapshot().gauge(names::AGENTS_LIVE, &[]), Some(3.0));
+        let ((), got) = capture(|| agents_live(3, 2));
+        let got = got.snapshot();
+        assert_eq!(got.gauge(names::AGENTS_LIVE, &[]), Some(3.0));
+        assert_eq!(got.gauge(names::AGENTS_PARKED, &[]), Some(2.0));
     }
 }

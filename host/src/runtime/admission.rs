@@ -7,6 +7,10 @@
 //! agree: a spawn right after a client reads `stopped` or `completed` is admitted. It keeps
 //! its place under the host's cap until its task is done (a stop's grace, the journal's
 //! end), as it still runs there.
+//!
+//! The cap counts agents that hold an instance. A hibernated (parked) agent gives its
+//! place back and keeps its account's count, as it still runs for its account; parked
+//! agents have a bound of their own, `[runtime] max_parked_agents` (see `park`).
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
@@ -27,6 +31,7 @@ pub(super) enum Refusal {
 /// The live agents, under one lock.
 pub(super) struct Admission {
     cap: u32,
+    max_parked: u32,
     live: Mutex<Live>,
     /// Woken when a place frees at the cap: a spawn another node offered meanwhile can be
     /// taken here now (see `cluster::offers`).
@@ -37,6 +42,8 @@ struct Live {
     agents: HashMap<String, Launched>,
     per_account: HashMap<String, AccountLive>,
     total: u32,
+    /// Agents parked: launched, without an instance (not in `total`).
+    parked: u32,
     /// Origin of the launch offsets in [`AccountLive`].
     epoch: Instant,
 }
@@ -131,14 +138,17 @@ impl Drop for Room {
 }
 
 impl Admission {
-    /// No agent live yet; at most `cap` at once.
-    pub(super) fn new(cap: u32) -> Arc<Self> {
+    /// No agent live yet; at most `cap` holding an instance at once, and `max_parked`
+    /// parked.
+    pub(super) fn new(cap: u32, max_parked: u32) -> Arc<Self> {
         Arc::new(Self {
             cap,
+            max_parked,
             live: Mutex::new(Live {
                 agents: HashMap::new(),
                 per_account: HashMap::new(),
                 total: 0,
+                parked: 0,
                 epoch: Instant::now(),
             }),
             freed: Arc::new(Notify::new()),
@@ -244,6 +254,49 @@ impl Admission {
         live.uncount(&account);
     }
 
+    /// Takes a place among the parked agents for one about to give back its instance;
+    /// false when they are at their bound (the agent then waits in its instance).
+    pub(super) fn try_park(&self) -> bool {
+        let mut live = self.live.lock();
+        let room = live.parked < self.max_parked;
+        live.parked += u32::from(room);
+        room
+    }
+
+    /// Gives back the place under the cap of an agent that parked (its instance is gone).
+    pub(super) fn vacate(&self) {
+        self.give_back(&mut self.live.lock());
+    }
+
+    /// Waits for a place under the cap for a parked agent to resume in, and takes it.
+    pub(super) async fn reoccupy(&self) {
+        loop {
+            {
+                let mut live = self.live.lock();
+                if live.total < self.cap {
+                    live.total += 1;
+                    live.parked -= 1;
+                    return;
+                }
+            }
+            // `freed` wakes one waiter (a cluster's offers may be it): look again soon too.
+            let look_again = tokio::time::sleep(std::time::Duration::from_millis(50));
+            tokio::select! {
+                () = self.freed.notified() => {}
+                () = look_again => {}
+            }
+        }
+    }
+
+    /// A parked agent ends without resuming (stopped, out of time): it takes a place again,
+    /// past the cap for a moment if need be, for its slot to give back as any ending
+    /// agent's.
+    pub(super) fn unpark_ending(&self) {
+        let mut live = self.live.lock();
+        live.total += 1;
+        live.parked -= 1;
+    }
+
     /// Agents of `account` spawning or running on this host.
     pub(super) fn concurrent(&self, account: &str) -> u32 {
         let live = self.live.lock();
@@ -277,9 +330,14 @@ impl Runtime {
         self.inner.admission.cap()
     }
 
-    /// Agents spawning or running on this host.
+    /// Agents spawning or running on this host in an instance.
     pub fn live(&self) -> u32 {
         self.inner.admission.live.lock().total
+    }
+
+    /// Agents running on this host without an instance: hibernated while a call waits.
+    pub fn parked(&self) -> u32 {
+        self.inner.admission.live.lock().parked
     }
 
     /// Whether agent `agent_id` has a run on this host that has not ended (a stopped agent
@@ -297,7 +355,7 @@ mod tests {
 
     #[test]
     fn a_room_holds_a_place_under_the_cap_until_it_becomes_a_slot_or_is_dropped() {
-        let admission = Admission::new(2);
+        let admission = Admission::new(2, 10);
         let room = admission.room().expect("room under the cap");
         let held = admission.reserve("acme", 5).unwrap();
         assert!(admission.room().is_none(), "the cap counts the room");
@@ -318,8 +376,44 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_parked_agent_frees_its_place_under_the_cap_and_waits_for_one_to_wake() {
+        let admission = Admission::new(1, 1);
+        let slot = admission.reserve("acme", 5).unwrap();
+        assert!(admission.try_park());
+        assert!(
+            !admission.try_park(),
+            "parked agents have a bound of their own"
+        );
+        admission.vacate();
+        let other = admission.reserve("acme", 5).expect("its place is free");
+        assert_eq!(
+            admission.concurrent("acme"),
+            2,
+            "a parked agent still counts for its account"
+        );
+        let waking = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.reoccupy().await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waking.is_finished(), "the host is at its cap");
+        drop(other);
+        tokio::time::timeout(Duration::from_secs(10), waking)
+            .await
+            .expect("woken once a place frees")
+            .unwrap();
+        assert_eq!(admission.live.lock().total, 1);
+        assert!(admission.try_park(), "the woken agent is no longer parked");
+        admission.vacate();
+        admission.unpark_ending();
+        drop(slot);
+        let live = admission.live.lock();
+        assert_eq!((live.total, live.parked), (0, 0));
+    }
+
+    #[tokio::test]
     async fn a_place_freed_at_the_cap_wakes_the_freed_waiter_once() {
-        let admission = Admission::new(2);
+        let admission = Admission::new(2, 10);
         let freed = admission.freed();
         let first = admission.reserve("acme", 5).unwrap();
         drop(first);

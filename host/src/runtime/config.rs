@@ -32,6 +32,13 @@ pub struct RuntimeConfig {
     /// Most bytes one run's journal (its recorded host calls and their results) may hold;
     /// past it the run fails with `journal_limit_exceeded`.
     pub max_journal_bytes: u64,
+    /// How long a host call may wait (a Mind call: queued for a connection, or waiting for
+    /// a slow model) before its agent hibernates: gives back its instance and is resumed
+    /// from its journal when the answer comes (`park`). 0: agents never hibernate.
+    pub hibernate_after_ms: u64,
+    /// Most agents hibernated at once on this host; past it, an agent waits in its
+    /// instance.
+    pub max_parked_agents: u32,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
     /// Guests running at once, on threads of their own apart from the API's (one more
@@ -57,6 +64,8 @@ impl Default for RuntimeConfig {
             max_log_bytes: 16 << 20,
             max_result_bytes: 256 << 10,
             max_journal_bytes: 64 << 20,
+            hibernate_after_ms: 5_000,
+            max_parked_agents: 100_000,
             component: None,
             guest_threads: None,
             memory_reservation_mib: None,

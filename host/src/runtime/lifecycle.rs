@@ -26,6 +26,7 @@ use super::{
     guests::GuestThreads,
     journal::{Journal, Resumed, Run},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
+    park::Parking,
     records::{
         AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, RecordError, Status, Usage,
     },
@@ -47,7 +48,8 @@ pub(super) struct Inner {
     pub(super) admission: Arc<Admission>,
     /// The accounts' and keys' limits spawns are admitted within.
     pub(super) limits: Box<dyn SpawnLimits>,
-    pub(super) timings: Recorder,
+    /// Shared with each agent's context, whose journal notes its calls.
+    pub(super) timings: Arc<Recorder>,
     /// Where agents' tasks run: the guests' own threads.
     guest_tasks: tokio::runtime::Handle,
     /// Their slots, shared fairly between accounts.
@@ -85,7 +87,7 @@ impl Runtime {
         cluster: Option<Cluster>,
     ) -> anyhow::Result<Self> {
         let compiled = engine::compile(config, &dir.cache_dir())?;
-        let admission = Admission::new(compiled.layout.cap);
+        let admission = Admission::new(compiled.layout.cap, config.max_parked_agents);
         let cluster = cluster.map(Arc::new);
         let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {
             None => (
@@ -127,7 +129,7 @@ impl Runtime {
                 components,
                 services,
                 config: config.clone(),
-                timings: Recorder::new(),
+                timings: Arc::new(Recorder::new()),
                 cluster: cluster.clone(),
                 uploads: RateLimiter::default(),
             }),
@@ -195,6 +197,8 @@ impl Inner {
             cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
             journal,
             services: self.services.clone(),
+            parking: Parking::new(self.config.hibernate_after_ms, &self.admission),
+            timings: self.timings.clone(),
         });
         self.admission.launched(&ctx);
         let inner = self.clone();
@@ -304,6 +308,46 @@ pub(super) async fn fail(
     Ok(())
 }
 
+/// Runs the agent, and again by replay each time it wakes from hibernation, until its run
+/// ends.
+async fn run_and_wake(
+    inner: &Arc<Inner>,
+    ctx: &Arc<AgentCtx>,
+    pre: &AgentPre<AgentState>,
+    task: &str,
+) -> Ended {
+    loop {
+        // Boxed: the run's frames (the store's instantiation and call) are held only while
+        // it runs, not by a parked agent's task.
+        let Ended {
+            outcome,
+            usage,
+            conversation,
+        } = Box::pin(run(inner, ctx, pre, task)).await;
+        let pending = match outcome {
+            Outcome::Parked(pending) => pending,
+            outcome => {
+                return Ended {
+                    outcome,
+                    usage,
+                    conversation,
+                };
+            }
+        };
+        if let Err(outcome) = inner.park(ctx, pending).await {
+            let usage = Usage {
+                cpu_ms: ctx.cpu.used().as_millis() as u64,
+                ..usage
+            };
+            return Ended {
+                outcome,
+                usage,
+                conversation: Vec::new(),
+            };
+        }
+    }
+}
+
 /// The agent's task: marks it running, runs it unless already stopped, extracts, records.
 async fn supervise(
     inner: &Arc<Inner>,
@@ -336,7 +380,7 @@ async fn supervise(
             usage: Usage::default(),
             conversation: Vec::new(),
         },
-        false => run(inner, ctx, pre, task).await,
+        false => run_and_wake(inner, ctx, pre, task).await,
     };
     let run_ms = ctx.started.elapsed().as_millis() as u64;
     if let Outcome::Completed(answer) = &outcome
@@ -369,6 +413,7 @@ async fn supervise(
                         r.error = Some(f);
                     }
                     Outcome::Stopped => r.status = Status::Stopped,
+                    Outcome::Parked(_) => unreachable!("run_and_wake resumes a parked agent"),
                 }
             }
             true

@@ -9,7 +9,8 @@
 //! (`run`). Each interface of `guest-sdk/wit/agent.wit` has its host side in `host/`. Records and
 //! log events are durable in redb or PostgreSQL (`records`); their watchers are woken on each change
 //! (`changes`). Every call a guest makes across the sandbox is journaled (`journal`), so a
-//! restarted server resumes the agents it had alive.
+//! restarted server resumes the agents it had alive, and an agent whose call waits long
+//! gives back its instance until the answer comes (`park`).
 //! Nothing outside this module knows wasmtime.
 
 mod admission;
@@ -28,6 +29,7 @@ mod journal;
 mod lifecycle;
 mod limits;
 mod newest;
+mod park;
 mod records;
 mod run;
 mod spawn;

@@ -28,6 +28,7 @@ use super::{
     cpu::{OverBudget, metered},
     journal::Fault as JournalFault,
     lifecycle::{Inner, grace},
+    park::Pending,
     records::{Failure, Usage},
     state::{AgentCtx, AgentState},
 };
@@ -38,9 +39,11 @@ pub(super) enum Outcome {
     Completed(String),
     Failed(Failure),
     Stopped,
+    /// Not ended: the agent hibernated in the call it waits on (see `park`).
+    Parked(Pending),
 }
 
-fn failure(code: &str, message: impl Into<String>) -> Outcome {
+pub(super) fn failure(code: &str, message: impl Into<String>) -> Outcome {
     Outcome::Failed(Failure {
         code: code.into(),
         message: message.into(),
@@ -126,6 +129,17 @@ pub(super) async fn run(
             result = run => Some(result),
         }
     };
+    // A hibernated agent's run unwound for its parked call, whatever else came meanwhile
+    // (a stop, the time limit): parking sees to those.
+    if let Some(pending) = store.data_mut().parked.take() {
+        let usage = store.data().usage;
+        drop(store);
+        return Ended {
+            outcome: Outcome::Parked(pending),
+            usage,
+            conversation: Vec::new(),
+        };
+    }
     let state = store.data();
     // A journal fault ends the run by its own code, whatever the guest made of it.
     let journal_fault = match &result {

@@ -15,8 +15,10 @@ use super::{
     config::RuntimeConfig,
     cpu::CpuMeter,
     journal::{Journal, JournalStore, sandbox_clocks},
+    park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
+    timings::Recorder,
 };
 use crate::{
     accounts::Ledger,
@@ -64,6 +66,10 @@ pub struct AgentCtx {
     /// Its run's journal, which every call of its guest goes through.
     pub journal: Arc<Journal>,
     pub services: Arc<Services>,
+    /// When it hibernates (none: never).
+    pub(super) parking: Option<Parking>,
+    /// The benchmarks' samples (nothing without the `bench` feature).
+    pub(super) timings: Arc<Recorder>,
 }
 
 impl AgentCtx {
@@ -130,6 +136,8 @@ pub struct AgentState {
     /// The last conversation the guest sent the Mind, with the Mind's answer: what
     /// extraction reads when the run completes.
     pub conversation: Vec<Message>,
+    /// The call the agent hibernated in, taken by the run once it has unwound.
+    pub(super) parked: Option<Pending>,
 }
 
 impl AgentState {
@@ -160,6 +168,7 @@ impl AgentState {
             usage: Usage::default(),
             stderr,
             conversation: Vec::new(),
+            parked: None,
         }
     }
 

@@ -1,5 +1,5 @@
 //! Timing samples for the agent benchmarks: when each agent was instantiated, marked
-//! running, asked to stop and dropped. Kept only with the `bench` feature; otherwise the
+//! running, asked to stop and dropped, and what its journal cost each host call. Kept only with the `bench` feature; otherwise the
 //! [`Recorder`] is empty and its calls compile to nothing, so serving pays no lock.
 
 #[cfg(feature = "bench")]
@@ -32,6 +32,10 @@ mod on {
         pub stop_requested: VecDeque<(String, Instant)>,
         /// When each agent's `Store` was dropped (its run over, whatever the outcome).
         pub dropped: VecDeque<(String, Instant)>,
+        /// Each journaled host call's function and the time its journal took: the replay
+        /// check, then for a live call keeping and storing its entry (the call itself not
+        /// counted).
+        pub journaled: VecDeque<(String, (&'static str, Duration))>,
     }
 
     fn note<T>(samples: &mut VecDeque<(String, T)>, id: &str, value: T) {
@@ -66,6 +70,10 @@ mod on {
             note(&mut self.0.lock().dropped, id, Instant::now());
         }
 
+        pub fn journaled(&self, id: &str, func: &'static str, took: Duration) {
+            note(&mut self.0.lock().journaled, id, (func, took));
+        }
+
         /// The samples since the last call, leaving none behind.
         pub fn take(&self) -> Timings {
             std::mem::take(&mut *self.0.lock())
@@ -93,5 +101,7 @@ mod off {
         pub fn stop_requested(&self, _id: &str) {}
 
         pub fn dropped(&self, _id: &str) {}
+
+        pub fn journaled(&self, _id: &str, _func: &'static str, _took: Duration) {}
     }
 }

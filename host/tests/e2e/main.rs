@@ -21,6 +21,7 @@ mod envelope;
 mod fair_cpu;
 mod fair_memory;
 mod guests;
+mod hibernation;
 mod hostile;
 mod http;
 mod isolation;

@@ -135,6 +135,7 @@ pub async fn reap<S>(
             kind: "terminal".into(),
             message: "failed".into(),
             data: Some(json!({ "status": "failed", "error": record.error, "run_ms": run_ms })),
+            step: None,
         };
         append_event(&mut tx, &record.account, &record.agent_id, None, &event).await?;
         notify(&mut tx, &record.agent_id).await?;

@@ -5,6 +5,7 @@
 //! the guest could do about it), reported `token_limit_exceeded`. One call can overshoot
 //! by at most what one answer costs, its request bounded by [`MAX_REQUEST_BYTES`].
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
+//! A call that waits past `[runtime] hibernate_after_ms` hibernates the agent (`park`).
 
 use tokio_util::task::AbortOnDropHandle;
 
@@ -13,6 +14,7 @@ use crate::{
     runtime::{
         bindings::mind,
         journal::Call,
+        park::{Hibernating, Pending},
         records::MemoryMode,
         state::{AgentCtx, AgentState},
     },
@@ -124,10 +126,34 @@ fn over_budget(agent: &AgentCtx, spent: u64) -> wasmtime::Error {
     ))
 }
 
+/// What the guest is answered once the provider request's task is done.
+fn answer(
+    joined: Result<Result<m::Completion, MindError>, tokio::task::JoinError>,
+) -> Result<mind::Completion, mind::MindError> {
+    match joined {
+        Ok(Ok(c)) => Ok(mind::Completion {
+            text: c.text,
+            tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
+            usage: mind::Usage {
+                input_tokens: c.usage.input_tokens,
+                output_tokens: c.usage.output_tokens,
+            },
+        }),
+        Ok(Err(MindError::Unavailable(why))) => Err(mind::MindError::Unavailable(why)),
+        Ok(Err(MindError::InvalidRequest(why))) => Err(mind::MindError::InvalidRequest(why)),
+        Err(e) => Err(mind::MindError::Unavailable(format!(
+            "the Mind call did not finish: {e}"
+        ))),
+    }
+}
+
 impl AgentState {
-    /// The completion itself: the provider request, raced against a stop request.
+    /// The completion itself: the provider request, raced against a stop request. One
+    /// that waits past the hibernation delay parks the agent (see `park`): it unwinds with
+    /// [`Hibernating`], the request's task kept as the parked call `call`'s answer.
     async fn complete_live(
         &mut self,
+        call: (&'static str, u64),
         messages: Vec<mind::Message>,
         tools: Vec<mind::ToolSpec>,
     ) -> wasmtime::Result<Result<mind::Completion, mind::MindError>> {
@@ -145,32 +171,37 @@ impl AgentState {
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
-        // stop, the store), the call is aborted.
+        // stop, the store, a parked agent's end), the call is aborted.
         let mind = agent.services.mind.clone();
-        let mut call = AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut request = AbortOnDropHandle::new(tokio::spawn(async move {
             mind.complete(&messages, &tools).await
         }));
-        let answer = tokio::select! {
-            joined = &mut call => joined.map_err(|e| {
-                wasmtime::Error::msg(format!("the Mind call did not finish: {e}"))
-            })?,
+        let joined = tokio::select! {
+            joined = &mut request => joined,
             _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
+            () = agent.hibernation_due() => {
+                if agent.may_park() {
+                    let (func, args) = call;
+                    self.parked = Some(Pending {
+                        func,
+                        args,
+                        answer: Box::pin(async move {
+                            serde_json::to_value(answer(request.await))
+                                .unwrap_or(serde_json::Value::Null)
+                        }),
+                    });
+                    return Err(wasmtime::Error::new(Hibernating));
+                }
+                tokio::select! {
+                    joined = &mut request => joined,
+                    _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
+                }
+            }
         };
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
         }
-        Ok(match answer {
-            Ok(c) => Ok(mind::Completion {
-                text: c.text,
-                tool_calls: c.tool_calls.into_iter().map(call_out).collect(),
-                usage: mind::Usage {
-                    input_tokens: c.usage.input_tokens,
-                    output_tokens: c.usage.output_tokens,
-                },
-            }),
-            Err(MindError::Unavailable(why)) => Err(mind::MindError::Unavailable(why)),
-            Err(MindError::InvalidRequest(why)) => Err(mind::MindError::InvalidRequest(why)),
-        })
+        Ok(answer(joined))
     }
 
     /// What a completion leaves in the run, live or replayed: its tokens, the Mind's
@@ -215,9 +246,10 @@ impl mind::Host for AgentState {
             return Err(over_budget(&self.agent, self.usage.tokens()));
         }
         let call = Call::effect("mind.complete", &(&messages, &tools));
+        let made = (call.func(), call.args());
         let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
         let answer = self
-            .journaled(call, |s| Box::pin(s.complete_live(messages, tools)))
+            .journaled(call, |s| Box::pin(s.complete_live(made, messages, tools)))
             .await?;
         self.completed(sent, &answer);
         if self.usage.tokens() > self.agent.token_budget {

@@ -12,7 +12,7 @@ use crate::{
         bindings::progress,
         bounds::{Admit, clip},
         journal::{Call, Keep},
-        records::Progress,
+        records::{LogEvent, Progress},
         state::AgentState,
     },
 };
@@ -164,6 +164,7 @@ impl AgentState {
         message: String,
         data_json: Option<String>,
     ) -> wasmtime::Result<()> {
+        let step = self.agent.journal.next_step();
         let kind = match kind {
             progress::LogKind::Thinking => "thinking",
             progress::LogKind::ToolUse => "tool_use",
@@ -176,6 +177,20 @@ impl AgentState {
             return Ok(());
         }
         let data = data.and_then(|d| serde_json::from_str::<Value>(&d).ok());
-        self.append_log(kind, message, data).await
+        let event = LogEvent {
+            seq: 0,
+            ts: now_ms(),
+            kind: kind.into(),
+            message,
+            data,
+            // This call's step, as its journal entry will record it.
+            step: Some(step),
+        };
+        let agent = &self.agent;
+        let records = &agent.services.records;
+        let appended =
+            records.append_log_event(&agent.account, &agent.agent_id, agent.fence, event);
+        appended.await.map_err(wasmtime::Error::msg)?;
+        Ok(())
     }
 }

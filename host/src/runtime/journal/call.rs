@@ -4,6 +4,8 @@
 //! kept before it, for a call whose effect a replay must not repeat; kept in memory for
 //! the others (a progress report that wrote the record then stores it: see `progress`).
 
+use std::time::Instant;
+
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -38,6 +40,18 @@ impl Call {
     }
 }
 
+impl Call {
+    /// The function, as its entry names it.
+    pub fn func(&self) -> &'static str {
+        self.func
+    }
+
+    /// The hash of its arguments.
+    pub fn args(&self) -> u64 {
+        self.args
+    }
+}
+
 impl AgentState {
     /// Runs `live` as the journal says: answered from the journal while the run replays,
     /// else made and recorded. A journal fault (a divergence, the bound, the store) traps
@@ -48,12 +62,20 @@ impl AgentState {
         F: for<'a> FnOnce(&'a mut AgentState) -> BoxFuture<'a, wasmtime::Result<R>> + Send,
     {
         let journal = self.agent.journal.clone();
-        if let Some(recorded) = journal.replay(call.func, call.args)? {
+        let checking = Instant::now();
+        let replayed = journal.replay(call.func, call.args)?;
+        let checked = checking.elapsed();
+        let agent = self.agent.clone();
+        let noted = |took| (agent.timings).journaled(&agent.agent_id, call.func, took);
+        if let Some(recorded) = replayed {
+            noted(checked);
             return Ok(recorded);
         }
         let result = live(self).await?;
+        let storing = Instant::now();
         journal.keep(call.func, call.args, &result)?;
         journal.store(call.keep).await?;
+        noted(checked + storing.elapsed());
         Ok(result)
     }
 }

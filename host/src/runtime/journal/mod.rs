@@ -387,6 +387,21 @@ impl Journal {
         }
     }
 
+    /// Replays the run again from its start on `recorded`, the journal as stored (a
+    /// hibernated agent resumed: see `park`); it must hold every step made so far.
+    pub fn rewind(&self, recorded: Vec<Entry>) -> Result<(), String> {
+        let mut cursor = self.cursor.lock();
+        let made = cursor.next - 1;
+        if recorded.len() as u64 != made || !cursor.pending.is_empty() {
+            return Err(format!(
+                "its journal holds {} steps, the run made {made}",
+                recorded.len()
+            ));
+        }
+        cursor.replay = recorded.into();
+        Ok(())
+    }
+
     /// Whether the run is still replaying recorded calls.
     #[cfg(test)]
     pub fn replaying(&self) -> bool {

@@ -219,3 +219,34 @@ async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
     journal.store(Keep::Held).await.unwrap();
     assert_eq!(stored().await, 3);
 }
+
+#[tokio::test]
+async fn a_rewound_journal_replays_the_run_from_its_start_once_it_is_all_stored() {
+    let (_dir, _db, store) = store();
+    let store = Arc::new(store);
+    store.begin(&run("ag_4"), ALLOWANCE).await.unwrap();
+    let journal = Journal::new(run("ag_4"), store.clone(), Vec::new(), u64::MAX);
+    for (func, args, result) in CALLS {
+        assert_eq!(
+            journal.replay::<String>(func, args_hash(&args)).unwrap(),
+            None
+        );
+        journal.keep(func, args_hash(&args), &result).unwrap();
+    }
+    let held = store.load("acct", "ag_4").await.unwrap().unwrap().entries;
+    let refused = journal.rewind(held).unwrap_err();
+    assert!(
+        refused.contains("holds 0 steps, the run made 3"),
+        "{refused}"
+    );
+
+    journal.store(Keep::Synced).await.unwrap();
+    let stored = store.load("acct", "ag_4").await.unwrap().unwrap().entries;
+    journal.rewind(stored).unwrap();
+    for (func, args, result) in CALLS {
+        let got: Option<String> = journal.replay(func, args_hash(&args)).unwrap();
+        assert_eq!(got.as_deref(), Some(result));
+    }
+    assert_eq!(journal.next_step(), 4, "the steps go on where they were");
+    assert_eq!(journal.replay::<String>("memory.get", 9).unwrap(), None);
+}

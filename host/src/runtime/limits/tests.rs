@@ -71,7 +71,7 @@ fn local_with_ledger() -> (tempfile::TempDir, LocalLimits, Arc<UsageStore>) {
     let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
     let usage = Arc::new(UsageStore::new(db.clone()).unwrap());
     let records = AgentStore::embedded(db).unwrap();
-    let gate = LocalLimits::new(Admission::new(100), usage.clone(), records);
+    let gate = LocalLimits::new(Admission::new(100, 100), usage.clone(), records);
     (dir, gate, usage)
 }
 
@@ -85,7 +85,7 @@ async fn node(url: &str, cap: u32) -> SharedLimits {
     let pool = connect(&config).await.unwrap();
     let records = AgentStore::postgres(pool.clone(), "node-a").await.unwrap();
     let cluster = Cluster::new(pool, "node-a".into(), &ClusterConfig::default());
-    SharedLimits::new(Arc::new(cluster), Admission::new(cap), records)
+    SharedLimits::new(Arc::new(cluster), Admission::new(cap, cap), records)
 }
 
 /// The same spawns on one keeper: concurrency, then the minute window, then the budget.

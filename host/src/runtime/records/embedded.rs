@@ -167,11 +167,17 @@ impl AgentBackend for EmbeddedAgents {
                 }
                 let mut logs = txn.open_table(LOGS)?;
                 let key = agent_id.as_str();
-                let seq = logs
-                    .range((key, 0)..=(key, u64::MAX))?
-                    .next_back()
-                    .transpose()?
-                    .map_or(1, |(k, _)| k.value().1 + 1);
+                let last = logs.range((key, 0)..=(key, u64::MAX))?.next_back();
+                let seq = match last.transpose()? {
+                    None => 1,
+                    Some((k, v)) => {
+                        let stored: LogEvent = serde_json::from_slice(v.value())?;
+                        if event.step.is_some() && stored.step == event.step {
+                            return Ok(stored.seq);
+                        }
+                        k.value().1 + 1
+                    }
+                };
                 let event = LogEvent { seq, ..event };
                 logs.insert((key, seq), serde_json::to_vec(&event)?.as_slice())?;
                 seq

@@ -113,6 +113,8 @@ pub trait AgentBackend: Send + Sync {
         fence: Fence,
         event: LogEvent,
     ) -> Result<u64>;
+    // (An event with a `step` equal to the last stored event's is not appended: see
+    // `AgentStore::append_log_event`.)
 
     /// Log events after `after`, at most `limit`, and whether more remain (none for an
     /// agent the account does not have).
@@ -249,7 +251,22 @@ impl AgentStore {
             kind: kind.to_string(),
             message,
             data,
+            step: None,
         };
+        self.append_log_event(account, agent_id, fence, event).await
+    }
+
+    /// Appends `event` as [`AgentStore::append_log`] does; one that names its journal
+    /// `step` is not appended again when the agent's last event is that step's (a resumed
+    /// run made the call again: its event outlived a crash that its journal entry did
+    /// not), and the stored one's sequence number is returned.
+    pub async fn append_log_event(
+        &self,
+        account: &str,
+        agent_id: &str,
+        fence: Fence,
+        event: LogEvent,
+    ) -> Result<u64> {
         let seq = (self.backend)
             .append_log(account, agent_id, fence, event)
             .await?;

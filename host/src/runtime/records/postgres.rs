@@ -149,6 +149,21 @@ impl AgentBackend for PgAgents {
     ) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         relaxed(&mut tx).await?;
+        if let Some(step) = event.step {
+            let last: Option<(i64, Option<i64>)> = sqlx::query_as(
+                "SELECT seq, (event->>'step')::bigint FROM agent_logs
+                 WHERE account_id = $1 AND agent_id = $2 ORDER BY seq DESC LIMIT 1",
+            )
+            .bind(account)
+            .bind(agent_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some((seq, Some(made))) = last
+                && made == bigint(step)
+            {
+                return Ok(unsigned(seq));
+            }
+        }
         let appended = append_event(&mut tx, account, agent_id, fence, &event).await?;
         let Some(seq) = appended else {
             drop(tx);

@@ -168,6 +168,48 @@ async fn progress_is_trimmed_and_logs_page(s: &AgentStore) {
     );
 }
 
+async fn a_guest_log_event_made_again_is_stored_once(s: &AgentStore) {
+    s.create(record("ag_1", "a")).await.unwrap();
+    let event = |step, message: &str| LogEvent {
+        seq: 0,
+        ts: 1,
+        kind: "thinking".into(),
+        message: message.into(),
+        data: None,
+        step,
+    };
+    let append = |e| s.append_log_event("a", "ag_1", None, e);
+    assert_eq!(append(event(Some(4), "made")).await.unwrap(), 1);
+    assert_eq!(
+        append(event(Some(4), "made")).await.unwrap(),
+        1,
+        "the step's event is the last one: not again"
+    );
+    assert_eq!(append(event(None, "host")).await.unwrap(), 2);
+    assert_eq!(
+        append(event(None, "host")).await.unwrap(),
+        3,
+        "no step: always"
+    );
+    assert_eq!(
+        append(event(Some(4), "made")).await.unwrap(),
+        4,
+        "only the last event is compared"
+    );
+    assert_eq!(append(event(Some(9), "next")).await.unwrap(), 5);
+    let (page, _) = s.logs("a", "ag_1", 0, 10).await.unwrap();
+    let seqs: Vec<u64> = page.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+}
+
+#[tokio::test]
+async fn a_guest_log_event_made_again_after_a_crash_is_stored_once() {
+    let (_d, s) = embedded();
+    a_guest_log_event_made_again_is_stored_once(&s).await;
+    let pg = Postgres::start();
+    a_guest_log_event_made_again_is_stored_once(&node(&pg.database("agents")).await).await;
+}
+
 #[tokio::test]
 async fn create_list_get_are_scoped_by_account() {
     let (_d, s) = embedded();

@@ -244,6 +244,8 @@ pub struct AgentRecord {
 }
 
 /// One event of an agent's log stream.
+///
+/// [`AgentStore::append_log_event`]: super::AgentStore::append_log_event
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogEvent {
     pub seq: u64,
@@ -252,4 +254,9 @@ pub struct LogEvent {
     pub kind: String,
     pub message: String,
     pub data: Option<Value>,
+    /// The journal step of the guest's `progress.log` call that made it (internal, not
+    /// shown): one made again after a crash that kept the event but lost its journal entry
+    /// is not appended twice (see [`AgentStore::append_log_event`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
 }

@@ -1,0 +1,201 @@
+//! Hibernation: agents whose Mind call waits past `[runtime] hibernate_after_ms` give back
+//! their instances (the `wasmind_agents_parked` gauge counts them, `wasmind_agents_live`
+//! no longer does) and are resumed by replay when the answer comes, ending as a run that
+//! never parked does (the real binary, the default agent, the fake Mind speaking the
+//! OpenAI protocol; either backend).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{
+    agents::{spawn, wait_for_terminal_event, wait_terminal},
+    common::{
+        Client, Options, Server, create_key,
+        fake_mind::{FakeMind, Reply},
+        on_postgres, poll_until,
+    },
+};
+
+/// Agents parked at once in the first test: 2,000 on the embedded backend (~40 s here);
+/// 200 on PostgreSQL, where each spawn, answer and end is a round of synchronous commits
+/// (2,000 took 92 s, too long for the suite).
+fn agents() -> usize {
+    if on_postgres() { 200 } else { 2_000 }
+}
+
+/// One write, then the end: the Mind's first answer held until the test releases it.
+fn held_write() -> Reply {
+    Reply::tool_call(
+        "service_memory_put",
+        json!({ "key": "launch_day", "value": "Saturday" }),
+    )
+    .until_released()
+}
+
+/// A server speaking to `mind`, whose agents hibernate after `hibernate_after_ms` (0:
+/// never), with a plan roomy enough for them all at once.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    key: String,
+    options: Options,
+}
+
+impl Setup {
+    fn new(mind: &FakeMind, hibernate_after_ms: u64) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let config = format!(
+            "[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
+             [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
+             concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
+        );
+        let options = Options {
+            config: Some(config),
+            ..Options::hash_embedder().openai_mind(&mind.base_url())
+        };
+        let key = create_key(&dir, "acme", "lightyear");
+        Self {
+            _tmp: tmp,
+            dir,
+            key,
+            options,
+        }
+    }
+
+    fn start(&self) -> (Server, Client) {
+        let server = Server::start_with(&self.dir, &self.options);
+        let c = server.client(&self.key);
+        (server, c)
+    }
+}
+
+/// The value of the unlabelled gauge `name` in a scrape of the server's `/metrics`.
+fn gauge(server: &Server, name: &str) -> u64 {
+    let text = reqwest::blocking::get(format!("{}/metrics", server.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    (text.lines())
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the scrape:\n{text}"))
+}
+
+/// Waits until `parked` agents are parked and none holds an instance.
+#[track_caller]
+fn wait_parked(server: &Server, parked: u64) {
+    poll_until(Duration::from_secs(60), "agents parking", || {
+        let now = (
+            gauge(server, "wasmind_agents_parked"),
+            gauge(server, "wasmind_agents_live"),
+        );
+        (now == (parked, 0))
+            .then_some(())
+            .ok_or(format!("parked, live: {now:?}"))
+    });
+}
+
+/// What a run ends with, beside its status: compared between parked and unparked runs.
+fn ending(agent: &Value) -> Value {
+    json!({
+        "status": agent["status"],
+        "final_result": agent["final_result"],
+        "steps": agent["steps"],
+        "input_tokens": agent["usage"]["input_tokens"],
+        "progress": agent["progress"].as_array().unwrap().iter()
+            .map(|p| json!([p["kind"], p["message"]])).collect::<Vec<_>>(),
+    })
+}
+
+/// The same script run by an agent that never parks: how it ends, and the Mind requests
+/// it made.
+fn unparked() -> (Value, usize) {
+    let mind = FakeMind::start([held_write()]);
+    mind.release();
+    let setup = Setup::new(&mind, 0);
+    let (_server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    let ended = ending(&wait_terminal(&c, &id));
+    (ended, mind.requests().len())
+}
+
+#[test]
+fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
+    let (expected, requests) = unparked();
+    assert_eq!(expected["status"], "completed", "{expected:#}");
+    let agents = agents();
+    let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
+    let setup = Setup::new(&mind, 100);
+    let (server, c) = setup.start();
+    let ids: Vec<String> = (0..agents)
+        .map(|_| spawn(&c, "When is the launch?"))
+        .collect();
+    wait_parked(&server, agents as u64);
+    let running = c.get(&format!("/api/v1/agents/{}", ids[0])).body;
+    assert_eq!(running["status"], "running", "{running:#}");
+
+    mind.release();
+    for id in &ids {
+        let done = wait_terminal(&c, id);
+        assert_eq!(ending(&done), expected, "{id}");
+    }
+    wait_parked(&server, 0);
+    // Each call was sent once: a parked agent's answer was awaited, never asked again.
+    assert_eq!(mind.requests().len(), requests * agents);
+}
+
+#[test]
+fn a_parked_agent_stops_at_once() {
+    let mind = FakeMind::start([held_write()]);
+    let setup = Setup::new(&mind, 100);
+    let (server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    wait_parked(&server, 1);
+    let asked = Instant::now();
+    let stopped = c.delete(&format!("/api/v1/agents/{id}"));
+    assert_eq!(stopped.status, 200, "{:#}", stopped.body);
+    assert_eq!(stopped.body["status"], "stopped");
+    // No grace to wait out: the parked agent has no instance to let finish.
+    let event = wait_for_terminal_event(
+        &c,
+        &id,
+        asked,
+        Duration::from_secs(5),
+        "a parked agent ends at once",
+    );
+    assert_eq!(event["message"], "stopped");
+    wait_parked(&server, 0);
+    mind.release();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        mind.requests().len(),
+        1,
+        "the stopped agent asked nothing more"
+    );
+}
+
+#[test]
+fn a_parked_agent_resumes_after_a_kill_and_ends_as_an_unparked_run_does() {
+    let (expected, requests) = unparked();
+    // The call in flight at the kill is made again after the restart, and held again.
+    let mind = FakeMind::start([held_write(), held_write()]);
+    let setup = Setup::new(&mind, 100);
+    let (mut server, c) = setup.start();
+    let id = spawn(&c, "When is the launch?");
+    wait_parked(&server, 1);
+    server.kill9();
+
+    let (server, c) = setup.start();
+    assert!(mind.wait_for_requests(2, Duration::from_secs(30)));
+    wait_parked(&server, 1);
+    mind.release();
+    let done = wait_terminal(&c, &id);
+    let mut ended = ending(&done);
+    let progress = ended["progress"].as_array_mut().unwrap();
+    let before = progress.len();
+    progress.retain(|p| p[0] != "resumed");
+    assert_eq!(before - progress.len(), 1, "{done:#}");
+    assert_eq!(ended, expected);
+    assert_eq!(mind.requests().len(), requests + 1);
+}
