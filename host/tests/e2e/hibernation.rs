@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::{
-    agents::{spawn, wait_for_terminal_event, wait_terminal},
+    agents::{spawn, wait_for, wait_for_terminal_event, wait_terminal},
     common::{
         Client, Options, Server, create_key,
         fake_mind::{FakeMind, Reply},
@@ -17,11 +17,16 @@ use crate::{
     },
 };
 
-/// Agents parked at once in the first test: 2,000 on the embedded backend (~40 s here);
-/// 200 on PostgreSQL, where each spawn, answer and end is a round of synchronous commits
-/// (2,000 took 92 s, too long for the suite).
+/// Agents parked at once in the first test: `WASMIND_E2E_PARKED_AGENTS`, else 500 on the
+/// embedded backend and 200 on PostgreSQL, where each spawn, answer and end is a round of
+/// synchronous commits. 2,000 passed by hand on both (40 s and 92 s on a quiet box), too
+/// long for the suite's share of CI, where they took minutes beside the other lane.
 fn agents() -> usize {
-    if on_postgres() { 200 } else { 2_000 }
+    match std::env::var("WASMIND_E2E_PARKED_AGENTS") {
+        Ok(n) => n.parse().expect("WASMIND_E2E_PARKED_AGENTS is a number"),
+        Err(_) if on_postgres() => 200,
+        Err(_) => 500,
+    }
 }
 
 /// One write, then the end: the Mind's first answer held until the test releases it.
@@ -136,8 +141,10 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     assert_eq!(running["status"], "running", "{running:#}");
 
     mind.release();
+    // Woken, each agent makes its next Mind call, which may park it again on a loaded box.
+    let ended = |a: &Value| a["status"] != "running";
     for id in &ids {
-        let done = wait_terminal(&c, id);
+        let done = wait_for(&c, id, Duration::from_secs(300), ended);
         assert_eq!(ending(&done), expected, "{id}");
     }
     wait_parked(&server, 0);
