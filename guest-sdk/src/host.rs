@@ -97,7 +97,11 @@ impl MemoryBackend for Host {
             importance: r.importance,
             expires_in_days: r.expires_in_days,
         };
-        let p = wm::put(&request).map_err(from_wit_error)?;
+        let put = match r.observed_at {
+            Some(at) => wm::put_observed(&request, at),
+            None => wm::put(&request),
+        };
+        let p = put.map_err(from_wit_error)?;
         Ok(PutResult {
             memory_id: p.memory_id,
             key: p.key,

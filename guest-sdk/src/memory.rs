@@ -16,6 +16,9 @@ pub struct PutRequest {
     /// 1 to 10.
     pub importance: Option<f64>,
     pub expires_in_days: Option<f64>,
+    /// When the fact was stated or observed (epoch milliseconds, not in the future); the
+    /// write's time when `None`. Search's time decay and `as_of` reads go by it.
+    pub observed_at: Option<u64>,
 }
 
 impl PutRequest {
@@ -30,7 +33,8 @@ impl PutRequest {
     ///     .namespace("prefs")
     ///     .tags(["food"])
     ///     .importance(8.0)
-    ///     .expires_in_days(30.0);
+    ///     .expires_in_days(30.0)
+    ///     .observed_at(1_700_000_000_000);
     /// assert_eq!(put.namespace.as_deref(), Some("prefs"));
     /// ```
     pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
@@ -62,6 +66,12 @@ impl PutRequest {
     /// Excluded from search after this many days.
     pub fn expires_in_days(mut self, days: f64) -> Self {
         self.expires_in_days = Some(days);
+        self
+    }
+
+    /// Stated or observed at `epoch_ms`, not now.
+    pub fn observed_at(mut self, epoch_ms: u64) -> Self {
+        self.observed_at = Some(epoch_ms);
         self
     }
 }

@@ -94,6 +94,11 @@ pub fn memory_tools() -> Vec<ToolSpec> {
                         "exclusiveMinimum": 0,
                         "description": "leave the memory out of search after this many days (default: never)",
                     },
+                    "observed_at": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "when the fact was stated or observed, in epoch milliseconds, if not now (e.g. the time of the message that said it)",
+                    },
                 },
                 "required": ["key", "value"],
                 "additionalProperties": false,
@@ -294,6 +299,7 @@ fn put(memory: &Memory, args: &Args) -> Result<Value, Failure> {
         tags: args.strings("tags")?,
         importance: args.opt_number("importance")?,
         expires_in_days: args.opt_number("expires_in_days")?,
+        observed_at: args.opt_epoch_ms("observed_at")?,
     };
     let put = memory.put(&request)?;
     Ok(json!({ "memory_id": put.memory_id, "key": put.key, "namespace": put.namespace }))
@@ -426,6 +432,17 @@ impl Args<'_> {
             None => Ok(None),
             Some(Value::Number(n)) => Ok(n.as_f64()),
             Some(_) => Err(Failure::Arguments(format!("`{name}` must be a number"))),
+        }
+    }
+
+    /// A whole number of epoch milliseconds, 0 or more.
+    fn opt_epoch_ms(&self, name: &str) -> Result<Option<u64>, Failure> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(_) => Err(Failure::Arguments(format!(
+                "`{name}` must be a whole number of epoch milliseconds"
+            ))),
         }
     }
 

@@ -17,5 +17,5 @@ pub use texts::{
 pub use validate::{
     RuleError, Write, list_limit, search_limit, unknown_mode, validate_address,
     validate_expires_in_days, validate_filters, validate_importance, validate_key,
-    validate_namespace, validate_query, validate_tags, validate_value,
+    validate_namespace, validate_not_future, validate_query, validate_tags, validate_value,
 };

@@ -28,3 +28,6 @@ pub const SEARCH_MAX_LIMIT: u32 = 50;
 pub const LIST_DEFAULT_LIMIT: u32 = 50;
 /// Most listed memories; a larger limit is lowered to this.
 pub const LIST_MAX_LIMIT: u32 = 200;
+/// How far past the server's clock a given instant (an `observed_at`, an `as_of`) may lie,
+/// in milliseconds: clients' clocks drift.
+pub const CLOCK_SKEW_MS: u64 = 60_000;

@@ -5,9 +5,9 @@
 use std::fmt;
 
 use crate::limits::{
-    LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, MAX_IMPORTANCE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS,
-    MAX_TAG_CHARS, MAX_TAGS, MAX_VALUE_CHARS, MIN_IMPORTANCE, SEARCH_DEFAULT_LIMIT,
-    SEARCH_MAX_LIMIT,
+    CLOCK_SKEW_MS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, MAX_IMPORTANCE, MAX_KEY_CHARS,
+    MAX_NAMESPACE_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_VALUE_CHARS, MIN_IMPORTANCE,
+    SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT,
 };
 
 /// A broken rule: the request field at fault and what to fix.
@@ -187,6 +187,29 @@ pub fn validate_address(key: &str, namespace: &str) -> Checked {
 pub fn validate_filters(namespace: Option<&str>, tags: &[String]) -> Checked {
     namespace.map_or(Ok(()), validate_namespace)?;
     validate_tags(tags)
+}
+
+/// An instant `at` (epoch ms) of `field` no later than `now`, past the clock skew
+/// ([`CLOCK_SKEW_MS`]): a fact is not observed, nor a memory read, in the future.
+///
+/// # Examples
+///
+/// ```
+/// assert!(wasmind_rules::validate_not_future("observed_at", 1_000, 1_000).is_ok());
+/// let late = wasmind_rules::validate_not_future("observed_at", 9_000_000, 1_000).unwrap_err();
+/// assert_eq!(late.field, "observed_at");
+/// ```
+pub fn validate_not_future(field: &'static str, at: u64, now: u64) -> Checked {
+    match at > now.saturating_add(CLOCK_SKEW_MS) {
+        true => Err(RuleError::new(
+            field,
+            format!(
+                "{field} must not be in the future: {at} is more than {} s past the server's clock (give epoch milliseconds)",
+                CLOCK_SKEW_MS / 1_000
+            ),
+        )),
+        false => Ok(()),
+    }
 }
 
 /// A search query says something.

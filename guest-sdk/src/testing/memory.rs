@@ -19,7 +19,7 @@ use std::{
 
 use wasmind_rules::{
     Write, list_limit, not_found, quota_exceeded, search_limit, unknown_mode, validate_address,
-    validate_filters, validate_query,
+    validate_filters, validate_not_future, validate_query,
 };
 
 use super::StopFlag;
@@ -39,6 +39,8 @@ const DAY_MS: f64 = 86_400_000.0;
 struct Version {
     memory_id: String,
     record: MemoryRecord,
+    /// When its fact was observed, if not at the write (`updated_at`): search decays by it.
+    observed_at: Option<u64>,
     expires_at: Option<u64>,
     deleted_at: Option<u64>,
     latest: bool,
@@ -269,6 +271,9 @@ impl MemoryBackend for InMemoryMemory {
         };
         write.validate()?;
         let (mut store, now) = self.begin()?;
+        if let Some(at) = request.observed_at {
+            validate_not_future("observed_at", at, now)?;
+        }
         let live = store.live(&namespace, &request.key, now);
         if let Some(i) = live
             && store.versions[i].record.value == request.value
@@ -308,6 +313,7 @@ impl MemoryBackend for InMemoryMemory {
         store.versions.push(Version {
             memory_id: memory_id.clone(),
             record,
+            observed_at: request.observed_at,
             expires_at: request
                 .expires_in_days
                 .map(|d| now.saturating_add((d * DAY_MS).ceil() as u64)),
@@ -405,7 +411,8 @@ impl MemoryBackend for InMemoryMemory {
             .into_iter()
             .map(|(v, overlap)| {
                 let r = &v.record;
-                let age_days = now.saturating_sub(r.updated_at) as f64 / DAY_MS;
+                let observed = v.observed_at.unwrap_or(r.updated_at);
+                let age_days = now.saturating_sub(observed) as f64 / DAY_MS;
                 let breakdown = Breakdown {
                     semantic: overlap,
                     keyword: overlap / best,

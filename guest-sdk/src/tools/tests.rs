@@ -81,7 +81,8 @@ fn schemas_carry_the_spec_inputs_and_defaults() {
             "namespace",
             "tags",
             "importance",
-            "expires_in_days"
+            "expires_in_days",
+            "observed_at"
         ])
     );
     assert_eq!(put["properties"]["value"]["maxLength"], 5000);
@@ -149,6 +150,27 @@ fn put_returns_id_key_and_namespace() {
         (stored.tags, stored.importance),
         (vec!["trip".to_string()], 9.0)
     );
+}
+
+#[test]
+fn an_observed_time_ages_the_memory_in_search() {
+    let t = ctx();
+    let day = 86_400_000;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let args = json!({"key": "city", "value": "Lisbon", "observed_at": now - 30 * day});
+    json_of(&call(&t, "service_memory_put", &args));
+    let out = json_of(&call(
+        &t,
+        "service_memory_search",
+        &json!({"query": "Lisbon"}),
+    ));
+    let decay = out["results"][0]["breakdown"]["timeDecay"]
+        .as_f64()
+        .unwrap();
+    assert!((decay - 0.5).abs() < 0.01, "one half-life old: {out}");
 }
 
 #[test]
@@ -393,6 +415,10 @@ fn validation_failures_say_what_to_fix() {
             json!({"key": "k", "value": "x", "tags": vec!["t"; 21]}),
             "21 tags given; the limit is 20",
         ),
+        (
+            json!({"key": "k", "value": "x", "observed_at": u64::MAX}),
+            "observed_at must not be in the future",
+        ),
     ];
     for (args, what) in cases {
         let out = call(&t, "service_memory_put", &args);
@@ -449,6 +475,16 @@ fn unparseable_arguments_are_invalid_arguments() {
             "service_memory_put",
             r#"{"key": "k", "value": "x", "importance": "high"}"#,
             "Service Memory failed: invalid arguments: `importance` must be a number",
+        ),
+        (
+            "service_memory_put",
+            r#"{"key": "k", "value": "x", "observed_at": 1.5e12}"#,
+            "Service Memory failed: invalid arguments: `observed_at` must be a whole number of epoch milliseconds",
+        ),
+        (
+            "service_memory_put",
+            r#"{"key": "k", "value": "x", "observed_at": -1}"#,
+            "Service Memory failed: invalid arguments: `observed_at` must be a whole number of epoch milliseconds",
         ),
         (
             "service_memory_search",

@@ -6,8 +6,9 @@
 //! fake's memory also stays out of the server's RSS. The approach is that of
 //! `tests/e2e/common/fake_mind.rs` (axum on 127.0.0.1:0), reduced to what agents need
 //! to stay live inside a host call: `POST /v1/chat/completions` never answers until
-//! `POST /release`. `GET /stats` reports `{ "requests", "hanging" }`. The child exits when
-//! its stdin closes (the bench ended or died).
+//! `POST /release` (then every request is answered at once). `GET /stats` reports
+//! `{ "requests", "hanging" }`. The child exits when its stdin closes (the bench ended or
+//! died).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -136,6 +137,15 @@ impl FakeMind {
     /// `[mind] base_url`.
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Answers every hanging request, and every later one at once.
+    pub fn release(&self) {
+        self.http
+            .post(format!("http://127.0.0.1:{}/release", self.port))
+            .send()
+            .and_then(reqwest::blocking::Response::error_for_status)
+            .expect("releasing the fake Mind");
     }
 
     /// (requests received, requests hanging now).

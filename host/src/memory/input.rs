@@ -6,10 +6,11 @@ use serde_json::{Map, Value};
 use super::{
     MemoryError, Result,
     record::{Provenance, Source},
-    time::not_future,
 };
 use crate::clock::now_ms;
 use crate::object::{self, FieldError, Fields};
+
+use wasmind_rules::validate_not_future;
 
 pub use wasmind_rules::limits::{
     DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS,
@@ -79,7 +80,7 @@ impl PutInput {
     /// and a Mind proposal become a write, so all of them are refused with the same words.
     pub fn new(account: &str, draft: MemoryDraft, provenance: Provenance) -> Result<Self> {
         if let Some(at) = draft.observed_at {
-            not_future("observed_at", at, now_ms())?;
+            validate_not_future("observed_at", at, now_ms())?;
         }
         let input = PutInput {
             account: account.to_string(),

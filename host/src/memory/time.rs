@@ -3,10 +3,9 @@
 //! observed in a window. Every version keeps when it was written (`updated_at`) and when
 //! its fact was observed (`observed_at`, the write time unless the writer said otherwise).
 
-use super::{MemoryError, Result, record::Memory};
+use wasmind_rules::validate_not_future;
 
-/// How far past the server's clock a given instant may lie (clients' clocks drift).
-pub const CLOCK_SKEW_MS: u64 = 60_000;
+use super::{MemoryError, Result, record::Memory};
 
 /// The time filters of a get, list or search; all absent for a plain read of now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,7 +34,7 @@ impl TimeFilter {
     /// Refuses an `as_of` in the future of `now` and an empty window, naming the field.
     pub fn validate(&self, now: u64) -> Result<()> {
         if let Some(at) = self.as_of {
-            not_future("as_of", at, now)?;
+            validate_not_future("as_of", at, now)?;
         }
         if let (Some(after), Some(before)) = (self.observed_after, self.observed_before)
             && after >= before
@@ -46,19 +45,6 @@ impl TimeFilter {
             ));
         }
         Ok(())
-    }
-}
-
-/// Refuses an instant `at` (epoch ms) of `field` later than `now` (past the clock skew).
-pub fn not_future(field: &'static str, at: u64, now: u64) -> Result<()> {
-    match at > now.saturating_add(CLOCK_SKEW_MS) {
-        true => Err(MemoryError::invalid(
-            field,
-            format!(
-                "{field} must not be in the future: {at} is later than now ({now}, epoch milliseconds)"
-            ),
-        )),
-        false => Ok(()),
     }
 }
 
@@ -75,6 +61,7 @@ pub fn version_at(newest_first: impl IntoIterator<Item = Memory>, at: u64) -> Op
 mod tests {
     use super::*;
     use crate::memory::record::sample;
+    use wasmind_rules::limits::CLOCK_SKEW_MS;
 
     fn version(id: u64, written: u64) -> Memory {
         Memory {

@@ -1,12 +1,13 @@
 //! Timing samples for the agent benchmarks: when each agent was instantiated, marked
-//! running, asked to stop and dropped, and what its journal cost each host call. Kept only with the `bench` feature; otherwise the
-//! [`Recorder`] is empty and its calls compile to nothing, so serving pays no lock.
+//! running, asked to stop and dropped, and what its journal cost each host call. Kept only
+//! with the `bench` feature; otherwise the [`Recorder`] and [`Stopwatch`] are empty and
+//! their calls compile to nothing, so serving pays neither a lock nor a clock read.
 
 #[cfg(feature = "bench")]
-pub use on::{Recorder, Timings};
+pub use on::{Recorder, Stopwatch, Timings};
 
 #[cfg(not(feature = "bench"))]
-pub use off::Recorder;
+pub use off::{Recorder, Stopwatch};
 
 #[cfg(feature = "bench")]
 mod on {
@@ -49,6 +50,19 @@ mod on {
     #[derive(Default)]
     pub struct Recorder(Mutex<Timings>);
 
+    /// Times a span for a sample.
+    pub struct Stopwatch(Instant);
+
+    impl Stopwatch {
+        pub fn start() -> Self {
+            Self(Instant::now())
+        }
+
+        pub fn elapsed(&self) -> Duration {
+            self.0.elapsed()
+        }
+    }
+
     impl Recorder {
         pub fn new() -> Self {
             Self::default()
@@ -88,6 +102,19 @@ mod off {
     /// Records nothing: benchmarks build with the `bench` feature.
     #[derive(Default)]
     pub struct Recorder;
+
+    /// Reads no clock: every span it times is zero.
+    pub struct Stopwatch;
+
+    impl Stopwatch {
+        pub fn start() -> Self {
+            Self
+        }
+
+        pub fn elapsed(&self) -> Duration {
+            Duration::ZERO
+        }
+    }
 
     impl Recorder {
         pub fn new() -> Self {

@@ -2,7 +2,7 @@
 
 use crate::{
     agents::{spawn, wait_terminal},
-    common::{Options, Server, cli, create_key, on_postgres},
+    common::{Options, Server, cli, create_key, on_postgres, usage_rows},
 };
 
 #[test]
@@ -209,20 +209,10 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
     server.stop();
     let (ok, out, err) = cli(&["usage", "--data-dir", d]);
     assert!(ok, "{err}");
-    // The same usage, but for the counts only a running server keeps (uploads in the last
-    // hour, open streams): the files have none, nor has the database the CLI asks on
-    // postgres.
-    let metered = |out: &str| -> (Vec<Vec<String>>, Vec<Vec<String>>) {
-        (out.lines()
-            .map(|l| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>()))
-        .map(|mut words| {
-            let live = words.split_off(words.len().min(8));
-            (words, live)
-        })
-        .unzip()
-    };
-    let (live_metered, live_counted) = metered(&live);
-    let (files_metered, files_counted) = metered(&out);
+    // The same usage, but for the counts only a running server keeps: the files have none,
+    // nor has the database the CLI asks on postgres.
+    let (live_metered, live_counted) = usage_rows(&live);
+    let (files_metered, files_counted) = usage_rows(&out);
     assert_eq!(
         files_metered, live_metered,
         "the server and the files tell the same usage"

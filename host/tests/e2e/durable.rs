@@ -42,8 +42,9 @@ fn script() -> Vec<Reply> {
     ]
 }
 
-/// A data dir with a key, and a server on it speaking to `mind`.
-struct Setup {
+/// A data dir with a key, and a server on it speaking to `mind` (restartable on the same
+/// dir, as the durability tests need).
+pub struct Setup {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
     key: String,
@@ -52,10 +53,18 @@ struct Setup {
 
 impl Setup {
     fn new(mind: &FakeMind) -> Self {
+        Self::with(mind, "free", None)
+    }
+
+    /// A key on `plan`, and the server started with `config` (TOML) when given.
+    pub fn with(mind: &FakeMind, plan: &str, config: Option<String>) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("data");
-        let key = create_key(&dir, "acme", "free");
-        let options = Options::hash_embedder().openai_mind(&mind.base_url());
+        let key = create_key(&dir, "acme", plan);
+        let options = Options {
+            config,
+            ..Options::hash_embedder().openai_mind(&mind.base_url())
+        };
         Self {
             _tmp: tmp,
             dir,
@@ -64,7 +73,7 @@ impl Setup {
         }
     }
 
-    fn start(&self) -> (Server, Client) {
+    pub fn start(&self) -> (Server, Client) {
         let server = Server::start_with(&self.dir, &self.options);
         let c = server.client(&self.key);
         (server, c)

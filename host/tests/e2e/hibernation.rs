@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 use crate::{
     agents::{spawn, wait_for, wait_for_terminal_event, wait_terminal},
     common::{
-        Client, Options, Server, create_key,
+        Server,
         fake_mind::{FakeMind, Reply},
         on_postgres, poll_until,
     },
+    durable::Setup,
 };
 
 /// Agents parked at once in the first test: `WASMIND_E2E_PARKED_AGENTS`, else 500 on the
@@ -40,40 +41,13 @@ fn held_write() -> Reply {
 
 /// A server speaking to `mind`, whose agents hibernate after `hibernate_after_ms` (0:
 /// never), with a plan roomy enough for them all at once.
-struct Setup {
-    _tmp: tempfile::TempDir,
-    dir: std::path::PathBuf,
-    key: String,
-    options: Options,
-}
-
-impl Setup {
-    fn new(mind: &FakeMind, hibernate_after_ms: u64) -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("data");
-        let config = format!(
-            "[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
-             [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
-             concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
-        );
-        let options = Options {
-            config: Some(config),
-            ..Options::hash_embedder().openai_mind(&mind.base_url())
-        };
-        let key = create_key(&dir, "acme", "lightyear");
-        Self {
-            _tmp: tmp,
-            dir,
-            key,
-            options,
-        }
-    }
-
-    fn start(&self) -> (Server, Client) {
-        let server = Server::start_with(&self.dir, &self.options);
-        let c = server.client(&self.key);
-        (server, c)
-    }
+fn setup(mind: &FakeMind, hibernate_after_ms: u64) -> Setup {
+    let config = format!(
+        "[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
+         [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
+         concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
+    );
+    Setup::with(mind, "lightyear", Some(config))
 }
 
 /// The value of the unlabelled gauge `name` in a scrape of the server's `/metrics`.
@@ -118,7 +92,7 @@ fn ending(agent: &Value) -> Value {
 fn unparked() -> (Value, usize) {
     let mind = FakeMind::start([held_write()]);
     mind.release();
-    let setup = Setup::new(&mind, 0);
+    let setup = setup(&mind, 0);
     let (_server, c) = setup.start();
     let id = spawn(&c, "When is the launch?");
     let ended = ending(&wait_terminal(&c, &id));
@@ -131,7 +105,7 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     assert_eq!(expected["status"], "completed", "{expected:#}");
     let agents = agents();
     let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
-    let setup = Setup::new(&mind, 100);
+    let setup = setup(&mind, 100);
     let (server, c) = setup.start();
     let ids: Vec<String> = (0..agents)
         .map(|_| spawn(&c, "When is the launch?"))
@@ -155,7 +129,7 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
 #[test]
 fn a_parked_agent_stops_at_once() {
     let mind = FakeMind::start([held_write()]);
-    let setup = Setup::new(&mind, 100);
+    let setup = setup(&mind, 100);
     let (server, c) = setup.start();
     let id = spawn(&c, "When is the launch?");
     wait_parked(&server, 1);
@@ -187,7 +161,7 @@ fn a_parked_agent_resumes_after_a_kill_and_ends_as_an_unparked_run_does() {
     let (expected, requests) = unparked();
     // The call in flight at the kill is made again after the restart, and held again.
     let mind = FakeMind::start([held_write(), held_write()]);
-    let setup = Setup::new(&mind, 100);
+    let setup = setup(&mind, 100);
     let (mut server, c) = setup.start();
     let id = spawn(&c, "When is the launch?");
     wait_parked(&server, 1);

@@ -128,10 +128,12 @@ fn assert_memory_contract(tools: &[Value]) {
             "importance",
             "key",
             "namespace",
+            "observed_at",
             "tags",
             "value"
         ]
     );
+    assert_eq!(put["properties"]["observed_at"]["type"], "integer");
     assert_eq!(put["properties"]["value"]["maxLength"], 5000);
     assert_eq!(put["properties"]["namespace"]["default"], "default");
     assert_eq!(put["properties"]["tags"]["maxItems"], 20);
@@ -190,6 +192,9 @@ fn options() -> Options {
     }
 }
 
+/// When the first memory's fact was stated (epoch ms): 2023-11-14.
+const STATED_AT: u64 = 1_700_000_000_000;
+
 /// Everything the issue asks of one transport: tools and their schemas, put → search → get,
 /// the exact failure text, isolation between accounts, a spawn whose result REST reads, a
 /// rate-limited spawn as a tool error saying when to retry, and refused keys.
@@ -203,7 +208,7 @@ fn memory_and_agents(via: Via) {
 
     let steps = json!([
         { "op": "tools" },
-        call("service_memory_put", &json!({"key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food"]})),
+        call("service_memory_put", &json!({"key": "favourite_food", "value": "pizza with mushrooms", "tags": ["food"], "observed_at": STATED_AT})),
         call("service_memory_search", &json!({"query": "pizza mushrooms"})),
         call("service_memory_get", &json!({"key": "favourite_food"})),
         call("service_memory_put", &json!({"key": "Not Snake", "value": "x"})),
@@ -242,6 +247,10 @@ fn memory_and_agents(via: Via) {
         (&put["key"], &put["namespace"]),
         (&json!("favourite_food"), &json!("default"))
     );
+    // When the fact was stated, as the tool call said, shows in the memory's history.
+    let rest = Client::new(&server.base, Some(&acme));
+    let history = rest.get("/api/v1/memory/history?key=favourite_food").body;
+    assert_eq!(history["data"][0]["observed_at"], STATED_AT, "{history}");
     let found = ok(&r[2]);
     assert_eq!(found["results"][0]["key"], "favourite_food", "{found}");
     assert!(found["results"][0]["breakdown"]["timeDecay"].is_number());
@@ -267,7 +276,6 @@ fn memory_and_agents(via: Via) {
     let spawned = ok(&r[7]);
     assert_eq!(spawned["status"], "spawning");
     let id = spawned["agent_id"].as_str().unwrap().to_string();
-    let rest = Client::new(&server.base, Some(&acme));
     let done = poll_until(Duration::from_secs(60), "the agent completes", || {
         let a = rest.get(&format!("/api/v1/agents/{id}")).body;
         match a["status"].as_str() {

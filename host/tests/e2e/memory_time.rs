@@ -6,7 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{Client, Options, now_ms, put, server_with_keys};
+use crate::{
+    agents::{spawn, wait_terminal},
+    common::{
+        Client, Options,
+        fake_mind::{FakeMind, Reply},
+        now_ms, put, server_with_keys,
+    },
+};
 
 const DAY_MS: u64 = 86_400_000;
 
@@ -237,4 +244,32 @@ fn observed_at_is_kept_filters_reads_and_is_what_decay_counts_from() {
         refused.assert_error(400, "invalid_query");
         assert_eq!(refused.body["error"]["details"]["parameter"], parameter);
     }
+}
+
+/// An agent's memory tool, told when a fact was stated, records it as a put body's
+/// `observed_at` is (the guest's `put-observed` call), and the write names the agent.
+#[test]
+fn an_agents_memory_tool_keeps_when_the_fact_was_stated() {
+    let stated = now_ms() - 3 * DAY_MS;
+    let mind = FakeMind::start([
+        Reply::tool_call(
+            "service_memory_put",
+            json!({ "key": "home_city", "value": "The user moved to Porto.", "observed_at": stated }),
+        ),
+        Reply::text("Noted."),
+    ]);
+    let options = Options::hash_embedder().openai_mind(&mind.base_url());
+    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let c = server.client(&keys[0]);
+    let id = spawn(&c, "Remember where the user lives now.");
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    let history = c.get("/api/v1/memory/history?key=home_city").body;
+    let version = &history["data"][0];
+    assert_eq!(version["observed_at"], stated, "{history:#}");
+    assert_eq!(
+        version["provenance"]["agent_id"],
+        id.as_str(),
+        "{history:#}"
+    );
 }

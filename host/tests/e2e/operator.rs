@@ -19,7 +19,7 @@ use crate::{
     agents::{spawn, wait_terminal},
     common::{
         Client, Options, Server, cli, create_key, fake_anthropic::FakeAnthropic,
-        fake_mind::FakeMind, poll_until, put,
+        fake_mind::FakeMind, poll_until, put, usage_rows,
     },
 };
 
@@ -33,19 +33,14 @@ fn run(dir: &Path, args: &[&str]) -> String {
     out
 }
 
-/// What `keys list`, `accounts list` and `usage` print.
 /// What the CLI lists; of usage, what is metered in the files (not the counts only a running
-/// server keeps: its last two columns).
+/// server keeps).
 fn listings(dir: &Path) -> [String; 3] {
-    let usage = run(dir, &["usage"]);
-    let metered = usage.lines().map(|line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        words[..words.len().saturating_sub(2)].join(" ") + "\n"
-    });
+    let (metered, _) = usage_rows(&run(dir, &["usage"]));
     [
         run(dir, &["keys", "list"]),
         run(dir, &["accounts", "list"]),
-        metered.collect(),
+        metered.iter().map(|words| words.join(" ") + "\n").collect(),
     ]
 }
 

@@ -3,10 +3,12 @@
 //! validation, defaults, limits and words.
 
 use wasmind_rules::{
-    RuleError, list_limit, search_limit, validate_address, validate_filters, validate_query,
+    RuleError, list_limit, search_limit, validate_address, validate_filters, validate_not_future,
+    validate_query,
 };
 
 use crate::{
+    clock::now_ms,
     memory::{
         DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, Door, ListQuery, Memory, MemoryError, MemoryService,
         Mode, Provenance, PutInput, Quota, SearchHit, SearchQuery, embed::EmbedError,
@@ -87,7 +89,16 @@ pub(crate) struct AccountMemory {
 }
 
 impl AccountMemory {
-    pub async fn put(&self, request: memory::PutRequest) -> Outcome<memory::PutResult> {
+    /// A put of `request`, its fact observed at `observed_at` (epoch ms, not in the
+    /// future) or at the write.
+    pub async fn put(
+        &self,
+        request: memory::PutRequest,
+        observed_at: Option<u64>,
+    ) -> Outcome<memory::PutResult> {
+        if let Some(at) = observed_at {
+            validate_not_future("observed_at", at, now_ms())?;
+        }
         let input = PutInput {
             account: self.account.clone(),
             key: request.key,
@@ -98,7 +109,7 @@ impl AccountMemory {
             tags: request.tags,
             importance: request.importance.unwrap_or(DEFAULT_IMPORTANCE),
             expires_in_days: request.expires_in_days,
-            observed_at: None,
+            observed_at,
             provenance: self.provenance.clone(),
         };
         let o = self.service.put(input, self.quota).await?;
@@ -210,7 +221,16 @@ macro_rules! journaled {
 impl memory::Host for AgentState {
     async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
         let call = Call::effect("memory.put", &request);
-        journaled!(self, call, |memory| memory.put(request))
+        journaled!(self, call, |memory| memory.put(request, None))
+    }
+
+    async fn put_observed(
+        &mut self,
+        request: memory::PutRequest,
+        observed_at: u64,
+    ) -> Answer<memory::PutResult> {
+        let call = Call::effect("memory.put_observed", &(&request, observed_at));
+        journaled!(self, call, |memory| memory.put(request, Some(observed_at)))
     }
 
     async fn get(

@@ -4,13 +4,11 @@
 //! kept before it, for a call whose effect a replay must not repeat; kept in memory for
 //! the others (a progress report that wrote the record then stores it: see `progress`).
 
-use std::time::Instant;
-
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{Keep, args_hash};
-use crate::runtime::state::AgentState;
+use crate::runtime::{state::AgentState, timings::Stopwatch};
 
 /// A call as the journal knows it.
 pub struct Call {
@@ -62,7 +60,7 @@ impl AgentState {
         F: for<'a> FnOnce(&'a mut AgentState) -> BoxFuture<'a, wasmtime::Result<R>> + Send,
     {
         let journal = self.agent.journal.clone();
-        let checking = Instant::now();
+        let checking = Stopwatch::start();
         let replayed = journal.replay(call.func, call.args)?;
         let checked = checking.elapsed();
         let agent = self.agent.clone();
@@ -72,7 +70,7 @@ impl AgentState {
             return Ok(recorded);
         }
         let result = live(self).await?;
-        let storing = Instant::now();
+        let storing = Stopwatch::start();
         journal.keep(call.func, call.args, &result)?;
         journal.store(call.keep).await?;
         noted(checked + storing.elapsed());

@@ -65,6 +65,19 @@ pub fn remote_cli(server: &Server, key: &str, args: &[&str]) -> (i32, String, St
 
 /// Whether this run serves from PostgreSQL (`WASMIND_E2E_BACKEND=postgres`, as
 /// `scripts/test`'s second pass sets) rather than from the data dir.
+/// The rows of `wasmind usage`'s output, each split into what is metered in the files and
+/// the last two columns, the counts only a running server keeps (uploads in the last hour,
+/// open streams).
+pub fn usage_rows(out: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    (out.lines())
+        .map(|line| {
+            let mut words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+            let live = words.split_off(words.len().saturating_sub(2));
+            (words, live)
+        })
+        .unzip()
+}
+
 pub fn on_postgres() -> bool {
     std::env::var("WASMIND_E2E_BACKEND").is_ok_and(|b| b == "postgres")
 }

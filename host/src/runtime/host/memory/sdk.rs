@@ -56,7 +56,7 @@ impl sdk::MemoryBackend for Blocking {
             importance: r.importance,
             expires_in_days: r.expires_in_days,
         };
-        let p = self.wait(self.memory.put(request))?;
+        let p = self.wait(self.memory.put(request, r.observed_at))?;
         Ok(sdk::PutResult {
             memory_id: p.memory_id,
             key: p.key,

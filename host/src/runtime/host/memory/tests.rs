@@ -110,8 +110,9 @@ fn on_host(rt: &tokio::runtime::Runtime, memory: &AccountMemory, call: &Call) ->
     let ns = |n: &Option<&str>| n.map(str::to_string);
     match call {
         Call::Put(r) => {
+            let observed_at = r.observed_at;
             let r = copy!(memory::PutRequest, r; key, value, namespace, tags, importance, expires_in_days);
-            let outcome = rt.block_on(memory.put(r)).map_err(host_text);
+            let outcome = rt.block_on(memory.put(r, observed_at)).map_err(host_text);
             seen(outcome, |p| put_seen(p.key, p.namespace))
         }
         Call::Get(k, n) => {
@@ -177,6 +178,11 @@ fn script() -> Vec<Call> {
         Put(PutRequest::new("k", "v").expires_in_days(0.0)),
         Put(PutRequest::new("k", "v").expires_in_days(-1.0)),
         Put(PutRequest::new("Bad", "").namespace("")),
+        // When the fact was observed: any past instant, none in the future.
+        Put(PutRequest::new("met_ada", "at the 2019 meetup").observed_at(1_560_000_000_000)),
+        Search(keyword("meetup")),
+        Delete("met_ada", None),
+        Put(PutRequest::new("k", "v").observed_at(u64::MAX)),
         // Reads.
         Get("favourite_colour", None),
         Get("favourite_colour", Some("default")),
@@ -263,7 +269,7 @@ fn the_sdk_double_answers_every_call_as_the_host_does() {
     }
     // The script reaches what it means to: every invalid call failed on both sides, each
     // failure reads as spec §4.4 says, and both puts past the quota said so.
-    assert_eq!(failures.len(), 34, "{failures:#?}");
+    assert_eq!(failures.len(), 35, "{failures:#?}");
     assert!(
         failures
             .iter()
