@@ -5,8 +5,9 @@
 //! call (at most `[mind] max_connections` of them with a request at the provider, the rest
 //! queued for a connection). Measures the host's resident memory per parked agent beyond
 //! the idle server's (the journal and records on disk not counted, their pages in the
-//! process's cache counted), and how many hold an instance meanwhile. Target (issue 23):
-//! 100,000 parked at ≤ 16 KiB each at the default `vm.max_map_count`.
+//! process's cache counted), and how many hold an instance meanwhile; then releases the
+//! Mind and times until every parked agent has woken, replayed and ended. Target (issue
+//! 23): 100,000 parked at ≤ 16 KiB each at the default `vm.max_map_count`.
 
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,21 @@ pub fn run(n: usize, grace: f64, mind: &FakeMind, table: &mut Table) {
         ),
         "≤ 16 KiB",
         Some(per_agent <= 16.0),
+    );
+    // The answers come: every parked agent wakes, replays and ends (the Mind answers at
+    // once from now on, so this phase runs after those that need it to hang).
+    mind.release();
+    let woken = Instant::now();
+    let all_ended = wait_until(Duration::from_secs(900), || {
+        server.parked() == 0 && server.instances() == 0
+    });
+    let took = woken.elapsed().as_secs_f64();
+    println!("Mind released: all ended {all_ended} in {took:.1} s");
+    table.row(
+        &format!("{parked} parked agents woken by their answers → all ended"),
+        format!("{took:.1} s ({:.0} per second)", f64::from(parked) / took),
+        "all end",
+        Some(all_ended),
     );
     server.shutdown();
 }
