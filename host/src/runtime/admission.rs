@@ -36,6 +36,9 @@ pub(super) struct Admission {
     /// Woken when a place frees at the cap: a spawn another node offered meanwhile can be
     /// taken here now (see `cluster::offers`).
     freed: Arc<Notify>,
+    /// Woken when a place frees while agents are parked: the first of those waiting to
+    /// resume looks for it ([`Admission::reoccupy`]).
+    unparking: Notify,
 }
 
 struct Live {
@@ -152,13 +155,18 @@ impl Admission {
                 epoch: Instant::now(),
             }),
             freed: Arc::new(Notify::new()),
+            unparking: Notify::new(),
         })
     }
 
-    /// Gives a place back, waking [`Admission::freed`]'s waiter if the host was full.
+    /// Gives a place back, waking [`Admission::freed`]'s waiter if the host was full, and
+    /// the first parked agent waiting to resume if any is parked.
     fn give_back(&self, live: &mut Live) {
         if live.total == self.cap {
             self.freed.notify_one();
+        }
+        if live.parked > 0 {
+            self.unparking.notify_one();
         }
         live.total -= 1;
     }
@@ -268,9 +276,14 @@ impl Admission {
         self.give_back(&mut self.live.lock());
     }
 
-    /// Waits for a place under the cap for a parked agent to resume in, and takes it.
+    /// Waits for a place under the cap for a parked agent to resume in, and takes it. The
+    /// waiters queue on [`Admission::unparking`], first come first served, each woken by
+    /// one freed place: tens of thousands woken at once stay asleep until theirs.
     pub(super) async fn reoccupy(&self) {
         loop {
+            let mut woken = std::pin::pin!(self.unparking.notified());
+            // In the queue before looking, so a place freed in between is not missed.
+            woken.as_mut().enable();
             {
                 let mut live = self.live.lock();
                 if live.total < self.cap {
@@ -279,12 +292,7 @@ impl Admission {
                     return;
                 }
             }
-            // `freed` wakes one waiter (a cluster's offers may be it): look again soon too.
-            let look_again = tokio::time::sleep(std::time::Duration::from_millis(50));
-            tokio::select! {
-                () = self.freed.notified() => {}
-                () = look_again => {}
-            }
+            woken.await;
         }
     }
 
@@ -407,6 +415,43 @@ mod tests {
         admission.vacate();
         admission.unpark_ending();
         drop(slot);
+        let live = admission.live.lock();
+        assert_eq!((live.total, live.parked), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn parked_agents_resume_one_per_freed_place_first_come_first_served() {
+        let admission = Admission::new(1, 10);
+        let park = || {
+            let slot = admission.reserve("acme", 5).unwrap();
+            assert!(admission.try_park());
+            admission.vacate();
+            slot
+        };
+        let (first, second) = (park(), park());
+        let holder = admission.reserve("acme", 5).unwrap();
+        let wake = || {
+            let admission = admission.clone();
+            tokio::spawn(async move { admission.reoccupy().await })
+        };
+        let woken_first = wake();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let woken_second = wake();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!woken_first.is_finished() && !woken_second.is_finished());
+        drop(holder);
+        tokio::time::timeout(Duration::from_secs(10), woken_first)
+            .await
+            .expect("the first in line takes the freed place")
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!woken_second.is_finished(), "one place, one agent");
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(10), woken_second)
+            .await
+            .expect("the next freed place is the second's")
+            .unwrap();
+        drop(second);
         let live = admission.live.lock();
         assert_eq!((live.total, live.parked), (0, 0));
     }
