@@ -46,6 +46,7 @@ pub use metered::Metered;
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use probe::{MindCheck, MindStatus, probe};
+pub use remote::Turn;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.
@@ -65,6 +66,26 @@ pub trait Mind: Send + Sync + 'static {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>>;
+
+    /// A turn at one of the provider's connections, for a caller that would rather wait
+    /// for one holding nothing than with its request built (a hibernating agent: see
+    /// `runtime::park`); `None` when there are no connections to wait for.
+    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
+        None
+    }
+
+    /// [`complete`](Self::complete) with its first attempt sent on `turn`, taken from
+    /// [`turn`](Self::turn).
+    fn complete_on<'a>(
+        &'a self,
+        turn: Turn,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Completion, MindError>> {
+        // Only a Mind that gives turns is handed one; it overrides this.
+        drop(turn);
+        self.complete(messages, tools)
+    }
 
     /// Memories worth keeping from a completed run (automatic extraction, §4.4).
     fn extract<'a>(&'a self, run: &'a RunReport) -> BoxFuture<'a, Result<Proposals, MindError>> {
