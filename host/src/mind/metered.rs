@@ -70,6 +70,10 @@ impl Mind for Metered {
         ))
     }
 
+    fn answers_alike(&self) -> bool {
+        self.inner.answers_alike()
+    }
+
     fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
         self.inner.turn()
     }

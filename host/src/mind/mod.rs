@@ -67,6 +67,13 @@ pub trait Mind: Send + Sync + 'static {
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>>;
 
+    /// Whether it answers the same conversation alike every time, at no cost (the offline
+    /// Mind): then an agent's journal keeps its answers without waiting for a sync, since
+    /// a call lost in a crash is made again with the same answer.
+    fn answers_alike(&self) -> bool {
+        false
+    }
+
     /// A turn at one of the provider's connections, for a caller that would rather wait
     /// for one holding nothing than with its request built (a hibernating agent: see
     /// `runtime::park`); `None` when there are no connections to wait for.
@@ -140,5 +147,18 @@ mod tests {
         assert!(from_config(&cfg).is_err());
         cfg.provider = "psychic".into();
         assert!(from_config(&cfg).is_err());
+    }
+
+    #[test]
+    fn only_the_offline_mind_answers_alike_and_only_remote_ones_give_turns() {
+        let mut cfg = MindConfig::default();
+        let offline = from_config(&cfg).unwrap();
+        assert!(offline.answers_alike() && offline.turn().is_none());
+        for provider in ["openai", "anthropic"] {
+            cfg.provider = provider.into();
+            let remote = from_config(&cfg).unwrap();
+            assert!(!remote.answers_alike(), "{provider}");
+            assert!(remote.turn().is_some(), "{provider}");
+        }
     }
 }

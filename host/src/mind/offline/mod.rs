@@ -87,6 +87,10 @@ impl Mind for Offline {
         &self.model
     }
 
+    fn answers_alike(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(
         &'a self,
         messages: &'a [Message],

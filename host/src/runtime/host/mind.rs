@@ -275,7 +275,12 @@ impl mind::Host for AgentState {
         if self.usage.tokens() >= self.agent.token_budget {
             return Err(over_budget(&self.agent, self.usage.tokens()));
         }
-        let call = Call::effect("mind.complete", &(&messages, &tools));
+        // A Mind that answers alike for free (the offline one) need not have its answer
+        // synced: a call lost in a crash is made again, with the same answer.
+        let call = match self.agent.services.mind.answers_alike() {
+            true => Call::read("mind.complete", &(&messages, &tools)),
+            false => Call::effect("mind.complete", &(&messages, &tools)),
+        };
         let made = (call.func(), call.args());
         let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
         let answer = self
