@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 
 use super::{
     BoxFuture, Completion, Message, Mind, MindError, Note, Proposals, RunReport, Summary, Title,
-    ToolSpec, Turn, Usage,
+    ToolSpec, Usage,
 };
 use crate::metrics::names;
 
@@ -74,23 +74,6 @@ impl Mind for Metered {
         self.inner.answers_alike()
     }
 
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        self.inner.turn()
-    }
-
-    fn complete_on<'a>(
-        &'a self,
-        turn: Turn,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Completion, MindError>> {
-        Box::pin(observe(
-            "complete",
-            self.inner.complete_on(turn, messages, tools),
-            |c| c.usage,
-        ))
-    }
-
     fn extract<'a>(&'a self, run: &'a RunReport) -> BoxFuture<'a, Result<Proposals, MindError>> {
         Box::pin(observe("extract", self.inner.extract(run), |p| p.usage))
     }
@@ -126,7 +109,6 @@ mod tests {
 
         fn attempt<'a>(
             &'a self,
-            _: Option<Turn>,
             _: &'a [Message],
             _: &'a [ToolSpec],
         ) -> BoxFuture<'a, Result<Completion, Failure>> {

@@ -46,7 +46,6 @@ pub use metered::Metered;
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use probe::{MindCheck, MindStatus, probe};
-pub use remote::Turn;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.
@@ -72,26 +71,6 @@ pub trait Mind: Send + Sync + 'static {
     /// a call lost in a crash is made again with the same answer.
     fn answers_alike(&self) -> bool {
         false
-    }
-
-    /// A turn at one of the provider's connections, for a caller that would rather wait
-    /// for one holding nothing than with its request built (a hibernating agent: see
-    /// `runtime::park`); `None` when there are no connections to wait for.
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        None
-    }
-
-    /// [`complete`](Self::complete) with its first attempt sent on `turn`, taken from
-    /// [`turn`](Self::turn).
-    fn complete_on<'a>(
-        &'a self,
-        turn: Turn,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Completion, MindError>> {
-        // Only a Mind that gives turns is handed one; it overrides this.
-        drop(turn);
-        self.complete(messages, tools)
     }
 
     /// Memories worth keeping from a completed run (automatic extraction, §4.4).
@@ -150,15 +129,12 @@ mod tests {
     }
 
     #[test]
-    fn only_the_offline_mind_answers_alike_and_only_remote_ones_give_turns() {
+    fn only_the_offline_mind_answers_alike() {
         let mut cfg = MindConfig::default();
-        let offline = from_config(&cfg).unwrap();
-        assert!(offline.answers_alike() && offline.turn().is_none());
+        assert!(from_config(&cfg).unwrap().answers_alike());
         for provider in ["openai", "anthropic"] {
             cfg.provider = provider.into();
-            let remote = from_config(&cfg).unwrap();
-            assert!(!remote.answers_alike(), "{provider}");
-            assert!(remote.turn().is_some(), "{provider}");
+            assert!(!from_config(&cfg).unwrap().answers_alike(), "{provider}");
         }
     }
 }

@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 
 use parking_lot::Mutex;
 
-use super::{BoxFuture, Completion, Failure, Message, Mind, MindError, ToolSpec, Turn};
+use super::{BoxFuture, Completion, Failure, Message, Mind, MindError, ToolSpec};
 use crate::metrics::names;
 
 /// The waits before the first, second and third retry.
@@ -31,17 +31,9 @@ pub trait Provider: Send + Sync + 'static {
     /// Model name reported on agent records.
     fn model(&self) -> &str;
 
-    /// A turn at one of its connections ([`Mind::turn`]); `None` when it has none to wait
-    /// for.
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        None
-    }
-
-    /// One request to the provider, not retried: on `turn` when the caller holds one,
-    /// else on the next free connection.
+    /// One request to the provider, not retried.
     fn attempt<'a>(
         &'a self,
-        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>>;
@@ -107,43 +99,6 @@ fn wait(backoff: Duration, retry_after: Option<Duration>) -> Duration {
     retry_after.map_or(backoff, |hint| backoff.max(hint.min(MAX_RETRY_AFTER)))
 }
 
-impl<P: Provider, S: Sleep + 'static> Retrying<P, S> {
-    /// Attempts until one succeeds, fails for good, or the retries are spent; the first
-    /// on `turn` when given.
-    async fn attempts(
-        &self,
-        mut turn: Option<Turn>,
-        messages: &[Message],
-        tools: &[ToolSpec],
-    ) -> Result<Completion, MindError> {
-        let mut backoff = BACKOFF.iter();
-        let mut attempt = 0_usize;
-        loop {
-            attempt += 1;
-            let tried = self.provider.attempt(turn.take(), messages, tools).await;
-            let (message, retry_after) = match tried {
-                Ok(completion) => return Ok(completion),
-                Err(Failure::Refused(message)) => {
-                    return Err(MindError::InvalidRequest(message));
-                }
-                Err(Failure::Transient {
-                    message,
-                    retry_after,
-                }) => (message, retry_after),
-            };
-            let Some(&step) = backoff.next() else {
-                return Err(MindError::Unavailable(format!(
-                    "{message} (gave up after {attempt} attempts)"
-                )));
-            };
-            let pause = wait(step, retry_after);
-            metrics::counter!(names::MIND_RETRIES).increment(1);
-            tracing::warn!(attempt, ?pause, "Mind attempt failed, retrying: {message}");
-            self.sleep.sleep(pause).await;
-        }
-    }
-}
-
 impl<P: Provider, S: Sleep + 'static> Mind for Retrying<P, S> {
     fn model(&self) -> &str {
         self.provider.model()
@@ -154,20 +109,32 @@ impl<P: Provider, S: Sleep + 'static> Mind for Retrying<P, S> {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>> {
-        Box::pin(self.attempts(None, messages, tools))
-    }
-
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        self.provider.turn()
-    }
-
-    fn complete_on<'a>(
-        &'a self,
-        turn: Turn,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-    ) -> BoxFuture<'a, Result<Completion, MindError>> {
-        Box::pin(self.attempts(Some(turn), messages, tools))
+        Box::pin(async move {
+            let mut backoff = BACKOFF.iter();
+            let mut attempt = 0_usize;
+            loop {
+                attempt += 1;
+                let (message, retry_after) = match self.provider.attempt(messages, tools).await {
+                    Ok(completion) => return Ok(completion),
+                    Err(Failure::Refused(message)) => {
+                        return Err(MindError::InvalidRequest(message));
+                    }
+                    Err(Failure::Transient {
+                        message,
+                        retry_after,
+                    }) => (message, retry_after),
+                };
+                let Some(&step) = backoff.next() else {
+                    return Err(MindError::Unavailable(format!(
+                        "{message} (gave up after {attempt} attempts)"
+                    )));
+                };
+                let pause = wait(step, retry_after);
+                metrics::counter!(names::MIND_RETRIES).increment(1);
+                tracing::warn!(attempt, ?pause, "Mind attempt failed, retrying: {message}");
+                self.sleep.sleep(pause).await;
+            }
+        })
     }
 }
 
@@ -200,7 +167,6 @@ mod tests {
 
         fn attempt<'a>(
             &'a self,
-            _: Option<Turn>,
             _: &'a [Message],
             _: &'a [ToolSpec],
         ) -> BoxFuture<'a, Result<Completion, Failure>> {

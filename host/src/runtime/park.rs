@@ -1,14 +1,11 @@
 //! Hibernation: an agent whose host call has waited longer than `[runtime]
 //! hibernate_after_ms` (a Mind call, queued for a provider connection or waiting for a slow
 //! model) gives back its instance — linear memory, tables, fiber stack and `Store` — and
-//! waits parked: its task keeps what it waits for, its journal and its stop signal, nothing
-//! of the sandbox. Then it is resumed by replay: instantiated afresh and run from the
-//! start, the recorded results answering its calls, then live. It waits for one of two:
-//! - the answer of a request sent: recorded in the journal like any live result when it
-//!   comes, it answers the parked call in the replay;
-//! - its turn at a provider connection, when it parked queued for one: it holds no request
-//!   meanwhile (nor the conversation it carries), and the replay, holding the turn, makes
-//!   the call live, its request built afresh from the replayed run.
+//! waits parked: its task keeps the call's pending answer, its journal and its stop signal,
+//! nothing of the sandbox. When the answer comes it is recorded in the journal like any
+//! live result, the agent takes a place under the host's cap again, and it is resumed by
+//! replay: instantiated afresh and run from the start, the recorded results answering its
+//! calls, the parked one's among them, then live.
 //!
 //! A parked agent still runs for its account: it counts among the account's concurrent
 //! agents and its wait counts as run time. A stop ends it at once (the pending call is
@@ -17,8 +14,6 @@
 
 use std::{fmt, future::Future, pin::Pin, sync::Arc, time::Duration};
 
-use parking_lot::Mutex;
-
 use super::{
     admission::Admission,
     journal::Keep,
@@ -26,7 +21,6 @@ use super::{
     run::{Outcome, failure},
     state::AgentCtx,
 };
-use crate::mind::{BoxFuture, Turn};
 
 /// What a host call returns (as a trap) to hibernate its agent: the run unwinds, its
 /// `Store` is dropped, and the agent waits parked (see [`Inner::park`]).
@@ -42,42 +36,17 @@ impl fmt::Display for Hibernating {
 impl std::error::Error for Hibernating {}
 
 /// The call a parked agent waits on: its journal entry's function and argument hash, and
-/// what it waits for.
+/// its result to come, as the journal records it.
 pub struct Pending {
     pub func: &'static str,
     pub args: u64,
-    pub waiting: Waiting,
-}
-
-/// What a parked call waits for.
-pub enum Waiting {
-    /// Its result to come, as the journal records it.
-    Answer(Pin<Box<dyn Future<Output = serde_json::Value> + Send>>),
-    /// A turn at a provider connection; no request made yet.
-    Turn(BoxFuture<'static, Turn>),
-}
-
-/// What a parked call's wait gave.
-enum Woke {
-    Answer(serde_json::Value),
-    Turn(Turn),
-}
-
-impl Waiting {
-    async fn done(self) -> Woke {
-        match self {
-            Waiting::Answer(answer) => Woke::Answer(answer.await),
-            Waiting::Turn(turn) => Woke::Turn(turn.await),
-        }
-    }
+    pub answer: Pin<Box<dyn Future<Output = serde_json::Value> + Send>>,
 }
 
 /// When an agent may hibernate, and where its place is kept.
 pub struct Parking {
     after: Duration,
     admission: Arc<Admission>,
-    /// The turn a wake was given, until the replay's live Mind call takes it.
-    turn: Mutex<Option<Turn>>,
 }
 
 impl Parking {
@@ -86,7 +55,6 @@ impl Parking {
         (after_ms > 0).then(|| Self {
             after: Duration::from_millis(after_ms),
             admission: admission.clone(),
-            turn: Mutex::new(None),
         })
     }
 }
@@ -101,11 +69,6 @@ impl AgentCtx {
         }
     }
 
-    /// The turn at a provider connection the agent woke with, if it parked queued for one.
-    pub fn woken_turn(&self) -> Option<Turn> {
-        self.parking.as_ref().and_then(|p| p.turn.lock().take())
-    }
-
     /// Takes a place among the host's parked agents; false when there is none (the agent
     /// waits in its instance).
     pub fn may_park(&self) -> bool {
@@ -117,38 +80,29 @@ impl AgentCtx {
 
 impl Inner {
     /// Parks the agent whose run just unwound for `pending`: gives its place under the cap
-    /// back, waits for the answer or the turn (or a stop, or the run's time limit), records
-    /// the answer or holds the turn for the replay, and takes a place again. `Ok` once the agent may be resumed by replay; else how its run
+    /// back, waits for the answer (or a stop, or the run's time limit), records it, and
+    /// takes a place again. `Ok` once the agent may be resumed by replay; else how its run
     /// ended meanwhile.
     pub(super) async fn park(&self, ctx: &AgentCtx, pending: Pending) -> Result<(), Outcome> {
         self.admission.vacate();
         let ends = ctx.started + Duration::from_secs(self.config.max_run_secs);
-        let waited = tokio::select! {
+        let answered = tokio::select! {
             biased;
             _ = ctx.stop.wait() => Err(Outcome::Stopped),
             () = tokio::time::sleep_until(ends.into()) => Err(failure(
                 "run_time_exceeded",
                 format!("the agent ran longer than {} s", self.config.max_run_secs),
             )),
-            woke = pending.waiting.done() => Ok(woke),
+            answer = pending.answer => Ok(answer),
         };
-        let recorded = match waited {
-            Ok(Woke::Answer(answer)) => {
+        let recorded = match answered {
+            Ok(answer) => {
                 let journal = &ctx.journal;
                 match journal.keep(pending.func, pending.args, &answer) {
                     Ok(()) => journal.store(Keep::Synced).await,
                     Err(fault) => Err(fault),
                 }
                 .map_err(|fault| failure(fault.code(), fault.to_string()))
-            }
-            Ok(Woke::Turn(turn)) => {
-                if let Some(parking) = &ctx.parking {
-                    *parking.turn.lock() = Some(turn);
-                }
-                // The entries kept since the last stored one (reads, reports, clocks) are
-                // stored first: the replay answers from the stored journal.
-                (ctx.journal.store(Keep::Synced).await)
-                    .map_err(|fault| failure(fault.code(), fault.to_string()))
             }
             Err(ended) => Err(ended),
         };

@@ -30,9 +30,6 @@ fn agents() -> usize {
     }
 }
 
-/// What every agent here is asked.
-const TASK: &str = "When is the launch?";
-
 /// One write, then the end: the Mind's first answer held until the test releases it.
 fn held_write() -> Reply {
     Reply::tool_call(
@@ -42,22 +39,15 @@ fn held_write() -> Reply {
     .until_released()
 }
 
-/// A server speaking to `mind` over at most `connections` connections, whose agents
-/// hibernate after `hibernate_after_ms` (0: never), with a plan roomy enough for them all
-/// at once.
-fn setup_on(mind: &FakeMind, hibernate_after_ms: u64, connections: usize) -> Setup {
+/// A server speaking to `mind`, whose agents hibernate after `hibernate_after_ms` (0:
+/// never), with a plan roomy enough for them all at once.
+fn setup(mind: &FakeMind, hibernate_after_ms: u64) -> Setup {
     let config = format!(
-        "[mind]\nmax_connections = {connections}\n\n\
-         [runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
+        "[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
          [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
          concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
     );
     Setup::with(mind, "lightyear", Some(config))
-}
-
-/// As [`setup_on`], over the default 256 connections.
-fn setup(mind: &FakeMind, hibernate_after_ms: u64) -> Setup {
-    setup_on(mind, hibernate_after_ms, 256)
 }
 
 /// The value of the unlabelled gauge `name` in a scrape of the server's `/metrics`.
@@ -100,18 +90,12 @@ fn ending(agent: &Value) -> Value {
 /// The same script run by an agent that never parks: how it ends, and the Mind requests
 /// it made.
 fn unparked() -> (Value, usize) {
-    let mind = FakeMind::start([]);
-    mind.answer_first_calls(TASK, held_write());
+    let mind = FakeMind::start([held_write()]);
     mind.release();
     let setup = setup(&mind, 0);
     let (_server, c) = setup.start();
-    let id = spawn(&c, TASK);
+    let id = spawn(&c, "When is the launch?");
     let ended = ending(&wait_terminal(&c, &id));
-    let wrote = json!(["tool_use", "service_memory_put"]);
-    assert!(
-        ended["progress"].as_array().unwrap().contains(&wrote),
-        "the first answer, a write, was given: {ended:#}"
-    );
     (ended, mind.requests().len())
 }
 
@@ -120,11 +104,12 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     let (expected, requests) = unparked();
     assert_eq!(expected["status"], "completed", "{expected:#}");
     let agents = agents();
-    let mind = FakeMind::start([]);
-    mind.answer_first_calls(TASK, held_write());
+    let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
     let setup = setup(&mind, 100);
     let (server, c) = setup.start();
-    let ids: Vec<String> = (0..agents).map(|_| spawn(&c, TASK)).collect();
+    let ids: Vec<String> = (0..agents)
+        .map(|_| spawn(&c, "When is the launch?"))
+        .collect();
     wait_parked(&server, agents as u64);
     let running = c.get(&format!("/api/v1/agents/{}", ids[0])).body;
     assert_eq!(running["status"], "running", "{running:#}");
@@ -142,37 +127,11 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
 }
 
 #[test]
-fn agents_queued_for_a_connection_park_without_a_request_and_send_it_when_woken() {
-    let (expected, requests) = unparked();
-    let agents = 20;
-    let mind = FakeMind::start([]);
-    mind.answer_first_calls(TASK, held_write());
-    let setup = setup_on(&mind, 100, 2);
-    let (server, c) = setup.start();
-    let ids: Vec<String> = (0..agents).map(|_| spawn(&c, TASK)).collect();
-    wait_parked(&server, agents as u64);
-    // Two agents sent their request, one on each connection; the others parked queued
-    // for a turn, holding no request.
-    assert_eq!(mind.requests().len(), 2);
-
-    mind.release();
-    for id in &ids {
-        let done = wait_for(&c, id, Duration::from_secs(300), |a| {
-            a["status"] != "running"
-        });
-        assert_eq!(ending(&done), expected, "{id}");
-    }
-    wait_parked(&server, 0);
-    // Woken with its turn, each queued agent built its request afresh and sent it once.
-    assert_eq!(mind.requests().len(), requests * agents);
-}
-
-#[test]
 fn a_parked_agent_stops_at_once() {
     let mind = FakeMind::start([held_write()]);
     let setup = setup(&mind, 100);
     let (server, c) = setup.start();
-    let id = spawn(&c, TASK);
+    let id = spawn(&c, "When is the launch?");
     wait_parked(&server, 1);
     let asked = Instant::now();
     let stopped = c.delete(&format!("/api/v1/agents/{id}"));
@@ -204,7 +163,7 @@ fn a_parked_agent_resumes_after_a_kill_and_ends_as_an_unparked_run_does() {
     let mind = FakeMind::start([held_write(), held_write()]);
     let setup = setup(&mind, 100);
     let (mut server, c) = setup.start();
-    let id = spawn(&c, TASK);
+    let id = spawn(&c, "When is the launch?");
     wait_parked(&server, 1);
     server.kill9();
 

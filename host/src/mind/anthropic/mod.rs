@@ -10,10 +10,7 @@ mod tests;
 
 use reqwest::header::HeaderValue;
 
-use super::{
-    BoxFuture, Completion, Failure, Message, Provider, ToolSpec,
-    remote::{Endpoint, Turn},
-};
+use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
 use crate::mind::MindConfig;
 
 /// The API version whose request and reply shapes `wire` speaks.
@@ -57,18 +54,13 @@ impl Provider for Anthropic {
         &self.model
     }
 
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        Some(self.endpoint.turn())
-    }
-
     fn attempt<'a>(
         &'a self,
-        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
-            let _turn = self.endpoint.connection(turn).await;
+            let _turn = self.endpoint.connection().await;
             let body = wire::Request::new(&self.model, self.max_tokens, messages, tools)
                 .map_err(|why| self.endpoint.refused(why))?;
             let mut request = self

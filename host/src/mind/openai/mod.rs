@@ -8,10 +8,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::{
-    BoxFuture, Completion, Failure, Message, Provider, ToolSpec,
-    remote::{Endpoint, Turn},
-};
+use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
 use crate::{mind::MindConfig, secret::Secret};
 
 /// A client for one OpenAI-compatible endpoint and model. Not retried by itself: wrap it
@@ -39,18 +36,13 @@ impl Provider for OpenAi {
         &self.model
     }
 
-    fn turn(&self) -> Option<BoxFuture<'static, Turn>> {
-        Some(self.endpoint.turn())
-    }
-
     fn attempt<'a>(
         &'a self,
-        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
-            let _turn = self.endpoint.connection(turn).await;
+            let _turn = self.endpoint.connection().await;
             let mut request = self
                 .endpoint
                 .post(&wire::Request::new(&self.model, messages, tools));

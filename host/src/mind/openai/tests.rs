@@ -52,10 +52,7 @@ async fn request_shape_and_tool_call_round_trip() {
         Message::assistant("", vec![earlier_call]),
         Message::tool("call_1", r#"{"memory_id":"mem_1"}"#),
     ];
-    let completion = client
-        .attempt(None, &messages, &[memory_tool()])
-        .await
-        .unwrap();
+    let completion = client.attempt(&messages, &[memory_tool()]).await.unwrap();
 
     assert_eq!(
         completion,
@@ -104,10 +101,7 @@ async fn lenient_reply_parsing_and_no_tools_no_key() {
     ]}}]});
     let (cfg, fake) = serve(vec![ok(&reply), ok(&final_text("hi"))]).await;
     let client = OpenAi::new(&cfg).unwrap();
-    let completion = client
-        .attempt(None, &[Message::user("go")], &[])
-        .await
-        .unwrap();
+    let completion = client.attempt(&[Message::user("go")], &[]).await.unwrap();
     assert_eq!(completion.usage, Usage::default());
     let calls: Vec<_> = completion
         .tool_calls
@@ -119,10 +113,7 @@ async fn lenient_reply_parsing_and_no_tools_no_key() {
         [("call_1", "a", r#"{"x":1}"#), ("call_2", "b", "{}")]
     );
 
-    let completion = client
-        .attempt(None, &[Message::user("go")], &[])
-        .await
-        .unwrap();
+    let completion = client.attempt(&[Message::user("go")], &[]).await.unwrap();
     assert_eq!(completion.text.as_deref(), Some("hi"));
     assert!(completion.tool_calls.is_empty());
 
@@ -144,7 +135,7 @@ async fn a_reply_without_choices_is_transient() {
     let (cfg, _fake) = serve(vec![ok(&json!({"error": {"message": "overloaded"}}))]).await;
     let failure = OpenAi::new(&cfg)
         .unwrap()
-        .attempt(None, &[Message::user("go")], &[])
+        .attempt(&[Message::user("go")], &[])
         .await
         .unwrap_err();
     let Failure::Transient { message, .. } = &failure else {

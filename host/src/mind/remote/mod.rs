@@ -12,14 +12,14 @@ pub(super) mod fake;
 #[cfg(test)]
 mod tests;
 
-use std::{fmt::Display, sync::Arc, time::Duration};
+use std::{fmt::Display, time::Duration};
 
 use anyhow::Context;
 use reqwest::{Client, RequestBuilder, StatusCode, Url, header::HeaderMap};
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 
-use super::{BoxFuture, Failure};
+use super::Failure;
 
 /// Longest wait for the TCP/TLS connection.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -27,12 +27,6 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 /// Characters of a provider's reply quoted in an error message.
 const EXCERPT_CHARS: usize = 300;
-
-/// A turn at one of a remote provider's connections ([`Mind::turn`](super::Mind::turn)):
-/// whoever holds it may send one attempt at once. Dropped, it passes to the next in line.
-pub struct Turn {
-    _held: OwnedSemaphorePermit,
-}
 
 /// One provider URL and the HTTP client that posts to it, over at most a bounded number
 /// of connections at once.
@@ -42,7 +36,7 @@ pub(super) struct Endpoint {
     /// One permit per request in flight: an HTTP/1.1 connection each, with its buffers
     /// and file descriptor. Thousands of agents waiting on the Mind share these rather
     /// than hold one each; the others wait their turn holding nothing.
-    connections: Arc<Semaphore>,
+    connections: Semaphore,
 }
 
 impl Endpoint {
@@ -80,29 +74,17 @@ impl Endpoint {
         Ok(Self {
             client,
             url,
-            connections: Arc::new(Semaphore::new(connections.max(1))),
+            connections: Semaphore::new(connections.max(1)),
         })
     }
 
-    /// A turn at one of the connections, for the caller to hold until it sends.
-    pub(super) fn turn(&self) -> BoxFuture<'static, Turn> {
-        let connections = self.connections.clone();
-        Box::pin(async move {
-            let held = connections.acquire_owned().await;
-            Turn {
-                _held: held.expect("the semaphore is never closed"),
-            }
-        })
-    }
-
-    /// The turn one attempt is sent on, held until it is done: `held` when the caller
-    /// brought one, else the next free, taken before the request body is even serialized
-    /// so an agent waiting its turn holds no body.
-    pub(super) async fn connection(&self, held: Option<Turn>) -> Turn {
-        match held {
-            Some(turn) => turn,
-            None => self.turn().await,
-        }
+    /// A turn to use one of the connections, held for one attempt: taken before the
+    /// request body is even serialized, so an agent waiting its turn holds no body.
+    pub(super) async fn connection(&self) -> SemaphorePermit<'_> {
+        self.connections
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
     }
 
     /// A `POST` of `body` as JSON, for the provider to add its headers to.

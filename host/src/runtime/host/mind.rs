@@ -14,7 +14,7 @@ use crate::{
     runtime::{
         bindings::mind,
         journal::Call,
-        park::{Hibernating, Pending, Waiting},
+        park::{Hibernating, Pending},
         records::MemoryMode,
         state::{AgentCtx, AgentState},
     },
@@ -148,11 +148,9 @@ fn answer(
 }
 
 impl AgentState {
-    /// The completion itself: a turn at a provider connection, then the provider request,
-    /// raced against a stop request. One that waits past the hibernation delay parks the
-    /// agent (see `park`): it unwinds with [`Hibernating`], waiting parked for its turn
-    /// (holding no request) or for the request's task, kept as the parked call `call`'s
-    /// answer.
+    /// The completion itself: the provider request, raced against a stop request. One
+    /// that waits past the hibernation delay parks the agent (see `park`): it unwinds with
+    /// [`Hibernating`], the request's task kept as the parked call `call`'s answer.
     async fn complete_live(
         &mut self,
         call: (&'static str, u64),
@@ -170,56 +168,28 @@ impl AgentState {
         if agent.memory_mode == MemoryMode::Both {
             remind(&mut messages);
         }
-        let mind = agent.services.mind.clone();
-        let (func, args) = call;
-        // The hibernation delay runs from the call's start, through its turn and request;
-        // once it passed with no place to park in, the call waits on in its instance.
-        let mut due = std::pin::pin!(agent.hibernation_due());
-        let mut stays = false;
-        // A turn at a provider connection first, so that an agent queued for one parks
-        // holding no request (see `park`); one woken from such a park brought its turn.
-        let turn = match agent.woken_turn() {
-            Some(turn) => Some(turn),
-            None => match mind.turn() {
-                None => None,
-                Some(mut waiting) => tokio::select! {
-                    turn = &mut waiting => Some(turn),
-                    _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-                    () = &mut due => {
-                        if agent.may_park() {
-                            let waiting = Waiting::Turn(waiting);
-                            self.parked = Some(Pending { func, args, waiting });
-                            return Err(wasmtime::Error::new(Hibernating));
-                        }
-                        stays = true;
-                        tokio::select! {
-                            turn = waiting => Some(turn),
-                            _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-                        }
-                    }
-                },
-            },
-        };
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
         // stop, the store, a parked agent's end), the call is aborted.
+        let mind = agent.services.mind.clone();
         let mut request = AbortOnDropHandle::new(tokio::spawn(async move {
-            match turn {
-                Some(turn) => mind.complete_on(turn, &messages, &tools).await,
-                None => mind.complete(&messages, &tools).await,
-            }
+            mind.complete(&messages, &tools).await
         }));
         let joined = tokio::select! {
             joined = &mut request => joined,
             _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-            () = &mut due, if !stays => {
+            () = agent.hibernation_due() => {
                 if agent.may_park() {
-                    let waiting = Waiting::Answer(Box::pin(async move {
-                        serde_json::to_value(answer(request.await))
-                            .unwrap_or(serde_json::Value::Null)
-                    }));
-                    self.parked = Some(Pending { func, args, waiting });
+                    let (func, args) = call;
+                    self.parked = Some(Pending {
+                        func,
+                        args,
+                        answer: Box::pin(async move {
+                            serde_json::to_value(answer(request.await))
+                                .unwrap_or(serde_json::Value::Null)
+                        }),
+                    });
                     return Err(wasmtime::Error::new(Hibernating));
                 }
                 tokio::select! {

@@ -151,8 +151,6 @@ struct Shared {
     released: watch::Sender<bool>,
     required_key: Mutex<Option<String>>,
     listings: Mutex<usize>,
-    /// The reply to every first call of a run given this task, whatever the script.
-    first_calls: Mutex<Option<(String, Reply)>>,
 }
 
 /// A running fake provider speaking `P`.
@@ -176,7 +174,6 @@ impl<P: Protocol> Fake<P> {
             released: watch::Sender::new(false),
             required_key: Mutex::new(None),
             listings: Mutex::new(0),
-            first_calls: Mutex::new(None),
         });
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the fake Mind");
         listener.set_nonblocking(true).unwrap();
@@ -220,13 +217,6 @@ impl<P: Protocol> Fake<P> {
     /// Appends replies to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.script.lock().unwrap().push_back(reply);
-    }
-
-    /// Answers every run's first call (a user message that is exactly `task`, no answer of
-    /// the Mind yet) with `reply`, the script the later calls: each run is answered alike
-    /// in whatever order runs' calls arrive.
-    pub fn answer_first_calls(&self, task: &str, reply: Reply) {
-        *self.shared.first_calls.lock().unwrap() = Some((task.to_string(), reply));
     }
 
     /// Appends a reply for title requests.
@@ -327,24 +317,12 @@ async fn answer<P: Protocol>(
         true => (&shared.title_requests, &shared.titles, DEFAULT_TITLE),
         false => (&shared.requests, &shared.script, DEFAULT_TEXT),
     };
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let starts = |task: &str| {
-        messages
-            .iter()
-            .any(|m| m["role"] == "user" && m["content"] == task)
-            && messages.iter().all(|m| m["role"] != "assistant")
-    };
-    let first =
-        (shared.first_calls.lock().unwrap().clone()).filter(|(task, _)| !title && starts(task));
     let n = {
         let mut requests = record.lock().unwrap();
         requests.push(Recorded { headers, body });
         requests.len()
     };
-    let next = match first {
-        Some((_, reply)) => Some(reply),
-        None => script.lock().unwrap().pop_front(),
-    };
+    let next = script.lock().unwrap().pop_front();
     let mut reply = next.unwrap_or_else(|| Reply::text(default));
     loop {
         match reply {
