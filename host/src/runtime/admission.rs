@@ -383,6 +383,14 @@ mod tests {
         assert_eq!(admission.live.lock().total, 0);
     }
 
+    /// Awaits a waking agent's task, failing the test with `what` past 10 s.
+    async fn ends_within_10_s(task: tokio::task::JoinHandle<()>, what: &str) {
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect(what)
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn a_parked_agent_frees_its_place_under_the_cap_and_waits_for_one_to_wake() {
         let admission = Admission::new(1, 1);
@@ -406,10 +414,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waking.is_finished(), "the host is at its cap");
         drop(other);
-        tokio::time::timeout(Duration::from_secs(10), waking)
-            .await
-            .expect("woken once a place frees")
-            .unwrap();
+        ends_within_10_s(waking, "woken once a place frees").await;
         assert_eq!(admission.live.lock().total, 1);
         assert!(admission.try_park(), "the woken agent is no longer parked");
         admission.vacate();
@@ -440,17 +445,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!woken_first.is_finished() && !woken_second.is_finished());
         drop(holder);
-        tokio::time::timeout(Duration::from_secs(10), woken_first)
-            .await
-            .expect("the first in line takes the freed place")
-            .unwrap();
+        ends_within_10_s(woken_first, "the first in line takes the freed place").await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!woken_second.is_finished(), "one place, one agent");
         drop(first);
-        tokio::time::timeout(Duration::from_secs(10), woken_second)
-            .await
-            .expect("the next freed place is the second's")
-            .unwrap();
+        ends_within_10_s(woken_second, "the next freed place is the second's").await;
         drop(second);
         let live = admission.live.lock();
         assert_eq!((live.total, live.parked), (0, 0));
