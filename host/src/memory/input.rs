@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::{
     MemoryError, Result,
-    record::{Provenance, Source},
+    record::{Memory, Provenance, Source},
 };
 use crate::clock::now_ms;
 use crate::object::{self, FieldError, Fields};
@@ -75,6 +75,16 @@ impl From<FieldError> for MemoryError {
 }
 
 impl PutInput {
+    /// Whether `version` is this very write applied already: an agent's journaled put
+    /// that a resumed run makes again at the same step (its journal entry was lost in a
+    /// crash, the write was not) with the same value. Writes of no agent call never are.
+    pub fn applied_as(&self, version: &Memory) -> bool {
+        let call = self.provenance.agent_call();
+        call.is_some()
+            && version.value == self.value
+            && version.provenance.as_ref().and_then(Provenance::agent_call) == call
+    }
+
     /// The write of `draft` into `account`, held to every bound of [`validate`](Self::validate)
     /// and with an `observed_at` not in the future: the one way a put body, an import item
     /// and a Mind proposal become a write, so all of them are refused with the same words.

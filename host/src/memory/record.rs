@@ -100,6 +100,12 @@ impl Provenance {
             ..Self::door(door)
         }
     }
+
+    /// The agent and journal step of the tool call that wrote it, when an agent's
+    /// journaled call did: what makes a call made again by a resumed run the same write.
+    pub fn agent_call(&self) -> Option<(&str, u64)> {
+        Some((self.agent_id.as_deref()?, self.step?))
+    }
 }
 
 /// One version of a memory. Versions of the same (account, namespace, key) form a chain

@@ -181,35 +181,36 @@ fn psql(dir: &Path, sql: &str) -> String {
     Postgres::shared().psql(&database_of(dir), sql)
 }
 
-/// Changes the argument hash of the agent's last recorded memory write in the store, as a
+/// Changes the argument hash of the agent's first recorded Mind call in the store, as a
 /// tampering would; its step.
-fn tamper_with_the_last_write(dir: &Path, id: &str) -> u64 {
+fn tamper_with_the_first_mind_call(dir: &Path, id: &str) -> u64 {
     if on_postgres() {
         let step = psql(
             dir,
             &format!(
                 "UPDATE agent_journal SET args = args # 1
                  WHERE agent_id = '{id}' AND step = (
-                     SELECT max(step) FROM agent_journal
-                     WHERE agent_id = '{id}' AND func = 'memory.put')
+                     SELECT min(step) FROM agent_journal
+                     WHERE agent_id = '{id}' AND func = 'mind.complete')
                  RETURNING step"
             ),
         );
-        return step.parse().expect("the write is journaled");
+        return step.parse().expect("the Mind call is journaled");
     }
     let db = database(dir);
     let txn = db.begin_write().unwrap();
     let step = {
         let mut journal = txn.open_table(JOURNAL).unwrap();
-        let mut put = None;
-        for entry in journal.range((id, 0)..=(id, u64::MAX)).unwrap() {
-            let (k, v) = entry.unwrap();
-            let entry: Value = serde_json::from_slice(v.value()).unwrap();
-            if entry["func"] == "memory.put" {
-                put = Some((k.value().1, entry));
-            }
-        }
-        let (step, mut entry) = put.expect("the write is journaled");
+        let (step, mut entry) = (journal.range((id, 0)..=(id, u64::MAX)).unwrap())
+            .map(|entry| {
+                let (k, v) = entry.unwrap();
+                (
+                    k.value().1,
+                    serde_json::from_slice::<Value>(v.value()).unwrap(),
+                )
+            })
+            .find(|(_, entry)| entry["func"] == "mind.complete")
+            .expect("the Mind call is journaled");
         let hash = entry["args"].as_u64().unwrap();
         entry["args"] = json!(hash ^ 1);
         let bytes = serde_json::to_vec(&entry).unwrap();
@@ -253,15 +254,15 @@ fn a_tampered_journal_fails_the_resumed_run_with_replay_diverged() {
     let mind = FakeMind::start(script);
     let setup = Setup::new(&mind);
     let id = killed_waiting(&mind, &setup);
-    // The argument hash of the recorded memory write changed in the store.
-    let step = tamper_with_the_last_write(&setup.dir, &id);
+    // The argument hash of the recorded first Mind call changed in the store.
+    let step = tamper_with_the_first_mind_call(&setup.dir, &id);
     let (_server, c) = setup.start();
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "failed", "{done:#}");
     assert_eq!(done["error"]["code"], "replay_diverged");
     let message = done["error"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("step {step}")), "{message}");
-    // The write was not made again: one version.
+    // The write after it was not made again: one version.
     assert_eq!(versions(&c), [json!("Friday")]);
 }
 

@@ -1045,3 +1045,57 @@ async fn time_travel_and_provenance_read_alike_on_both_backends() {
     assert_eq!(embedded, expected);
     assert_eq!(postgres, expected);
 }
+
+/// An agent's journaled write on `s` made again at its step after others wrote the key,
+/// as a run resumed after a crash that lost the write's journal entry makes it, then the
+/// same agent's write at another step and another value at the same step.
+async fn written_again(s: &MemoryService) -> Vec<String> {
+    let quota = Quota::memories(10);
+    let agent = |value: &str, step: u64| PutInput {
+        provenance: Provenance {
+            agent_id: Some("agt_1".into()),
+            step: Some(step),
+            ..Provenance::door(Door::AgentTool)
+        },
+        ..input("acme", "default", "city", value)
+    };
+    let first = s.put(agent("lives in Porto", 4), quota).await.unwrap();
+    s.put(input("acme", "default", "city", "lives in Faro"), quota)
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for (value, step) in [
+        ("lives in Porto", 4),
+        ("lives in Porto", 9),
+        ("lives in Braga", 4),
+    ] {
+        let again = s.put(agent(value, step), quota).await.unwrap();
+        let same = again.memory.memory_id == first.memory.memory_id;
+        let history = s
+            .history("acme", "default", "city", None, 10)
+            .await
+            .unwrap()
+            .memories;
+        let values: Vec<&str> = history.iter().map(|m| m.value.as_str()).collect();
+        out.push(format!(
+            "{value} at {step}: first write={same} created={} versions={values:?}",
+            again.created
+        ));
+    }
+    out
+}
+
+#[tokio::test]
+async fn an_agents_write_made_again_at_its_step_is_applied_once_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = written_again(&embedded(&dir)).await;
+    let pg = Postgres::start();
+    let postgres = written_again(&service(node(&pg.database("again")).await)).await;
+    let expected = [
+        r#"lives in Porto at 4: first write=true created=false versions=["lives in Faro", "lives in Porto"]"#,
+        r#"lives in Porto at 9: first write=false created=true versions=["lives in Porto", "lives in Faro", "lives in Porto"]"#,
+        r#"lives in Braga at 4: first write=false created=true versions=["lives in Braga", "lives in Porto", "lives in Faro", "lives in Porto"]"#,
+    ];
+    assert_eq!(embedded, expected);
+    assert_eq!(postgres, expected);
+}

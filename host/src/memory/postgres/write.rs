@@ -114,6 +114,12 @@ impl Txn {
                 created: false,
             });
         }
+        if let Some(applied) = self.applied(input).await? {
+            return Ok(PutOutcome {
+                memory: applied,
+                created: false,
+            });
+        }
         if live_head.is_none() && self.live >= limit {
             return Err(MemoryError::QuotaExceeded {
                 limit,
@@ -155,6 +161,31 @@ impl Txn {
             memory,
             created: true,
         })
+    }
+
+    /// The version `input` wrote already, if an agent's journaled put is made again (see
+    /// [`PutInput::applied_as`]): the key's newest version by the same agent call.
+    async fn applied(&mut self, input: &PutInput) -> Result<Option<Memory>> {
+        let Some((agent_id, step)) = input.provenance.agent_call() else {
+            return Ok(None);
+        };
+        let version = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+             AND provenance->>'agent_id' = $4 AND provenance->'step' = to_jsonb($5::bigint) \
+             ORDER BY id DESC LIMIT 1"
+        ))
+        .bind(&self.account)
+        .bind(&input.namespace)
+        .bind(&input.key)
+        .bind(agent_id)
+        .bind(bigint(step))
+        .fetch_optional(&mut *self.tx)
+        .await?
+        .map(|row| memory(&row))
+        .transpose()?;
+        Ok(version.filter(|m| input.applied_as(m)))
     }
 
     /// [`Txn::put`] inside a savepoint, beside other writes in the same transaction: when

@@ -85,6 +85,12 @@ impl<'t> Batch<'t> {
                 created: false,
             });
         }
+        if let Some(applied) = self.applied(input, previous.as_ref())? {
+            return Ok(PutOutcome {
+                memory: applied,
+                created: false,
+            });
+        }
         if live_head.is_none() {
             let used = self.account_counts.get(account)?.map_or(0, |v| v.value());
             if used >= limit {
@@ -134,6 +140,26 @@ impl<'t> Batch<'t> {
             memory,
             created: true,
         })
+    }
+
+    /// The version `input` wrote already, if an agent's journaled put is made again (see
+    /// [`PutInput::applied_as`]): looked for down the key's chain from `head`, which the
+    /// versions kept per key bound. Agents' writes only; others never repeat.
+    fn applied(&self, input: &PutInput, head: Option<&Memory>) -> Result<Option<Memory>> {
+        if input.provenance.agent_call().is_none() {
+            return Ok(None);
+        }
+        let mut version = head.cloned();
+        while let Some(m) = version {
+            if input.applied_as(&m) {
+                return Ok(Some(m));
+            }
+            version = match m.previous {
+                Some(id) => load(&self.memories, id)?,
+                None => None,
+            };
+        }
+        Ok(None)
     }
 
     /// Increments the access count of the live memory at (namespace, key) and returns it.

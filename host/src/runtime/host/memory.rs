@@ -220,7 +220,7 @@ macro_rules! journaled {
 
 impl memory::Host for AgentState {
     async fn put(&mut self, request: memory::PutRequest) -> Answer<memory::PutResult> {
-        let call = Call::effect("memory.put", &request);
+        let call = Call::keyed_effect("memory.put", &request);
         journaled!(self, call, |memory| memory.put(request, None))
     }
 
@@ -229,7 +229,7 @@ impl memory::Host for AgentState {
         request: memory::PutRequest,
         observed_at: u64,
     ) -> Answer<memory::PutResult> {
-        let call = Call::effect("memory.put_observed", &(&request, observed_at));
+        let call = Call::keyed_effect("memory.put_observed", &(&request, observed_at));
         journaled!(self, call, |memory| memory.put(request, Some(observed_at)))
     }
 

@@ -3,6 +3,8 @@
 //! call and records its entry before the guest sees the result: synced, with the entries
 //! kept before it, for a call whose effect a replay must not repeat; kept in memory for
 //! the others (a progress report that wrote the record then stores it: see `progress`).
+//! A memory write is keyed instead: its service applies it once per agent and step, so a
+//! replay may make it again and needs no sync of its entry.
 
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
@@ -15,6 +17,8 @@ pub struct Call {
     func: &'static str,
     args: u64,
     keep: Keep,
+    /// Whether the entries held before it are stored (unsynced) before it is made.
+    keyed: bool,
 }
 
 impl Call {
@@ -25,6 +29,22 @@ impl Call {
             func,
             args: args_hash(args),
             keep: Keep::Held,
+            keyed: false,
+        }
+    }
+
+    /// A call whose effect its service applies once per agent and journal step (a memory
+    /// write, keyed by its provenance): made again by a replay after a crash lost its
+    /// entry, it finds its effect applied and answers alike, so its entry is held like a
+    /// read's. The entries held before it are stored unsynced before it is made, and its
+    /// effect's durable write keeps them (on the data dir it commits to the same database,
+    /// which makes the unsynced commits before it durable; PostgreSQL's outlive the
+    /// process anyway): a replay then never remakes, after the effect, the reads that
+    /// came before it, which would see it and could lead the agent elsewhere.
+    pub fn keyed_effect(func: &'static str, args: &impl Serialize) -> Self {
+        Self {
+            keyed: true,
+            ..Self::read(func, args)
         }
     }
 
@@ -69,11 +89,16 @@ impl AgentState {
             noted(checked);
             return Ok(recorded);
         }
+        let before = Stopwatch::start();
+        if call.keyed {
+            journal.store(Keep::Unsynced).await?;
+        }
+        let stored_before = before.elapsed();
         let result = live(self).await?;
         let storing = Stopwatch::start();
         journal.keep(call.func, call.args, &result)?;
         journal.store(call.keep).await?;
-        noted(checked + storing.elapsed());
+        noted(checked + stored_before + storing.elapsed());
         Ok(result)
     }
 }

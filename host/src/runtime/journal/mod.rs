@@ -206,6 +206,9 @@ pub enum Keep {
     /// process (the call's write of the agent's record did); else as `Held`, since the
     /// record's write and the entry are kept or lost together.
     Written,
+    /// At once, with those held before it, unsynced: before a keyed effect (see
+    /// `Call::keyed_effect`), whose own durable write then keeps them.
+    Unsynced,
     /// At once, with those held before it, synced.
     Synced,
 }
@@ -352,7 +355,7 @@ impl Journal {
         let held = match keep {
             Keep::Held => true,
             Keep::Written => !self.store.unsynced_outlives_the_process(),
-            Keep::Synced => false,
+            Keep::Unsynced | Keep::Synced => false,
         };
         let durable = keep == Keep::Synced;
         let pending = {

@@ -195,7 +195,7 @@ fn argument_hashes_are_stable_and_tell_arguments_apart() {
 }
 
 #[tokio::test]
-async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
+async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large_or_a_put_comes() {
     let (_dir, _db, store) = store();
     store.begin(&run("ag_1"), ALLOWANCE).await.unwrap();
     let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), Vec::new(), u64::MAX);
@@ -218,6 +218,10 @@ async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large() {
     journal.keep("memory.search", 3, &large).unwrap();
     journal.store(Keep::Held).await.unwrap();
     assert_eq!(stored().await, 3);
+    // Before a keyed effect (a memory put), what is held is stored at once.
+    journal.keep("memory.get", 4, &"small").unwrap();
+    journal.store(Keep::Unsynced).await.unwrap();
+    assert_eq!(stored().await, 4);
 }
 
 #[tokio::test]
