@@ -1,8 +1,8 @@
 //! Embedding speed of the local models: query latency and bulk throughput, for the int8
 //! all-MiniLM-L6-v2 on ONNX Runtime (`onnx`, the default) and the fp32 one in candle (`minilm`).
 //!
-//! `cargo bench -p wasmind --bench embed [-- onnx|minilm]` (both when none is named); the
-//! files are found as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
+//! `cargo bench -p wasmind --bench embed [-- onnx|minilm]` (both when none is named and the
+//! build has the `minilm` feature: `--features minilm`; else `onnx`); the files are found as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,9 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let kinds = if named.is_empty() {
-        vec![EmbedderKind::Onnx, EmbedderKind::Minilm]
+        let mut kinds = vec![EmbedderKind::Onnx];
+        kinds.extend(cfg!(feature = "minilm").then_some(EmbedderKind::Minilm));
+        kinds
     } else {
         named
     };
@@ -47,6 +49,7 @@ fn bench(kind: EmbedderKind) {
         model.name(),
         ms(started.elapsed())
     );
+    #[cfg(feature = "minilm")]
     if kind == EmbedderKind::Minilm {
         println!(
             "candle CPU threads: {} (set RAYON_NUM_THREADS to change)",

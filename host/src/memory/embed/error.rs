@@ -54,6 +54,12 @@ pub enum EmbedError {
         /// The recorded kind, for the config hint.
         kind: String,
     },
+    /// The configured kind is left out of this build (a cargo feature of its name).
+    #[error(
+        "the embedder kind {kind} is not in this build: build wasmind with `--features {kind}`, \
+         or configure `[embedder] kind = \"onnx\"` (env WASMIND_EMBEDDER=onnx, the default)"
+    )]
+    NotBuilt { kind: &'static str },
     /// The model files exist but could not be read or parsed.
     #[error("loading the embedding model failed: {0}")]
     Load(String),

@@ -1,7 +1,7 @@
 //! Sentence embeddings for memory search: text in, unit-length vector out.
 //!
 //! [`Embedder`] is the model (int8 MiniLM on ONNX Runtime by default, the fp32 MiniLM in
-//! candle as its reference, a lexical hash for tests, or a remote OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
+//! candle as its reference with the `minilm` feature, a lexical hash for tests, or a remote OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
 //! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
 
 mod config;
@@ -10,6 +10,7 @@ mod hash;
 mod identity;
 mod lane;
 mod locate;
+#[cfg(feature = "minilm")]
 mod minilm;
 mod onnx;
 mod openai;
@@ -22,6 +23,7 @@ pub use config::{EmbedderConfig, EmbedderKind, OpenAiEmbedConfig, UnknownEmbedde
 pub use error::EmbedError;
 pub use hash::HashEmbedder;
 pub use identity::{check_identity, identity};
+#[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
 pub use onnx::OnnxEmbedder;
 pub use openai::OpenAiEmbedder;
@@ -59,9 +61,12 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
             let threads = cfg.threads.max(1);
             Arc::new(OnnxEmbedder::load(&library, &dir, threads, threads + 1)?)
         }
+        #[cfg(feature = "minilm")]
         EmbedderKind::Minilm => {
             Arc::new(MiniLm::load(&locate::model_dir(cfg, minilm::DEFAULT_DIR)?)?)
         }
+        #[cfg(not(feature = "minilm"))]
+        EmbedderKind::Minilm => return Err(EmbedError::NotBuilt { kind: "minilm" }),
         EmbedderKind::Hash => Arc::new(HashEmbedder::new(HASH_DIMS)),
         EmbedderKind::Openai => Arc::new(OpenAiEmbedder::new(&cfg.openai)?),
     })

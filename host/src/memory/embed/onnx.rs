@@ -200,7 +200,6 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
-    use crate::memory::embed::MiniLm;
 
     const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
 
@@ -224,6 +223,7 @@ mod tests {
     }
 
     /// Varied sentences: short and long, questions, numbers, names, code, other languages.
+    #[cfg(feature = "minilm")]
     const SENTENCES: [&str; 30] = [
         "The cat sat on the mat.",
         "A feline rested on the rug.",
@@ -259,8 +259,11 @@ mod tests {
     ];
 
     /// int8 on ONNX Runtime against the fp32 candle reference: mean cosine must stay ≥ 0.98.
+    /// `cargo test -p wasmind --features minilm --lib int8_agrees`.
+    #[cfg(feature = "minilm")]
     #[test]
     fn int8_agrees_with_the_fp32_reference() {
+        use crate::memory::embed::MiniLm;
         let fp32 = MiniLm::load(&Path::new(MODELS).join(crate::memory::embed::minilm::DEFAULT_DIR))
             .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"));
         let int8 = model().embed(&SENTENCES).unwrap();

@@ -206,7 +206,7 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::memory::embed::{HashEmbedder, MiniLm};
+    use crate::memory::embed::{HashEmbedder, from_config};
 
     fn cfg(threads: usize, batch_size: usize) -> EmbedderConfig {
         EmbedderConfig {
@@ -473,11 +473,11 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn minilm_service_matches_direct_embedding() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
-        let model = Arc::new(MiniLm::load(std::path::Path::new(dir)).unwrap());
+    async fn the_default_models_service_matches_direct_embedding() {
+        let model = from_config(&EmbedderConfig::default())
+            .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"));
         let service = EmbedService::new(model.clone(), &EmbedderConfig::default());
-        assert_eq!((service.name(), service.dims()), ("all-MiniLM-L6-v2", 384));
+        assert_eq!((service.name(), service.dims()), (model.name(), 384));
         let tasks: Vec<_> = (0..8)
             .map(|i| {
                 let service = service.clone();
