@@ -2,7 +2,8 @@
 //! all-MiniLM-L6-v2 on ONNX Runtime (`onnx`, the default) and the fp32 one in candle (`minilm`).
 //!
 //! `cargo bench -p wasmind --bench embed [-- onnx|minilm]` (both when none is named and the
-//! build has the `minilm` feature: `--features minilm`; else `onnx`); the files are found as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
+//! build has the `minilm` feature: `--features minilm`; else `onnx`); the files are found
+//! as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

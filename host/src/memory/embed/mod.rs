@@ -1,7 +1,8 @@
 //! Sentence embeddings for memory search: text in, unit-length vector out.
 //!
 //! [`Embedder`] is the model (int8 MiniLM on ONNX Runtime by default, the fp32 MiniLM in
-//! candle as its reference with the `minilm` feature, a lexical hash for tests, or a remote OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
+//! candle as its reference with the `minilm` feature, a lexical hash for tests, or a remote
+//! OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
 //! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
 
 mod config;

@@ -239,12 +239,22 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
     out
 }
 
+/// What `script` says of each backend: the embedded one (in a temporary dir), then
+/// PostgreSQL (its database `name`).
+async fn on_both(
+    name: &str,
+    script: impl AsyncFn(&MemoryService) -> Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = script(&embedded(&dir)).await;
+    let pg = Postgres::start();
+    let postgres = script(&service(node(&pg.database(name)).await)).await;
+    (embedded, postgres)
+}
+
 #[tokio::test]
 async fn every_operation_does_on_postgres_what_it_does_embedded() {
-    let dir = tempfile::tempdir().unwrap();
-    let expected = transcript(&embedded(&dir)).await;
-    let pg = Postgres::start();
-    let got = transcript(&service(node(&pg.database("memory")).await)).await;
+    let (expected, got) = on_both("memory", transcript).await;
     assert_eq!(got, expected);
 }
 
@@ -914,10 +924,7 @@ async fn pruned_versions(s: &MemoryService) -> Vec<String> {
 
 #[tokio::test]
 async fn old_versions_are_pruned_alike_on_both_backends() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedded = pruned_versions(&embedded(&dir)).await;
-    let pg = Postgres::start();
-    let postgres = pruned_versions(&service(node(&pg.database("prune")).await)).await;
+    let (embedded, postgres) = on_both("prune", pruned_versions).await;
     assert_eq!(embedded, postgres);
     let expected = [
         r#"doc: [(5, "draft 5", true, true), (4, "draft 4", false, true), (3, "draft 3", false, false)]"#,
@@ -1029,10 +1036,7 @@ async fn travelled(s: &MemoryService) -> Vec<String> {
 
 #[tokio::test]
 async fn time_travel_and_provenance_read_alike_on_both_backends() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedded = travelled(&embedded(&dir)).await;
-    let pg = Postgres::start();
-    let postgres = travelled(&service(node(&pg.database("travel")).await)).await;
+    let (embedded, postgres) = on_both("travel", travelled).await;
     let expected = [
         r#"before: get=None list=["a cat named Miso"] search=[[], ["a cat named Miso"]]"#,
         r#"first: get=Some("lives in Lisbon") list=["lives in Lisbon", "a cat named Miso"] search=[["lives in Lisbon"], ["lives in Lisbon", "a cat named Miso"]]"#,
@@ -1087,10 +1091,7 @@ async fn written_again(s: &MemoryService) -> Vec<String> {
 
 #[tokio::test]
 async fn an_agents_write_made_again_at_its_step_is_applied_once_on_both_backends() {
-    let dir = tempfile::tempdir().unwrap();
-    let embedded = written_again(&embedded(&dir)).await;
-    let pg = Postgres::start();
-    let postgres = written_again(&service(node(&pg.database("again")).await)).await;
+    let (embedded, postgres) = on_both("again", written_again).await;
     let expected = [
         r#"lives in Porto at 4: first write=true created=false versions=["lives in Faro", "lives in Porto"]"#,
         r#"lives in Porto at 9: first write=false created=true versions=["lives in Porto", "lives in Faro", "lives in Porto"]"#,
