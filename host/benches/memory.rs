@@ -11,7 +11,7 @@
 //!    sets on the postgres backend, on the library (see `memory/postgres.rs`);
 //! 6. only when asked for (`WASMIND_BENCH_PHASES=fair`): account B's put and search
 //!    latency idle and while account A imports 6,500 memories as fast as it can, over HTTP
-//!    (see `memory/fair.rs`);
+//!    (see `memory/fair.rs`); `fair-postgres` measures the same on the postgres backend;
 //! 7. only when asked for (`WASMIND_BENCH_PHASES=strangers`): 10,000 connections that send
 //!    half a request line, how soon the server closes them, and account B's reads meanwhile
 //!    (see `memory/strangers.rs`).
@@ -25,8 +25,8 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,strangers` picks phases (cold needs
-//!   single's dir; the default is all but postgres);
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers` picks
+//!   phases (cold needs single's dir; the default is put, single, cold and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
 //!   and HTTP without inference);
@@ -219,7 +219,12 @@ fn main() {
     }
 
     if settings.wants("fair") {
-        fair::run(&mut table);
+        fair::run(&mut table, None);
+    }
+
+    if settings.wants("fair-postgres") {
+        let pg = postgres::server::Postgres::start();
+        fair::run(&mut table, Some(pg.database("fair")));
     }
 
     if settings.wants("strangers") {

@@ -91,6 +91,9 @@ impl Config {
                         .map_err(|e| anyhow::anyhow!("WASMIND_EMBEDDER: {e}"))?;
                 }
                 "WASMIND_MODEL_DIR" => self.embedder.model_dir = Some(PathBuf::from(value)),
+                "WASMIND_ARTIFACT_CACHE_DIR" => {
+                    self.runtime.artifact_cache_dir = Some(PathBuf::from(value));
+                }
                 _ => {}
             }
         }
@@ -138,10 +141,18 @@ mod tests {
         let env = BTreeMap::from([
             ("WASMIND_MIND_MODEL".to_string(), "m2".to_string()),
             ("WASMIND_EMBEDDER".to_string(), "hash".to_string()),
+            (
+                "WASMIND_ARTIFACT_CACHE_DIR".to_string(),
+                "/var/cache/wasmind".to_string(),
+            ),
         ]);
         c2.apply_env(&env).unwrap();
         assert_eq!(c2.mind.model, "m2");
         assert_ne!(c2.embedder.kind, c.embedder.kind);
+        assert_eq!(
+            c2.runtime.artifact_cache_dir,
+            Some(PathBuf::from("/var/cache/wasmind"))
+        );
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! Fair queues: tenant B's put and search latency idle, and while tenant A imports as fast
 //! as it can (batches of 500 from two clients, as issue 24 measured), with the default
 //! embedder over HTTP. A's imports refused 503 (its queue full) wait `Retry-After` and are
-//! sent again, as the spec tells clients to.
+//! sent again, as the spec tells clients to. With a database URL (phase `fair-postgres`)
+//! the server keeps its memories in PostgreSQL: its write transactions are the node's shared
+//! write path there, as the redb writer is on the embedded backend.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wasmind::memory::embed::EmbedderKind;
+use wasmind::storage::{Backend, StorageConfig};
 
 use super::bench_dir;
 use super::harness::{self, Client, Server};
@@ -16,6 +19,7 @@ use super::report::{Table, percentile_ms};
 use super::text::Texts;
 
 const SECTION: &str = "fair queues: B while A imports";
+const SECTION_POSTGRES: &str = "fair queues on postgres: B while A imports";
 /// Memories A imports, in batches of [`BATCH`] from [`A_CLIENTS`] clients.
 const A_MEMORIES: usize = 6_500;
 const BATCH: usize = 500;
@@ -23,17 +27,30 @@ const A_CLIENTS: usize = 2;
 /// B's idle samples of each kind.
 const IDLE: usize = 200;
 
-pub fn run(table: &mut Table) {
-    println!("\n== {SECTION} == ({})", harness::loadavg());
-    let path = bench_dir("fair");
+/// The phase on the embedded backend, or on the PostgreSQL database at `database_url`.
+pub fn run(table: &mut Table, database_url: Option<String>) {
+    let mut config = harness::config(EmbedderKind::Onnx, 0);
+    let (section, dir) = match database_url {
+        None => (SECTION, "fair"),
+        Some(url) => {
+            config.storage = StorageConfig {
+                backend: Backend::Postgres,
+                database_url: Some(url.into()),
+                ..StorageConfig::default()
+            };
+            (SECTION_POSTGRES, "fair-postgres")
+        }
+    };
+    println!("\n== {section} == ({})", harness::loadavg());
+    let path = bench_dir(dir);
     let _ = std::fs::remove_dir_all(&path);
-    let opened = harness::open(&path, harness::config(EmbedderKind::Onnx, 0));
+    let opened = harness::open(&path, config);
     let (key_a, key_b) = (opened.key("acct-a"), opened.key("acct-b"));
     let server = Server::start(opened);
     let b = Client::new(&server.base(), &key_b);
     let mut texts = Texts::new(24);
     table.value(
-        SECTION,
+        section,
         "machine load at the start",
         harness::loadavg(),
         "",
@@ -108,7 +125,7 @@ pub fn run(table: &mut Table) {
         import_secs = started.elapsed().as_secs_f64();
     });
     table.value(
-        SECTION,
+        section,
         &format!("A imports {A_MEMORIES} memories ({A_CLIENTS} clients × batches of {BATCH})"),
         format!(
             "{import_secs:.1} s ({:.0}/s), {} batches refused 503 and sent again",
@@ -121,16 +138,16 @@ pub fn run(table: &mut Table) {
     // The targets of issue 24, to a tenth of a millisecond.
     let p99 = |samples: &[Duration]| percentile_ms(samples, 0.99);
     let tenth = |ms: f64| (ms * 10.0).round() / 10.0;
-    table.latency(SECTION, "B put, idle", &idle_put, None);
+    table.latency(section, "B put, idle", &idle_put, None);
     table.latency(
-        SECTION,
+        section,
         &format!("B put, during A's import ({} samples)", busy_put.len()),
         &busy_put,
         Some(tenth(3.0 * p99(&idle_put) + 20.0)),
     );
-    table.latency(SECTION, "B hybrid search, idle", &idle_search, None);
+    table.latency(section, "B hybrid search, idle", &idle_search, None);
     table.latency(
-        SECTION,
+        section,
         &format!(
             "B hybrid search, during A's import ({} samples)",
             busy_search.len()
@@ -139,7 +156,7 @@ pub fn run(table: &mut Table) {
         Some(tenth(2.0 * p99(&idle_search) + 5.0)),
     );
     table.value(
-        SECTION,
+        section,
         "machine load at the end",
         harness::loadavg(),
         "",

@@ -7,7 +7,7 @@
 #[path = "../../tests/support/postgres.rs"]
 // Sharing a server across tests and restarting one are the end-to-end tests' needs.
 #[allow(dead_code)]
-mod server;
+pub mod server;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

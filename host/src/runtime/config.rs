@@ -41,6 +41,13 @@ pub struct RuntimeConfig {
     pub max_parked_agents: u32,
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
+    /// Where compiled components (native code, ready to load) are kept; default the data
+    /// dir's `cache/` (env `WASMIND_ARTIFACT_CACHE_DIR`). Servers of one machine may share
+    /// one, sparing each new data dir a compilation of the default agent (~1.3 s of CPU):
+    /// an artifact is named by its component's content and the engine's settings, and
+    /// written whole (by rename). What is in it is loaded as native code, so it must be
+    /// as private as the data dir.
+    pub artifact_cache_dir: Option<PathBuf>,
     /// Guests running at once, on threads of their own apart from the API's (one more
     /// than this, to poll agents back from I/O); default: one per core.
     pub guest_threads: Option<usize>,
@@ -67,6 +74,7 @@ impl Default for RuntimeConfig {
             hibernate_after_ms: 5_000,
             max_parked_agents: 100_000,
             component: None,
+            artifact_cache_dir: None,
             guest_threads: None,
             memory_reservation_mib: None,
         }

@@ -283,8 +283,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[allow(unsafe_code)]
 fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // SAFETY: the file was written by `precompile_component` of an engine with the same
-    // compatibility hash (it is part of the file name), into a cache only this process
-    // writes, via write-then-rename so it is never seen half-written.
+    // compatibility hash (it is part of the file name), into a cache only wasmind writes
+    // (the data dir's, or one as private that servers share), via write-then-rename so it
+    // is never seen half-written.
     unsafe { Component::deserialize_file(engine, path) }
 }
 

@@ -86,7 +86,11 @@ impl Runtime {
         services: Arc<Services>,
         cluster: Option<Cluster>,
     ) -> anyhow::Result<Self> {
-        let compiled = engine::compile(config, &dir.cache_dir())?;
+        let cache_dir = config
+            .artifact_cache_dir
+            .clone()
+            .unwrap_or_else(|| dir.cache_dir());
+        let compiled = engine::compile(config, &cache_dir)?;
         let admission = Admission::new(compiled.layout.cap, config.max_parked_agents);
         let cluster = cluster.map(Arc::new);
         let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {

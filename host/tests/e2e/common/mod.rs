@@ -24,6 +24,13 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_wasmind"))
 }
 
+/// The compiled components every server the tests start shares (`artifact_cache_dir`),
+/// beside the binary: each new data dir would otherwise compile the default agent again
+/// (~1.3 s of CPU, for each of the suite's hundreds of servers).
+fn shared_artifacts() -> PathBuf {
+    binary().with_file_name("e2e-artifacts")
+}
+
 /// Runs a `wasmind` CLI command; returns (success, stdout, stderr). On postgres, an
 /// operator command naming a data dir acts on the database of that dir's server instead.
 pub fn cli(args: &[&str]) -> (bool, String, String) {
@@ -199,6 +206,7 @@ impl Server {
         .env_remove("WASMIND_HOME")
         .env("WASMIND_LOG", "info")
         .env_remove("WASMIND_CONFIG")
+        .env("WASMIND_ARTIFACT_CACHE_DIR", shared_artifacts())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
         if options.hash_embedder {
