@@ -29,7 +29,8 @@
 //!   phases (cold needs single's dir; the default is put, single, cold and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
-//!   and HTTP without inference);
+//!   and HTTP without inference); `WASMIND_BENCH_FAIR_EMBEDDER=hash` does the same for the
+//!   fair phases;
 //! - `WASMIND_BENCH_DIR` (/tmp) holds the data dirs; `WASMIND_BENCH_KEEP=1` keeps them and
 //!   `WASMIND_BENCH_REUSE=1` reuses kept ones instead of loading again;
 //! - `WASMIND_BIN` (the `wasmind` binary cargo built for this profile), `WASMIND_MODEL_DIR`.

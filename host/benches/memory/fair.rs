@@ -27,9 +27,19 @@ const A_CLIENTS: usize = 2;
 /// B's idle samples of each kind.
 const IDLE: usize = 200;
 
+/// The embedder of both tenants: the default, or with `WASMIND_BENCH_FAIR_EMBEDDER=hash`
+/// the hash embedder, so the rows show the write path and HTTP without inference (which
+/// of the two B waits for).
+fn fair_embedder() -> EmbedderKind {
+    match std::env::var("WASMIND_BENCH_FAIR_EMBEDDER").as_deref() {
+        Ok("hash") => EmbedderKind::Hash,
+        _ => EmbedderKind::Onnx,
+    }
+}
+
 /// The phase on the embedded backend, or on the PostgreSQL database at `database_url`.
 pub fn run(table: &mut Table, database_url: Option<String>) {
-    let mut config = harness::config(EmbedderKind::Onnx, 0);
+    let mut config = harness::config(fair_embedder(), 0);
     let (section, dir) = match database_url {
         None => (SECTION, "fair"),
         Some(url) => {

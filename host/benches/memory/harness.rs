@@ -72,6 +72,7 @@ impl Opened {
     /// A new lightyear key for `account`.
     pub fn key(&self, account: &str) -> String {
         let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .expect("runtime");
         runtime
