@@ -33,6 +33,7 @@ pub mod memory;
 pub mod metrics;
 pub mod mind;
 mod object;
+mod priority;
 pub mod runtime;
 mod secret;
 pub mod server;

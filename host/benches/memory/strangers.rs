@@ -4,6 +4,11 @@
 //! 10 s by default, is the target), and tenant B's reads meanwhile, on its kept-alive
 //! connection and on a new connection per request (those wait behind the connection cap
 //! while the strangers hold it).
+//!
+//! Strangers come from other machines; here they are this process's own thread, on the
+//! server's two cores. That thread runs at the lowest CPU priority (nice 19), so what B
+//! waits for is the server's work on the strangers (accepting, timing out and closing
+//! them), not the strangers' own connects and reads.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -138,6 +143,8 @@ struct Flood {
 /// Opens `n` connections to `addr` at once, each sending [`HALF_LINE`] and then waiting for
 /// the server to close it (or two minutes).
 fn strangers(addr: SocketAddr, n: usize) -> Flood {
+    let tid = rustix::thread::gettid();
+    rustix::process::setpriority_process(Some(tid), 19).expect("lowering the strangers' priority");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -163,7 +163,12 @@ pub trait MemoryBackend: Send + Sync {
         embeddings: bool,
     ) -> Result<Vec<(Memory, Option<Vec<f32>>)>>;
 
-    /// Writes `items` in order as puts in one transaction, halting at the quota.
+    /// Writes `items` in order as puts, halting at the quota: on postgres in one
+    /// transaction, on the embedded backend in pieces of
+    /// [`BULK_PIECE`](super::writer::BULK_PIECE) items, each its own transaction, so the
+    /// single writer can take other accounts' puts between them. Either way an error may
+    /// leave the items before it written, as a quota halt does; sent again, they are
+    /// counted imported without new versions (a put of the live value changes nothing).
     async fn import(&self, account: &str, items: Vec<Prepared>, limit: u64)
     -> Result<ImportReport>;
 

@@ -16,7 +16,7 @@ use super::{
     search::{self, Candidate},
     store::{self, Reader},
     transfer::{self, Prepared},
-    writer::{Turn, Writer},
+    writer::{BULK_PIECE, Piece, Turn, Writer},
 };
 use crate::clock::now_ms;
 
@@ -233,21 +233,33 @@ impl MemoryBackend for Embedded {
         items: Vec<Prepared>,
         limit: u64,
     ) -> Result<ImportReport> {
-        self.writer
-            .run(Turn::bulk(account, items.len()), move |b| {
-                let mut report = transfer::Importing::default();
-                for (index, key, item) in items {
+        let report = Arc::new(parking_lot::Mutex::new(transfer::Importing::default()));
+        let turn = Turn::bulk(account, items.len());
+        let mut items = items.into_iter().peekable();
+        let mut pieces = Vec::new();
+        while items.peek().is_some() {
+            let piece: Vec<Prepared> = items.by_ref().take(BULK_PIECE).collect();
+            let rows = piece.len();
+            let report = report.clone();
+            let write: Piece<()> = Box::new(move |b| {
+                let mut report = report.lock();
+                for (index, key, item) in piece {
                     let put = item.map(|(input, embedding)| {
                         let put = b.put(&input, &embedding, limit);
                         (input.key, put)
                     });
                     if !report.record(index, key, put)? {
-                        break;
+                        return Ok(((), false));
                     }
                 }
-                Ok(report.done())
-            })
-            .await
+                Ok(((), true))
+            });
+            pieces.push((rows, write));
+        }
+        if let (_, Some(failed)) = self.writer.run_pieces(turn, pieces).await? {
+            return Err(failed);
+        }
+        Ok(std::mem::take(&mut *report.lock()).done())
     }
 
     async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize> {

@@ -1,4 +1,4 @@
-//! Import: a batch of puts applied in order in one transaction, halting at the quota.
+//! Import: a batch of puts applied in order, halting at the quota.
 
 use super::{MemoryError, PutInput, Result};
 

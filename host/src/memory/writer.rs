@@ -5,13 +5,16 @@
 //! share the cost of a commit instead of queueing behind 16 of them.
 //!
 //! The jobs are taken from the accounts' queues in turn, interactive ones (a put, a
-//! delete) before bulk ones (an import, a consolidation: see [`fair`]), and a group holds
-//! at most [`MAX_GROUP`] rows' worth of them, so a put queued behind another account's
-//! import of 500 memories is committed in a group of its own before it. An import stays one
-//! job — one transaction, all or nothing — so a put that arrives while it is being written
-//! waits for that one job, never for the imports queued behind it.
+//! delete) before bulk ones (an import, a consolidation: see [`fair`]). A group holds at
+//! most [`MAX_GROUP`] rows of interactive work and one bulk job of up to [`BULK_PIECE`]
+//! rows, and an import is written in pieces of that size ([`Writer::run_pieces`]), each
+//! its own transaction: a put queued behind another account's import of 500 memories is
+//! committed after one piece of it, never after the whole import.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use tokio::sync::oneshot;
 
@@ -27,6 +30,11 @@ use crate::clock::now_ms;
 /// Most rows (a job's cost: one for a put, the items of an import) one transaction takes,
 /// but for a single job bigger than that, which goes alone.
 const MAX_GROUP: usize = 256;
+
+/// Most rows of bulk work in one group, and the size of an import's pieces: with the
+/// index updates, ~15 ms of the writer's time that another account's put may wait for
+/// (500 rows took ~200 ms in one piece: `fair` phase of the memory bench).
+pub const BULK_PIECE: usize = 32;
 
 /// The queue of the writer's own upkeep (the checkpoint's oplog truncation).
 pub const SYSTEM: &str = "";
@@ -106,42 +114,101 @@ impl Writer {
             .unwrap_or_else(|_| Err(aborted()))
     }
 
+    /// Runs `pieces` of `turn`'s work (bulk, `turn.rows` in all) in order, each in its own
+    /// group when its turn comes, queued (or refused) together. A piece returns its result
+    /// and whether to go on; the pieces after one that stops or fails are not run. Returns
+    /// the results of the pieces that ran, in order, and the error of the one that failed.
+    pub async fn run_pieces<T: Send + 'static>(
+        &self,
+        turn: Turn<'_>,
+        pieces: Vec<(usize, Piece<T>)>,
+    ) -> Result<(Vec<T>, Option<MemoryError>)> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (jobs, pending): (Vec<_>, Vec<_>) = pieces
+            .into_iter()
+            .map(|(rows, piece)| {
+                let (tx, rx) = oneshot::channel();
+                let stopped = stop.clone();
+                let f = move |batch: &mut Batch<'_>| match stopped.load(Ordering::Acquire) {
+                    true => Ok(None),
+                    false => piece(batch).map(|(value, go_on)| {
+                        stopped.fetch_or(!go_on, Ordering::AcqRel);
+                        Some(value)
+                    }),
+                };
+                ((rows, job(f, tx, Some(stop.clone()))), rx)
+            })
+            .unzip();
+        self.queue(turn, jobs)?;
+        let mut done = Vec::with_capacity(pending.len());
+        for rx in pending {
+            match rx.await.unwrap_or_else(|_| Err(aborted())) {
+                Ok(Some(value)) => done.push(value),
+                Ok(None) => {}
+                Err(e) => return Ok((done, Some(e))),
+            }
+        }
+        Ok((done, None))
+    }
+
     fn submit<T: Send + 'static>(
         &self,
         turn: Turn<'_>,
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<T>>> {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |batch| {
-            let result = f(batch);
-            let fatal = matches!(
-                result,
-                Err(MemoryError::Storage(_) | MemoryError::Corrupt(_))
-            );
-            let complete: Completion = Box::new(move |failure| {
-                let outcome = match failure {
-                    None => result,
-                    Some(why) => Err(MemoryError::WriteFailed(why.to_string())),
-                };
-                let _ = tx.send(outcome);
-            });
-            (complete, fatal)
-        });
-        let Turn {
-            account,
-            class,
-            rows,
-        } = turn;
-        let queued = match class {
-            Class::Interactive => self.jobs.push(account, class, rows, job),
-            Class::Bulk => self.jobs.admit(account, class, vec![(rows, job)]),
+        self.queue(turn, vec![(turn.rows, job(f, tx, None))])?;
+        Ok(rx)
+    }
+
+    /// Queues one request's jobs: interactive work unbounded, bulk work all or none.
+    fn queue(&self, turn: Turn<'_>, jobs: Vec<(usize, Job)>) -> Result<()> {
+        let queued = match turn.class {
+            Class::Interactive => jobs
+                .into_iter()
+                .try_for_each(|(rows, job)| self.jobs.push(turn.account, turn.class, rows, job)),
+            Class::Bulk => self.jobs.admit(turn.account, turn.class, jobs),
         };
         queued.map_err(|refused| match refused {
             fair::Refused::Full => MemoryError::Busy,
             fair::Refused::Gone => MemoryError::Stopped,
-        })?;
-        Ok(rx)
+        })
     }
+}
+
+/// A piece of [`Writer::run_pieces`]' work: its result, and whether to go on.
+pub type Piece<T> = Box<dyn FnOnce(&mut Batch<'_>) -> Result<(T, bool)> + Send>;
+
+/// The writer's job for `f`: runs it in the group's transaction and, once the group is
+/// committed (or not), sends its outcome to `tx`. A failed outcome sets `stop` at once, or,
+/// when the group fails to commit, before the writer takes its next group: the pieces
+/// queued after it are not run.
+fn job<T: Send + 'static>(
+    f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
+    tx: oneshot::Sender<Result<T>>,
+    stop: Option<Arc<AtomicBool>>,
+) -> Job {
+    Box::new(move |batch| {
+        let result = f(batch);
+        if let (Err(_), Some(stop)) = (&result, &stop) {
+            stop.store(true, Ordering::Release);
+        }
+        let fatal = matches!(
+            result,
+            Err(MemoryError::Storage(_) | MemoryError::Corrupt(_))
+        );
+        let complete: Completion = Box::new(move |failure| {
+            let outcome = match failure {
+                None => result,
+                Some(why) => Err(MemoryError::WriteFailed(why.to_string())),
+            };
+            if let (Err(_), Some(stop)) = (&outcome, stop) {
+                stop.store(true, Ordering::Release);
+            }
+            let _ = tx.send(outcome);
+        });
+        (complete, fatal)
+    })
 }
 
 fn aborted() -> MemoryError {
@@ -149,7 +216,7 @@ fn aborted() -> MemoryError {
 }
 
 fn run(db: &redb::Database, indexes: &Indexes, rx: &fair::Receiver<Job>) {
-    while let Some(group) = rx.group([MAX_GROUP; 2]) {
+    while let Some(group) = rx.group([MAX_GROUP, BULK_PIECE]) {
         let jobs = group.into_iter().map(|(_, job)| job).collect();
         match commit_group(db, jobs) {
             Ok((completions, ops, seq)) => {
@@ -267,5 +334,81 @@ mod tests {
             done.await.unwrap().unwrap();
         }
         assert_eq!(*log.lock(), ["b put", "a import 1", "a import 2"]);
+    }
+
+    /// An import's pieces are written one group each, so a put queued while the first is
+    /// written goes before the second; a piece that says stop leaves the rest unrun.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_goes_between_the_pieces_of_bulk_work_and_a_stop_ends_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer(&dir);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let (started, holding) = oneshot::channel();
+        let piece = |n: usize, go_on: bool| -> (usize, Piece<usize>) {
+            let log = log.clone();
+            (
+                2,
+                Box::new(move |_| {
+                    log.lock().push(format!("a piece {n}"));
+                    Ok((n, go_on))
+                }),
+            )
+        };
+        let mut pieces = vec![piece(2, false), piece(3, true)];
+        let first_log = log.clone();
+        let first: Piece<usize> = Box::new(move |_| {
+            let _ = started.send(());
+            hold.recv().ok();
+            first_log.lock().push("a piece 1".to_string());
+            Ok((1, true))
+        });
+        pieces.insert(0, (BULK_PIECE, first));
+        let import = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                writer
+                    .run_pieces(Turn::bulk("a", 3 * BULK_PIECE), pieces)
+                    .await
+            })
+        };
+        holding.await.unwrap();
+        let put_log = log.clone();
+        let put = writer
+            .submit(Turn::interactive("b"), move |_| {
+                put_log.lock().push("b put".to_string());
+                Ok(())
+            })
+            .unwrap();
+        release.send(()).unwrap();
+        put.await.unwrap().unwrap();
+        let (done, failed) = import.await.unwrap().unwrap();
+        assert_eq!((done, failed.is_none()), (vec![1, 2], true));
+        assert_eq!(*log.lock(), ["a piece 1", "b put", "a piece 2"]);
+    }
+
+    /// A piece that fails ends the work: the error is returned with what ran before it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_piece_leaves_the_rest_unrun() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer(&dir);
+        let ran = Arc::new(Mutex::new(0));
+        let pieces: Vec<(usize, Piece<u32>)> = (1..=3)
+            .map(|n| {
+                let ran = ran.clone();
+                let piece: Piece<u32> = Box::new(move |_| {
+                    *ran.lock() += 1;
+                    match n {
+                        2 => Err(MemoryError::Busy),
+                        _ => Ok((n, true)),
+                    }
+                });
+                (1, piece)
+            })
+            .collect();
+        let (done, failed) = writer.run_pieces(Turn::bulk("a", 3), pieces).await.unwrap();
+        assert_eq!(done, [1]);
+        assert!(matches!(failed, Some(MemoryError::Busy)), "{failed:?}");
+        assert_eq!(*ran.lock(), 2);
     }
 }

@@ -1,14 +1,14 @@
 //! The guests' own threads: a tokio runtime apart from the API's, so a request never waits
 //! in a worker queue behind a guest's slice. Its threads (and the blocking threads it
-//! starts) run at a lower scheduling priority (nice 10), so when guests keep every core
-//! busy the kernel still runs the API's threads first the moment they have work.
+//! starts) run at a lower scheduling priority (nice 10, see [`priority`]), so when guests
+//! keep every core busy the kernel still runs the API's threads first the moment they have
+//! work.
 
 use std::io;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-/// How much lower than the API's the guests' scheduling priority is.
-const GUEST_NICENESS: i32 = 10;
+use crate::priority;
 
 /// The guests' runtime; shut down (its tasks dropped) when this is dropped.
 pub(super) struct GuestThreads {
@@ -21,16 +21,14 @@ impl GuestThreads {
     /// agent back from I/O — which then takes its turn at the gate (and may preempt),
     /// instead of waiting out a slice before it is even seen.
     pub(super) fn start(slots: usize) -> io::Result<Self> {
-        let niceness = (rustix::process::getpriority_process(Some(rustix::thread::gettid()))?
-            + GUEST_NICENESS)
-            .min(19);
+        let niceness = priority::background()?;
         let runtime = Builder::new_multi_thread()
             .worker_threads(slots.max(1) + 1)
             .thread_name("guest")
             // Every guest's poll is a slice of up to 10 ms: look at timers and I/O (the
             // Mind's answers) between any two, not every 61 as by default.
             .event_interval(1)
-            .on_thread_start(move || lower_priority(niceness))
+            .on_thread_start(move || priority::set_own(niceness, "guest"))
             .enable_all()
             .build()?;
         Ok(Self {
@@ -57,15 +55,6 @@ impl Drop for GuestThreads {
     }
 }
 
-/// Sets the calling thread's niceness (on Linux it is per thread; set, not added to, as a
-/// blocking thread inherits the niceness of the guest thread that started it).
-fn lower_priority(niceness: i32) {
-    let tid = rustix::thread::gettid();
-    if let Err(e) = rustix::process::setpriority_process(Some(tid), niceness) {
-        tracing::warn!(error = %e, "could not lower a guest thread's priority");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,13 +66,12 @@ mod tests {
             .handle()
             .block_on(guests.handle().spawn(async {
                 (
-                    rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap(),
+                    priority::own(),
                     std::thread::current().name().map(str::to_owned),
                 )
             }))
             .unwrap();
-        let own = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
-        assert_eq!(niceness, (own + GUEST_NICENESS).min(19));
+        assert_eq!(niceness, priority::background().unwrap());
         assert_eq!(name.as_deref(), Some("guest"));
     }
 }

@@ -220,7 +220,8 @@ fn metrics_count_real_traffic_without_a_key() {
     assert!(m.value("wasmind_mind_tokens_total", &[("type", "input")]) > 0.0);
     assert!(m.value("wasmind_mind_tokens_total", &[("type", "output")]) > 0.0);
 
-    for lane in ["bulk", "query"] {
+    // The put's text went to the interactive lane, the searches' to the query lane.
+    for lane in ["interactive", "query"] {
         let lane = &[("lane", lane)];
         assert_eq!(m.value("wasmind_embed_queue_texts", lane), 0.0);
         let batches = m.observations("wasmind_embed_batch_duration_seconds", lane);

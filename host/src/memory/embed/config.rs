@@ -24,13 +24,15 @@ pub struct EmbedderConfig {
     /// The ONNX Runtime shared library (`libonnxruntime.so`) the `onnx` kind loads at start.
     /// `None` means `models/onnxruntime/libonnxruntime.so` of the wasmind home.
     pub onnxruntime: Option<PathBuf>,
-    /// Worker threads of the bulk lane, each running its own batch; values below 1 mean 1.
+    /// Worker threads of the bulk lane (imports' texts, at background priority), each
+    /// running its own batch; values below 1 mean 1. With the `onnx` kind, also each
+    /// session's intra-op threads.
     pub threads: usize,
     /// Most texts one inference takes; values below 1 mean 1.
     pub batch_size: usize,
     /// Most texts of bulk work (imports, consolidations) one inference takes, at most
-    /// `batch_size`: a put's text waits behind at most one such batch per worker, however
-    /// large the imports of other accounts are. Values below 1 mean 1.
+    /// `batch_size`: accounts' imports take turns in batches this short. Values below 1
+    /// mean 1.
     pub bulk_batch_size: usize,
     /// Query embeddings kept in the LRU cache; 0 turns the cache off.
     pub query_cache: usize,

@@ -1,5 +1,5 @@
 //! A lane: dedicated threads that coalesce queued embedding jobs into batches and run them,
-//! taking the accounts' jobs in turn.
+//! taking the accounts' jobs in turn, at the priority of the work they do.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, mpsc};
@@ -11,7 +11,18 @@ use super::{EmbedError, Embedder};
 use crate::{
     memory::fair::{self, Class},
     metrics::names,
+    priority,
 };
+
+/// Whose work a lane does: it sets the threads' priority and the embedder's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Work {
+    /// Requests' texts (puts, queries): the API's priority, [`Embedder::embed`].
+    Requests,
+    /// Bulk work (imports, consolidations): background priority (see [`priority`]),
+    /// [`Embedder::embed_background`].
+    Background,
+}
 
 /// What a job gets back: one vector per text, in order.
 pub(super) type Vectors = Result<Vec<Vec<f32>>, EmbedError>;
@@ -69,24 +80,36 @@ impl Meters {
 }
 
 impl Lane {
-    /// Starts `workers` threads named `embed-{lane}-N`, each batching texts taken from the
-    /// accounts' queues in turn (see [`fair`]) up to `batch_size[class]` — fewer of bulk
-    /// work, so an interactive text waits behind a short batch — with at most `bounds` of
-    /// them waiting; `lane` labels the lane's metrics.
+    /// Starts `workers` threads named `embed-{lane}-N` doing `work`, each batching texts
+    /// taken from the accounts' queues in turn (see [`fair`]) up to `batch_size[class]`,
+    /// with at most `bounds` of them waiting; `lane` labels the lane's metrics.
     pub(super) fn spawn(
         lane: &'static str,
         embedder: &Arc<dyn Embedder>,
         workers: usize,
+        work: Work,
         batch_size: [usize; 2],
         bounds: fair::Bounds,
     ) -> Self {
         let (tx, rx) = fair::channel(bounds);
         let meters = Meters::new(lane);
+        let niceness = match work {
+            Work::Requests => None,
+            Work::Background => priority::background()
+                .inspect_err(|e| tracing::warn!(error = %e, "reading this thread's priority"))
+                .ok(),
+        };
         for n in 0..workers {
             let (embedder, rx, meters) = (Arc::clone(embedder), rx.clone(), meters.clone());
+            let name = format!("embed-{lane}-{n}");
             std::thread::Builder::new()
-                .name(format!("embed-{lane}-{n}"))
-                .spawn(move || run(&*embedder, &rx, batch_size, &meters))
+                .name(name.clone())
+                .spawn(move || {
+                    if let Some(niceness) = niceness {
+                        priority::set_own(niceness, &name);
+                    }
+                    run(&*embedder, work, &rx, batch_size, &meters);
+                })
                 .expect("the OS refused to start an embedding thread");
         }
         Self { tx, meters }
@@ -117,27 +140,34 @@ impl Lane {
 
 /// A worker: waits for a job, adds the jobs queued behind it in turn while they fit,
 /// runs the batch.
-fn run(embedder: &dyn Embedder, rx: &fair::Receiver<Job>, batch_size: [usize; 2], meters: &Meters) {
+fn run(
+    embedder: &dyn Embedder,
+    work: Work,
+    rx: &fair::Receiver<Job>,
+    batch_size: [usize; 2],
+    meters: &Meters,
+) {
     while let Some(group) = rx.group(batch_size) {
         let count: usize = group.iter().map(|(n, _)| n).sum();
         meters.queued.decrement(count as f64);
-        run_batch(
-            embedder,
-            group.into_iter().map(|(_, job)| job).collect(),
-            &meters.batch,
-        );
+        let batch = group.into_iter().map(|(_, job)| job).collect();
+        run_batch(embedder, work, batch, &meters.batch);
     }
 }
 
 /// Embeds all jobs' texts in one call, times it, and hands each job its share.
-fn run_batch(embedder: &dyn Embedder, batch: Vec<Job>, timer: &metrics::Histogram) {
+fn run_batch(embedder: &dyn Embedder, work: Work, batch: Vec<Job>, timer: &metrics::Histogram) {
     let started = Instant::now();
     let texts: Vec<&str> = batch
         .iter()
         .flat_map(|j| &j.texts)
         .map(String::as_str)
         .collect();
-    let result = catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts)))
+    let embed = || match work {
+        Work::Requests => embedder.embed(&texts),
+        Work::Background => embedder.embed_background(&texts),
+    };
+    let result = catch_unwind(AssertUnwindSafe(embed))
         .unwrap_or_else(|_| Err(EmbedError::Inference("the embedder panicked".to_owned())))
         .and_then(|vecs| {
             if vecs.len() == texts.len() {

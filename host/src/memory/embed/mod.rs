@@ -26,7 +26,7 @@ pub use hash::HashEmbedder;
 pub use identity::{check_identity, identity};
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
-pub use onnx::OnnxEmbedder;
+pub use onnx::{OnnxEmbedder, Sessions};
 pub use openai::OpenAiEmbedder;
 pub use service::EmbedService;
 
@@ -43,6 +43,13 @@ pub trait Embedder: Send + Sync + 'static {
     ///
     /// Returns exactly one vector of [`dims`](Embedder::dims) floats per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// [`embed`](Embedder::embed) for background work (imports), called from a thread of
+    /// background priority (see [`priority`](crate::priority)): an embedder that runs
+    /// threads of its own runs this batch on threads of that priority too.
+    fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(texts)
+    }
 }
 
 /// Dimensions of the hash embedder built by [`from_config`]: MiniLM's, so index layouts match.
@@ -58,9 +65,15 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
         EmbedderKind::Onnx => {
             let library = locate::library(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
             let dir = locate::model_dir(cfg, onnx::DEFAULT_DIR)?;
-            // One session per bulk worker plus the query lane's, so no lane waits for another.
+            // A session per worker (the bulk lane's, the interactive and the query lane's),
+            // so no lane waits for another; the bulk workers' at background priority.
             let threads = cfg.threads.max(1);
-            Arc::new(OnnxEmbedder::load(&library, &dir, threads, threads + 1)?)
+            let sessions = Sessions {
+                threads,
+                interactive: 2,
+                background: threads,
+            };
+            Arc::new(OnnxEmbedder::load(&library, &dir, sessions)?)
         }
         #[cfg(feature = "minilm")]
         EmbedderKind::Minilm => {

@@ -13,6 +13,7 @@ use tokenizers::Tokenizer;
 
 use super::tokens::{embed_in_passes, load_tokenizer, require_files};
 use super::{EmbedError, Embedder, l2_normalize};
+use crate::priority;
 
 /// Files the model directory must hold: the network, and the fp32 model's tokenizer.
 const FILES: &[&str] = &["model.onnx", "tokenizer.json"];
@@ -50,60 +51,103 @@ fn runtime(library: &Path) -> Result<&'static Environment, EmbedError> {
 /// sentence on two threads, within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm).
 ///
 /// Holds several sessions because a run needs one exclusively: a query then never waits
-/// for a bulk batch to finish with the only session. Blocks the calling thread; use it
-/// through [`EmbedService`](super::EmbedService) in async code.
+/// for a bulk batch to finish with the only session. The background sessions' intra-op
+/// threads were started at background priority, so an import's inference yields the CPU
+/// to a put's or a query's. Blocks the calling thread; use it through
+/// [`EmbedService`](super::EmbedService) in async code.
 pub struct OnnxEmbedder {
-    sessions: Vec<Mutex<Session>>,
+    /// For requests' texts ([`Embedder::embed`]).
+    interactive: Vec<Mutex<Session>>,
+    /// For background work ([`Embedder::embed_background`]).
+    background: Vec<Mutex<Session>>,
     tokenizer: Tokenizer,
     /// Whether the network takes a `token_type_ids` input (BERT exports differ).
     type_ids: bool,
     dims: usize,
 }
 
+/// How many sessions of each kind to hold, each with `threads` intra-op threads (values
+/// below 1 mean 1).
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions {
+    pub threads: usize,
+    pub interactive: usize,
+    pub background: usize,
+}
+
 impl OnnxEmbedder {
     /// Loads `dir`'s `model.onnx` and `tokenizer.json` on the runtime at `library`, with
-    /// `sessions` sessions of `threads` intra-op threads each.
-    pub fn load(
-        library: &Path,
-        dir: &Path,
-        threads: usize,
-        sessions: usize,
-    ) -> Result<Self, EmbedError> {
+    /// the `sessions` asked for.
+    pub fn load(library: &Path, dir: &Path, sessions: Sessions) -> Result<Self, EmbedError> {
         let started = Instant::now();
         require_files(dir, FILES, PACKAGE)?;
         let env = runtime(library)?;
         let tokenizer = load_tokenizer(dir)?;
         let model = dir.join("model.onnx");
-        let sessions = (0..sessions.max(1))
-            .map(|_| session(env, &model, threads.max(1)).map(Mutex::new))
-            .collect::<Result<Vec<_>, _>>()?;
-        let type_ids = sessions[0]
+        let threads = sessions.threads.max(1);
+        let open = |n: usize| {
+            (0..n.max(1))
+                .map(|_| session(env, &model, threads).map(Mutex::new))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let interactive = open(sessions.interactive)?;
+        // Made on a thread of background priority: the intra-op threads a session starts
+        // inherit it.
+        let niceness = priority::background().map_err(|e| EmbedError::Load(e.to_string()))?;
+        let background = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    priority::set_own(niceness, "onnx-background");
+                    open(sessions.background)
+                })
+                .join()
+                .unwrap_or_else(|_| Err(EmbedError::Load("a session panicked".into())))
+        })?;
+        let type_ids = interactive[0]
             .lock()
             .inputs()
             .iter()
             .any(|i| i.name() == "token_type_ids");
         let mut embedder = Self {
-            sessions,
+            interactive,
+            background,
             tokenizer,
             type_ids,
             dims: 0,
         };
         // One run tells the width and warms the sessions' first-run allocations.
         embedder.dims = embedder.embed(&["warm up"])?[0].len();
+        embedder.embed_background(&["warm up"])?;
         tracing::info!(dir = %dir.display(), ms = started.elapsed().as_millis(), "loaded all-MiniLM-L6-v2 int8 (ONNX Runtime)");
         Ok(embedder)
     }
 
-    /// A free session, else the first one (waiting for it).
-    fn session(&self) -> parking_lot::MutexGuard<'_, Session> {
-        self.sessions
+    /// A free session of `sessions`, else the first one (waiting for it).
+    fn session(sessions: &[Mutex<Session>]) -> parking_lot::MutexGuard<'_, Session> {
+        sessions
             .iter()
             .find_map(Mutex::try_lock)
-            .unwrap_or_else(|| self.sessions[0].lock())
+            .unwrap_or_else(|| sessions[0].lock())
+    }
+
+    /// Embeds `texts` on one of `sessions`.
+    fn embed_on(
+        &self,
+        sessions: &[Mutex<Session>],
+        texts: &[&str],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        embed_in_passes(&self.tokenizer, texts, |rows| {
+            self.forward(sessions, rows)
+                .map_err(|e| EmbedError::Inference(e.to_string()))
+        })
     }
 
     /// Runs one padded pass over `rows` (token ids) and mean-pools each row over its real tokens.
-    fn forward(&self, rows: &[&[u32]]) -> Result<Vec<Vec<f32>>, ort::Error> {
+    fn forward(
+        &self,
+        sessions: &[Mutex<Session>],
+        rows: &[&[u32]],
+    ) -> Result<Vec<Vec<f32>>, ort::Error> {
         let n = rows.len();
         let len = rows.iter().map(|r| r.len()).max().unwrap_or(0);
         let mut ids = vec![0i64; n * len];
@@ -131,7 +175,7 @@ impl OnnxEmbedder {
                 Tensor::from_array((shape, zeros))?.into_dyn(),
             ));
         }
-        let mut session = self.session();
+        let mut session = Self::session(sessions);
         let outputs = session.run(inputs)?;
         let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>()?;
         let dims = usize::try_from(out_shape[2]).unwrap_or_default();
@@ -169,10 +213,11 @@ impl Embedder for OnnxEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        embed_in_passes(&self.tokenizer, texts, |rows| {
-            self.forward(rows)
-                .map_err(|e| EmbedError::Inference(e.to_string()))
-        })
+        self.embed_on(&self.interactive, texts)
+    }
+
+    fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_on(&self.background, texts)
     }
 }
 
@@ -203,6 +248,12 @@ mod tests {
 
     const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
 
+    const ONE: Sessions = Sessions {
+        threads: 1,
+        interactive: 1,
+        background: 1,
+    };
+
     /// The int8 model, loaded once; a missing file fails the test, saying to run scripts/setup.
     fn model() -> &'static OnnxEmbedder {
         static MODEL: OnceLock<OnnxEmbedder> = OnceLock::new();
@@ -211,8 +262,11 @@ mod tests {
             OnnxEmbedder::load(
                 &models.join(crate::memory::embed::locate::ONNXRUNTIME),
                 &models.join(DEFAULT_DIR),
-                2,
-                2,
+                Sessions {
+                    threads: 2,
+                    interactive: 1,
+                    background: 1,
+                },
             )
             .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"))
         })
@@ -300,13 +354,20 @@ mod tests {
             let single = model().embed(&[text]).unwrap().remove(0);
             assert!(dot(&single, b) > 0.9999, "{text:?}: {}", dot(&single, b));
         }
+        let background = model().embed_background(&texts).unwrap();
+        for ((text, b), g) in texts.iter().zip(&batch).zip(&background) {
+            assert!(
+                dot(g, b) > 0.9999,
+                "{text:?}: the background sessions differ"
+            );
+        }
     }
 
     #[test]
     fn missing_runtime_library_says_how_to_fetch_it() {
         let models = Path::new(MODELS);
         let nowhere = Path::new("/nonexistent/libonnxruntime.so");
-        let err = OnnxEmbedder::load(nowhere, &models.join(DEFAULT_DIR), 1, 1)
+        let err = OnnxEmbedder::load(nowhere, &models.join(DEFAULT_DIR), ONE)
             .err()
             .expect("no runtime library")
             .to_string();
@@ -314,7 +375,7 @@ mod tests {
             err.contains("scripts/setup") && err.contains("package onnxruntime"),
             "{err}"
         );
-        let err = OnnxEmbedder::load(nowhere, Path::new("/nonexistent/int8"), 1, 1)
+        let err = OnnxEmbedder::load(nowhere, Path::new("/nonexistent/int8"), ONE)
             .err()
             .expect("no model")
             .to_string();

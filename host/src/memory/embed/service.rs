@@ -8,19 +8,22 @@ use lru::LruCache;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::lane::{Job, Lane, Reply, Vectors};
+use super::lane::{Job, Lane, Reply, Vectors, Work};
 use super::{EmbedError, Embedder, EmbedderConfig};
 use crate::memory::fair::{Bounds, Class};
 
 /// Runs an Embedder on dedicated threads, off the async runtime. Clone-able handle (Arc inside).
 ///
-/// The bulk lane (`threads` workers) coalesces concurrent callers' texts into batches of up
-/// to `batch_size` (`bulk_batch_size` of bulk work); the query lane has its own thread so
-/// searches never queue behind indexing, and an LRU cache of `query_cache` entries. In each
-/// lane the accounts' jobs
-/// are taken in turn, interactive ones (a put) before bulk ones (an import), and at most
+/// Three lanes, each with its own threads, so no kind of work waits behind another's batch:
+/// the bulk lane (`threads` workers, at background priority: see [`priority`]) embeds
+/// imports' and consolidations' texts in batches of `bulk_batch_size`; the interactive
+/// lane (one worker) coalesces concurrent puts' texts into batches of up to `batch_size`;
+/// the query lane (one worker) embeds searches' queries, with an LRU cache of
+/// `query_cache` entries. In each lane the accounts' jobs are taken in turn, and at most
 /// `queue_per_account` texts of an account wait (see [`fair`](crate::memory::fair)).
 /// The threads exit when the last handle is dropped.
+///
+/// [`priority`]: crate::priority
 #[derive(Clone)]
 pub struct EmbedService {
     inner: Arc<Inner>,
@@ -31,6 +34,7 @@ struct Inner {
     /// Most texts in one batch, by class (interactive, bulk).
     batch_size: [usize; 2],
     bulk: Lane,
+    interactive: Lane,
     query: Lane,
     cache: Option<Mutex<LruCache<String, Arc<Vec<f32>>>>>,
 }
@@ -46,9 +50,12 @@ impl EmbedService {
             per_account: cfg.queue_per_account.max(1),
             total: cfg.queue_total.max(1),
         };
+        let lane =
+            |name, workers, work| Lane::spawn(name, &embedder, workers, work, batch_size, bounds);
         let inner = Inner {
-            bulk: Lane::spawn("bulk", &embedder, cfg.threads.max(1), batch_size, bounds),
-            query: Lane::spawn("query", &embedder, 1, batch_size, bounds),
+            bulk: lane("bulk", cfg.threads.max(1), Work::Background),
+            interactive: lane("interactive", 1, Work::Requests),
+            query: lane("query", 1, Work::Requests),
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
             batch_size,
@@ -68,14 +75,14 @@ impl EmbedService {
         self.inner.embedder.name()
     }
 
-    /// Bulk lane: texts for storage, of `account`'s work of `class`. Concurrent callers'
-    /// texts are coalesced into one batch (up to batch_size) — whatever has queued while
-    /// the previous batch ran, the accounts' jobs in turn — so 16 concurrent writers cost
-    /// ~one batched inference, not 16 sequential ones. Bulk work is queued as jobs of
-    /// `bulk_batch_size` texts, batched no larger, so it never holds a worker for long.
+    /// Texts for storage, of `account`'s work of `class`: a put's on the interactive lane,
+    /// an import's on the bulk lane. Concurrent callers' texts are coalesced into one batch
+    /// (up to the class's batch size) — whatever has queued while the previous batch ran,
+    /// the accounts' jobs in turn — so 16 concurrent writers cost ~one batched inference,
+    /// not 16 sequential ones.
     ///
     /// Returns one unit vector per text, in order; [`EmbedError::Busy`] (nothing queued)
-    /// when the account's queue has no room for them.
+    /// when the account's queue in the lane has no room for them.
     pub async fn embed_documents(
         &self,
         account: &str,
@@ -91,7 +98,11 @@ impl EmbedService {
                 (Job { texts, reply }, rx)
             })
             .unzip();
-        self.inner.bulk.submit(account, class, jobs)?;
+        let lane = match class {
+            Class::Interactive => &self.inner.interactive,
+            Class::Bulk => &self.inner.bulk,
+        };
+        lane.submit(account, class, jobs)?;
         let mut out = Vec::with_capacity(order.len());
         for rx in pending {
             out.extend(rx.await.map_err(|_| EmbedError::ShutDown)??);
@@ -100,7 +111,7 @@ impl EmbedService {
     }
 
     /// Query lane: one text of `account`'s, its own thread (so a search never waits behind
-    /// bulk indexing), LRU-cached by exact text.
+    /// storage texts), LRU-cached by exact text.
     pub async fn embed_query(
         &self,
         account: &str,
@@ -274,9 +285,8 @@ mod tests {
         let held = tokio::spawn({
             let service = service.clone();
             async move {
-                service
-                    .embed_documents("a", Class::Bulk, vec!["hold".to_owned()])
-                    .await
+                let hold = vec!["hold".to_owned()];
+                service.embed_documents("a", Class::Interactive, hold).await
             }
         });
         probe.held.notified().await;
@@ -303,10 +313,10 @@ mod tests {
         assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
     }
 
-    /// A put queued behind another account's import is embedded before the import's
-    /// chunks; an account with its bound of texts waiting is refused.
+    /// A put is embedded while another account's import waits for the bulk lane; an
+    /// account with its bound of texts waiting in a lane is refused there.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_put_goes_before_another_accounts_import_and_a_full_queue_refuses() {
+    async fn a_put_never_waits_behind_another_accounts_import_and_a_full_queue_refuses() {
         let (probe, release) = Probe::new();
         let cfg = EmbedderConfig {
             queue_per_account: 6,
@@ -317,28 +327,82 @@ mod tests {
             let service = service.clone();
             async move {
                 let hold = vec!["hold".to_owned()];
-                service.embed_documents("z", Class::Interactive, hold).await
+                service.embed_documents("z", Class::Bulk, hold).await
             }
         });
         probe.held.notified().await;
         let texts: Vec<String> = (0..6).map(|i| format!("import {i}")).collect();
         let mut import = Box::pin(service.embed_documents("a", Class::Bulk, texts));
-        let put = vec!["b put".to_owned()];
-        let mut put = Box::pin(service.embed_documents("b", Class::Interactive, put));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(import.as_mut().poll(&mut cx).is_pending());
-        assert!(put.as_mut().poll(&mut cx).is_pending());
+        let put = vec!["b put".to_owned()];
+        let put = service.embed_documents("b", Class::Interactive, put);
+        let put = tokio::time::timeout(Duration::from_secs(10), put).await;
+        assert_eq!(
+            put.expect("the put waited for the bulk lane")
+                .unwrap()
+                .len(),
+            1
+        );
         let more = vec!["one more".to_owned()];
-        let refused = service.embed_documents("a", Class::Interactive, more).await;
+        let refused = service.embed_documents("a", Class::Bulk, more).await;
         assert!(matches!(refused, Err(EmbedError::Busy)), "{refused:?}");
         release.send(()).unwrap();
         held.await.unwrap().unwrap();
-        assert_eq!(put.await.unwrap().len(), 1);
         assert_eq!(import.await.unwrap().len(), 6);
         let batches = probe.batches.lock().clone();
         let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
         assert_eq!(batches[1], ["b put"], "{batches:?}");
         assert_eq!(sizes, [1, 1, 2, 2, 2], "the import in chunks of a batch");
+    }
+
+    /// Records the niceness of the thread each call runs on, and by which entry.
+    #[derive(Default)]
+    struct Niceness(Mutex<Vec<(&'static str, i32)>>);
+
+    impl Embedder for Niceness {
+        fn name(&self) -> &str {
+            "niceness"
+        }
+        fn dims(&self) -> usize {
+            1
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0.lock().push(("embed", crate::priority::own()));
+            Ok(vec![vec![1.0]; texts.len()])
+        }
+        fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0.lock().push(("background", crate::priority::own()));
+            Ok(vec![vec![1.0]; texts.len()])
+        }
+    }
+
+    /// Bulk texts are embedded on threads of background priority through the embedder's
+    /// background entry; puts' and queries' texts at the caller's priority.
+    #[tokio::test]
+    async fn bulk_work_runs_at_background_priority_and_requests_do_not() {
+        let calls = Arc::new(Niceness::default());
+        let service = EmbedService::new(calls.clone(), &cfg(2, 8));
+        let text = || vec!["text".to_owned()];
+        service
+            .embed_documents("a", Class::Bulk, text())
+            .await
+            .unwrap();
+        service
+            .embed_documents("a", Class::Interactive, text())
+            .await
+            .unwrap();
+        service.embed_query("a", "query").await.unwrap();
+        let (own, background) = (
+            crate::priority::own(),
+            crate::priority::background().unwrap(),
+        );
+        assert_ne!(
+            own, background,
+            "the test runs at the lowest priority already"
+        );
+        let expected = [("background", background), ("embed", own), ("embed", own)];
+        assert_eq!(*calls.0.lock(), expected);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1100,3 +1100,41 @@ async fn an_agents_write_made_again_at_its_step_is_applied_once_on_both_backends
     assert_eq!(embedded, expected);
     assert_eq!(postgres, expected);
 }
+
+/// An import of several writer pieces (the embedded backend writes 32 items a
+/// transaction): an invalid item in one piece, the quota reached in a later one.
+async fn large_import(s: &MemoryService) -> Vec<String> {
+    let items = (0..100)
+        .map(|index| {
+            let key = match index {
+                40 => "bad key!".to_string(),
+                _ => format!("item_{index}"),
+            };
+            ImportItem {
+                index,
+                key: Some(key.clone()),
+                input: Ok(input("acme", "bulk", &key, &format!("value {index}"))),
+            }
+        })
+        .collect();
+    let report = s.import("acme", items, Quota::memories(70)).await.unwrap();
+    let errors: Vec<_> = report.errors.iter().map(|e| e.index).collect();
+    let live = s.namespaces("acme").await.unwrap();
+    vec![
+        format!("imported={} failed={}", report.imported, report.failed),
+        format!("halted={:?} errors={errors:?}", report.halted),
+        format!("live={live:?}"),
+    ]
+}
+
+#[tokio::test]
+async fn an_import_of_many_pieces_halts_alike_on_both_backends() {
+    let (embedded, postgres) = on_both("large_import", large_import).await;
+    let expected = [
+        "imported=70 failed=1",
+        "halted=Some((70, 70)) errors=[40]",
+        r#"live=[("bulk", 70)]"#,
+    ];
+    assert_eq!(embedded, expected);
+    assert_eq!(postgres, expected);
+}
