@@ -24,9 +24,9 @@ pub struct EmbedderConfig {
     /// The ONNX Runtime shared library (`libonnxruntime.so`) the `onnx` kind loads at start.
     /// `None` means `models/onnxruntime/libonnxruntime.so` of the wasmind home.
     pub onnxruntime: Option<PathBuf>,
-    /// Worker threads of the bulk lane (imports' texts, at background priority), each
-    /// running its own batch; values below 1 mean 1. With the `onnx` kind, also each
-    /// session's intra-op threads.
+    /// Worker threads of the bulk lane (imports' texts, at background priority) and of the
+    /// interactive lane (puts' texts), each running its own batch; values below 1 mean 1.
+    /// With the `onnx` kind, also each session's intra-op threads.
     pub threads: usize,
     /// Most texts one inference takes; values below 1 mean 1.
     pub batch_size: usize,

@@ -65,12 +65,13 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
         EmbedderKind::Onnx => {
             let library = locate::library(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
             let dir = locate::model_dir(cfg, onnx::DEFAULT_DIR)?;
-            // A session per worker (the bulk lane's, the interactive and the query lane's),
-            // so no lane waits for another; the bulk workers' at background priority.
+            // A session per worker (the bulk and interactive lanes' `threads` each, the query
+            // lane's one), so no lane waits for another; the bulk workers' at background
+            // priority.
             let threads = cfg.threads.max(1);
             let sessions = Sessions {
                 threads,
-                interactive: 2,
+                interactive: threads + 1,
                 background: threads,
             };
             Arc::new(OnnxEmbedder::load(&library, &dir, sessions)?)

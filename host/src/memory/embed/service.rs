@@ -17,9 +17,9 @@ use crate::memory::fair::{Bounds, Class};
 /// Three lanes, each with its own threads, so no kind of work waits behind another's batch:
 /// the bulk lane (`threads` workers, at background priority: see [`priority`]) embeds
 /// imports' and consolidations' texts in batches of `bulk_batch_size`; the interactive
-/// lane (one worker) coalesces concurrent puts' texts into batches of up to `batch_size`;
-/// the query lane (one worker) embeds searches' queries, with an LRU cache of
-/// `query_cache` entries. In each lane the accounts' jobs are taken in turn, and at most
+/// lane (`threads` workers) coalesces concurrent puts' texts into batches of up to
+/// `batch_size`; the query lane (one worker) embeds searches' queries, with an LRU cache
+/// of `query_cache` entries. In each lane the accounts' jobs are taken in turn, and at most
 /// `queue_per_account` texts of an account wait (see [`fair`](crate::memory::fair)).
 /// The threads exit when the last handle is dropped.
 ///
@@ -54,7 +54,7 @@ impl EmbedService {
             |name, workers, work| Lane::spawn(name, &embedder, workers, work, batch_size, bounds);
         let inner = Inner {
             bulk: lane("bulk", cfg.threads.max(1), Work::Background),
-            interactive: lane("interactive", 1, Work::Requests),
+            interactive: lane("interactive", cfg.threads.max(1), Work::Requests),
             query: lane("query", 1, Work::Requests),
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
