@@ -77,14 +77,18 @@ pub fn run(
     }
 
     let mut empty = 0usize;
-    let mut http = |mode: &str, queries: &[String], texts: &mut Texts| -> Vec<Duration> {
+    // `as_of`: the world as it was then (issue 26), else the live memories.
+    let mut http = |mode: &str, queries: &[String], texts: &mut Texts, as_of: Option<u64>| {
         queries
             .iter()
             .map(|q| {
                 let key = pick(texts);
+                let mut request = search_body(q, mode);
+                if let Some(at) = as_of {
+                    request["as_of"] = at.into();
+                }
                 let started = Instant::now();
-                let (status, body) =
-                    client.post_as(key, "/api/v1/memory/search", &search_body(q, mode));
+                let (status, body) = client.post_as(key, "/api/v1/memory/search", &request);
                 let took = started.elapsed();
                 assert_eq!(status, 200, "search answered {status}: {body}");
                 if body["results"].as_array().is_none_or(Vec::is_empty) {
@@ -92,11 +96,11 @@ pub fn run(
                 }
                 took
             })
-            .collect()
+            .collect::<Vec<Duration>>()
     };
 
     let kw = distinct(settings.keyword_queries, &mut texts);
-    let samples = http("keyword", &kw, &mut texts);
+    let samples = http("keyword", &kw, &mut texts, None);
     table.latency(
         section,
         "keyword search, distinct queries",
@@ -105,7 +109,7 @@ pub fn run(
     );
     for mode in ["hybrid", "semantic"] {
         let qs = distinct(settings.embed_queries, &mut texts);
-        let samples = http(mode, &qs, &mut texts);
+        let samples = http(mode, &qs, &mut texts, None);
         table.latency(
             section,
             &format!("{mode} search, distinct queries (query embedded)"),
@@ -113,13 +117,25 @@ pub fn run(
             Some(30.0),
         );
     }
+    // As of now: every memory loaded was live then, so the past view holds them all.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let qs = distinct(settings.embed_queries, &mut texts);
+    let samples = http("hybrid", &qs, &mut texts, Some(now));
+    table.latency(
+        section,
+        "hybrid search `as_of` a moment ago, distinct queries (query embedded)",
+        &samples,
+        None,
+    );
     let cached_set = distinct(CACHED_SET, &mut texts);
-    http("hybrid", &cached_set, &mut texts);
+    http("hybrid", &cached_set, &mut texts, None);
     for mode in ["hybrid", "semantic"] {
         let qs: Vec<String> = (0..settings.cached_queries)
             .map(|i| cached_set[i % CACHED_SET].clone())
             .collect();
-        let samples = http(mode, &qs, &mut texts);
+        let samples = http(mode, &qs, &mut texts, None);
         table.latency(
             section,
             &format!("{mode} search, {CACHED_SET} repeated queries (embedding cached)"),
@@ -128,7 +144,7 @@ pub fn run(
         );
     }
     let total = settings.keyword_queries
-        + 2 * settings.embed_queries
+        + 3 * settings.embed_queries
         + CACHED_SET
         + 2 * settings.cached_queries;
     println!("  ({empty} of {total} searches returned no results)");
