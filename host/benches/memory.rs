@@ -165,7 +165,9 @@ fn main() {
         println!("\n== {section} == ({})", harness::loadavg());
         let path = bench_dir(&format!("single-{}", settings.single));
         dirs.push(path.clone());
-        let loaded = load::load(&path, 1, settings.single, 1, EmbedderKind::Onnx);
+        // Every tenth memory rewritten: an `as_of` search from before then has a past.
+        let sizes = (1, settings.single);
+        let loaded = load::load(&path, sizes, 1, EmbedderKind::Onnx, Some(10));
         report_load(&mut table, &section, &loaded, settings.single, &path);
         if settings.wants("single") {
             search::run(
@@ -195,13 +197,8 @@ fn main() {
             settings.accounts, settings.per_account
         ));
         dirs.push(path.clone());
-        let loaded = load::load(
-            &path,
-            settings.accounts,
-            settings.per_account,
-            2,
-            EmbedderKind::Hash,
-        );
+        let sizes = (settings.accounts, settings.per_account);
+        let loaded = load::load(&path, sizes, 2, EmbedderKind::Hash, None);
         report_load(&mut table, &section, &loaded, total, &path);
         search::run(
             &mut table,

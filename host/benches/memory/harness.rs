@@ -33,6 +33,14 @@ pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     config
 }
 
+/// The wall clock in epoch ms, as the server stamps writes.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64
+}
+
 /// An opened data dir and everything the API serves from it (no HTTP yet).
 pub struct Opened {
     pub dir: DataDir,

@@ -29,34 +29,39 @@ pub struct Loaded {
     pub took: Duration,
     /// The embedder that made the vectors, the only one the data dir serves with.
     pub kind: EmbedderKind,
+    /// With a history (see [`load`]): an instant after the first versions were written
+    /// and before the rewrites, which an `as_of` search looks back to.
+    pub before_rewrites: Option<u64>,
 }
 
 /// Loads `accounts` accounts of `per_account` memories each into a fresh data dir at
 /// `path`, creating one lightyear key per account; saves the keys beside the data so a
-/// later run can reuse the dir (`WASMIND_BENCH_REUSE=1`).
+/// later run can reuse the dir (`WASMIND_BENCH_REUSE=1`). With `rewrite_every` = n, every
+/// nth memory then gets a second version, so the data has a past.
 /// `kind` embeds them; the data dir then serves only with that embedder.
 pub fn load(
     path: &Path,
-    accounts: usize,
-    per_account: usize,
+    (accounts, per_account): (usize, usize),
     seed: u64,
     kind: EmbedderKind,
+    rewrite_every: Option<usize>,
 ) -> Loaded {
     let keys_file = path.join("bench-keys.json");
     let reuse = std::env::var("WASMIND_BENCH_REUSE").is_ok_and(|v| v == "1");
     if reuse && let Ok(text) = std::fs::read_to_string(&keys_file) {
-        let keys: Vec<(String, String)> = serde_json::from_str(&text).expect("keys file");
+        let (keys, before_rewrites): (Vec<(String, String)>, Option<u64>) =
+            serde_json::from_str(&text).expect("keys file");
         println!("  reusing {} ({} accounts)", path.display(), keys.len());
         return Loaded {
             keys,
             took: Duration::ZERO,
             kind,
+            before_rewrites,
         };
     }
     let _ = std::fs::remove_dir_all(path);
     let started = Instant::now();
     let opened = harness::open(path, harness::config(kind, per_account as u64));
-    let limit = opened.limit();
     let keys: Vec<(String, String)> = (0..accounts)
         .map(|a| {
             let account = format!("acct-{a:04}");
@@ -69,26 +74,72 @@ pub fn load(
         .build()
         .expect("runtime");
     let mut texts = Texts::new(seed);
-    let total = accounts * per_account;
+    let first = import_all(&rt, &opened, &keys, per_account, |account, i| {
+        Some(item(account, i, &mut texts))
+    });
+    assert_eq!(first, accounts * per_account, "every memory imported");
+    let before_rewrites = rewrite_every.map(|every| {
+        std::thread::sleep(Duration::from_millis(5));
+        let before = harness::now_ms();
+        std::thread::sleep(Duration::from_millis(5));
+        // The same seed again gives each memory its namespace; another gives new values.
+        let (mut replay, mut values) = (Texts::new(seed), Texts::new(seed + 1));
+        let rewritten = import_all(&rt, &opened, &keys, per_account, |account, i| {
+            let mut input = item(account, i, &mut replay);
+            (i % every == 0).then(|| {
+                input.value = values.memory_value();
+                input
+            })
+        });
+        println!("  rewrote {rewritten} memories: a second version each");
+        before
+    });
+    drop(rt);
+    opened.close();
+    let took = started.elapsed();
+    let saved = serde_json::to_string(&(&keys, before_rewrites)).expect("keys json");
+    std::fs::write(&keys_file, saved).expect("write keys");
+    Loaded {
+        keys,
+        took,
+        kind,
+        before_rewrites,
+    }
+}
+
+/// Imports what `make` gives for each (account, i < per_account), in that order (`None`:
+/// nothing for that one), [`CHUNK`] at a time with [`IN_FLIGHT`] in flight; returns how
+/// many were imported.
+fn import_all(
+    rt: &tokio::runtime::Runtime,
+    opened: &harness::Opened,
+    keys: &[(String, String)],
+    per_account: usize,
+    mut make: impl FnMut(&str, usize) -> Option<PutInput>,
+) -> usize {
+    let limit = opened.limit();
+    let started = Instant::now();
     let mut done = 0usize;
     let mut last_report = Instant::now();
     rt.block_on(async {
         let mut jobs = JoinSet::new();
-        for (account, _) in &keys {
-            let mut written = 0;
-            while written < per_account {
-                let n = CHUNK.min(per_account - written);
-                let items: Vec<ImportItem> = (0..n)
-                    .map(|i| {
-                        let input = item(account, written + i, &mut texts);
-                        ImportItem {
-                            index: i,
+        for (account, _) in keys {
+            let mut i = 0;
+            while i < per_account {
+                let mut items = Vec::with_capacity(CHUNK);
+                while items.len() < CHUNK && i < per_account {
+                    if let Some(input) = make(account, i) {
+                        items.push(ImportItem {
+                            index: items.len(),
                             key: Some(input.key.clone()),
                             input: Ok(input),
-                        }
-                    })
-                    .collect();
-                written += n;
+                        });
+                    }
+                    i += 1;
+                }
+                if items.is_empty() {
+                    continue;
+                }
                 while jobs.len() >= IN_FLIGHT {
                     done += finished(jobs.join_next().await);
                 }
@@ -102,7 +153,7 @@ pub fn load(
                 if last_report.elapsed() > Duration::from_secs(30) {
                     last_report = Instant::now();
                     println!(
-                        "  … {done} / {total} memories after {:.0} s",
+                        "  … {done} memories after {:.0} s",
                         started.elapsed().as_secs_f64()
                     );
                 }
@@ -112,13 +163,7 @@ pub fn load(
             done += finished(jobs.join_next().await);
         }
     });
-    assert_eq!(done, total, "every memory imported");
-    drop(rt);
-    opened.close();
-    let took = started.elapsed();
-    std::fs::write(&keys_file, serde_json::to_string(&keys).expect("keys json"))
-        .expect("write keys");
-    Loaded { keys, took, kind }
+    done
 }
 
 fn finished(

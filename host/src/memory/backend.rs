@@ -99,6 +99,8 @@ pub struct CandidateQuery {
     pub k: usize,
     /// Epoch ms: memories expired at this instant are not candidates.
     pub now: u64,
+    /// Search the versions live at this instant (epoch ms, then also `now`) instead.
+    pub as_of: Option<u64>,
 }
 
 /// The storage operations of the memory domain. Every one is scoped to one account the
@@ -184,6 +186,13 @@ pub trait MemoryBackend: Send + Sync {
     /// side, the cosine from the vector side — and, for a keyword-only candidate when the
     /// query has a vector, its cosine from the stored embedding.
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>>;
+
+    /// Whether [`candidates`](Self::candidates) answers an `as_of` query from indexes of
+    /// the past (the embedded backend does); without them such a search scans the
+    /// versions live then ([`versions_at`](Self::versions_at)).
+    fn indexes_the_past(&self) -> bool {
+        false
+    }
 
     /// Up to `k` nearest other memories of each of `ids` at or above `threshold`:
     /// `(memory, neighbour, cosine)`.

@@ -10,7 +10,7 @@ use super::{
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
     derived::Indexes,
     fair::Bounds,
-    index::SearchFilter,
+    index::{LATEST, SearchFilter},
     input::PutInput,
     record::Memory,
     search::{self, Candidate},
@@ -65,36 +65,44 @@ impl Embedded {
         Ok(())
     }
 
-    /// The candidates of `q` from both indexes, each with its row (blocking).
+    /// The candidates of `q` from both indexes, each with its row (blocking): of the live
+    /// versions, or of those live at `as_of` (the live and the past indexes together).
     fn rank(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
         let filter = SearchFilter {
             account: &q.account,
             namespace: q.namespace.as_deref(),
             tags: &q.tags,
             now_ms: q.now,
+            written_by: q.as_of.unwrap_or(LATEST),
         };
-        let keyword = match q.keywords {
-            true => self.indexes.keyword.search(&filter, &q.query, q.k)?,
-            false => Vec::new(),
+        let text = q.keywords.then_some(q.query.as_str());
+        let vector = q.vector.as_deref().map(Vec::as_slice);
+        let pairs = match q.as_of {
+            Some(_) => vec![&self.indexes.live, &self.indexes.past],
+            None => vec![&self.indexes.live],
         };
-        let semantic = match &q.vector {
-            Some(v) => self.indexes.vector.search(&filter, v.as_slice(), q.k)?,
-            None => Vec::new(),
-        };
+        let (mut keyword, mut semantic) = (Vec::new(), Vec::new());
+        for pair in &pairs {
+            let (k, s) = pair.search(&filter, text, vector, q.k)?;
+            keyword.extend(k);
+            semantic.extend(s);
+        }
         let reader = Reader::new(&self.db)?;
         let mut found = Vec::new();
         for (id, mut candidate) in search::merge(&keyword, &semantic) {
-            let Some(memory) = reader
-                .memory(id)?
-                .filter(|m| m.account == q.account && m.is_live(q.now))
-            else {
+            let Some(memory) = reader.memory(id)?.filter(|m| {
+                m.account == q.account
+                    && match q.as_of {
+                        Some(at) => m.was_live_at(at),
+                        None => m.is_live(q.now),
+                    }
+            }) else {
                 continue;
             };
-            if let (None, Some(v)) = (candidate.cosine, &q.vector) {
-                candidate.cosine = self
-                    .indexes
-                    .vector
-                    .vector(&q.account, id)
+            if let (None, Some(v)) = (candidate.cosine, vector) {
+                candidate.cosine = pairs
+                    .iter()
+                    .find_map(|pair| pair.vector.vector(&q.account, id))
                     .map(|stored| dot(&stored, v));
             }
             found.push((memory, candidate));
@@ -280,6 +288,10 @@ impl MemoryBackend for Embedded {
             .await
     }
 
+    fn indexes_the_past(&self) -> bool {
+        true
+    }
+
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
         // Index searches are CPU work of a few ms: off the async workers.
         let q = q.clone();
@@ -295,7 +307,8 @@ impl MemoryBackend for Embedded {
     ) -> Result<Vec<(u64, u64, f32)>> {
         let mut pairs = Vec::new();
         for id in ids {
-            for (other, similarity) in self.indexes.vector.neighbours(account, id, k, threshold)? {
+            let live = &self.indexes.live.vector;
+            for (other, similarity) in live.neighbours(account, id, k, threshold)? {
                 pairs.push((id, other, similarity));
             }
         }

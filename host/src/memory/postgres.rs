@@ -363,6 +363,10 @@ impl MemoryBackend for PgMemory {
     }
 
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
+        debug_assert!(
+            q.as_of.is_none(),
+            "no index of the past here: `as_of` is scanned"
+        );
         // The two lists come from different connections at once: a hybrid search waits
         // for the slower, not for both.
         let keyword = async {

@@ -375,14 +375,14 @@ impl MemoryService {
             true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
         };
-        // Scored at the instant looked at: decay is measured from then.
-        let (found, now) = match q.time.is_set() {
-            true => (
-                self.scan(account, &q, vector, now).await?,
-                q.time.as_of.unwrap_or(now),
-            ),
-            false => (self.candidates(account, &q, vector, now).await?, now),
+        let indexed = !q.time.has_window()
+            && (q.time.as_of.is_none() || self.inner.backend.indexes_the_past());
+        let found = match indexed {
+            true => self.candidates(account, &q, vector, now).await?,
+            false => self.scan(account, &q, vector, now).await?,
         };
+        // Scored at the instant looked at: decay is measured from then.
+        let now = q.time.as_of.unwrap_or(now);
         let best_bm25 = found.iter().filter_map(|(_, c)| c.bm25).fold(0.0, f32::max);
         let hits = found
             .into_iter()
@@ -405,7 +405,8 @@ impl MemoryService {
         Ok(search::finish(hits, q.min_score, q.limit))
     }
 
-    /// A search's candidates from the live indexes (no time filter).
+    /// A search's candidates from the indexes: of the live versions, and of the past
+    /// when it is `as_of`.
     async fn candidates(
         &self,
         account: &str,
@@ -423,13 +424,15 @@ impl MemoryService {
                 keywords: q.mode.uses_keywords(),
                 vector,
                 k: search::candidates_for(q.limit),
-                now,
+                now: q.time.as_of.unwrap_or(now),
+                as_of: q.time.as_of,
             })
             .await
     }
 
-    /// A time-filtered search's candidates: every version its filters keep, read from the
-    /// store and scored exactly (see `scan`).
+    /// A time-filtered search's candidates when no index answers it (an observation
+    /// window; `as_of` where the backend has no index of the past): every version its
+    /// filters keep, read from the store and scored exactly (see `scan`).
     async fn scan(
         &self,
         account: &str,

@@ -24,6 +24,11 @@ impl TimeFilter {
         *self != Self::default()
     }
 
+    /// Whether an observation window is set (no index knows observation times).
+    pub fn has_window(&self) -> bool {
+        self.observed_after.is_some() || self.observed_before.is_some()
+    }
+
     /// Whether `m` was observed inside the window.
     pub fn keeps(&self, m: &Memory) -> bool {
         let observed = m.observed();

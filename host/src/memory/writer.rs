@@ -20,9 +20,8 @@ use tokio::sync::oneshot;
 
 use super::{
     MemoryError, Result,
-    derived::Indexes,
+    derived::{Changes, Indexes},
     fair::{self, Bounds, Class},
-    index::IndexOp,
     store::Batch,
 };
 use crate::clock::now_ms;
@@ -241,7 +240,7 @@ fn run(db: &redb::Database, indexes: &Indexes, rx: &fair::Receiver<Job>) {
     }
 }
 
-type Committed = (Vec<Completion>, Vec<IndexOp>, u64);
+type Committed = (Vec<Completion>, Changes, u64);
 
 fn commit_group(
     db: &redb::Database,

@@ -65,6 +65,7 @@ struct Fields {
     key: Field,
     value: Field,
     expires_at: Field,
+    written_at: Field,
 }
 
 impl Fields {
@@ -83,6 +84,7 @@ impl Fields {
             key: b.add_text_field("key", text.clone()),
             value: b.add_text_field("value", text),
             expires_at: b.add_u64_field("expires_at", INDEXED | FAST),
+            written_at: b.add_u64_field("written_at", FAST),
         };
         (b.build(), fields)
     }
@@ -101,6 +103,7 @@ impl Fields {
         d.add_pre_tokenized_text(self.key, scoped(&scope, key));
         d.add_pre_tokenized_text(self.value, scoped(&scope, value));
         d.add_u64(self.expires_at, doc.expires_at.unwrap_or(NEVER));
+        d.add_u64(self.written_at, doc.written_at);
         d
     }
 }
@@ -479,6 +482,7 @@ impl KeywordIndex {
             namespace: filter.namespace.map(|ns| format!("{scope}{ns}")),
             tags: filter.tags.iter().map(|t| format!("{scope}{t}")).collect(),
             now_ms: filter.now_ms,
+            written_by: filter.written_by,
             stale: seen.touched,
         };
         let query: Box<dyn Query> = match self.rarest_filter(&searcher, &wanted)? {

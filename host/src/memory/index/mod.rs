@@ -1,12 +1,16 @@
-//! Derived search indexes over live memories: BM25 keyword search (tantivy) and
-//! vector similarity search (usearch HNSW, one graph per account).
+//! Derived search indexes over memories: BM25 keyword search (tantivy) and vector
+//! similarity search (usearch HNSW, one graph per account). The store keeps two of each
+//! pair (`derived.rs`): one of the live versions, and one of the past (the versions that
+//! were superseded, deleted or have an expiry, each with the instants its life began and
+//! ended), so an `as_of` search asks indexes instead of scanning every version.
 //!
 //! redb is the source of truth; everything here can be rebuilt from it. Each index
 //! records a *watermark* — the highest oplog sequence number it holds durably — so a
 //! restart only replays the oplog tail after it instead of re-indexing everything.
 //! Every search is restricted to one account *inside* the index (account-prefixed terms in
 //! tantivy, a separate graph per account in usearch), never by filtering a global result
-//! list; namespace, tag and expiry filters are likewise applied while candidates are scored.
+//! list; namespace, tag, expiry and write-time filters are likewise applied while candidates
+//! are scored.
 
 mod keyword;
 mod vector;
@@ -40,7 +44,11 @@ pub struct IndexDoc {
     /// Labels matched exactly by [`SearchFilter::tags`].
     pub tags: Vec<String>,
     /// Epoch milliseconds after which the memory is no longer returned; `None` = never.
+    /// In the index of the past, the end of the version's life: when it expired, was
+    /// deleted or was superseded, whichever came first.
     pub expires_at: Option<u64>,
+    /// When the version was written (epoch ms): an `as_of` search skips later ones.
+    pub written_at: u64,
     /// Unit-length embedding of the memory, `dims` long.
     pub embedding: Vec<f32>,
 }
@@ -71,7 +79,13 @@ pub struct SearchFilter<'a> {
     pub tags: &'a [String],
     /// Current time in epoch ms: docs with `expires_at <= now_ms` are excluded.
     pub now_ms: u64,
+    /// Docs written after this instant are excluded: an `as_of` search's instant (then
+    /// `now_ms` is that instant too), [`LATEST`] for a search of now.
+    pub written_by: u64,
 }
+
+/// [`SearchFilter::written_by`] of a search of now: no doc is too new.
+pub const LATEST: u64 = u64::MAX;
 
 /// Why an index operation failed.
 #[derive(Debug, thiserror::Error)]

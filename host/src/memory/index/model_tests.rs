@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::test_support::{Rng, doc};
-use super::{IndexOp, KeywordIndex, SearchFilter, VectorIndex};
+use super::{IndexOp, KeywordIndex, LATEST, SearchFilter, VectorIndex};
 
 const DIMS: usize = 8;
 const ACCOUNTS: [&str; 3] = ["a", "b", "c"];
@@ -99,6 +99,7 @@ impl Harness {
                 namespace: None,
                 tags: &[],
                 now_ms: 0,
+                written_by: LATEST,
             };
             let want = model.get(account).cloned().unwrap_or_default();
             let keyword = self.keyword.search(&filter, "common", 1_000).unwrap();

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use super::test_support::{Rng, doc, normalize};
-use super::{IndexOp, KeywordIndex, SearchFilter, VectorIndex};
+use super::{IndexOp, KeywordIndex, LATEST, SearchFilter, VectorIndex};
 
 const DIMS: usize = 384;
 const VOCABULARY: u64 = 20_000;
@@ -75,6 +75,7 @@ fn filter<'a>(
         namespace,
         tags,
         now_ms: 1,
+        written_by: LATEST,
     }
 }
 

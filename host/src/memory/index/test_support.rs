@@ -52,6 +52,7 @@ pub(super) fn doc(id: u64, account: &str, namespace: &str, embedding: Vec<f32>) 
         value: format!("common memory number {id}"),
         tags: Vec::new(),
         expires_at: None,
+        written_at: id,
         embedding,
     }
 }

@@ -527,6 +527,7 @@ async fn expired_memories_crowding_the_best_scores_leave_the_live_ones_found() {
             vector: None,
             k: 40,
             now,
+            as_of: None,
         };
         let found = reader.candidates(&q).await.unwrap();
         let mut keys: Vec<String> = found.into_iter().map(|(m, _)| m.key).collect();

@@ -96,3 +96,127 @@ fn a_consolidation_s_fields_are_checked_by_the_domain_and_default_when_absent() 
         );
     }
 }
+
+/// Keys and values of a search as of `at`, sorted: from the indexes (live and past), or
+/// from a scan of every version (an observation window that keeps all sends it there).
+async fn found_at(service: &MemoryService, at: u64, scanned: bool) -> Vec<(String, String)> {
+    let time = crate::memory::TimeFilter {
+        as_of: Some(at),
+        observed_after: scanned.then_some(0),
+        observed_before: None,
+    };
+    let mut found = Vec::new();
+    for mode in [Mode::Hybrid, Mode::Keyword, Mode::Semantic] {
+        let query = SearchQuery {
+            query: "lives in city".into(),
+            namespace: None,
+            tags: Vec::new(),
+            limit: 50,
+            mode,
+            min_score: 0.0,
+            time,
+        };
+        let hits = service.search("acme", query).await.unwrap();
+        found.extend(hits.into_iter().map(|h| (h.memory.key, h.memory.value)));
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// An instant strictly between two writes.
+async fn instant() -> u64 {
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    let at = crate::clock::now_ms();
+    tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    at
+}
+
+#[test]
+fn an_as_of_search_from_the_indexes_finds_what_a_scan_finds_also_after_a_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+        let embed = EmbedService::new(Arc::new(HashEmbedder::new(64)), &Default::default());
+        let index = dir.path().join("index");
+        let service = MemoryService::open(db.clone(), &index, embed, &Default::default());
+        (service.unwrap(), db)
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (instants, service, db) = runtime.block_on(async {
+        let (service, db) = open();
+        let quota = Quota {
+            versions_per_key: 2,
+            ..Quota::memories(10)
+        };
+        let write = async |key: &str, value: &str| {
+            service.put(put("acme", key, value), quota).await.unwrap();
+            instant().await
+        };
+        let mut instants = vec![instant().await];
+        instants.push(write("city", "lives in Lisbon").await);
+        instants.push(write("pet", "a cat that lives in the city").await);
+        instants.push(write("city", "lives in Porto").await);
+        instants.push(write("city", "lives in Faro").await); // Lisbon is pruned
+        service
+            .delete("acme", "default", "pet", false)
+            .await
+            .unwrap();
+        instants.push(instant().await);
+        let mut brief = put("acme", "visit", "lives in a hotel this week");
+        brief.expires_in_days = Some(0.05 / 86_400.0); // 50 ms
+        service.put(brief, quota).await.unwrap();
+        instants.push(instant().await);
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        instants.push(write("gone", "lives in the city for now").await);
+        service
+            .delete("acme", "default", "gone", true)
+            .await
+            .unwrap();
+        instants.push(instant().await);
+
+        for &at in &instants {
+            let indexed = found_at(&service, at, false).await;
+            assert_eq!(indexed, found_at(&service, at, true).await, "as of {at}");
+        }
+        let values = |found: Vec<(String, String)>| -> Vec<String> {
+            found.into_iter().map(|(_, v)| v).collect()
+        };
+        assert_eq!(
+            values(found_at(&service, instants[3], false).await),
+            ["lives in Porto", "a cat that lives in the city"]
+        );
+        assert_eq!(
+            values(found_at(&service, instants[6], false).await),
+            ["lives in Faro", "lives in a hotel this week"],
+            "the pet was deleted; the visit had not yet expired"
+        );
+        assert_eq!(
+            values(found_at(&service, instants[7], false).await),
+            ["lives in Faro"],
+            "the visit had expired; a hard delete forgets every version"
+        );
+        assert_eq!(
+            values(found_at(&service, instants[1], false).await),
+            Vec::<String>::new(),
+            "Lisbon's version was pruned, and the past forgot it"
+        );
+        (instants, service, db)
+    });
+    // The oplog is truncated, so the index of the past, lost, is rebuilt from rows.
+    service.checkpoint().unwrap();
+    drop(service);
+    while Arc::strong_count(&db) > 1 {
+        std::thread::sleep(std::time::Duration::from_millis(5)); // the writer letting go
+    }
+    drop(db);
+    std::fs::remove_dir_all(dir.path().join("index").join("past")).unwrap();
+    runtime.block_on(async {
+        let (service, _db) = open();
+        for &at in &instants {
+            let indexed = found_at(&service, at, false).await;
+            assert_eq!(indexed, found_at(&service, at, true).await, "as of {at}");
+        }
+        assert_eq!(found_at(&service, instants[4], false).await.len(), 2);
+    });
+}

@@ -38,6 +38,26 @@ impl Reader {
         Ok(table.get(id)?.map(|b| decode_embedding(b.value())))
     }
 
+    /// The version that superseded `m`: found down its key's chain from the head (which
+    /// the versions kept per key bound); `None` when `m` is the head or its chain is gone.
+    pub fn successor(&self, m: &Memory) -> Result<Option<Memory>> {
+        let heads = self.txn.open_table(HEADS)?;
+        let key = (m.account.as_str(), m.namespace.as_str(), m.key.as_str());
+        let mut next = heads.get(key)?.map(|v| v.value());
+        let mut newer = None;
+        while let Some(id) = next {
+            if id == m.id {
+                return Ok(newer);
+            }
+            let Some(version) = self.memory(id)? else {
+                break;
+            };
+            next = version.previous;
+            newer = Some(version);
+        }
+        Ok(None)
+    }
+
     /// The live memory at (namespace, key), if any.
     pub fn live(
         &self,
@@ -239,6 +259,15 @@ impl Reader {
     pub fn last_seq(&self) -> Result<u64> {
         let meta = self.txn.open_table(META)?;
         Ok(meta.get(super::NEXT_SEQ)?.map_or(1, |v| v.value()) - 1)
+    }
+
+    /// Ids of every version of every account, live or not (for a full rebuild of the
+    /// index of the past).
+    pub fn all_ids(&self) -> Result<Vec<u64>> {
+        self.memories
+            .iter()?
+            .map(|e| e.map(|(k, _)| k.value()).map_err(Into::into))
+            .collect()
     }
 
     /// Ids of every counted memory of every account (for a full index rebuild).

@@ -6,6 +6,7 @@ use super::*;
 use crate::memory::{
     MemoryError,
     backend::{ListPage, Merge},
+    derived::Changes,
     index::IndexOp,
     input::PutInput,
     record::{Door, Provenance, Source},
@@ -36,7 +37,7 @@ fn input(account: &str, ns: &str, key: &str, value: &str) -> PutInput {
 }
 
 /// Runs `f` in one committed batch at `now`.
-fn batch<T>(db: &Database, now: u64, f: impl FnOnce(&mut Batch) -> T) -> (T, Vec<IndexOp>) {
+fn batch<T>(db: &Database, now: u64, f: impl FnOnce(&mut Batch) -> T) -> (T, Changes) {
     let txn = db.begin_write().unwrap();
     let mut b = Batch::open(&txn, now).unwrap();
     let out = f(&mut b);
@@ -53,7 +54,11 @@ fn versioning_idempotency_and_history() {
     });
     let first = first.unwrap();
     assert!(first.created && first.memory.version == 1);
-    assert_eq!(ops.len(), 1);
+    assert_eq!(ops.live.len(), 1);
+    assert!(
+        ops.past.is_empty(),
+        "a first version without expiry has no past"
+    );
     let (same, ops) = batch(&db, 20, |b| {
         b.put(&input("a", "default", "k", "v1"), &[1.0], 10)
     });
@@ -70,9 +75,15 @@ fn versioning_idempotency_and_history() {
         (2, 10, 30)
     );
     assert_eq!(
-        ops.len(),
+        ops.live.len(),
         2,
-        "old version removed from indexes, new one added"
+        "old version removed from the live indexes, new one added"
+    );
+    assert!(
+        matches!(&ops.past[..], [IndexOp::Upsert(d)]
+            if d.id == first.memory.id && d.written_at == 10 && d.expires_at == Some(30)),
+        "the old version enters the past, live from 10 until 30: {:?}",
+        ops.past
     );
     let r = Reader::new(&db).unwrap();
     let history = r.history("a", "default", "k", None, ALL).unwrap().memories;
@@ -162,7 +173,13 @@ fn expiry_reaps_on_the_next_write() {
         b.put(&input("a", "n", "other", "v"), &[1.0], 1)
     });
     out.unwrap();
-    assert!(matches!(ops[0], IndexOp::Remove { id: 1, .. }));
+    assert!(matches!(ops.live[0], IndexOp::Remove { id: 1, .. }));
+    assert!(
+        !ops.past
+            .iter()
+            .any(|op| matches!(op, IndexOp::Remove { id: 1, .. })),
+        "the expired version stays in the past, where its write put it"
+    );
     let r = Reader::new(&db).unwrap();
     assert!(!r.has_due_expiries("a", 2_000).unwrap());
     assert_eq!(r.namespaces("a").unwrap(), vec![("n".to_string(), 1)]);
@@ -256,7 +273,12 @@ fn consolidation_supersedes_and_links_in_one_batch() {
         .map(|m| m.memory_id.clone())
         .collect();
     assert_eq!(written.provenance.as_ref().unwrap().replaced, replaced);
-    assert_eq!(ops.len(), 4, "three removed from the indexes, one added");
+    assert_eq!(
+        ops.live.len(),
+        4,
+        "three removed from the live indexes, one added"
+    );
+    assert_eq!(ops.past.len(), 3, "the three originals enter the past");
     let r = Reader::new(&db).unwrap();
     for id in 1..=3 {
         let original = r.memory(id).unwrap().unwrap();

@@ -7,12 +7,12 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::{
     ACCOUNT_COUNTS, EMBEDDINGS, EXPIRIES, HEADS, MEMORIES, META, NEXT_ID, NEXT_SEQ, NS_COUNTS,
-    OPLOG, OPLOG_FLOOR, TIMELINE, encode_embedding, load,
+    OPLOG, OPLOG_FLOOR, TIMELINE, decode_embedding, encode_embedding, load,
 };
 use crate::memory::{
     MemoryError, Result,
     backend::{Merge, Merged, PutOutcome},
-    derived::index_doc,
+    derived::{Changes, belongs_to_past, index_doc, past_doc},
     index::IndexOp,
     input::PutInput,
     record::Memory,
@@ -32,7 +32,7 @@ pub struct Batch<'t> {
     next_id: u64,
     next_seq: u64,
     now: u64,
-    index_ops: Vec<IndexOp>,
+    changes: Changes,
 }
 
 impl<'t> Batch<'t> {
@@ -54,15 +54,15 @@ impl<'t> Batch<'t> {
             next_id,
             next_seq,
             now,
-            index_ops: Vec::new(),
+            changes: Changes::default(),
         })
     }
 
     /// Saves the counters; returns the index changes and the last oplog seq they reach.
-    pub fn finish(mut self) -> Result<(Vec<IndexOp>, u64)> {
+    pub fn finish(mut self) -> Result<(Changes, u64)> {
         self.meta.insert(NEXT_ID, self.next_id)?;
         self.meta.insert(NEXT_SEQ, self.next_seq)?;
-        Ok((self.index_ops, self.next_seq - 1))
+        Ok((self.changes, self.next_seq - 1))
     }
 
     /// Creates, version-updates or (identical value) leaves a memory; refuses with
@@ -127,7 +127,7 @@ impl<'t> Batch<'t> {
                 self.save(&old)?;
             }
             if self.unlist(&old)? {
-                self.index_remove(&old)?;
+                self.leave_live(&old, Some(self.now))?;
             }
         }
         self.save(&memory)?;
@@ -236,6 +236,7 @@ impl<'t> Batch<'t> {
                 self.unlist(&memory)?;
                 self.index_remove(&memory)?;
             }
+            self.past_remove(&memory)?;
             self.memories.remove(id)?;
             self.embeddings.remove(id)?;
             removed += 1;
@@ -271,6 +272,7 @@ impl<'t> Batch<'t> {
                 break;
             };
             debug_assert!(!memory.is_latest, "only older versions are pruned");
+            self.past_remove(&memory)?;
             self.memories.remove(id)?;
             self.embeddings.remove(id)?;
             removed += 1;
@@ -317,7 +319,7 @@ impl<'t> Batch<'t> {
         memory.deleted_at = Some(self.now);
         self.save(&memory)?;
         self.unlist(&memory)?;
-        self.index_remove(&memory)?;
+        self.leave_live(&memory, None)?;
         Ok(memory)
     }
 
@@ -373,19 +375,47 @@ impl<'t> Batch<'t> {
         Ok(())
     }
 
+    /// Enters a new version into the live index, and into the past's when it expires.
     fn index_upsert(&mut self, m: &Memory, embedding: Vec<f32>) -> Result<()> {
         self.log(m)?;
-        self.index_ops
+        if belongs_to_past(m) {
+            let doc = past_doc(m, embedding.clone(), None);
+            self.changes.past.push(IndexOp::Upsert(doc));
+        }
+        self.changes
+            .live
             .push(IndexOp::Upsert(index_doc(m, embedding)));
         Ok(())
     }
 
     fn index_remove(&mut self, m: &Memory) -> Result<()> {
         self.log(m)?;
-        self.index_ops.push(IndexOp::Remove {
-            id: m.id,
-            account: m.account.clone(),
-        });
+        self.changes.live.push(remove_op(m));
         Ok(())
+    }
+
+    /// Moves a version whose life ended (deleted, or replaced at `superseded`) from the
+    /// live indexes to the past's, with its stored embedding.
+    fn leave_live(&mut self, m: &Memory, superseded: Option<u64>) -> Result<()> {
+        self.index_remove(m)?;
+        if let Some(embedding) = self.embeddings.get(m.id)? {
+            let doc = past_doc(m, decode_embedding(embedding.value()), superseded);
+            self.changes.past.push(IndexOp::Upsert(doc));
+        }
+        Ok(())
+    }
+
+    /// Takes a version removed for good out of the index of the past.
+    fn past_remove(&mut self, m: &Memory) -> Result<()> {
+        self.log(m)?;
+        self.changes.past.push(remove_op(m));
+        Ok(())
+    }
+}
+
+fn remove_op(m: &Memory) -> IndexOp {
+    IndexOp::Remove {
+        id: m.id,
+        account: m.account.clone(),
     }
 }

@@ -23,6 +23,7 @@ pub(super) struct Wanted {
     /// Account-scoped, like the stored tags.
     pub(super) tags: Vec<String>,
     pub(super) now_ms: u64,
+    pub(super) written_by: u64,
     /// Ids whose committed docs are stale: replaced or removed since the commit.
     pub(super) stale: Arc<HashSet<u64>>,
 }
@@ -94,6 +95,8 @@ struct Admit {
     tags: Option<(Column<u64>, Vec<u64>)>,
     expires_at: Column<u64>,
     now_ms: u64,
+    written_at: Column<u64>,
+    written_by: u64,
 }
 
 impl Admit {
@@ -122,12 +125,15 @@ impl Admit {
             tags,
             expires_at: reader.fast_fields().u64("expires_at")?,
             now_ms: wanted.now_ms,
+            written_at: reader.fast_fields().u64("written_at")?,
+            written_by: wanted.written_by,
         }))
     }
 
     fn admits(&self, doc: DocId) -> bool {
         let has = |column: &Column<u64>, ord: u64| column.values_for_doc(doc).any(|o| o == ord);
         self.expires_at.first(doc).unwrap_or(NEVER) > self.now_ms
+            && self.written_at.first(doc).unwrap_or(0) <= self.written_by
             && has(&self.account.0, self.account.1)
             && self.namespace.as_ref().is_none_or(|(c, ord)| has(c, *ord))
             && self

@@ -61,6 +61,7 @@ struct RecentDoc {
 impl RecentDoc {
     fn admitted(&self, filter: &SearchFilter<'_>) -> bool {
         self.doc.expires_at.unwrap_or(NEVER) > filter.now_ms
+            && self.doc.written_at <= filter.written_by
             && filter.namespace.is_none_or(|ns| self.doc.namespace == ns)
             && filter.tags.iter().all(|t| self.doc.tags.contains(t))
     }

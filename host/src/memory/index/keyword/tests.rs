@@ -1,5 +1,5 @@
 use super::KeywordIndex;
-use crate::memory::index::{IndexDoc, IndexOp, SearchFilter};
+use crate::memory::index::{IndexDoc, IndexOp, LATEST, SearchFilter};
 
 const NOW: u64 = 1_000_000;
 
@@ -12,6 +12,7 @@ fn doc(id: u64, account: &str, namespace: &str, value: &str, tags: &[&str]) -> I
         value: value.into(),
         tags: tags.iter().map(|t| t.to_string()).collect(),
         expires_at: None,
+        written_at: id,
         embedding: Vec::new(),
     }
 }
@@ -26,6 +27,7 @@ fn in_account(account: &str) -> SearchFilter<'_> {
         namespace: None,
         tags: &[],
         now_ms: NOW,
+        written_by: LATEST,
     }
 }
 

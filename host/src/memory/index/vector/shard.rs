@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 use super::hotpath::{IdMap, IdSet, dot_and_norm2, f16_to_f32};
-use crate::memory::index::{IndexDoc, IndexError, SearchFilter};
+use crate::memory::index::{IndexDoc, IndexError, LATEST, SearchFilter};
 
 /// A namespace/tag filter admitting at most this many docs, and at most a
 /// [`SELECTIVE_FRACTION`] of the account, is answered by scanning those docs exactly instead
@@ -29,7 +29,7 @@ const EXPANSION_SEARCH: usize = 64;
 /// `expires_at` of docs that never expire.
 const NEVER: u64 = u64::MAX;
 /// Start of every shard file; the last byte is the format version.
-const MAGIC: &[u8; 8] = b"WMVEC\0\0\x01";
+const MAGIC: &[u8; 8] = b"WMVEC\0\0\x02";
 
 /// Wraps a usearch (C++) error.
 pub(super) fn usearch_err(e: impl std::fmt::Display) -> IndexError {
@@ -42,6 +42,7 @@ struct DocMeta {
     /// Sorted, deduplicated.
     tags: Box<[u32]>,
     expires_at: u64,
+    written_at: u64,
 }
 
 /// Namespace and tag strings of one account, interned to small ids. Never shrinks while
@@ -77,12 +78,14 @@ pub(super) struct Want {
     namespace: Option<u32>,
     tags: Vec<u32>,
     now_ms: u64,
+    written_by: u64,
     exclude: Option<u64>,
 }
 
 impl Want {
     fn admits(&self, id: u64, doc: &DocMeta) -> bool {
         doc.expires_at > self.now_ms
+            && doc.written_at <= self.written_by
             && self.exclude != Some(id)
             && self.namespace.is_none_or(|ns| ns == doc.namespace)
             && self.tags.iter().all(|t| doc.tags.binary_search(t).is_ok())
@@ -98,13 +101,14 @@ struct SavedShard<'a> {
     docs: Vec<SavedDoc<'a>>,
 }
 
-/// (id, namespace, tags, expires_at) — a tuple keeps 100k-doc files compact.
+/// (id, namespace, tags, expires_at, written_at) — a tuple keeps 100k-doc files compact.
 #[derive(Serialize, Deserialize)]
 struct SavedDoc<'a>(
     u64,
     #[serde(borrow)] Cow<'a, str>,
     #[serde(borrow)] Vec<Cow<'a, str>>,
     Option<u64>,
+    u64,
 );
 
 /// One account's vectors (usearch HNSW, cosine, f16 storage) and the metadata beside them.
@@ -171,7 +175,7 @@ impl Shard {
             .add(doc.id, doc.embedding.as_slice())
             .map_err(usearch_err)?;
         let tags = doc.tags.iter().map(String::as_str);
-        self.insert_meta(doc.id, &doc.namespace, tags, doc.expires_at);
+        self.insert_meta(doc.id, &doc.namespace, tags, doc.expires_at, doc.written_at);
         self.dirty.store(true, Ordering::Release);
         Ok(())
     }
@@ -182,6 +186,7 @@ impl Shard {
         namespace: &str,
         tags: impl Iterator<Item = &'t str>,
         expires_at: Option<u64>,
+        written_at: u64,
     ) {
         let namespace = self.symbols.intern(namespace);
         let mut tags: Vec<u32> = tags.map(|t| self.symbols.intern(t)).collect();
@@ -195,6 +200,7 @@ impl Shard {
             namespace,
             tags: tags.into(),
             expires_at: expires_at.unwrap_or(NEVER),
+            written_at,
         };
         self.docs.insert(id, meta);
     }
@@ -225,6 +231,7 @@ impl Shard {
             namespace,
             tags: tags.collect::<Option<_>>()?,
             now_ms: filter.now_ms,
+            written_by: filter.written_by,
             exclude: None,
         })
     }
@@ -236,6 +243,7 @@ impl Shard {
             namespace: Some(meta.namespace),
             tags: Vec::new(),
             now_ms: 0,
+            written_by: LATEST,
             exclude: Some(id),
         })
     }
@@ -339,7 +347,7 @@ impl Shard {
         let docs = self.docs.iter().map(|(&id, m)| {
             let tags = m.tags.iter().map(|&t| name(t)).collect();
             let expires_at = (m.expires_at != NEVER).then_some(m.expires_at);
-            SavedDoc(id, name(m.namespace), tags, expires_at)
+            SavedDoc(id, name(m.namespace), tags, expires_at, m.written_at)
         });
         let saved = SavedShard {
             account: Cow::Borrowed(account),
@@ -384,11 +392,12 @@ impl Shard {
             .reserve_capacity_and_threads(capacity, threads)
             .map_err(|e| e.to_string())?;
         let mut shard = Shard::wrap(index, threads);
-        for SavedDoc(id, namespace, tags, expires_at) in saved.docs {
+        for SavedDoc(id, namespace, tags, expires_at, written_at) in saved.docs {
             if !shard.index.contains(id) {
                 return Err(format!("doc {id} has metadata but no vector"));
             }
-            shard.insert_meta(id, &namespace, tags.iter().map(|t| &**t), expires_at);
+            let tags = tags.iter().map(|t| &**t);
+            shard.insert_meta(id, &namespace, tags, expires_at, written_at);
         }
         if shard.docs.len() != shard.index.size() {
             return Err("vectors without metadata".into());

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use super::VectorIndex;
 use crate::memory::index::test_support::{Rng, doc, normalize};
-use crate::memory::index::{IndexError, IndexOp, SearchFilter};
+use crate::memory::index::{IndexError, IndexOp, LATEST, SearchFilter};
 
 const DIMS: usize = 16;
 const NOW: u64 = 1_000;
@@ -13,6 +13,7 @@ fn in_account(account: &str) -> SearchFilter<'_> {
         namespace: None,
         tags: &[],
         now_ms: NOW,
+        written_by: LATEST,
     }
 }
 
