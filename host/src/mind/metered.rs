@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Instant};
 
 use super::{
     BoxFuture, Completion, Message, Mind, MindError, Note, Proposals, RunReport, Summary, Title,
-    ToolSpec, Usage,
+    ToolSpec, Turn, Usage,
 };
 use crate::metrics::names;
 
@@ -70,6 +70,23 @@ impl Mind for Metered {
         ))
     }
 
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        self.inner.turn()
+    }
+
+    fn complete_on<'a>(
+        &'a self,
+        turn: Option<Turn>,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Completion, MindError>> {
+        Box::pin(observe(
+            "complete",
+            self.inner.complete_on(turn, messages, tools),
+            |c| c.usage,
+        ))
+    }
+
     fn answers_alike(&self) -> bool {
         self.inner.answers_alike()
     }
@@ -109,6 +126,7 @@ mod tests {
 
         fn attempt<'a>(
             &'a self,
+            _: Option<Turn>,
             _: &'a [Message],
             _: &'a [ToolSpec],
         ) -> BoxFuture<'a, Result<Completion, Failure>> {

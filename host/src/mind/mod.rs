@@ -46,6 +46,7 @@ pub use metered::Metered;
 pub use offline::Offline;
 pub use openai::OpenAi;
 pub use probe::{MindCheck, MindStatus, probe};
+pub use remote::Turn;
 pub use retry::{BACKOFF, MAX_RETRY_AFTER, Provider, RecordingSleep, Retrying, Sleep, TokioSleep};
 
 /// A boxed, sendable future: what the object-safe traits of this module return.
@@ -65,6 +66,25 @@ pub trait Mind: Send + Sync + 'static {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>>;
+
+    /// A turn to send a completion on (one of a remote provider's bounded connections),
+    /// for [`complete_on`](Self::complete_on). Waited for before the request exists, so a
+    /// caller waiting its turn holds nothing of its request (an agent may hibernate
+    /// meanwhile, its request made again by replay). `None`: this Mind needs no turn.
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        Box::pin(std::future::ready(None))
+    }
+
+    /// [`complete`](Self::complete), its first attempt sent on `turn` when given.
+    fn complete_on<'a>(
+        &'a self,
+        turn: Option<Turn>,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Completion, MindError>> {
+        drop(turn);
+        self.complete(messages, tools)
+    }
 
     /// Whether it answers the same conversation alike every time, at no cost (the offline
     /// Mind): then an agent's journal keeps its answers without waiting for a sync, since

@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 
 use parking_lot::Mutex;
 
-use super::{BoxFuture, Completion, Failure, Message, Mind, MindError, ToolSpec};
+use super::{BoxFuture, Completion, Failure, Message, Mind, MindError, ToolSpec, Turn};
 use crate::metrics::names;
 
 /// The waits before the first, second and third retry.
@@ -31,9 +31,16 @@ pub trait Provider: Send + Sync + 'static {
     /// Model name reported on agent records.
     fn model(&self) -> &str;
 
-    /// One request to the provider, not retried.
+    /// A turn to send a request on (see [`Mind::turn`]); `None` when it needs none.
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        Box::pin(std::future::ready(None))
+    }
+
+    /// One request to the provider, not retried, sent on `turn` (else on a turn it waits
+    /// for itself).
     fn attempt<'a>(
         &'a self,
+        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>>;
@@ -109,12 +116,27 @@ impl<P: Provider, S: Sleep + 'static> Mind for Retrying<P, S> {
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, MindError>> {
+        self.complete_on(None, messages, tools)
+    }
+
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        self.provider.turn()
+    }
+
+    /// The first attempt goes out on `turn`; each retry waits for a turn of its own.
+    fn complete_on<'a>(
+        &'a self,
+        mut turn: Option<Turn>,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> BoxFuture<'a, Result<Completion, MindError>> {
         Box::pin(async move {
             let mut backoff = BACKOFF.iter();
             let mut attempt = 0_usize;
             loop {
                 attempt += 1;
-                let (message, retry_after) = match self.provider.attempt(messages, tools).await {
+                let sent = self.provider.attempt(turn.take(), messages, tools).await;
+                let (message, retry_after) = match sent {
                     Ok(completion) => return Ok(completion),
                     Err(Failure::Refused(message)) => {
                         return Err(MindError::InvalidRequest(message));
@@ -167,6 +189,7 @@ mod tests {
 
         fn attempt<'a>(
             &'a self,
+            _: Option<Turn>,
             _: &'a [Message],
             _: &'a [ToolSpec],
         ) -> BoxFuture<'a, Result<Completion, Failure>> {

@@ -1,18 +1,32 @@
 //! Hibernation: an agent whose host call has waited longer than `[runtime]
 //! hibernate_after_ms` (a Mind call, queued for a provider connection or waiting for a slow
 //! model) gives back its instance — linear memory, tables, fiber stack and `Store` — and
-//! waits parked: its task keeps the call's pending answer, its journal and its stop signal,
-//! nothing of the sandbox. When the answer comes it is recorded in the journal like any
-//! live result, the agent takes a place under the host's cap again, and it is resumed by
-//! replay: instantiated afresh and run from the start, the recorded results answering its
-//! calls, the parked one's among them, then live.
+//! waits parked: its task keeps what the call waits for, its journal and its stop signal,
+//! nothing of the sandbox. Then the agent takes a place under the host's cap again and is
+//! resumed by replay: instantiated afresh and run from the start, the recorded results
+//! answering its calls, then live.
+//!
+//! - A call waiting for a slow answer keeps the request in flight; the answer, when it
+//!   comes, is recorded in the journal like any live result and answers the replayed call.
+//! - A call still queued for a provider connection holds no request at all: the agent waits
+//!   for the connection only, and its resumed run, reaching the call again, rebuilds the
+//!   request (its conversation comes from the replayed guest) and sends it on that
+//!   connection. So thousands of agents queued for a few connections hold no request body.
 //!
 //! A parked agent still runs for its account: it counts among the account's concurrent
 //! agents and its wait counts as run time. A stop ends it at once (the pending call is
 //! dropped); so does its run-time limit. A restart resumes it from its journal as any live
 //! agent, the parked call made again.
 
-use std::{fmt, future::Future, pin::Pin, sync::Arc, time::Duration};
+use std::{
+    fmt,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use parking_lot::Mutex;
+
+use crate::mind::{BoxFuture, Turn};
 
 use super::{
     admission::Admission,
@@ -35,18 +49,41 @@ impl fmt::Display for Hibernating {
 
 impl std::error::Error for Hibernating {}
 
-/// The call a parked agent waits on: its journal entry's function and argument hash, and
-/// its result to come, as the journal records it.
-pub struct Pending {
-    pub func: &'static str,
-    pub args: u64,
-    pub answer: Pin<Box<dyn Future<Output = serde_json::Value> + Send>>,
+/// What a parked agent waits on.
+pub enum Pending {
+    /// The result of a call in flight, as the journal records it (its entry's function
+    /// and argument hash).
+    Answer {
+        func: &'static str,
+        args: u64,
+        answer: BoxFuture<'static, serde_json::Value>,
+    },
+    /// A turn to send a Mind request not yet made: the resumed run makes it on that turn.
+    Turn(BoxFuture<'static, Option<Turn>>),
+}
+
+/// What a parked agent was woken by.
+enum Woken {
+    Answer(&'static str, u64, serde_json::Value),
+    Turn(Option<Turn>),
+}
+
+impl Pending {
+    async fn woken(self) -> Woken {
+        match self {
+            Pending::Answer { func, args, answer } => Woken::Answer(func, args, answer.await),
+            Pending::Turn(turn) => Woken::Turn(turn.await),
+        }
+    }
 }
 
 /// When an agent may hibernate, and where its place is kept.
 pub struct Parking {
     after: Duration,
     admission: Arc<Admission>,
+    /// The Mind turn a resumed run's first live Mind call is sent on: the one it parked
+    /// waiting for.
+    turn: Mutex<Option<Turn>>,
 }
 
 impl Parking {
@@ -55,18 +92,24 @@ impl Parking {
         (after_ms > 0).then(|| Self {
             after: Duration::from_millis(after_ms),
             admission: admission.clone(),
+            turn: Mutex::new(None),
         })
     }
 }
 
 impl AgentCtx {
-    /// Resolves when the agent's pending call has waited long enough to hibernate; never
-    /// when it does not hibernate.
-    pub async fn hibernation_due(&self) {
+    /// Resolves when a call waiting `since` has waited long enough to hibernate; never
+    /// when the agent does not hibernate.
+    pub async fn hibernation_due(&self, since: Instant) {
         match &self.parking {
-            Some(p) => tokio::time::sleep(p.after).await,
+            Some(p) => tokio::time::sleep_until((since + p.after).into()).await,
             None => std::future::pending().await,
         }
+    }
+
+    /// The Mind turn this run parked waiting for, if it did: for its next live Mind call.
+    pub fn take_turn(&self) -> Option<Turn> {
+        self.parking.as_ref()?.turn.lock().take()
     }
 
     /// Takes a place among the host's parked agents; false when there is none (the agent
@@ -93,12 +136,22 @@ impl Inner {
                 "run_time_exceeded",
                 format!("the agent ran longer than {} s", self.config.max_run_secs),
             )),
-            answer = pending.answer => Ok(answer),
+            woken = pending.woken() => Ok(woken),
         };
+        // What the journal kept is stored either way: the resumed run replays from the store.
         let recorded = match answered {
-            Ok(answer) => {
+            Ok(woken) => {
                 let journal = &ctx.journal;
-                match journal.keep(pending.func, pending.args, &answer) {
+                let kept = match woken {
+                    Woken::Answer(func, args, answer) => journal.keep(func, args, &answer),
+                    Woken::Turn(turn) => {
+                        if let Some(parking) = &ctx.parking {
+                            *parking.turn.lock() = turn;
+                        }
+                        Ok(())
+                    }
+                };
+                match kept {
                     Ok(()) => journal.store(Keep::Synced).await,
                     Err(fault) => Err(fault),
                 }

@@ -42,8 +42,13 @@ fn held_write() -> Reply {
 /// A server speaking to `mind`, whose agents hibernate after `hibernate_after_ms` (0:
 /// never), with a plan roomy enough for them all at once.
 fn setup(mind: &FakeMind, hibernate_after_ms: u64) -> Setup {
+    setup_with(mind, hibernate_after_ms, "")
+}
+
+/// [`setup`], with more configuration (whole sections) appended.
+fn setup_with(mind: &FakeMind, hibernate_after_ms: u64, more: &str) -> Setup {
     let config = format!(
-        "[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
+        "{more}[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
          [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
          concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
     );
@@ -105,7 +110,10 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     assert_eq!(expected["status"], "completed", "{expected:#}");
     let agents = agents();
     let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
-    let setup = setup(&mind, 100);
+    // A connection each, so every first request is sent before any second one: the fake
+    // answers in the order requests come.
+    let connections = format!("[mind]\nmax_connections = {agents}\n\n");
+    let setup = setup_with(&mind, 100, &connections);
     let (server, c) = setup.start();
     let ids: Vec<String> = (0..agents)
         .map(|_| spawn(&c, "When is the launch?"))
@@ -123,6 +131,34 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     }
     wait_parked(&server, 0);
     // Each call was sent once: a parked agent's answer was awaited, never asked again.
+    assert_eq!(mind.requests().len(), requests * agents);
+}
+
+#[test]
+fn agents_queued_for_a_connection_park_before_making_their_request() {
+    let (expected, requests) = unparked();
+    let agents = 6;
+    let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
+    let setup = setup_with(&mind, 100, "[mind]\nmax_connections = 1\n\n");
+    let (server, c) = setup.start();
+    let ids: Vec<String> = (0..agents)
+        .map(|_| spawn(&c, "When is the launch?"))
+        .collect();
+    wait_parked(&server, agents as u64);
+    // One request holds the one connection; the others parked waiting for it, their
+    // requests not made: nothing of them is held but their journals. A connection goes
+    // to the first in line, so every first request is sent before any second one.
+    assert_eq!(mind.requests().len(), 1);
+
+    mind.release();
+    for id in &ids {
+        let done = wait_for(&c, id, Duration::from_secs(120), |a| {
+            a["status"] != "running"
+        });
+        assert_eq!(ending(&done), expected, "{id}");
+    }
+    wait_parked(&server, 0);
+    // Each request was made once, by the run resumed on its turn.
     assert_eq!(mind.requests().len(), requests * agents);
 }
 

@@ -10,7 +10,10 @@ mod tests;
 
 use reqwest::header::HeaderValue;
 
-use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
+use super::{
+    BoxFuture, Completion, Failure, Message, Provider, ToolSpec,
+    remote::{Endpoint, Turn},
+};
 use crate::mind::MindConfig;
 
 /// The API version whose request and reply shapes `wire` speaks.
@@ -54,13 +57,19 @@ impl Provider for Anthropic {
         &self.model
     }
 
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        let turn = self.endpoint.turn();
+        Box::pin(async move { Some(turn.await) })
+    }
+
     fn attempt<'a>(
         &'a self,
+        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
-            let _turn = self.endpoint.connection().await;
+            let _turn = self.endpoint.on(turn).await;
             let body = wire::Request::new(&self.model, self.max_tokens, messages, tools)
                 .map_err(|why| self.endpoint.refused(why))?;
             let mut request = self

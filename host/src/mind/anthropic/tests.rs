@@ -69,7 +69,7 @@ async fn request_shape_and_tool_call_round_trip() {
         Message::tool("toolu_2", r#"{"found":false}"#),
         Message::user("and now?"),
     ];
-    let completion = client.attempt(&messages, &[tool]).await.unwrap();
+    let completion = client.attempt(None, &messages, &[tool]).await.unwrap();
 
     assert_eq!(
         completion,
@@ -127,7 +127,7 @@ async fn text_reply_without_key_system_or_tools() {
     cfg.api_key = None;
     let completion = Anthropic::new(&cfg)
         .unwrap()
-        .attempt(&[Message::user("hi")], &[])
+        .attempt(None, &[Message::user("hi")], &[])
         .await
         .unwrap();
     assert_eq!(completion.text.as_deref(), Some("Hello there"));
@@ -157,7 +157,7 @@ async fn failures_quote_the_provider_never_the_key() {
     for _ in 0..3 {
         failures.push(
             client
-                .attempt(&[Message::user("go")], &[])
+                .attempt(None, &[Message::user("go")], &[])
                 .await
                 .unwrap_err(),
         );
@@ -190,7 +190,7 @@ async fn failures_quote_the_provider_never_the_key() {
     }
 
     let bad_call = Message::assistant("", vec![call("toolu_1", "x", "[1, 2]")]);
-    let failure = client.attempt(&[bad_call], &[]).await.unwrap_err();
+    let failure = client.attempt(None, &[bad_call], &[]).await.unwrap_err();
     assert!(
         matches!(&failure, Failure::Refused(m) if m.contains("not a JSON object")),
         "{failure:?}"

@@ -8,7 +8,10 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::{BoxFuture, Completion, Failure, Message, Provider, ToolSpec, remote::Endpoint};
+use super::{
+    BoxFuture, Completion, Failure, Message, Provider, ToolSpec,
+    remote::{Endpoint, Turn},
+};
 use crate::{mind::MindConfig, secret::Secret};
 
 /// A client for one OpenAI-compatible endpoint and model. Not retried by itself: wrap it
@@ -36,13 +39,19 @@ impl Provider for OpenAi {
         &self.model
     }
 
+    fn turn(&self) -> BoxFuture<'static, Option<Turn>> {
+        let turn = self.endpoint.turn();
+        Box::pin(async move { Some(turn.await) })
+    }
+
     fn attempt<'a>(
         &'a self,
+        turn: Option<Turn>,
         messages: &'a [Message],
         tools: &'a [ToolSpec],
     ) -> BoxFuture<'a, Result<Completion, Failure>> {
         Box::pin(async move {
-            let _turn = self.endpoint.connection().await;
+            let _turn = self.endpoint.on(turn).await;
             let mut request = self
                 .endpoint
                 .post(&wire::Request::new(&self.model, messages, tools));

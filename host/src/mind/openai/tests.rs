@@ -52,7 +52,10 @@ async fn request_shape_and_tool_call_round_trip() {
         Message::assistant("", vec![earlier_call]),
         Message::tool("call_1", r#"{"memory_id":"mem_1"}"#),
     ];
-    let completion = client.attempt(&messages, &[memory_tool()]).await.unwrap();
+    let completion = client
+        .attempt(None, &messages, &[memory_tool()])
+        .await
+        .unwrap();
 
     assert_eq!(
         completion,
@@ -101,7 +104,10 @@ async fn lenient_reply_parsing_and_no_tools_no_key() {
     ]}}]});
     let (cfg, fake) = serve(vec![ok(&reply), ok(&final_text("hi"))]).await;
     let client = OpenAi::new(&cfg).unwrap();
-    let completion = client.attempt(&[Message::user("go")], &[]).await.unwrap();
+    let completion = client
+        .attempt(None, &[Message::user("go")], &[])
+        .await
+        .unwrap();
     assert_eq!(completion.usage, Usage::default());
     let calls: Vec<_> = completion
         .tool_calls
@@ -113,7 +119,10 @@ async fn lenient_reply_parsing_and_no_tools_no_key() {
         [("call_1", "a", r#"{"x":1}"#), ("call_2", "b", "{}")]
     );
 
-    let completion = client.attempt(&[Message::user("go")], &[]).await.unwrap();
+    let completion = client
+        .attempt(None, &[Message::user("go")], &[])
+        .await
+        .unwrap();
     assert_eq!(completion.text.as_deref(), Some("hi"));
     assert!(completion.tool_calls.is_empty());
 
@@ -135,7 +144,7 @@ async fn a_reply_without_choices_is_transient() {
     let (cfg, _fake) = serve(vec![ok(&json!({"error": {"message": "overloaded"}}))]).await;
     let failure = OpenAi::new(&cfg)
         .unwrap()
-        .attempt(&[Message::user("go")], &[])
+        .attempt(None, &[Message::user("go")], &[])
         .await
         .unwrap_err();
     let Failure::Transient { message, .. } = &failure else {
@@ -203,4 +212,24 @@ async fn a_summary_answered_in_plain_text_is_kept() {
     let seen = fake.bodies();
     assert_eq!(seen.len(), 1, "a prose answer is not retried");
     assert_eq!(seen[0]["tools"][0]["function"]["name"], "write_summary");
+}
+
+#[tokio::test]
+async fn a_request_goes_out_on_the_turn_taken_for_it_while_others_wait_theirs() {
+    let replies = vec![ok(&final_text("first")), ok(&final_text("second"))];
+    let (mut cfg, fake) = serve(replies).await;
+    cfg.max_connections = 1;
+    let mind = Retrying::new(OpenAi::new(&cfg).unwrap());
+    let turn = mind.turn().await;
+    assert!(turn.is_some(), "a remote provider's connections are turns");
+    // The one connection is the turn's: a call that waits for its own is not sent...
+    let (first, second) = ([Message::user("first")], [Message::user("second")]);
+    let mut waiting = mind.complete(&second, &[]);
+    let blocked = tokio::time::timeout(Duration::from_millis(200), &mut waiting).await;
+    assert!(blocked.is_err() && fake.bodies().is_empty());
+    // ...while one given the turn goes out on it, and then gives it up.
+    let sent = mind.complete_on(turn, &first, &[]).await;
+    assert_eq!(sent.unwrap().text.as_deref(), Some("first"));
+    assert_eq!(waiting.await.unwrap().text.as_deref(), Some("second"));
+    assert_eq!(fake.bodies().len(), 2);
 }

@@ -12,14 +12,14 @@ pub(super) mod fake;
 #[cfg(test)]
 mod tests;
 
-use std::{fmt::Display, time::Duration};
+use std::{fmt::Display, sync::Arc, time::Duration};
 
 use anyhow::Context;
 use reqwest::{Client, RequestBuilder, StatusCode, Url, header::HeaderMap};
 use serde::{Serialize, de::DeserializeOwned};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::Failure;
+use super::{BoxFuture, Failure};
 
 /// Longest wait for the TCP/TLS connection.
 pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -36,7 +36,15 @@ pub(super) struct Endpoint {
     /// One permit per request in flight: an HTTP/1.1 connection each, with its buffers
     /// and file descriptor. Thousands of agents waiting on the Mind share these rather
     /// than hold one each; the others wait their turn holding nothing.
-    connections: Semaphore,
+    connections: Arc<Semaphore>,
+}
+
+/// A turn to send one request to a provider: one of its bounded connections, held by the
+/// attempt that sends on it and given back when that attempt ends (see
+/// [`Mind::turn`](super::Mind::turn)).
+pub struct Turn {
+    /// Given back to the connections when the turn is dropped.
+    _connection: OwnedSemaphorePermit,
 }
 
 impl Endpoint {
@@ -74,17 +82,29 @@ impl Endpoint {
         Ok(Self {
             client,
             url,
-            connections: Semaphore::new(connections.max(1)),
+            connections: Arc::new(Semaphore::new(connections.max(1))),
         })
     }
 
-    /// A turn to use one of the connections, held for one attempt: taken before the
-    /// request body is even serialized, so an agent waiting its turn holds no body.
-    pub(super) async fn connection(&self) -> SemaphorePermit<'_> {
-        self.connections
-            .acquire()
-            .await
-            .expect("the semaphore is never closed")
+    /// A turn to use one of the connections, held for one attempt: waited for before the
+    /// request body even exists, so an agent waiting its turn holds no body. The future
+    /// borrows nothing, so a hibernated agent can keep waiting on it.
+    pub(super) fn turn(&self) -> BoxFuture<'static, Turn> {
+        let connections = self.connections.clone();
+        Box::pin(async move {
+            let connection = connections.acquire_owned().await;
+            Turn {
+                _connection: connection.expect("the semaphore is never closed"),
+            }
+        })
+    }
+
+    /// `turn`, or a turn of its own when none was taken for it.
+    pub(super) async fn on(&self, turn: Option<Turn>) -> Turn {
+        match turn {
+            Some(turn) => turn,
+            None => self.turn().await,
+        }
     }
 
     /// A `POST` of `body` as JSON, for the provider to add its headers to.

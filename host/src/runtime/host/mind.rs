@@ -7,6 +7,8 @@
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
 //! A call that waits past `[runtime] hibernate_after_ms` hibernates the agent (`park`).
 
+use std::time::Instant;
+
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::{
@@ -148,9 +150,11 @@ fn answer(
 }
 
 impl AgentState {
-    /// The completion itself: the provider request, raced against a stop request. One
-    /// that waits past the hibernation delay parks the agent (see `park`): it unwinds with
-    /// [`Hibernating`], the request's task kept as the parked call `call`'s answer.
+    /// The completion itself: a turn to send on (one of a remote provider's connections),
+    /// then the provider request, each raced against a stop request. A call that waits
+    /// past the hibernation delay parks the agent (see `park`): it unwinds with
+    /// [`Hibernating`], keeping as the parked call `call`'s wait either the turn to come
+    /// (no request made yet: the resumed run makes it) or the request's task.
     async fn complete_live(
         &mut self,
         call: (&'static str, u64),
@@ -168,21 +172,42 @@ impl AgentState {
         if agent.memory_mode == MemoryMode::Both {
             remind(&mut messages);
         }
+        let since = Instant::now();
+        let mind = agent.services.mind.clone();
+        let turn = match agent.take_turn() {
+            Some(turn) => Some(turn),
+            None => {
+                let mut turn = mind.turn();
+                tokio::select! {
+                    turn = &mut turn => turn,
+                    _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
+                    () = agent.hibernation_due(since) => {
+                        if agent.may_park() {
+                            self.parked = Some(Pending::Turn(turn));
+                            return Err(wasmtime::Error::new(Hibernating));
+                        }
+                        tokio::select! {
+                            turn = turn => turn,
+                            _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
+                        }
+                    }
+                }
+            }
+        };
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
         // stop, the store, a parked agent's end), the call is aborted.
-        let mind = agent.services.mind.clone();
         let mut request = AbortOnDropHandle::new(tokio::spawn(async move {
-            mind.complete(&messages, &tools).await
+            mind.complete_on(turn, &messages, &tools).await
         }));
         let joined = tokio::select! {
             joined = &mut request => joined,
             _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-            () = agent.hibernation_due() => {
+            () = agent.hibernation_due(since) => {
                 if agent.may_park() {
                     let (func, args) = call;
-                    self.parked = Some(Pending {
+                    self.parked = Some(Pending::Answer {
                         func,
                         args,
                         answer: Box::pin(async move {
