@@ -2,6 +2,7 @@
 //! hybrid and semantic over HTTP (distinct queries, and a small repeated set whose query
 //! embeddings are cached), then the same on the library and on each index alone.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -77,6 +78,8 @@ pub fn run(
     }
 
     let mut empty = 0usize;
+    // Of the `as_of` results: (all, superseded since), each checked to be a first version.
+    let (as_of_hits, superseded) = (Cell::new(0usize), Cell::new(0usize));
     // `as_of`: the world as it was then (issue 26), else the live memories.
     let mut http = |mode: &str, queries: &[String], texts: &mut Texts, as_of: Option<u64>| {
         queries
@@ -93,6 +96,14 @@ pub fn run(
                 assert_eq!(status, 200, "search answered {status}: {body}");
                 if body["results"].as_array().is_none_or(Vec::is_empty) {
                     empty += 1;
+                }
+                if loaded.before_rewrites.is_some() && as_of.is_some() {
+                    for hit in body["results"].as_array().into_iter().flatten() {
+                        assert_eq!(hit["version"], 1, "the world before the rewrites: {hit}");
+                        as_of_hits.set(as_of_hits.get() + 1);
+                        let past = usize::from(hit["is_latest_version"] == false);
+                        superseded.set(superseded.get() + past);
+                    }
                 }
                 took
             })
@@ -122,6 +133,11 @@ pub fn run(
     let at = loaded.before_rewrites.unwrap_or_else(harness::now_ms);
     let qs = distinct(settings.embed_queries, &mut texts);
     let samples = http("hybrid", &qs, &mut texts, Some(at));
+    if loaded.before_rewrites.is_some() {
+        let (hits, past) = (as_of_hits.get(), superseded.get());
+        println!("  as_of results: {hits}, of which superseded since: {past}");
+        assert!(past > 0, "the index of the past answered none");
+    }
     let label = match loaded.before_rewrites {
         Some(_) => "hybrid search `as_of` before a tenth was rewritten (query embedded)",
         None => "hybrid search `as_of` a moment ago, distinct queries (query embedded)",

@@ -5,8 +5,8 @@
 //! An agent leaves its account's count ([`Admission::release`]) before its record turns
 //! terminal — when a stop is answered, or when its run ends — so the record and the count
 //! agree: a spawn right after a client reads `stopped` or `completed` is admitted. It keeps
-//! its place under the host's cap until its task is done (a stop's grace, the journal's
-//! end), as it still runs there.
+//! its place under the host's cap until its run is over (through a stop's grace), then
+//! gives it back before the work that follows ([`Admission::vacate_ended`]).
 //!
 //! The cap counts agents that hold an instance. A hibernated (parked) agent gives its
 //! place back and keeps its account's count, as it still runs for its account; parked
@@ -94,12 +94,16 @@ pub(super) struct Slot {
     account: String,
     /// Whether the place still counts among the account's agents (not once released).
     counted: bool,
+    /// Whether it holds a place under the host's cap (not once its run is over).
+    placed: bool,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut live = self.admission.live.lock();
-        self.admission.give_back(&mut live);
+        if self.placed {
+            self.admission.give_back(&mut live);
+        }
         if self.counted {
             live.uncount(&self.account);
         }
@@ -128,6 +132,7 @@ impl Room {
             admission,
             account: account.to_string(),
             counted: true,
+            placed: true,
         }
     }
 }
@@ -196,6 +201,7 @@ impl Admission {
             admission: self.clone(),
             account: account.to_string(),
             counted: true,
+            placed: true,
         })
     }
 
@@ -269,6 +275,17 @@ impl Admission {
         let room = live.parked < self.max_parked;
         live.parked += u32::from(room);
         room
+    }
+
+    /// Gives back the place under the cap of an agent whose run is over, its instance gone
+    /// for good, before the host's work after it (extraction's Mind call, the record's
+    /// end). That work needs no instance; holding a place through it would let agents
+    /// waiting on a Mind connection fill the cap while the parked agents given those
+    /// connections wait for a place to resume in: neither would move.
+    pub(super) fn vacate_ended(&self, slot: &mut Slot) {
+        if std::mem::take(&mut slot.placed) {
+            self.give_back(&mut self.live.lock());
+        }
     }
 
     /// Gives back the place under the cap of an agent that parked (its instance is gone).

@@ -212,7 +212,8 @@ impl Inner {
             if begins && let Err(e) = journals.begin(&run, allowance).await {
                 tracing::error!(agent = %ctx.agent_id, error = %e, "beginning the journal failed");
             }
-            supervise(&inner, &ctx, &pre, &task).await;
+            let mut slot = slot;
+            supervise(&inner, &ctx, &pre, &task, &mut slot).await;
             if let Err(e) = journals.end(&run).await {
                 tracing::error!(agent = %ctx.agent_id, error = %e, "deleting the journal failed");
             }
@@ -358,6 +359,7 @@ async fn supervise(
     ctx: &Arc<AgentCtx>,
     pre: &AgentPre<AgentState>,
     task: &str,
+    slot: &mut Slot,
 ) {
     let records = &inner.services.records;
     let (account, id) = (&ctx.account, &ctx.agent_id);
@@ -386,6 +388,7 @@ async fn supervise(
         },
         false => run_and_wake(inner, ctx, pre, task).await,
     };
+    inner.admission.vacate_ended(slot);
     let run_ms = ctx.started.elapsed().as_millis() as u64;
     if let Outcome::Completed(answer) = &outcome
         && ctx.memory_mode.extracts()

@@ -42,13 +42,17 @@ fn held_write() -> Reply {
 /// A server speaking to `mind`, whose agents hibernate after `hibernate_after_ms` (0:
 /// never), with a plan roomy enough for them all at once.
 fn setup(mind: &FakeMind, hibernate_after_ms: u64) -> Setup {
-    setup_with(mind, hibernate_after_ms, "")
+    setup_with(
+        mind,
+        &format!("hibernate_after_ms = {hibernate_after_ms}\n"),
+        "",
+    )
 }
 
-/// [`setup`], with more configuration (whole sections) appended.
-fn setup_with(mind: &FakeMind, hibernate_after_ms: u64, more: &str) -> Setup {
+/// [`setup`], with `runtime`'s lines in `[runtime]` and `more` (whole sections) before it.
+fn setup_with(mind: &FakeMind, runtime: &str, more: &str) -> Setup {
     let config = format!(
-        "{more}[runtime]\nhibernate_after_ms = {hibernate_after_ms}\n\n\
+        "{more}[runtime]\n{runtime}\n\
          [plans.lightyear]\nspawns_per_minute = 10000\nspawns_per_hour = 10000\n\
          concurrent_agents = 10000\nmemories = 100000\nagent_hours_per_month = 1000\n"
     );
@@ -113,7 +117,7 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
     // A connection each, so every first request is sent before any second one: the fake
     // answers in the order requests come.
     let connections = format!("[mind]\nmax_connections = {agents}\n\n");
-    let setup = setup_with(&mind, 100, &connections);
+    let setup = setup_with(&mind, "hibernate_after_ms = 100\n", &connections);
     let (server, c) = setup.start();
     let ids: Vec<String> = (0..agents)
         .map(|_| spawn(&c, "When is the launch?"))
@@ -139,7 +143,11 @@ fn agents_queued_for_a_connection_park_before_making_their_request() {
     let (expected, requests) = unparked();
     let agents = 6;
     let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
-    let setup = setup_with(&mind, 100, "[mind]\nmax_connections = 1\n\n");
+    let setup = setup_with(
+        &mind,
+        "hibernate_after_ms = 100\n",
+        "[mind]\nmax_connections = 1\n\n",
+    );
     let (server, c) = setup.start();
     let ids: Vec<String> = (0..agents)
         .map(|_| spawn(&c, "When is the launch?"))
@@ -155,11 +163,47 @@ fn agents_queued_for_a_connection_park_before_making_their_request() {
         let done = wait_for(&c, id, Duration::from_secs(120), |a| {
             a["status"] != "running"
         });
-        assert_eq!(ending(&done), expected, "{id}");
+        assert_eq!(ending(&done), expected, "{done:#}");
     }
     wait_parked(&server, 0);
     // Each request was made once, by the run resumed on its turn.
     assert_eq!(mind.requests().len(), requests * agents);
+}
+
+/// Many agents behind few connections and a small cap: agents given a connection while
+/// parked wait for a place to resume in, so the agents holding the places must not wait
+/// for a connection in turn (an ended run's extraction gives its place back first).
+#[test]
+fn agents_behind_few_connections_and_a_small_cap_all_end() {
+    let agents = 60;
+    let mind = FakeMind::start(std::iter::repeat_with(held_write).take(agents));
+    let setup = setup_with(
+        &mind,
+        "hibernate_after_ms = 100\nmax_agents = 4\n",
+        "[mind]\nmax_connections = 2\n\n",
+    );
+    let (server, c) = setup.start();
+    // At the cap a spawn is refused until an agent parks: sent again, as the 503 says.
+    let spawn_in_turn = || {
+        poll_until(Duration::from_secs(60), "a place to spawn in", || {
+            let r = c.post("/api/v1/agents", &json!({ "task": "When is the launch?" }));
+            match r.status {
+                201 => Ok(r.body["agent_id"].as_str().unwrap().to_string()),
+                503 => Err(format!("{:#}", r.body)),
+                other => panic!("spawn answered {other}: {:#}", r.body),
+            }
+        })
+    };
+    let ids: Vec<String> = (0..agents).map(|_| spawn_in_turn()).collect();
+    wait_parked(&server, agents as u64);
+    mind.release();
+    for id in &ids {
+        let done = wait_for(&c, id, Duration::from_secs(120), |a| {
+            a["status"] != "running"
+        });
+        assert_eq!(done["status"], "completed", "{done:#}");
+    }
+    wait_parked(&server, 0);
 }
 
 #[test]
