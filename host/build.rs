@@ -17,6 +17,8 @@ use wasmind_guest_build::Guests;
 fn main() {
     let guests = Guests::from_env();
     guests.rerun_if_changed(&["rules", "guest-sdk", "examples", "tests/guests"]);
+    // `sqlx::migrate!` embeds them: a new migration must rebuild the crate.
+    println!("cargo:rerun-if-changed=migrations");
     let crates = [
         guests.crates_in("examples"),
         guests.crates_in("tests/guests"),

@@ -14,7 +14,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    ImportReport, ListQuery, Result, input::PutInput, record::Memory, search::Candidate,
+    ImportReport, ListQuery, Result,
+    input::PutInput,
+    record::{Memory, Provenance},
+    search::Candidate,
     transfer::Prepared,
 };
 
@@ -117,8 +120,16 @@ pub trait MemoryBackend: Send + Sync {
     /// Counts an access of the live memory at (namespace, key) and returns it.
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory>;
 
-    /// The live version gets `deletedAt` and leaves every view but history.
-    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory>;
+    /// The live version gets `deletedAt` (and `by`, who deleted it) and leaves every view
+    /// but history. A delete `by` an agent's journaled call that finds the version that
+    /// same call deleted (made again by the resumed run) answers with it, not `NotFound`.
+    async fn soft_delete(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        by: Option<Provenance>,
+    ) -> Result<Memory>;
 
     /// Every version of (namespace, key) removed for good; returns how many.
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize>;

@@ -12,7 +12,7 @@ use super::{
     fair::Bounds,
     index::{LATEST, SearchFilter},
     input::PutInput,
-    record::Memory,
+    record::{Memory, Provenance},
     search::{self, Candidate},
     store::{self, Reader},
     transfer::{self, Prepared},
@@ -149,11 +149,17 @@ impl MemoryBackend for Embedded {
             .await
     }
 
-    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
+    async fn soft_delete(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        by: Option<Provenance>,
+    ) -> Result<Memory> {
         let (a, n, k) = owned(account, namespace, key);
         self.writer
             .run(Turn::interactive(account), move |b| {
-                b.soft_delete(&a, &n, &k)
+                b.soft_delete(&a, &n, &k, by.as_ref())
             })
             .await
     }

@@ -28,7 +28,7 @@ use super::{
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
     embed::EmbedError,
     input::PutInput,
-    record::Memory,
+    record::{Memory, Provenance},
     search::Candidate,
     transfer::{Importing, Prepared},
 };
@@ -192,9 +192,18 @@ impl MemoryBackend for PgMemory {
         memory(&row)
     }
 
-    async fn soft_delete(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
-        self.write(account, async |txn| txn.soft_delete(namespace, key).await)
-            .await
+    async fn soft_delete(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        by: Option<Provenance>,
+    ) -> Result<Memory> {
+        let by = by.as_ref();
+        self.write(account, async |txn| {
+            txn.soft_delete(namespace, key, by).await
+        })
+        .await
     }
 
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {

@@ -106,6 +106,13 @@ impl Provenance {
     pub fn agent_call(&self) -> Option<(&str, u64)> {
         Some((self.agent_id.as_deref()?, self.step?))
     }
+
+    /// Whether `m` was soft-deleted by this same agent call (a journaled one): then a
+    /// delete made again by the resumed run is the one already done.
+    pub fn deleted(&self, m: &Memory) -> bool {
+        let by = m.deleted_by.as_ref().and_then(Provenance::agent_call);
+        self.agent_call().is_some() && by == self.agent_call()
+    }
 }
 
 /// One version of a memory. Versions of the same (account, namespace, key) form a chain
@@ -148,6 +155,10 @@ pub struct Memory {
     /// Who wrote this version; absent in rows written before provenance existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Who soft-deleted it, when an agent's journaled call did: what makes that call,
+    /// made again by a resumed run, find its delete done rather than nothing to delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_by: Option<Provenance>,
 }
 
 impl Memory {
@@ -201,6 +212,7 @@ pub(crate) fn sample(id: u64) -> Memory {
         consolidated_into: None,
         observed_at: None,
         provenance: None,
+        deleted_by: None,
     }
 }
 

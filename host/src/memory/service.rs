@@ -14,7 +14,7 @@ use super::{
     embedded::Embedded,
     fair::Bounds,
     input::{optional_namespace, optional_unit},
-    record::Memory,
+    record::{Memory, Provenance},
     scan,
     search::{self, Candidate, SearchHit, SearchQuery},
     time::{self, TimeFilter},
@@ -247,10 +247,25 @@ impl MemoryService {
                 .await
                 .map(Deleted::Hard),
             false => backend
-                .soft_delete(account, namespace, key)
+                .soft_delete(account, namespace, key, None)
                 .await
                 .map(|m| Deleted::Soft(Box::new(m))),
         }
+    }
+
+    /// A soft delete by an agent's tool call, `by` naming the agent and the call's journal
+    /// step: made again by the agent's resumed run (the call was in flight at a crash), it
+    /// finds the version it deleted and answers with it instead of `NotFound`.
+    pub async fn delete_by(
+        &self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        by: &Provenance,
+    ) -> Result<Memory> {
+        (self.inner.backend)
+            .soft_delete(account, namespace, key, Some(by.clone()))
+            .await
     }
 
     /// A page of the stored versions of (namespace, key), newest first, including

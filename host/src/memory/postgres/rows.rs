@@ -15,7 +15,8 @@ macro_rules! memory_columns {
     () => {
         "account_id, id, memory_id, namespace, key, value, tags, importance, source, \
          created_at, updated_at, access_count, expires_at, is_latest, deleted_at, version, \
-         previous, consolidated_into, observed_at, provenance::text AS provenance"
+         previous, consolidated_into, observed_at, provenance::text AS provenance, \
+         deleted_by::text AS deleted_by"
     };
 }
 pub(super) use memory_columns;
@@ -45,11 +46,15 @@ pub(super) fn memory(row: &PgRow) -> Result<Memory> {
         previous: row.try_get::<Option<i64>, _>("previous")?.map(unsigned),
         consolidated_into: row.try_get("consolidated_into")?,
         observed_at: row.try_get::<Option<i64>, _>("observed_at")?.map(unsigned),
-        provenance: row
-            .try_get::<Option<String>, _>("provenance")?
-            .map(|json| serde_json::from_str(&json))
-            .transpose()?,
+        provenance: json(row, "provenance")?,
+        deleted_by: json(row, "deleted_by")?,
     })
+}
+
+/// A JSON column read as text, parsed.
+fn json<T: serde::de::DeserializeOwned>(row: &PgRow, column: &str) -> Result<Option<T>> {
+    let text = row.try_get::<Option<String>, _>(column)?;
+    Ok(text.map(|json| serde_json::from_str(&json)).transpose()?)
 }
 
 /// Every memory in `rows`.

@@ -1102,6 +1102,51 @@ async fn an_agents_write_made_again_at_its_step_is_applied_once_on_both_backends
     assert_eq!(postgres, expected);
 }
 
+/// An agent's journaled delete made again at its step, as a run resumed after a crash that
+/// lost the delete's journal entry makes it; then a delete at another step, and a delete
+/// of a memory someone else deleted.
+async fn deleted_again(s: &MemoryService) -> Vec<String> {
+    let quota = Quota::memories(10);
+    let agent = |step: u64| Provenance {
+        agent_id: Some("agt_1".into()),
+        step: Some(step),
+        ..Provenance::door(Door::AgentTool)
+    };
+    for key in ["city", "pet"] {
+        s.put(input("acme", "default", key, "a value"), quota)
+            .await
+            .unwrap();
+    }
+    let first = s.delete_by("acme", "default", "city", &agent(5)).await;
+    s.delete("acme", "default", "pet", false).await.unwrap();
+    let mut out = vec![format!("first: deleted {}", first.is_ok())];
+    for (key, step) in [("city", 5), ("city", 6), ("pet", 5)] {
+        let again = s.delete_by("acme", "default", key, &agent(step)).await;
+        out.push(match again {
+            Ok(m) => format!(
+                "{key} at {step}: the same delete={}",
+                m.id == first.as_ref().unwrap().id
+            ),
+            Err(MemoryError::NotFound { .. }) => format!("{key} at {step}: not found"),
+            Err(e) => format!("{key} at {step}: {e}"),
+        });
+    }
+    out
+}
+
+#[tokio::test]
+async fn an_agents_delete_made_again_at_its_step_answers_as_it_did_on_both_backends() {
+    let (embedded, postgres) = on_both("deleted_again", deleted_again).await;
+    let expected = [
+        "first: deleted true",
+        "city at 5: the same delete=true",
+        "city at 6: not found",
+        "pet at 5: not found",
+    ];
+    assert_eq!(embedded, expected);
+    assert_eq!(postgres, expected);
+}
+
 /// An import of several writer pieces (the embedded backend writes 32 items a
 /// transaction): an invalid item in one piece, the quota reached in a later one.
 async fn large_import(s: &MemoryService) -> Vec<String> {

@@ -15,7 +15,7 @@ use crate::memory::{
     backend::{Merge, Merged, PutOutcome},
     index::index_terms,
     input::PutInput,
-    record::Memory,
+    record::{Memory, Provenance},
 };
 use crate::storage::{bigint, unsigned};
 
@@ -147,6 +147,7 @@ impl Txn {
             consolidated_into: None,
             observed_at: Some(input.observed_at.unwrap_or(self.now)),
             provenance: Some(input.provenance.clone()),
+            deleted_by: None,
         };
         if let Some(old) = &previous {
             sqlx::query("UPDATE memories SET is_latest = false WHERE account_id = $1 AND id = $2")
@@ -211,10 +212,18 @@ impl Txn {
         Ok(outcome)
     }
 
-    /// Soft delete of the live memory at (namespace, key).
-    pub(super) async fn soft_delete(&mut self, namespace: &str, key: &str) -> Result<Memory> {
+    /// Soft delete of the live memory at (namespace, key), recording `by` who deleted it.
+    /// A delete by an agent's journaled call that finds the version that same call deleted
+    /// (made again by its resumed run) answers with it.
+    pub(super) async fn soft_delete(
+        &mut self,
+        namespace: &str,
+        key: &str,
+        by: Option<&Provenance>,
+    ) -> Result<Memory> {
+        let by_json = by.map(serde_json::to_string).transpose()?;
         let row = sqlx::query(concat!(
-            "UPDATE memories SET is_latest = false, deleted_at = $4 \
+            "UPDATE memories SET is_latest = false, deleted_at = $4, deleted_by = $5::jsonb \
              WHERE account_id = $1 AND namespace = $2 AND key = $3 AND counted \
              AND (expires_at IS NULL OR expires_at > $4) RETURNING ",
             memory_columns!()
@@ -223,9 +232,26 @@ impl Txn {
         .bind(namespace)
         .bind(key)
         .bind(bigint(self.now))
+        .bind(by_json)
         .fetch_optional(&mut *self.tx)
-        .await?
-        .ok_or_else(|| MemoryError::not_found(namespace, key))?;
+        .await?;
+        let Some(row) = row else {
+            let head = sqlx::query(concat!(
+                "SELECT ",
+                memory_columns!(),
+                " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+                 ORDER BY id DESC LIMIT 1"
+            ))
+            .bind(&self.account)
+            .bind(namespace)
+            .bind(key)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+            return match head.map(|row| memory(&row)).transpose()? {
+                Some(done) if by.is_some_and(|by| by.deleted(&done)) => Ok(done),
+                _ => Err(MemoryError::not_found(namespace, key)),
+            };
+        };
         let retired = memory(&row)?;
         self.unlist(&[retired.id]).await?;
         Ok(retired)

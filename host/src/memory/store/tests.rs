@@ -102,7 +102,7 @@ fn soft_and_hard_delete() {
     batch(&db, 2, |b| {
         b.put(&input("a", "n", "k", "v2"), &[1.0], 10).unwrap()
     });
-    let (gone, _) = batch(&db, 3, |b| b.soft_delete("a", "n", "k"));
+    let (gone, _) = batch(&db, 3, |b| b.soft_delete("a", "n", "k", None));
     assert_eq!(gone.unwrap().deleted_at, Some(3));
     let r = Reader::new(&db).unwrap();
     assert!(r.live("a", "n", "k", 4).unwrap().is_none());
@@ -123,7 +123,7 @@ fn soft_and_hard_delete() {
     assert!(foreign.memories.is_empty());
     assert!(h.iter().all(|m| !m.is_latest));
     drop(r);
-    let (again, _) = batch(&db, 4, |b| b.soft_delete("a", "n", "k"));
+    let (again, _) = batch(&db, 4, |b| b.soft_delete("a", "n", "k", None));
     assert!(matches!(again, Err(MemoryError::NotFound { .. })));
     let (removed, _) = batch(&db, 5, |b| b.hard_delete("a", "n", "k"));
     assert_eq!(removed.unwrap(), 2);
@@ -152,7 +152,7 @@ fn quota_counts_live_memories_across_namespaces() {
         ));
         // Another account has its own pool.
         b.put(&input("b", "x", "k3", "v"), &[1.0], 2).unwrap();
-        b.soft_delete("a", "x", "k1").unwrap();
+        b.soft_delete("a", "x", "k1", None).unwrap();
         b.put(&input("a", "x", "k3", "v"), &[1.0], 2).unwrap();
     });
 }
@@ -406,7 +406,7 @@ fn matches_a_reference_model() {
             0..=5 => b
                 .put(&input("acct", &ns, &key, &value), &[1.0, 0.0], LIMIT)
                 .map(|_| ()),
-            6 | 7 => b.soft_delete("acct", &ns, &key).map(|_| ()),
+            6 | 7 => b.soft_delete("acct", &ns, &key, None).map(|_| ()),
             8 => b.hard_delete("acct", &ns, &key).map(|_| ()),
             9 => b.touch("acct", &ns, &key).map(|_| ()),
             _ => {

@@ -15,7 +15,7 @@ use crate::memory::{
     derived::{Changes, belongs_to_past, index_doc, past_doc},
     index::IndexOp,
     input::PutInput,
-    record::Memory,
+    record::{Memory, Provenance},
 };
 
 /// Open tables of one write transaction plus the index changes it produced.
@@ -120,6 +120,7 @@ impl<'t> Batch<'t> {
             consolidated_into: None,
             observed_at: Some(input.observed_at.unwrap_or(self.now)),
             provenance: Some(input.provenance.clone()),
+            deleted_by: None,
         };
         if let Some(mut old) = previous {
             if old.is_latest {
@@ -170,10 +171,24 @@ impl<'t> Batch<'t> {
         Ok(memory)
     }
 
-    /// Soft delete: the live version gets `deletedAt` and leaves every view but history.
-    pub fn soft_delete(&mut self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
-        let memory = self.live_head(account, namespace, key)?;
-        self.retire(memory)
+    /// Soft delete: the live version gets `deletedAt` (and `by`, who deleted it) and leaves
+    /// every view but history. An agent's journaled delete made again by its resumed run
+    /// finds the version it deleted and answers with it.
+    pub fn soft_delete(
+        &mut self,
+        account: &str,
+        namespace: &str,
+        key: &str,
+        by: Option<&Provenance>,
+    ) -> Result<Memory> {
+        match self.head(account, namespace, key)? {
+            Some(mut live) if live.is_live(self.now) => {
+                live.deleted_by = by.cloned();
+                self.retire(live)
+            }
+            Some(done) if by.is_some_and(|by| by.deleted(&done)) => Ok(done),
+            _ => Err(MemoryError::not_found(namespace, key)),
+        }
     }
 
     /// Soft-deletes the given live memories of `account` (dedupe); returns those removed.
@@ -306,12 +321,17 @@ impl<'t> Batch<'t> {
     }
 
     fn live_head(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
-        let head = match self.heads.get((account, namespace, key))? {
-            Some(id) => load(&self.memories, id.value())?,
-            None => None,
-        };
-        head.filter(|m| m.is_live(self.now))
+        self.head(account, namespace, key)?
+            .filter(|m| m.is_live(self.now))
             .ok_or_else(|| MemoryError::not_found(namespace, key))
+    }
+
+    /// The newest version of (namespace, key), live or not.
+    fn head(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>> {
+        match self.heads.get((account, namespace, key))? {
+            Some(id) => load(&self.memories, id.value()),
+            None => Ok(None),
+        }
     }
 
     fn retire(&mut self, mut memory: Memory) -> Result<Memory> {

@@ -150,8 +150,8 @@ impl AccountMemory {
     pub async fn delete(&self, key: String, namespace: Option<String>) -> Outcome<()> {
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
         validate_address(&key, &namespace)?;
-        self.service
-            .delete(&self.account, &namespace, &key, false)
+        (self.service)
+            .delete_by(&self.account, &namespace, &key, &self.provenance)
             .await?;
         Ok(())
     }
