@@ -22,6 +22,9 @@ const IN_FLIGHT: usize = 2;
 const NAMESPACES: [&str; 4] = ["default", "default", "work", "personal"];
 const TAGS: [&str; 6] = ["project", "family", "travel", "health", "finance", "ideas"];
 
+/// What the keys file beside a loaded data dir holds: the keys, and [`Loaded::rewrites`].
+type Saved = (Vec<(String, String)>, Option<(u64, usize)>);
+
 /// What a load produced: one key per account, and how long it took.
 pub struct Loaded {
     /// (account, key) in account order.
@@ -30,8 +33,9 @@ pub struct Loaded {
     /// The embedder that made the vectors, the only one the data dir serves with.
     pub kind: EmbedderKind,
     /// With a history (see [`load`]): an instant after the first versions were written
-    /// and before the rewrites, which an `as_of` search looks back to.
-    pub before_rewrites: Option<u64>,
+    /// and before the rewrites, which an `as_of` search looks back to, and which memories
+    /// were rewritten (every nth).
+    pub rewrites: Option<(u64, usize)>,
 }
 
 /// Loads `accounts` accounts of `per_account` memories each into a fresh data dir at
@@ -49,14 +53,13 @@ pub fn load(
     let keys_file = path.join("bench-keys.json");
     let reuse = std::env::var("WASMIND_BENCH_REUSE").is_ok_and(|v| v == "1");
     if reuse && let Ok(text) = std::fs::read_to_string(&keys_file) {
-        let (keys, before_rewrites): (Vec<(String, String)>, Option<u64>) =
-            serde_json::from_str(&text).expect("keys file");
+        let (keys, rewrites): Saved = serde_json::from_str(&text).expect("keys file");
         println!("  reusing {} ({} accounts)", path.display(), keys.len());
         return Loaded {
             keys,
             took: Duration::ZERO,
             kind,
-            before_rewrites,
+            rewrites,
         };
     }
     let _ = std::fs::remove_dir_all(path);
@@ -78,7 +81,7 @@ pub fn load(
         Some(item(account, i, &mut texts))
     });
     assert_eq!(first, accounts * per_account, "every memory imported");
-    let before_rewrites = rewrite_every.map(|every| {
+    let rewrites = rewrite_every.map(|every| {
         std::thread::sleep(Duration::from_millis(5));
         let before = harness::now_ms();
         std::thread::sleep(Duration::from_millis(5));
@@ -86,24 +89,24 @@ pub fn load(
         let (mut replay, mut values) = (Texts::new(seed), Texts::new(seed + 1));
         let rewritten = import_all(&rt, &opened, &keys, per_account, |account, i| {
             let mut input = item(account, i, &mut replay);
-            (i % every == 0).then(|| {
+            i.is_multiple_of(every).then(|| {
                 input.value = values.memory_value();
                 input
             })
         });
         println!("  rewrote {rewritten} memories: a second version each");
-        before
+        (before, every)
     });
     drop(rt);
     opened.close();
     let took = started.elapsed();
-    let saved = serde_json::to_string(&(&keys, before_rewrites)).expect("keys json");
+    let saved = serde_json::to_string(&(&keys, rewrites)).expect("keys json");
     std::fs::write(&keys_file, saved).expect("write keys");
     Loaded {
         keys,
         took,
         kind,
-        before_rewrites,
+        rewrites,
     }
 }
 
