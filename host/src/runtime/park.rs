@@ -20,6 +20,7 @@
 
 use std::{
     fmt,
+    future::Future,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -97,10 +98,44 @@ impl Parking {
     }
 }
 
+/// What a wait that may hibernate came to.
+pub enum Waited<T> {
+    Done(T),
+    Stopped,
+    /// The agent is to hibernate, waiting on this.
+    Parked(Pending),
+}
+
 impl AgentCtx {
+    /// Waits for `work` unless a stop comes first. Once the call has waited since `since`
+    /// past the hibernation delay, and a parked place is free, gives `work` up to `park`
+    /// instead: the agent hibernates on what that makes of it.
+    pub async fn wait_or_park<F>(
+        &self,
+        since: Instant,
+        mut work: F,
+        park: impl FnOnce(F) -> Pending,
+    ) -> Waited<F::Output>
+    where
+        F: Future + Unpin,
+    {
+        tokio::select! {
+            done = &mut work => return Waited::Done(done),
+            _ = self.stop.wait() => return Waited::Stopped,
+            () = self.hibernation_due(since) => {}
+        }
+        if self.may_park() {
+            return Waited::Parked(park(work));
+        }
+        tokio::select! {
+            done = work => Waited::Done(done),
+            _ = self.stop.wait() => Waited::Stopped,
+        }
+    }
+
     /// Resolves when a call waiting `since` has waited long enough to hibernate; never
     /// when the agent does not hibernate.
-    pub async fn hibernation_due(&self, since: Instant) {
+    async fn hibernation_due(&self, since: Instant) {
         match &self.parking {
             Some(p) => tokio::time::sleep_until((since + p.after).into()).await,
             None => std::future::pending().await,
@@ -114,7 +149,7 @@ impl AgentCtx {
 
     /// Takes a place among the host's parked agents; false when there is none (the agent
     /// waits in its instance).
-    pub fn may_park(&self) -> bool {
+    fn may_park(&self) -> bool {
         self.parking
             .as_ref()
             .is_some_and(|p| p.admission.try_park())

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::{
     agents::{spawn, wait_for, wait_for_terminal_event, wait_terminal},
     common::{
-        Server,
+        Client, Server,
         fake_mind::{FakeMind, Reply},
         on_postgres, poll_until,
     },
@@ -84,6 +84,13 @@ fn wait_parked(server: &Server, parked: u64) {
     });
 }
 
+/// The records of `ids` once each has left `running`, each waited for at most `within`.
+fn ended(c: &Client, ids: &[String], within: Duration) -> Vec<Value> {
+    (ids.iter())
+        .map(|id| wait_for(c, id, within, |a| a["status"] != "running"))
+        .collect()
+}
+
 /// What a run ends with, beside its status: compared between parked and unparked runs.
 fn ending(agent: &Value) -> Value {
     json!({
@@ -128,10 +135,8 @@ fn parked_agents_give_back_their_instances_and_end_as_unparked_runs_do() {
 
     mind.release();
     // Woken, each agent makes its next Mind call, which may park it again on a loaded box.
-    let ended = |a: &Value| a["status"] != "running";
-    for id in &ids {
-        let done = wait_for(&c, id, Duration::from_secs(300), ended);
-        assert_eq!(ending(&done), expected, "{id}");
+    for done in ended(&c, &ids, Duration::from_secs(300)) {
+        assert_eq!(ending(&done), expected, "{done:#}");
     }
     wait_parked(&server, 0);
     // Each call was sent once: a parked agent's answer was awaited, never asked again.
@@ -159,10 +164,7 @@ fn agents_queued_for_a_connection_park_before_making_their_request() {
     assert_eq!(mind.requests().len(), 1);
 
     mind.release();
-    for id in &ids {
-        let done = wait_for(&c, id, Duration::from_secs(120), |a| {
-            a["status"] != "running"
-        });
+    for done in ended(&c, &ids, Duration::from_secs(120)) {
         assert_eq!(ending(&done), expected, "{done:#}");
     }
     wait_parked(&server, 0);
@@ -197,10 +199,7 @@ fn agents_behind_few_connections_and_a_small_cap_all_end() {
     let ids: Vec<String> = (0..agents).map(|_| spawn_in_turn()).collect();
     wait_parked(&server, agents as u64);
     mind.release();
-    for id in &ids {
-        let done = wait_for(&c, id, Duration::from_secs(120), |a| {
-            a["status"] != "running"
-        });
+    for done in ended(&c, &ids, Duration::from_secs(120)) {
         assert_eq!(done["status"], "completed", "{done:#}");
     }
     wait_parked(&server, 0);

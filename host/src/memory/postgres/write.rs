@@ -92,19 +92,7 @@ impl Txn {
     ) -> Result<PutOutcome> {
         input.validate()?;
         debug_assert_eq!(input.account, self.account);
-        let previous = sqlx::query(concat!(
-            "SELECT ",
-            memory_columns!(),
-            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
-             ORDER BY id DESC LIMIT 1"
-        ))
-        .bind(&self.account)
-        .bind(&input.namespace)
-        .bind(&input.key)
-        .fetch_optional(&mut *self.tx)
-        .await?
-        .map(|row| memory(&row))
-        .transpose()?;
+        let previous = self.head(&input.namespace, &input.key).await?;
         let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
         if let Some(live) = live_head
             && live.value == input.value
@@ -236,18 +224,7 @@ impl Txn {
         .fetch_optional(&mut *self.tx)
         .await?;
         let Some(row) = row else {
-            let head = sqlx::query(concat!(
-                "SELECT ",
-                memory_columns!(),
-                " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
-                 ORDER BY id DESC LIMIT 1"
-            ))
-            .bind(&self.account)
-            .bind(namespace)
-            .bind(key)
-            .fetch_optional(&mut *self.tx)
-            .await?;
-            return match head.map(|row| memory(&row)).transpose()? {
+            return match self.head(namespace, key).await? {
                 Some(done) if by.is_some_and(|by| by.deleted(&done)) => Ok(done),
                 _ => Err(MemoryError::not_found(namespace, key)),
             };
@@ -255,6 +232,22 @@ impl Txn {
         let retired = memory(&row)?;
         self.unlist(&[retired.id]).await?;
         Ok(retired)
+    }
+
+    /// The newest version of (namespace, key), live or not.
+    async fn head(&mut self, namespace: &str, key: &str) -> Result<Option<Memory>> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            memory_columns!(),
+            " FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+             ORDER BY id DESC LIMIT 1"
+        ))
+        .bind(&self.account)
+        .bind(namespace)
+        .bind(key)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        row.map(|row| memory(&row)).transpose()
     }
 
     /// Soft-deletes those of `ids` still live; returns them in the order of `ids`.

@@ -72,10 +72,7 @@ impl<'t> Batch<'t> {
         let account = input.account.as_str();
         self.reap(account)?;
         let head_key = (account, input.namespace.as_str(), input.key.as_str());
-        let previous = match self.heads.get(head_key)? {
-            Some(id) => load(&self.memories, id.value())?,
-            None => None,
-        };
+        let previous = self.head(account, &input.namespace, &input.key)?;
         let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
         if let Some(live) = live_head
             && live.value == input.value

@@ -16,7 +16,7 @@ use crate::{
     runtime::{
         bindings::mind,
         journal::Call,
-        park::{Hibernating, Pending},
+        park::{Hibernating, Pending, Waited},
         records::MemoryMode,
         state::{AgentCtx, AgentState},
     },
@@ -176,57 +176,42 @@ impl AgentState {
         let mind = agent.services.mind.clone();
         let turn = match agent.take_turn() {
             Some(turn) => Some(turn),
-            None => {
-                let mut turn = mind.turn();
-                tokio::select! {
-                    turn = &mut turn => turn,
-                    _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-                    () = agent.hibernation_due(since) => {
-                        if agent.may_park() {
-                            self.parked = Some(Pending::Turn(turn));
-                            return Err(wasmtime::Error::new(Hibernating));
-                        }
-                        tokio::select! {
-                            turn = turn => turn,
-                            _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-                        }
-                    }
-                }
-            }
+            None => match agent.wait_or_park(since, mind.turn(), Pending::Turn).await {
+                Waited::Done(turn) => turn,
+                Waited::Stopped => return Ok(Err(mind::MindError::Stopped)),
+                Waited::Parked(pending) => return Err(self.hibernate(pending)),
+            },
         };
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
         // stop, the store, a parked agent's end), the call is aborted.
-        let mut request = AbortOnDropHandle::new(tokio::spawn(async move {
+        let request = AbortOnDropHandle::new(tokio::spawn(async move {
             mind.complete_on(turn, &messages, &tools).await
         }));
-        let joined = tokio::select! {
-            joined = &mut request => joined,
-            _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-            () = agent.hibernation_due(since) => {
-                if agent.may_park() {
-                    let (func, args) = call;
-                    self.parked = Some(Pending::Answer {
-                        func,
-                        args,
-                        answer: Box::pin(async move {
-                            serde_json::to_value(answer(request.await))
-                                .unwrap_or(serde_json::Value::Null)
-                        }),
-                    });
-                    return Err(wasmtime::Error::new(Hibernating));
-                }
-                tokio::select! {
-                    joined = &mut request => joined,
-                    _ = agent.stop.wait() => return Ok(Err(mind::MindError::Stopped)),
-                }
-            }
+        let (func, args) = call;
+        let in_flight = |request: AbortOnDropHandle<_>| Pending::Answer {
+            func,
+            args,
+            answer: Box::pin(async move {
+                serde_json::to_value(answer(request.await)).unwrap_or(serde_json::Value::Null)
+            }),
+        };
+        let joined = match agent.wait_or_park(since, request, in_flight).await {
+            Waited::Done(joined) => joined,
+            Waited::Stopped => return Ok(Err(mind::MindError::Stopped)),
+            Waited::Parked(pending) => return Err(self.hibernate(pending)),
         };
         if agent.stop.requested() {
             return Ok(Err(mind::MindError::Stopped));
         }
         Ok(answer(joined))
+    }
+
+    /// Unwinds the run to hibernate on `pending` (see `park`).
+    fn hibernate(&mut self, pending: Pending) -> wasmtime::Error {
+        self.parked = Some(pending);
+        wasmtime::Error::new(Hibernating)
     }
 
     /// What a completion leaves in the run, live or replayed: its tokens, the Mind's
