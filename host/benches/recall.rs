@@ -6,9 +6,11 @@
 //! memory bench does (default embedder: int8 MiniLM on ONNX Runtime), imports every turn of
 //! each conversation as a memory `"Speaker: text"` keyed by its `dia_id` (`D1:3` → `d1_3`),
 //! one account per conversation, then searches every question of categories 1–4 with
-//! limit 10 in keyword, hybrid and semantic mode (in that order: semantic finds each query
-//! embedding in the cache hybrid filled, so its latency is the cached one). It prints
-//! recall by category and overall, import throughput and search latency as Markdown.
+//! limit 10 in keyword, hybrid and semantic mode, then hybrid with `rerank` (in that order:
+//! the later ones find each query embedding in the cache hybrid filled, so semantic's
+//! latency is the cached one). It prints
+//! recall by category, overall and for each split half (conversations 0–2 and 3–4: tune
+//! on one, report the other), import throughput and search latency as Markdown.
 //!
 //! Environment (all optional): `WASMIND_LOCOMO` (the data file), `WASMIND_BENCH_IMPORT_BATCH`
 //! (memories per import request, 100), `WASMIND_BENCH_DIR` (/tmp), `WASMIND_BENCH_KEEP=1`
@@ -40,7 +42,18 @@ use harness::{Client, Server};
 use locomo::Conversation;
 use tally::{KS, ModeResult, Recall};
 
-const MODES: [&str; 3] = ["keyword", "hybrid", "semantic"];
+/// The searches compared: (label, mode, rerank).
+const MODES: [(&str, &str, bool); 4] = [
+    ("keyword", "keyword", false),
+    ("hybrid", "hybrid", false),
+    ("semantic", "semantic", false),
+    ("rerank", "hybrid", true),
+];
+
+/// The split halves (issue 26): a constant is chosen on one half and reported on the other,
+/// never chosen on the whole.
+const FIRST_HALF: std::ops::Range<usize> = 0..3;
+const SECOND_HALF: std::ops::Range<usize> = 3..usize::MAX;
 
 fn main() {
     let started = Instant::now();
@@ -83,7 +96,7 @@ fn main() {
 
     let results: Vec<ModeResult> = MODES
         .iter()
-        .map(|&mode| search_all(&client, &conversations, &keys, mode))
+        .map(|&search| search_all(&client, &conversations, &keys, search))
         .collect();
 
     if let Some(out) = std::env::var_os("WASMIND_RECALL_DUMP") {
@@ -101,7 +114,16 @@ fn main() {
         started.elapsed().as_secs_f64(),
         harness::loadavg()
     );
-    println!("{}\n", tally::recall_table(&results));
+    println!("{}\n", tally::recall_table(&results, |_| true));
+    for (name, half) in [
+        ("conversations 0-2", FIRST_HALF),
+        ("conversations 3-4", SECOND_HALF),
+    ] {
+        println!(
+            "### {name}\n\n{}\n",
+            tally::recall_table(&results, |i| half.contains(&i))
+        );
+    }
     println!(
         "Import: {turns} memories in {:.1} s = **{:.0} memories/s** (batches of {batch}).\n",
         import.as_secs_f64(),
@@ -152,14 +174,17 @@ fn search_all(
     client: &Client,
     conversations: &[Conversation],
     keys: &[String],
-    mode: &'static str,
+    (label, mode, rerank): (&'static str, &str, bool),
 ) -> ModeResult {
     let limit = KS[KS.len() - 1];
-    let mut recall = Recall::default();
+    let mut per_conversation = Vec::new();
     let mut latencies = Vec::new();
     for (conversation, key) in conversations.iter().zip(keys) {
+        let mut recall = Recall::default();
         for question in &conversation.questions {
-            let body = json!({ "query": question.text, "limit": limit, "mode": mode });
+            let body = json!({
+                "query": question.text, "limit": limit, "mode": mode, "rerank": rerank
+            });
             let started = Instant::now();
             let (status, resp) = client.post_as(key, "/api/v1/memory/search", &body);
             latencies.push(started.elapsed());
@@ -172,15 +197,16 @@ fn search_all(
                 .collect();
             recall.add(question, &result_keys);
         }
+        per_conversation.push(recall);
     }
-    let [r5, r10] = recall.mean(None).1;
+    let [r5, r10] = Recall::sum(&per_conversation).mean(None).1;
     println!(
-        "{mode}: {} searches, recall@5 {r5:.3}, recall@10 {r10:.3}",
+        "{label}: {} searches, recall@5 {r5:.3}, recall@10 {r10:.3}",
         latencies.len()
     );
     ModeResult {
-        mode,
-        recall,
+        mode: label,
+        per_conversation,
         latencies,
     }
 }
@@ -189,7 +215,7 @@ fn search_all(
 /// their breakdowns as JSON lines: the material to try other fusions offline.
 fn dump(client: &Client, conversations: &[Conversation], keys: &[String], out: &std::path::Path) {
     let mut lines = String::new();
-    for (conversation, key) in conversations.iter().zip(keys) {
+    for (index, (conversation, key)) in conversations.iter().zip(keys).enumerate() {
         for question in &conversation.questions {
             let body = json!({ "query": question.text, "limit": 50, "mode": "hybrid" });
             let (status, resp) = client.post_as(key, "/api/v1/memory/search", &body);
@@ -207,7 +233,13 @@ fn dump(client: &Client, conversations: &[Conversation], keys: &[String], out: &
                 })
                 .collect();
             let evidence: Vec<String> = question.evidence.iter().map(|e| locomo::key(e)).collect();
-            let line = json!({ "category": question.category, "evidence": evidence, "hits": hits });
+            let line = json!({
+                "conversation": index,
+                "question": question.text,
+                "category": question.category,
+                "evidence": evidence,
+                "hits": hits
+            });
             lines.push_str(&format!("{line}\n"));
         }
     }

@@ -77,6 +77,10 @@ def test_search_finds_by_meaning(client: Client) -> None:
     assert 0 < hits[0]["score"] <= 1 and set(hits[0]["breakdown"]) >= {"semantic", "keyword"}
     only = client.memory.search("commute", namespace="travel", mode="semantic", limit=1)
     assert [h["key"] for h in only] == ["car"]
+    reranked = client.memory.search("what does the user like to eat?", rerank=True)
+    assert reranked[0]["key"] == "favourite_food"
+    assert all(h["score"] == h["breakdown"]["rerank"] for h in reranked)
+    assert "rerank" not in hits[0]["breakdown"]
 
 
 def test_dedupe_and_consolidate(client: Client) -> None:

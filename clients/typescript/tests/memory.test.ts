@@ -103,6 +103,10 @@ test("search finds a memory by meaning", async () => {
     home.results.map((r) => r.key),
     ["pet"],
   );
+  const reranked = await memory.search({ query: "what does the user like to eat?", rerank: true });
+  assert.equal(reranked.results[0]?.key, "favourite_food");
+  assert.ok(reranked.results.every((r) => r.score === r.breakdown.rerank));
+  assert.equal(results[0]?.breakdown.rerank, undefined);
 });
 
 test("list iterates every live memory across pages, newest first, filtered by tags", async () => {

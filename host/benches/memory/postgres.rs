@@ -257,6 +257,7 @@ fn searches(
                     limit: 10,
                     mode,
                     min_score: 0.0,
+                    rerank: false,
                     time: Default::default(),
                 };
                 let started = Instant::now();

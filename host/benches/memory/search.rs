@@ -210,6 +210,7 @@ pub fn run(
                     limit: 10,
                     mode,
                     min_score: 0.0,
+                    rerank: false,
                     time: Default::default(),
                 };
                 let started = Instant::now();

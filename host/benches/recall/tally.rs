@@ -18,6 +18,20 @@ pub struct Recall {
 }
 
 impl Recall {
+    /// The sums of several tallies (of several conversations, say).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a Recall>) -> Recall {
+        let mut out = Recall::default();
+        for part in parts {
+            for ((n, sums), (m, more)) in out.sums.iter_mut().zip(&part.sums) {
+                *n += m;
+                for (acc, v) in sums.iter_mut().zip(more) {
+                    *acc += v;
+                }
+            }
+        }
+        out
+    }
+
     /// Adds one question given the keys of its results, best first.
     pub fn add(&mut self, question: &Question, result_keys: &[String]) {
         let (count, sums) = &mut self.sums[usize::from(question.category - 1)];
@@ -55,15 +69,34 @@ impl Recall {
 /// One search mode's results.
 pub struct ModeResult {
     pub mode: &'static str,
-    pub recall: Recall,
+    /// One tally per conversation, in the data's order.
+    pub per_conversation: Vec<Recall>,
     pub latencies: Vec<Duration>,
 }
 
-/// The recall table: one row per category and one for all, recall@5 / @10 per mode.
-pub fn recall_table(results: &[ModeResult]) -> String {
+impl ModeResult {
+    /// The tally of the conversations whose index is in `picked`.
+    pub fn recall(&self, picked: impl Fn(usize) -> bool) -> Recall {
+        Recall::sum(
+            self.per_conversation
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| picked(*i))
+                .map(|(_, r)| r),
+        )
+    }
+}
+
+/// The recall table of the conversations `picked`: one row per category and one for all,
+/// recall@5 / @10 per mode.
+pub fn recall_table(results: &[ModeResult], picked: impl Fn(usize) -> bool) -> String {
+    let tallies: Vec<(&str, Recall)> = results
+        .iter()
+        .map(|r| (r.mode, r.recall(&picked)))
+        .collect();
     let mut out = String::from("| category | questions |");
-    for r in results {
-        let _ = write!(out, " {} R@5 | {} R@10 |", r.mode, r.mode);
+    for (mode, _) in &tallies {
+        let _ = write!(out, " {mode} R@5 | {mode} R@10 |");
     }
     out.push_str("\n|---|---:|");
     out.push_str(&"---:|---:|".repeat(results.len()));
@@ -72,10 +105,10 @@ pub fn recall_table(results: &[ModeResult]) -> String {
         .map(|&(c, name)| (Some(c), format!("{c} {name}")))
         .chain([(None, "**all**".to_string())]);
     for (category, name) in rows {
-        let n = results.first().map_or(0, |r| r.recall.mean(category).0);
+        let n = tallies.first().map_or(0, |(_, r)| r.mean(category).0);
         let _ = write!(out, "\n| {name} | {n} |");
-        for r in results {
-            let [r5, r10] = r.recall.mean(category).1;
+        for (_, r) in &tallies {
+            let [r5, r10] = r.mean(category).1;
             let _ = write!(out, " {r5:.3} | {r10:.3} |");
         }
     }

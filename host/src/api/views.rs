@@ -186,6 +186,11 @@ pub struct BreakdownView {
     pub importance: f64,
     #[serde(rename = "timeDecay")]
     pub time_decay: f64,
+    /// The cross-encoder's relevance, which is then the score: only in a search with
+    /// `rerank: true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1)]
+    pub rerank: Option<f64>,
 }
 
 /// A search result item (§2.2).
@@ -213,6 +218,7 @@ impl From<&SearchHit> for SearchHitView {
                 keyword: b.keyword,
                 importance: b.importance,
                 time_decay: b.time_decay,
+                rerank: b.rerank,
             },
             provenance: h.memory.provenance.as_ref().map(Into::into),
         }

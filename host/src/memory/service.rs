@@ -392,8 +392,13 @@ impl MemoryService {
         };
         let indexed = !q.time.has_window()
             && (q.time.as_of.is_none() || self.inner.backend.indexes_the_past());
+        // A reranked search first ranks the pool the cross-encoder reads.
+        let ranked = match q.rerank {
+            true => search::rerank_pool(q.limit),
+            false => q.limit,
+        };
         let found = match indexed {
-            true => self.candidates(account, &q, vector, now).await?,
+            true => self.candidates(account, &q, ranked, vector, now).await?,
             false => self.scan(account, &q, vector, now).await?,
         };
         // Scored at the instant looked at: decay is measured from then.
@@ -417,15 +422,29 @@ impl MemoryService {
                 }
             })
             .collect();
-        Ok(search::finish(hits, q.min_score, q.limit))
+        if !q.rerank {
+            return Ok(search::finish(hits, q.min_score, q.limit));
+        }
+        let best = search::finish(hits, 0.0, ranked);
+        if best.is_empty() {
+            return Ok(best);
+        }
+        let passages = best.iter().map(|h| h.memory.value.clone()).collect();
+        let logits = self.inner.embed.rerank(account, &q.query, passages).await?;
+        Ok(search::finish(
+            search::reranked(best, &logits),
+            q.min_score,
+            q.limit,
+        ))
     }
 
-    /// A search's candidates from the indexes: of the live versions, and of the past
-    /// when it is `as_of`.
+    /// A search's candidates from the indexes, enough to rank its best `ranked`: of the
+    /// live versions, and of the past when it is `as_of`.
     async fn candidates(
         &self,
         account: &str,
         q: &SearchQuery,
+        ranked: usize,
         vector: Option<Arc<Vec<f32>>>,
         now: u64,
     ) -> Result<Vec<(Memory, Candidate)>> {
@@ -438,7 +457,7 @@ impl MemoryService {
                 query: q.query.clone(),
                 keywords: q.mode.uses_keywords(),
                 vector,
-                k: search::candidates_for(q.limit),
+                k: search::candidates_for(ranked),
                 now: q.time.as_of.unwrap_or(now),
                 as_of: q.time.as_of,
             })

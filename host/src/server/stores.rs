@@ -14,7 +14,7 @@ use crate::{
     health::{Part, Readiness},
     memory::{
         MemoryService, PgMemory,
-        embed::{self, EmbedService, Embedder},
+        embed::{self, EmbedService, Embedder, EmbedderConfig},
     },
     runtime::{AgentStore, Cluster, EmbeddedJournal, JournalStore, PgJournal, node_id},
     storage::{self, Backend},
@@ -34,6 +34,20 @@ pub(super) struct Stores {
     pub cluster: Option<Cluster>,
 }
 
+/// The embedder's service with the cross-encoder, whose files must be there (they are
+/// loaded at the first search that asks to rerank).
+fn embed_service(
+    embedder: Arc<dyn Embedder>,
+    config: &EmbedderConfig,
+) -> anyhow::Result<EmbedService> {
+    let reranker = embed::locate_reranker(config).context("finding the cross-encoder")?;
+    Ok(EmbedService::with_reranker(
+        embedder,
+        config,
+        Some(reranker),
+    ))
+}
+
 impl Stores {
     /// Opens the backend's stores, the memory store's with `embedder` (whose identity the
     /// backend records on first use and holds to afterwards), marking the embedder and the
@@ -48,7 +62,7 @@ impl Stores {
             Backend::Embedded => {
                 embed::check_identity(dir.db(), config.embedder.kind, &*embedder)?;
                 readiness.mark(Part::Embedder);
-                let embed = EmbedService::new(embedder, &config.embedder);
+                let embed = embed_service(embedder, &config.embedder)?;
                 let memory = MemoryService::open(
                     dir.db().clone(),
                     &dir.index_dir("memory"),
@@ -76,7 +90,7 @@ impl Stores {
                     .await
                     .context("opening the memory store in PostgreSQL")?;
                 readiness.mark(Part::Embedder);
-                let embed = EmbedService::new(embedder, &config.embedder);
+                let embed = embed_service(embedder, &config.embedder)?;
                 let memory = MemoryService::over(Arc::new(memory), embed, &config.memory);
                 readiness.mark(Part::Indexes);
                 tracing::info!(node = %node, "node of the postgres backend");

@@ -1607,6 +1607,7 @@ fn search_refusals() -> Vec<(Value, &'static str)> {
             json!({ "query": "q", "observed_before": -1 }),
             "invalid_observed_before",
         ),
+        (json!({ "query": "q", "rerank": "yes" }), "invalid_rerank"),
     ]
 }
 

@@ -175,10 +175,13 @@ class MemoryOps:
         as_of: int | None = None,
         observed_after: int | None = None,
         observed_before: int | None = None,
+        rerank: bool | None = None,
     ) -> Program[list[models.SearchResult]]:
         """Memories by meaning and keyword, best first (`limit` default 10, capped at 50).
         `as_of` (epoch ms) searches the versions live then; `observed_after` (inclusive) and
-        `observed_before` (exclusive) keep those whose fact was observed in that window."""
+        `observed_before` (exclusive) keep those whose fact was observed in that window.
+        `rerank=True` orders the best candidates by a cross-encoder (finds more, takes
+        ~0.1-0.3 s); the score is then its relevance, also `breakdown["rerank"]`."""
         body = {
             "query": query,
             "namespace": namespace,
@@ -189,6 +192,7 @@ class MemoryOps:
             "as_of": as_of,
             "observed_after": observed_after,
             "observed_before": observed_before,
+            "rerank": rerank,
         }
         response: models.SearchResponse = yield from self._core.call(
             self._core.request(self._ep("search"), body=body)

@@ -417,6 +417,7 @@ class SearchBreakdown(TypedDict):
 
     importance: float
     keyword: float
+    rerank: NotRequired[float | None]
     semantic: float
     timeDecay: float
 
@@ -434,6 +435,7 @@ class SearchRequest(TypedDict):
     observed_after: NotRequired[int | None]
     observed_before: NotRequired[int | None]
     query: str
+    rerank: NotRequired[bool | None]
     tags: NotRequired[list[Tag] | None]
 
 

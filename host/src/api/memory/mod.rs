@@ -215,7 +215,7 @@ pub(in crate::api) async fn history_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`, `invalid_rerank`.", body = ErrorEnvelope),
         (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -243,6 +243,7 @@ pub(in crate::api) async fn search_in(
         limit: body.limit.unwrap_or_default().0,
         mode: body.mode.map_or(Ok(Mode::default()), |m| m.parse())?,
         min_score: optional_unit("min_score", body.min_score)?.unwrap_or(0.0),
+        rerank: body.rerank.unwrap_or(false),
         time: TimeFilter {
             as_of: body.as_of,
             observed_after: body.observed_after,

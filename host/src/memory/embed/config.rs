@@ -24,6 +24,10 @@ pub struct EmbedderConfig {
     /// The ONNX Runtime shared library (`libonnxruntime.so`) the `onnx` kind loads at start.
     /// `None` means `models/onnxruntime/libonnxruntime.so` of the wasmind home.
     pub onnxruntime: Option<PathBuf>,
+    /// Directory holding the cross-encoder searches with `rerank` use (`model.onnx` and
+    /// `tokenizer.json`; whatever the embedder's kind, it runs on ONNX Runtime). `None`
+    /// means `models/ms-marco-MiniLM-L-12-v2-int8` of the wasmind home.
+    pub rerank_model_dir: Option<PathBuf>,
     /// Worker threads of the bulk lane (imports' texts, at background priority) and of the
     /// interactive lane (puts' texts), each running its own batch; values below 1 mean 1.
     /// With the `onnx` kind, also each session's intra-op threads.
@@ -53,6 +57,7 @@ impl Default for EmbedderConfig {
             kind: EmbedderKind::Onnx,
             model_dir: None,
             onnxruntime: None,
+            rerank_model_dir: None,
             threads: 2,
             batch_size: 32,
             bulk_batch_size: 8,

@@ -6,6 +6,7 @@
 //! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
 
 mod config;
+mod cross;
 mod error;
 mod hash;
 mod identity;
@@ -15,6 +16,7 @@ mod locate;
 mod minilm;
 mod onnx;
 mod openai;
+mod rerank;
 mod service;
 mod tokens;
 
@@ -28,6 +30,7 @@ pub use identity::{check_identity, identity};
 pub use minilm::MiniLm;
 pub use onnx::{OnnxEmbedder, Sessions};
 pub use openai::OpenAiEmbedder;
+pub use rerank::{RerankerFiles, locate_reranker};
 pub use service::EmbedService;
 
 /// Turns texts into vectors whose dot product measures how related the texts are.

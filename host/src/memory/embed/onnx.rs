@@ -27,7 +27,7 @@ pub(super) const DEFAULT_DIR: &str = "all-MiniLM-L6-v2-int8";
 static RUNTIME: OnceLock<Result<Environment, String>> = OnceLock::new();
 
 /// Loads the ONNX Runtime shared library at `library` once per process.
-fn runtime(library: &Path) -> Result<&'static Environment, EmbedError> {
+pub(super) fn runtime(library: &Path) -> Result<&'static Environment, EmbedError> {
     if !library.is_file() {
         return Err(EmbedError::Load(format!(
             "the ONNX Runtime library {} is missing: run scripts/setup (it fetches it with pip \
@@ -224,7 +224,11 @@ impl Embedder for OnnxEmbedder {
 /// One session on `model` with `threads` intra-op threads, fully optimized, its threads
 /// sleeping rather than spinning between runs: on a shared 2-core box spinning sessions
 /// starve each other (embed bench under load: 28 ms p50 per query spinning, 11 ms not).
-fn session(env: &Environment, model: &Path, threads: usize) -> Result<Session, EmbedError> {
+pub(super) fn session(
+    env: &Environment,
+    model: &Path,
+    threads: usize,
+) -> Result<Session, EmbedError> {
     let load = |e: &dyn std::fmt::Display| EmbedError::Load(format!("{}: {e}", model.display()));
     Session::builder(env)
         .map_err(|e| load(&e))?

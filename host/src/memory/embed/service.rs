@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::lane::{Job, Lane, Reply, Vectors, Work};
+use super::rerank::{Reranker, RerankerFiles};
 use super::{EmbedError, Embedder, EmbedderConfig};
 use crate::memory::fair::{Bounds, Class};
 
@@ -37,11 +38,24 @@ struct Inner {
     interactive: Lane,
     query: Lane,
     cache: Option<Mutex<LruCache<String, Arc<Vec<f32>>>>>,
+    /// The cross-encoder's lane, for searches that ask to rerank.
+    reranker: Option<Reranker>,
 }
 
 impl EmbedService {
-    /// Starts the lanes' threads for `embedder`, sized by `cfg` (threads, batch_size, query_cache).
+    /// Starts the lanes' threads for `embedder`, sized by `cfg` (threads, batch_size,
+    /// query_cache), without a reranker: [`rerank`](Self::rerank) fails.
     pub fn new(embedder: Arc<dyn Embedder>, cfg: &EmbedderConfig) -> Self {
+        Self::with_reranker(embedder, cfg, None)
+    }
+
+    /// [`new`](Self::new), with the cross-encoder at `reranker` for searches that ask to
+    /// rerank (its lane starts at the first).
+    pub fn with_reranker(
+        embedder: Arc<dyn Embedder>,
+        cfg: &EmbedderConfig,
+        reranker: Option<RerankerFiles>,
+    ) -> Self {
         let batch_size = [
             cfg.batch_size.max(1),
             cfg.bulk_batch_size.clamp(1, cfg.batch_size.max(1)),
@@ -59,6 +73,7 @@ impl EmbedService {
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
             batch_size,
+            reranker: reranker.map(Reranker::new),
         };
         Self {
             inner: Arc::new(inner),
@@ -132,6 +147,23 @@ impl EmbedService {
             cache.lock().put(text.to_owned(), Arc::clone(&vector));
         }
         Ok(vector)
+    }
+
+    /// How relevant each of `passages` is to `query` by the cross-encoder, in order (its
+    /// logits), as `account`'s work on the reranking lane; [`EmbedError::Busy`] when
+    /// `account` already has searches waiting there.
+    pub async fn rerank(
+        &self,
+        account: &str,
+        query: &str,
+        passages: Vec<String>,
+    ) -> Result<Vec<f32>, EmbedError> {
+        let Some(reranker) = &self.inner.reranker else {
+            return Err(EmbedError::Load(
+                "this server was started without a cross-encoder, so it cannot rerank".into(),
+            ));
+        };
+        reranker.scores(account, query.to_owned(), passages).await
     }
 
     /// Synchronous bulk embedding for start-up/offline use (no async runtime needed), as

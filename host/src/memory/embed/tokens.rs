@@ -52,8 +52,8 @@ pub(super) fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
     Ok(tokenizer)
 }
 
-/// Tokenizes `texts`, runs `forward` on length-sorted passes of at most [`TOKEN_BUDGET`]
-/// padded tokens (each pass pads to its longest row), and returns the vectors in input order.
+/// Tokenizes `texts`, runs `forward` on length-sorted passes (see [`in_passes`]), and
+/// returns the vectors in input order.
 pub(super) fn embed_in_passes(
     tokenizer: &Tokenizer,
     texts: &[&str],
@@ -64,20 +64,34 @@ pub(super) fn embed_in_passes(
         .map(|t| Ok(tokenizer.encode_fast(*t, true)?.get_ids().to_vec()))
         .collect::<tokenizers::Result<Vec<_>>>()
         .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.sort_by_key(|&i| ids[i].len());
-    let mut out = vec![Vec::new(); texts.len()];
+    in_passes(&ids, Vec::len, TOKEN_BUDGET, |pass| {
+        forward(&pass.iter().map(|ids| ids.as_slice()).collect::<Vec<_>>())
+    })
+}
+
+/// Runs `forward` on length-sorted passes of `rows` of at most `budget` padded tokens
+/// (each pass pads to its longest row; `len` tells a row's tokens), and returns one output
+/// per row in input order.
+pub(super) fn in_passes<R, T: Default + Clone>(
+    rows: &[R],
+    len: impl Fn(&R) -> usize,
+    budget: usize,
+    mut forward: impl FnMut(&[&R]) -> Result<Vec<T>, EmbedError>,
+) -> Result<Vec<T>, EmbedError> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| len(&rows[i]));
+    let mut out = vec![T::default(); rows.len()];
     let mut rest = &order[..];
     while !rest.is_empty() {
         // Sorted ascending, so a pass's padded size is its count times its last length.
         let take = rest
             .iter()
             .enumerate()
-            .take_while(|&(k, &i)| k == 0 || (k + 1) * ids[i].len() <= TOKEN_BUDGET)
+            .take_while(|&(k, &i)| k == 0 || (k + 1) * len(&rows[i]) <= budget)
             .count();
         let (pass, tail) = rest.split_at(take);
-        let rows: Vec<&[u32]> = pass.iter().map(|&i| ids[i].as_slice()).collect();
-        for (&i, v) in pass.iter().zip(forward(&rows)?) {
+        let batch: Vec<&R> = pass.iter().map(|&i| &rows[i]).collect();
+        for (&i, v) in pass.iter().zip(forward(&batch)?) {
             out[i] = v;
         }
         rest = tail;

@@ -70,6 +70,7 @@ fn query(text: &str, mode: Mode) -> SearchQuery {
         limit: 50,
         mode,
         min_score: 0.0,
+        rerank: false,
         time: Default::default(),
     }
 }

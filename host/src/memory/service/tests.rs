@@ -51,6 +51,7 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
                 limit: 5,
                 mode,
                 min_score: 0.0,
+                rerank: false,
                 time: Default::default(),
             };
             assert!(!service.search("acme", query).await.unwrap().is_empty());
@@ -63,6 +64,111 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
     assert_eq!(searches("hybrid"), Some(1));
     assert_eq!(searches("semantic"), Some(1));
     assert_eq!(searches("keyword"), Some(2));
+}
+
+#[tokio::test]
+async fn a_reranked_search_is_ordered_and_scored_by_the_cross_encoder() {
+    use crate::memory::{
+        MemoryError,
+        embed::{EmbedError, locate_reranker},
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let open = |name: &str, reranker| {
+        let db = Arc::new(redb::Database::create(dir.path().join(name)).unwrap());
+        let embedder = Arc::new(HashEmbedder::new(64));
+        let embed = EmbedService::with_reranker(embedder, &Default::default(), reranker);
+        MemoryService::open(
+            db,
+            &dir.path().join(name).with_extension("index"),
+            embed,
+            &Default::default(),
+        )
+        .unwrap()
+    };
+    let files = locate_reranker(&Default::default()).expect("run scripts/setup");
+    let service = open("with", Some(files));
+    let without = open("without", None);
+    let memories = [
+        (
+            "population",
+            "Berlin has a population of 3,520,031 registered inhabitants.",
+        ),
+        (
+            "festival",
+            "Berlin hosts the Berlinale, a film festival, every February.",
+        ),
+        (
+            "museum",
+            "New York City is famous for the Metropolitan Museum of Art.",
+        ),
+        (
+            "lakes",
+            "How many lakes are there around Berlin? Nobody I asked knew.",
+        ),
+    ];
+    for s in [&service, &without] {
+        for (key, value) in memories {
+            s.put(put("acme", key, value), Quota::memories(10))
+                .await
+                .unwrap();
+        }
+    }
+    let query = |rerank, min_score, limit| SearchQuery {
+        query: "How many people live in Berlin?".into(),
+        namespace: None,
+        tags: Vec::new(),
+        limit,
+        mode: Mode::Hybrid,
+        min_score,
+        rerank,
+        time: Default::default(),
+    };
+    let hits = service.search("acme", query(true, 0.0, 10)).await.unwrap();
+    let keys: Vec<&str> = hits.iter().map(|h| h.memory.key.as_str()).collect();
+    assert_eq!(keys.len(), 4, "{keys:?}");
+    assert_eq!(keys[0], "population", "{keys:?}");
+    assert_eq!(keys[3], "museum", "{keys:?}");
+    for pair in hits.windows(2) {
+        assert!(pair[0].score >= pair[1].score);
+    }
+    for hit in &hits {
+        assert_eq!(hit.breakdown.rerank, Some(hit.score));
+        assert!(hit.score > 0.0 && hit.score < 1.0, "{}", hit.score);
+        // The first ranking's parts stay, to explain how the candidate was found.
+        assert!((hit.breakdown.importance - 0.5).abs() < 1e-9);
+    }
+    assert!(hits[0].score > 0.9 && hits[3].score < 0.1, "{hits:?}");
+    // `min_score` and `limit` apply to the reranked scores.
+    let sure = service.search("acme", query(true, 0.5, 10)).await.unwrap();
+    assert!(sure.iter().all(|h| h.score >= 0.5) && sure[0].memory.key == "population");
+    assert!(sure.len() < 4, "{sure:?}");
+    assert_eq!(
+        service
+            .search("acme", query(true, 0.0, 2))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    // Without `rerank` nothing is reranked.
+    let plain = service.search("acme", query(false, 0.0, 10)).await.unwrap();
+    assert!(plain.iter().all(|h| h.breakdown.rerank.is_none()));
+    // Another account's search finds nothing to rerank.
+    assert!(
+        service
+            .search("globex", query(true, 0.0, 10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A service started without the cross-encoder says so.
+    match without.search("acme", query(true, 0.0, 10)).await {
+        Err(MemoryError::Embed(EmbedError::Load(message))) => {
+            assert!(message.contains("without a cross-encoder"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -114,6 +220,7 @@ async fn found_at(service: &MemoryService, at: u64, scanned: bool) -> Vec<(Strin
             limit: 50,
             mode,
             min_score: 0.0,
+            rerank: false,
             time,
         };
         let hits = service.search("acme", query).await.unwrap();

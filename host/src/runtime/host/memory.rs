@@ -172,6 +172,7 @@ impl AccountMemory {
             limit,
             mode: mode.unwrap_or_default(),
             min_score: 0.0,
+            rerank: false,
             time: Default::default(),
         };
         let hits = self.service.search(&self.account, query).await?;
