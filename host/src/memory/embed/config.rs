@@ -30,7 +30,8 @@ pub struct EmbedderConfig {
     pub rerank_model_dir: Option<PathBuf>,
     /// Worker threads of the bulk lane (imports' texts, at background priority) and of the
     /// interactive lane (puts' texts), each running its own batch; values below 1 mean 1.
-    /// With the `onnx` kind, also each session's intra-op threads.
+    /// With the `onnx` kind, also the intra-op threads of each interactive session (a bulk
+    /// session has one: the bulk lane runs its workers side by side).
     pub threads: usize,
     /// Most texts one inference takes; values below 1 mean 1.
     pub batch_size: usize,
