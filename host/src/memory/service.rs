@@ -374,11 +374,12 @@ impl MemoryService {
         Ok(report)
     }
 
-    /// Ranked search over live memories, timed by mode.
+    /// Ranked search over live memories, timed by mode and whether it was reranked.
     pub async fn search(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let (started, mode) = (Instant::now(), q.mode);
+        let rerank = if q.rerank { "true" } else { "false" };
         let hits = self.search_untimed(account, q).await;
-        metrics::histogram!(names::SEARCH_DURATION, "mode" => mode.as_str())
+        metrics::histogram!(names::SEARCH_DURATION, "mode" => mode.as_str(), "rerank" => rerank)
             .record(started.elapsed());
         hits
     }

@@ -42,7 +42,7 @@ pub const EMBED_QUEUE: &str = "wasmind_embed_queue_texts";
 pub const EMBED_BATCH_DURATION: &str = "wasmind_embed_batch_duration_seconds";
 /// Live memories of the accounts on each `plan` (set at scrape time).
 pub const MEMORIES_LIVE: &str = "wasmind_memories_live";
-/// Time a memory search took (query embedding included), by `mode`.
+/// Time a memory search took (query embedding included), by `mode` and `rerank`.
 pub const SEARCH_DURATION: &str = "wasmind_memory_search_duration_seconds";
 
 /// Upper bounds (seconds) for latencies of a fraction of a millisecond to seconds: HTTP
@@ -184,7 +184,7 @@ pub const ALL: &[Metric] = &[
         SEARCH_DURATION,
         Kind::Histogram(FAST),
         Unit::Seconds,
-        "Time a memory search took, query embedding included, by mode (hybrid, semantic, keyword).",
+        "Time a memory search took, query embedding included, by mode (hybrid, semantic, keyword) and whether it was reranked (true, false).",
     ),
 ];
 

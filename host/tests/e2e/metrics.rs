@@ -202,7 +202,7 @@ fn metrics_count_real_traffic_without_a_key() {
     );
 
     for (mode, searches) in [("hybrid", 1.0), ("semantic", 1.0), ("keyword", 2.0)] {
-        let mode = &[("mode", mode)];
+        let mode = &[("mode", mode), ("rerank", "false")];
         let seen = m.observations("wasmind_memory_search_duration_seconds", mode);
         assert_eq!(seen, searches, "{mode:?}");
     }

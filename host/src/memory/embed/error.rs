@@ -80,3 +80,13 @@ pub enum EmbedError {
     #[error("the embedding service has shut down")]
     ShutDown,
 }
+
+/// A lane's queue refusing work: full (retry later), or its threads gone.
+impl From<crate::memory::fair::Refused> for EmbedError {
+    fn from(refused: crate::memory::fair::Refused) -> Self {
+        match refused {
+            crate::memory::fair::Refused::Full => EmbedError::Busy,
+            crate::memory::fair::Refused::Gone => EmbedError::ShutDown,
+        }
+    }
+}

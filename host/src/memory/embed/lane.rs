@@ -130,10 +130,7 @@ impl Lane {
         self.meters.queued.increment(count as f64);
         self.tx.admit(account, class, jobs).map_err(|refused| {
             self.meters.queued.decrement(count as f64);
-            match refused {
-                fair::Refused::Full => EmbedError::Busy,
-                fair::Refused::Gone => EmbedError::ShutDown,
-            }
+            EmbedError::from(refused)
         })
     }
 }

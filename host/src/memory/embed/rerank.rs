@@ -83,11 +83,7 @@ impl Reranker {
             reply,
         };
         let lane = self.lane.get_or_init(|| spawn(self.files.clone()));
-        lane.admit(account, Class::Interactive, vec![(1, job)])
-            .map_err(|refused| match refused {
-                fair::Refused::Full => EmbedError::Busy,
-                fair::Refused::Gone => EmbedError::ShutDown,
-            })?;
+        lane.admit(account, Class::Interactive, vec![(1, job)])?;
         rx.await.map_err(|_| EmbedError::ShutDown)?
     }
 }

@@ -58,8 +58,11 @@ fn searches_are_timed_by_mode_and_live_memories_counted_per_account() {
         }
     });
     let searches = |mode| {
-        got.histogram(names::SEARCH_DURATION, &[("mode", mode)])
-            .map(|samples| samples.len())
+        got.histogram(
+            names::SEARCH_DURATION,
+            &[("mode", mode), ("rerank", "false")],
+        )
+        .map(|samples| samples.len())
     };
     assert_eq!(searches("hybrid"), Some(1));
     assert_eq!(searches("semantic"), Some(1));
