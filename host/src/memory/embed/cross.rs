@@ -3,7 +3,7 @@
 //!
 //! It sees both texts at once, word against word, where the embedder compares two vectors
 //! made apart: on LoCoMo, reordering hybrid search's best 30 by it takes evidence recall@10
-//! from 0.665 to 0.740 on conversations 0–2 and from 0.642 to 0.714 on 3–4 (BENCHMARKS.md,
+//! from 0.669 to 0.741 on conversations 0–2 and from 0.642 to 0.716 on 3–4 (BENCHMARKS.md,
 //! "Reranking"). The price is one pass of a 12-layer network per candidate, so it runs only
 //! when a search asks for it (`rerank`).
 

@@ -11,6 +11,10 @@ use tokenizers::Tokenizer;
 use super::tokens::{embed_in_passes, load_tokenizer, read, require_files};
 use super::{EmbedError, Embedder, l2_normalize};
 
+/// Most padded tokens one forward pass takes. Inputs are sorted by length and split into
+/// passes under this budget, so one long text does not make every short one pad to 256.
+const TOKEN_BUDGET: usize = 4096;
+
 /// Files the model directory must hold.
 const FILES: &[&str] = &["model.safetensors", "tokenizer.json", "config.json"];
 /// The pip package `scripts/setup` fetches [`FILES`] from.
@@ -90,7 +94,7 @@ impl Embedder for MiniLm {
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        embed_in_passes(&self.tokenizer, texts, |rows| {
+        embed_in_passes(&self.tokenizer, texts, TOKEN_BUDGET, |rows| {
             self.device
                 .with_context(|| self.forward(rows))
                 .map_err(|e| EmbedError::Inference(e.to_string()))
@@ -102,8 +106,9 @@ impl Embedder for MiniLm {
 mod tests {
     use std::sync::OnceLock;
 
+    use super::TOKEN_BUDGET;
     use super::*;
-    use crate::memory::embed::tokens::{MAX_TOKENS, TOKEN_BUDGET};
+    use crate::memory::embed::tokens::MAX_TOKENS;
 
     const MODEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
 

