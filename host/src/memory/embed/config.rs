@@ -33,9 +33,10 @@ pub struct EmbedderConfig {
     /// With the `onnx` kind, also the intra-op threads of each interactive session (a bulk
     /// session has one: the bulk lane runs its workers side by side).
     pub threads: usize,
-    /// Most texts one inference takes; values below 1 mean 1.
+    /// Most texts one batch takes (one call of the embedder; the `onnx` kind then runs each
+    /// text on its own, as its activations are quantized per run); values below 1 mean 1.
     pub batch_size: usize,
-    /// Most texts of bulk work (imports, consolidations) one inference takes, at most
+    /// Most texts of bulk work (imports, consolidations) one batch takes, at most
     /// `batch_size`: accounts' imports take turns in batches this short. Values below 1
     /// mean 1.
     pub bulk_batch_size: usize,
