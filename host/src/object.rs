@@ -6,7 +6,10 @@
 //! This knows JSON and serde, not HTTP: the API turns a [`FieldError`] into 400
 //! `invalid_<field>` or `invalid_query`, the memory domain into `MemoryError::Invalid`.
 
-use serde::de::DeserializeOwned;
+use serde::{
+    Deserialize, Deserializer,
+    de::{DeserializeOwned, Error, Unexpected},
+};
 use serde_json::{Map, Value};
 
 /// A type read from a JSON object, with the field names and what each must be.
@@ -43,6 +46,26 @@ impl FieldError {
             Fault::WrongType(kind) => format!("{field} must be {kind}"),
             Fault::Refused(message) => message.clone(),
         }
+    }
+}
+
+/// A JSON number that is whole, saturating at `u64::MAX`: `3` and `3.0` alike, as JSON
+/// Schema's `integer` admits both (a client's JSON library may print either).
+pub fn whole(given: &Value) -> Option<u64> {
+    given.as_u64().or_else(|| {
+        let f = given.as_f64()?;
+        (f.fract() == 0.0 && f >= 0.0).then_some(f as u64)
+    })
+}
+
+/// `deserialize_with` for an optional [`whole`] number (with `#[serde(default)]`): `null`
+/// is absent; anything else not whole is the field's wrong type.
+pub fn optional_whole<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(given) => whole(&given).map(Some).ok_or_else(|| {
+            D::Error::invalid_value(Unexpected::Other("not a whole number"), &"a whole number")
+        }),
     }
 }
 
@@ -92,12 +115,14 @@ mod tests {
         #[serde(default, deserialize_with = "refuse_negative")]
         #[allow(dead_code)]
         count: Option<i64>,
+        #[serde(default, deserialize_with = "optional_whole")]
+        at: Option<u64>,
     }
 
-    fn refuse_negative<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    fn refuse_negative<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
         let n = Option::<i64>::deserialize(d)?;
         match n {
-            Some(n) if n < 0 => Err(serde::de::Error::custom("count must not be negative")),
+            Some(n) if n < 0 => Err(Error::custom("count must not be negative")),
             n => Ok(n),
         }
     }
@@ -107,6 +132,7 @@ mod tests {
             ("name", "a string"),
             ("tags", "an array of strings"),
             ("count", "a whole number"),
+            ("at", "a whole number of epoch milliseconds"),
         ];
     }
 
@@ -136,5 +162,25 @@ mod tests {
             panic!()
         };
         read::<Probe>(ok).unwrap();
+    }
+
+    #[test]
+    fn a_whole_number_is_read_in_either_spelling_and_anything_else_is_the_wrong_type() {
+        let at = |given: Value| {
+            let Value::Object(map) = json!({ "name": "n", "at": given }) else {
+                panic!()
+            };
+            read::<Probe>(map).map(|p| p.at)
+        };
+        assert_eq!(at(json!(65724)), Ok(Some(65724)));
+        assert_eq!(at(json!(65724.0)), Ok(Some(65724)));
+        assert_eq!(at(json!(1e300)), Ok(Some(u64::MAX)));
+        assert_eq!(at(Value::Null), Ok(None));
+        for bad in [json!(1.5), json!(-1), json!("5"), json!(true)] {
+            assert_eq!(
+                at(bad).unwrap_err().message(),
+                "at must be a whole number of epoch milliseconds"
+            );
+        }
     }
 }

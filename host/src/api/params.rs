@@ -5,6 +5,8 @@ use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
 use utoipa::openapi::{ObjectBuilder, Schema, Type};
 
+use crate::object::whole;
+
 /// A page size given as a JSON number: at least 1; above `MAX` counts as `MAX`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limit<const DEFAULT: usize, const MAX: usize>(pub usize);
@@ -19,12 +21,11 @@ fn capped(n: Option<u64>, max: usize) -> Option<usize> {
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX).min(max))
 }
 
-/// A JSON number that is whole (`3` or `3.0`, as JSON Schema's `integer`), saturating.
-fn whole(given: &Value) -> Option<u64> {
-    given.as_u64().or_else(|| {
-        let f = given.as_f64()?;
-        (f.fract() == 0.0 && f >= 0.0).then_some(f as u64)
-    })
+/// A whole number given in a query string, saturating: digits beyond `u64` are a very
+/// large number (as in a JSON body), not a wrong one.
+pub fn whole_text(text: &str) -> Option<u64> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    text.parse().ok().or(digits.then_some(u64::MAX))
 }
 
 fn limit_rule(max: usize) -> String {
@@ -55,10 +56,7 @@ impl<'de, const D: usize, const M: usize> Deserialize<'de> for Limit<D, M> {
 impl<'de, const D: usize, const M: usize> Deserialize<'de> for QueryLimit<D, M> {
     fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
         let text = String::deserialize(d)?;
-        // Digits beyond u64 are a very large page size: capped like any other.
-        let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-        let n = text.parse().ok().or(digits.then_some(u64::MAX));
-        capped(n, M)
+        capped(whole_text(&text), M)
             .map(Self)
             .ok_or_else(|| De::Error::custom(format!("{}, got {text:?}", limit_rule(M))))
     }
@@ -124,6 +122,15 @@ mod tests {
                 refused.contains("whole number of at least 1"),
                 "{bad}: {refused}"
             );
+        }
+    }
+
+    #[test]
+    fn query_digits_beyond_u64_are_a_large_number_and_anything_else_is_none() {
+        assert_eq!(whole_text("65724"), Some(65_724));
+        assert_eq!(whole_text("703230364106332569600"), Some(u64::MAX));
+        for bad in ["", "-1", "1.0", "1e3", " 1", "x"] {
+            assert_eq!(whole_text(bad), None, "{bad:?}");
         }
     }
 }

@@ -154,8 +154,9 @@ impl PartialSchema for MemoryDraft {
                         .schema_type(Type::Integer)
                         .minimum(Some(0))
                         .description(Some(
-                            "epoch milliseconds: when the fact was stated or observed (not in \
-                             the future); default the write time. Search's time decay counts \
+                            "epoch milliseconds: when the fact was stated or observed (not \
+                             later than the server's clock, 60 s of skew allowed); default the \
+                             write time. Search's time decay counts \
                              from it",
                         )),
                 ),

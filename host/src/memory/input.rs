@@ -46,6 +46,7 @@ pub struct MemoryDraft {
     pub tags: Option<Vec<String>>,
     pub importance: Option<f64>,
     pub expires_in_days: Option<f64>,
+    #[serde(default, deserialize_with = "crate::object::optional_whole")]
     pub observed_at: Option<u64>,
 }
 
@@ -252,6 +253,12 @@ mod tests {
                 ..input()
             }
         );
+        // JSON Schema's `integer`: a client printing 1560000000000 as a float is heard.
+        let spelled = MemoryDraft::from_object(object(serde_json::json!({
+            "key": "k", "value": "v", "observed_at": 1_560_000_000_000.0,
+        })))
+        .unwrap();
+        assert_eq!(spelled.observed_at, Some(1_560_000_000_000));
         for (bad, field, message) in [
             (
                 serde_json::json!({ "value": "v" }),
@@ -280,6 +287,11 @@ mod tests {
             ),
             (
                 serde_json::json!({ "key": "k", "value": "v", "observed_at": 1.5 }),
+                "observed_at",
+                "observed_at must be a whole number of epoch milliseconds",
+            ),
+            (
+                serde_json::json!({ "key": "k", "value": "v", "observed_at": "2019" }),
                 "observed_at",
                 "observed_at must be a whole number of epoch milliseconds",
             ),

@@ -25,6 +25,7 @@ use super::{
     doc::ErrorEnvelope,
     error::{ApiError, ApiResult},
     extract::{Body, Query},
+    params::whole_text,
     views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
 };
 use crate::{
@@ -60,7 +61,7 @@ fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
 fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u64>> {
     given
         .map(|text| {
-            text.parse().map_err(|_| {
+            whole_text(text).ok_or_else(|| {
                 ApiError::invalid_query(
                     name,
                     format!("{name} must be {INSTANT_RULE}, got {text:?}"),

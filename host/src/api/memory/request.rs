@@ -72,22 +72,40 @@ fn mode_or_null() -> Schema {
     )
 }
 
-/// An instant in epoch milliseconds, as a query parameter or a body field.
-fn instant() -> Schema {
+/// An instant in epoch milliseconds, as a query parameter or a body field, with the rule
+/// the server holds it to (no JSON Schema keyword can say "before now" or "before that").
+fn instant(rule: &str) -> utoipa::openapi::ObjectBuilder {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::Integer)
         .minimum(Some(0))
-        .description(Some("epoch milliseconds"))
-        .into()
+        .description(Some(format!("epoch milliseconds{rule}")))
 }
 
-fn instant_or_null() -> Schema {
-    schema::or_null(
-        utoipa::openapi::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::Type::Integer)
-            .minimum(Some(0))
-            .description(Some("epoch milliseconds")),
-    )
+const NOT_FUTURE: &str = "; not later than the server's clock (60 s of skew allowed)";
+const WINDOW_START: &str = "; earlier than `observed_before` when both are given";
+
+fn as_of() -> Schema {
+    instant(NOT_FUTURE).into()
+}
+
+fn as_of_or_null() -> Schema {
+    schema::or_null(instant(NOT_FUTURE))
+}
+
+fn window_start() -> Schema {
+    instant(WINDOW_START).into()
+}
+
+fn window_start_or_null() -> Schema {
+    schema::or_null(instant(WINDOW_START))
+}
+
+fn window_end() -> Schema {
+    instant("").into()
+}
+
+fn window_end_or_null() -> Schema {
+    schema::or_null(instant(""))
 }
 
 /// What a body field or a query parameter holding an instant must be.
@@ -105,7 +123,7 @@ pub struct AddressQuery {
     pub namespace: Option<String>,
     /// Read the version live at this instant (epoch ms; not in the future), with its
     /// value then; such a read is not counted as an access.
-    #[param(schema_with = instant)]
+    #[param(schema_with = as_of)]
     pub as_of: Option<String>,
 }
 
@@ -183,13 +201,13 @@ pub struct ListQuery {
     pub cursor: Option<String>,
     /// List the versions live at this instant (epoch ms; not in the future), with their
     /// values then, instead of the live memories.
-    #[param(schema_with = instant)]
+    #[param(schema_with = as_of)]
     pub as_of: Option<String>,
     /// Only versions whose fact was observed at or after this instant (epoch ms).
-    #[param(schema_with = instant)]
+    #[param(schema_with = window_start)]
     pub observed_after: Option<String>,
     /// Only versions whose fact was observed before this instant (epoch ms).
-    #[param(schema_with = instant)]
+    #[param(schema_with = window_end)]
     pub observed_before: Option<String>,
 }
 
@@ -227,13 +245,16 @@ pub struct SearchBody {
     pub min_score: Option<f64>,
     /// Search the versions live at this instant (epoch ms; not in the future), with their
     /// values then; time decay is measured from it.
-    #[schema(schema_with = instant_or_null)]
+    #[schema(schema_with = as_of_or_null)]
+    #[serde(default, deserialize_with = "crate::object::optional_whole")]
     pub as_of: Option<u64>,
     /// Only versions whose fact was observed at or after this instant (epoch ms).
-    #[schema(schema_with = instant_or_null)]
+    #[schema(schema_with = window_start_or_null)]
+    #[serde(default, deserialize_with = "crate::object::optional_whole")]
     pub observed_after: Option<u64>,
     /// Only versions whose fact was observed before this instant (epoch ms).
-    #[schema(schema_with = instant_or_null)]
+    #[schema(schema_with = window_end_or_null)]
+    #[serde(default, deserialize_with = "crate::object::optional_whole")]
     pub observed_before: Option<u64>,
     /// Order the best candidates (`limit`, at least 30) by a cross-encoder that reads each
     /// with the query; the score is then its relevance (also `breakdown.rerank`). Finds
