@@ -15,9 +15,9 @@ use super::text::Texts;
 /// Most items per import call: two in flight fit in one account's embedding queue
 /// (`[embedder] queue_per_account`, 2,048 texts), which refuses a third import (or a
 /// larger one) while another of the account's waits.
-const CHUNK: usize = 1_000;
+pub const CHUNK: usize = 1_000;
 /// Imports in flight at once.
-const IN_FLIGHT: usize = 2;
+pub const IN_FLIGHT: usize = 2;
 
 const NAMESPACES: [&str; 4] = ["default", "default", "work", "personal"];
 const TAGS: [&str; 6] = ["project", "family", "travel", "health", "finance", "ideas"];

@@ -16,18 +16,19 @@ use tokio::task::JoinSet;
 use wasmind::memory::embed::{
     EmbedService, Embedder, EmbedderConfig, EmbedderKind, HashEmbedder, identity,
 };
-use wasmind::memory::{ImportItem, MemoryService, Mode, PgMemory, SearchQuery};
+use wasmind::memory::{ImportItem, MemoryService, Mode, PgMemory, SearchQuery, TimeFilter};
 use wasmind::storage::{Backend, StorageConfig, connect};
 
 use super::Settings;
-use super::load::item;
+use super::load::{CHUNK, IN_FLIGHT, item};
 use super::put::{concurrent_lib, input, rate_text};
 use super::report::Table;
 use super::text::Texts;
 
-/// Items per import call while loading, and imports in flight.
-const CHUNK: usize = 1_000;
-const IN_FLIGHT: usize = 3;
+/// Of the single account's memories, every this many is written again: its past.
+const REWRITE_EVERY: usize = 10;
+/// Searches through the scan of every version, the slow path, measured for comparison.
+const SCANS: usize = 20;
 
 pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let pg = server::Postgres::start();
@@ -65,6 +66,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     println!("\n== {section} ==");
     let (memory, backend) = rt.block_on(service(&pg.database("single"), EmbedderKind::Hash, &hash));
     let accounts = load(table, &rt, &section, &memory, 1, settings.single);
+    let before = rewrite(&rt, &memory, &accounts[0], settings.single);
     // What the first search starts in the background for an account this size, done
     // before measuring so the searches take the index path throughout.
     let started = Instant::now();
@@ -86,6 +88,15 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         None,
     );
     searches(table, &rt, &section, &memory, &accounts, &mut texts);
+    as_of_searches(
+        table,
+        &rt,
+        &section,
+        &memory,
+        &accounts[0],
+        before,
+        &mut texts,
+    );
 
     let section = format!(
         "postgres: search, {} accounts × {}",
@@ -271,5 +282,127 @@ fn searches(
             &samples,
             None,
         );
+    }
+}
+
+/// Every [`REWRITE_EVERY`]th memory of `account` (of the `per_account` [`load`] gave it)
+/// written again with a new value, so the account has a past; returns an instant between
+/// the load and the rewrites, for an `as_of` search to look back to.
+fn rewrite(
+    rt: &tokio::runtime::Runtime,
+    memory: &MemoryService,
+    account: &str,
+    per_account: usize,
+) -> u64 {
+    std::thread::sleep(Duration::from_millis(5));
+    let before = super::harness::now_ms();
+    std::thread::sleep(Duration::from_millis(5));
+    // `load`'s seed again gives each memory its namespace; another gives new values.
+    let (mut replay, mut values) = (Texts::new(2), Texts::new(3));
+    let rewritten: Vec<ImportItem> = (0..per_account)
+        .filter_map(|i| {
+            let mut input = item(account, i, &mut replay);
+            i.is_multiple_of(REWRITE_EVERY).then(|| {
+                input.value = values.memory_value();
+                input
+            })
+        })
+        .enumerate()
+        .map(|(index, input)| ImportItem {
+            index,
+            key: None,
+            input: Ok(input),
+        })
+        .collect();
+    let count = rewritten.len();
+    let mut items = rewritten.into_iter().peekable();
+    while items.peek().is_some() {
+        let chunk: Vec<ImportItem> = items.by_ref().take(CHUNK).collect();
+        let import = memory.import(account, chunk, wasmind::memory::Quota::memories(u64::MAX));
+        imported(Some(Ok(rt.block_on(import))));
+    }
+    println!("  rewrote {count} memories: a second version each");
+    before
+}
+
+/// Hybrid searches of `account` with never-seen queries, of its live memories and `as_of`
+/// `before` (a tenth of them rewritten since), in turn; each `as_of` result must have been
+/// written by `before`.
+fn as_of_searches(
+    table: &mut Table,
+    rt: &tokio::runtime::Runtime,
+    section: &str,
+    memory: &MemoryService,
+    account: &str,
+    before: u64,
+    texts: &mut Texts,
+) {
+    let (mut live, mut past, mut old_versions) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..300 {
+        for as_of in [None, Some(before)] {
+            let time = TimeFilter {
+                as_of,
+                ..TimeFilter::default()
+            };
+            let query = hybrid(texts.query(), time);
+            let started = Instant::now();
+            let hits = rt.block_on(memory.search(account, query)).expect("search");
+            let took = started.elapsed();
+            if as_of.is_none() {
+                live.push(took);
+                continue;
+            }
+            past.push(took);
+            assert!(hits.iter().all(|h| h.memory.updated_at <= before));
+            old_versions += hits.iter().filter(|h| !h.memory.is_latest).count();
+        }
+    }
+    // A window that keeps every version sends a search to the scan of every version live
+    // then, the way each postgres `as_of` search went before the index of the past.
+    let scanned: Vec<Duration> = (0..SCANS)
+        .map(|_| {
+            let time = TimeFilter {
+                as_of: Some(before),
+                observed_after: Some(0),
+                observed_before: None,
+            };
+            let query = hybrid(texts.query(), time);
+            let started = Instant::now();
+            rt.block_on(memory.search(account, query)).expect("search");
+            started.elapsed()
+        })
+        .collect();
+    table.latency(
+        section,
+        "MemoryService::search hybrid, `as_of` with a window keeping all (the scan), no HTTP",
+        &scanned,
+        None,
+    );
+    println!("  `as_of` results that were versions rewritten since: {old_versions}");
+    table.latency(
+        section,
+        "MemoryService::search hybrid, live, no HTTP",
+        &live,
+        None,
+    );
+    table.latency(
+        section,
+        &format!("MemoryService::search hybrid, `as_of` before a tenth was rewritten ({old_versions} old versions found), no HTTP"),
+        &past,
+        None,
+    );
+}
+
+/// A hybrid search for `query` (limit 10) with `time`'s filters.
+fn hybrid(query: String, time: TimeFilter) -> SearchQuery {
+    SearchQuery {
+        query,
+        namespace: None,
+        tags: Vec::new(),
+        limit: 10,
+        mode: Mode::Hybrid,
+        min_score: 0.0,
+        rerank: false,
+        time,
     }
 }

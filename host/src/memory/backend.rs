@@ -164,17 +164,18 @@ pub trait MemoryBackend: Send + Sync {
     async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>>;
 
     /// Every version of `account` (in `namespace` when given) live at `at`, oldest first,
-    /// each with its stored embedding when `embeddings`: per key, the newest version
-    /// written by `at`, unless deleted or expired by then (see `time::version_at`). A scan
-    /// of the account's keys, for reads with a time filter only; versions removed for good
-    /// (a hard delete, pruning) are not there.
+    /// each with the cosine of its stored embedding to `toward` when given (computed where
+    /// the embeddings are, so none is carried out): per key, the newest version written by
+    /// `at`, unless deleted or expired by then (see `time::version_at`). A scan of the
+    /// account's keys, for reads with a time filter only; versions removed for good (a
+    /// hard delete, pruning) are not there.
     async fn versions_at(
         &self,
         account: &str,
         namespace: Option<&str>,
         at: u64,
-        embeddings: bool,
-    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>>;
+        toward: Option<Arc<Vec<f32>>>,
+    ) -> Result<Vec<(Memory, Option<f32>)>>;
 
     /// Writes `items` in order as puts, halting at the quota: on postgres in one
     /// transaction, on the embedded backend in pieces of
@@ -193,17 +194,13 @@ pub trait MemoryBackend: Send + Sync {
     /// at least as many memories as it adds) and its originals linked to it.
     async fn consolidate(&self, account: &str, merges: Vec<Merge>) -> Result<Vec<Merged>>;
 
-    /// Live candidates for a search with what each side found: BM25 from the keyword
-    /// side, the cosine from the vector side — and, for a keyword-only candidate when the
-    /// query has a vector, its cosine from the stored embedding.
+    /// Candidates for a search with what each side found: BM25 from the keyword side, the
+    /// cosine from the vector side — and, for a keyword-only candidate when the query has a
+    /// vector, its cosine from the stored embedding. Of the live memories, or with `as_of`
+    /// of the versions live then, from indexes of the past too (the embedded backend's own
+    /// tantivy and usearch indexes of them; on postgres the table's index of the versions
+    /// no longer counted), never a scan of the account.
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>>;
-
-    /// Whether [`candidates`](Self::candidates) answers an `as_of` query from indexes of
-    /// the past (the embedded backend does); without them such a search scans the
-    /// versions live then ([`versions_at`](Self::versions_at)).
-    fn indexes_the_past(&self) -> bool {
-        false
-    }
 
     /// Up to `k` nearest other memories of each of `ids` at or above `threshold`:
     /// `(memory, neighbour, cosine)`.

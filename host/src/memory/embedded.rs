@@ -13,6 +13,7 @@ use super::{
     index::{LATEST, SearchFilter},
     input::PutInput,
     record::{Memory, Provenance},
+    scan,
     search::{self, Candidate},
     store::{self, Reader},
     transfer::{self, Prepared},
@@ -232,11 +233,19 @@ impl MemoryBackend for Embedded {
         account: &str,
         namespace: Option<&str>,
         at: u64,
-        embeddings: bool,
-    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>> {
+        toward: Option<Arc<Vec<f32>>>,
+    ) -> Result<Vec<(Memory, Option<f32>)>> {
         let (account, namespace) = (account.to_string(), namespace.map(str::to_string));
         self.blocking(move |this| {
-            this.read(|r, _| r.versions_at(&account, namespace.as_deref(), at, embeddings))
+            let versions = this
+                .read(|r, _| r.versions_at(&account, namespace.as_deref(), at, toward.is_some()))?;
+            Ok(versions
+                .into_iter()
+                .map(|(m, e)| {
+                    let cosine = toward.as_deref().zip(e).map(|(v, e)| scan::cosine(v, &e));
+                    (m, cosine)
+                })
+                .collect())
         })
         .await
     }
@@ -292,10 +301,6 @@ impl MemoryBackend for Embedded {
         self.writer
             .run(turn, move |b| b.consolidate(&account, &merges))
             .await
-    }
-
-    fn indexes_the_past(&self) -> bool {
-        true
     }
 
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {

@@ -29,6 +29,7 @@ use super::{
     embed::EmbedError,
     input::PutInput,
     record::{Memory, Provenance},
+    scan,
     search::Candidate,
     transfer::{Importing, Prepared},
 };
@@ -312,12 +313,13 @@ impl MemoryBackend for PgMemory {
         account: &str,
         namespace: Option<&str>,
         at: u64,
-        embeddings: bool,
-    ) -> Result<Vec<(Memory, Option<Vec<f32>>)>> {
+        toward: Option<Arc<Vec<f32>>>,
+    ) -> Result<Vec<(Memory, Option<f32>)>> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             memory_columns!(),
-            ", CASE WHEN $4 THEN embedding::real[] END AS vector FROM ( \
+            ", CASE WHEN $4::real[] IS NULL THEN NULL \
+                ELSE (1 - (embedding <=> $4::real[]::vector))::float4 END AS cosine FROM ( \
                 SELECT DISTINCT ON (namespace, key) * FROM memories \
                 WHERE account_id = $1 AND ($2::text IS NULL OR namespace = $2) \
                 AND updated_at <= $3 ORDER BY namespace, key, id DESC \
@@ -327,11 +329,11 @@ impl MemoryBackend for PgMemory {
         .bind(account)
         .bind(namespace)
         .bind(bigint(at))
-        .bind(embeddings)
+        .bind(toward.as_deref().map(Vec::as_slice))
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
-            .map(|r| Ok((memory(r)?, r.try_get::<Option<Vec<f32>>, _>("vector")?)))
+            .map(|r| Ok((memory(r)?, r.try_get("cosine")?)))
             .collect()
     }
 
@@ -371,13 +373,21 @@ impl MemoryBackend for PgMemory {
             .await
     }
 
+    /// With `as_of`, the live memories already written then come from the indexes as
+    /// always, and the past versions live then from the past's own index
+    /// (`memories_past`), scored exactly as a scan scores them (BM25 over those versions
+    /// alone, as the embedded index of the past keeps statistics of its own).
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
-        debug_assert!(
-            q.as_of.is_none(),
-            "no index of the past here: `as_of` is scanned"
-        );
-        // The two lists come from different connections at once: a hybrid search waits
-        // for the slower, not for both.
+        // The lists come from different connections at once: a hybrid search waits for
+        // the slowest, not for all.
+        let past = async {
+            let Some(at) = q.as_of else {
+                return Ok(Vec::new());
+            };
+            let (memories, cosines) = search::past(&self.pool, q, at).await?.into_iter().unzip();
+            let query = q.keywords.then_some(q.query.as_str());
+            Ok(scan::best(scan::candidates(memories, cosines, query), q.k))
+        };
         let keyword = async {
             match q.keywords {
                 true => search::keyword(&self.pool, q).await,
@@ -393,12 +403,14 @@ impl MemoryBackend for PgMemory {
                 None => Ok(Vec::new()),
             }
         };
-        let (keyword, semantic) = tokio::try_join!(keyword, semantic)?;
+        let (keyword, semantic, past) = tokio::try_join!(keyword, semantic, past)?;
         let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
         ids.sort_unstable();
         ids.dedup();
         let rows = search::rows(&self.pool, q, &ids).await?;
-        Ok(search::merged(&keyword, &semantic, rows))
+        let mut found = search::merged(&keyword, &semantic, rows);
+        found.extend(past);
+        Ok(found)
     }
 
     async fn neighbours(

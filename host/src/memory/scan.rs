@@ -1,10 +1,10 @@
-//! Exact scoring of a set of versions, for a search with a time filter (`as_of`,
-//! `observed_after`, `observed_before`). The live indexes hold only the live versions and
-//! know nothing of observation times, so such a search reads the versions the filter keeps
-//! from the store and scores each of them: the cosine from its stored embedding, and BM25
-//! with tantivy's formula (k1 = 1.2, b = 0.75, idf = ln(1 + (N − n + 0.5) / (n + 0.5)),
-//! summed over key and value, lengths quantized as fieldnorms) with the set itself as the
-//! corpus. A search without time filters never comes here.
+//! Exact scoring of a set of versions: every version a search with an observation window
+//! keeps (no index knows observation times), and on postgres the versions of the past live
+//! at a search's `as_of`. Each is scored with the cosine of its stored embedding (computed
+//! by the backend, where the embeddings are) and BM25 with tantivy's formula (k1 = 1.2,
+//! b = 0.75, idf = ln(1 + (N − n + 0.5) / (n + 0.5)), summed over key and value, lengths
+//! quantized as fieldnorms) with the set itself as the corpus. A search without time
+//! filters never comes here.
 
 use std::collections::HashMap;
 
@@ -92,13 +92,12 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// The candidates of a scan: each version with its BM25 (when `query` is searched by
-/// keywords) and its cosine to `vector` (when given, from its stored `embeddings`); a
-/// version neither side finds (no query term, no vector) is none.
+/// keywords) and its cosine to the query's vector (from the backend, which holds the
+/// embeddings); a version neither side finds (no query term, no vector) is none.
 pub fn candidates(
     memories: Vec<Memory>,
-    embeddings: Vec<Option<Vec<f32>>>,
+    cosines: Vec<Option<f32>>,
     query: Option<&str>,
-    vector: Option<&[f32]>,
 ) -> Vec<(Memory, Candidate)> {
     let bm25 = match query {
         Some(q) => keyword_scores(q, &memories),
@@ -106,13 +105,31 @@ pub fn candidates(
     };
     memories
         .into_iter()
-        .zip(embeddings)
+        .zip(cosines)
         .zip(bm25)
-        .map(|((memory, embedding), bm25)| {
-            let cosine = vector.zip(embedding.as_deref()).map(|(v, e)| cosine(v, e));
-            (memory, Candidate { cosine, bm25 })
-        })
+        .map(|((memory, cosine), bm25)| (memory, Candidate { cosine, bm25 }))
         .filter(|(_, c)| c.bm25.is_some() || c.cosine.is_some())
+        .collect()
+}
+
+/// Of scanned candidates, the best `k` of each side (cosine, BM25), as an index of them
+/// would return: a search of the past is one more source of candidates beside the live
+/// indexes, each bounded alike.
+pub fn best(found: Vec<(Memory, Candidate)>, k: usize) -> Vec<(Memory, Candidate)> {
+    let mut kept = vec![false; found.len()];
+    for side in [|c: &Candidate| c.cosine, |c: &Candidate| c.bm25] {
+        let mut order: Vec<(usize, f32)> = (found.iter().enumerate())
+            .filter_map(|(i, (_, c))| side(c).map(|score| (i, score)))
+            .collect();
+        order.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        for (i, _) in order.into_iter().take(k) {
+            kept[i] = true;
+        }
+    }
+    found
+        .into_iter()
+        .zip(kept)
+        .filter_map(|(found, kept)| kept.then_some(found))
         .collect()
 }
 
@@ -152,21 +169,45 @@ mod tests {
     }
 
     #[test]
-    fn cosines_come_from_the_stored_embeddings() {
+    fn a_cosine_is_of_directions_and_a_candidate_is_what_either_side_finds() {
+        let half = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((cosine(&[1.0, 0.0], &[1.0, 1.0]) - half).abs() < 1e-6);
+        assert!((cosine(&[0.0, 2.0], &[1.0, 1.0]) - half).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 1.0]), 0.0);
         let set = vec![memory(1, "a", "x"), memory(2, "b", "y")];
-        let found = candidates(
-            set,
-            vec![Some(vec![1.0, 0.0]), Some(vec![0.0, 2.0])],
-            None,
-            Some(&[1.0, 1.0]),
-        );
+        let found = candidates(set, vec![Some(0.5), Some(0.25)], None);
         let cos: Vec<f32> = found.iter().map(|(_, c)| c.cosine.unwrap()).collect();
-        assert!((cos[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
-        assert!((cos[1] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert_eq!(cos, [0.5, 0.25]);
         assert!(found.iter().all(|(_, c)| c.bm25.is_none()));
         let set = vec![memory(1, "a", "cat"), memory(2, "b", "dog")];
-        let found = candidates(set, vec![None, None], Some("cat"), None);
+        let found = candidates(set, vec![None, None], Some("cat"));
         assert_eq!(found.len(), 1, "a keyword search finds only what matches");
         assert_eq!(found[0].0.id, 1);
+    }
+
+    #[test]
+    fn the_best_of_a_scan_are_the_best_k_of_either_side() {
+        let found = |c: &[(Option<f32>, Option<f32>)]| -> Vec<(Memory, Candidate)> {
+            (c.iter().enumerate())
+                .map(|(i, &(cosine, bm25))| (sample(i as u64), Candidate { cosine, bm25 }))
+                .collect()
+        };
+        let ids = |kept: Vec<(Memory, Candidate)>| -> Vec<u64> {
+            kept.into_iter().map(|(m, _)| m.id).collect()
+        };
+        let scanned = [
+            (Some(0.1), None),
+            (Some(0.9), Some(1.0)),
+            (Some(0.8), None),
+            (Some(0.2), Some(3.0)),
+            (None, Some(2.0)),
+        ];
+        assert_eq!(
+            ids(best(found(&scanned), 1)),
+            [1, 3],
+            "the nearest; the best BM25"
+        );
+        assert_eq!(ids(best(found(&scanned), 2)), [1, 2, 3, 4]);
+        assert_eq!(ids(best(found(&scanned), 9)), [0, 1, 2, 3, 4]);
     }
 }

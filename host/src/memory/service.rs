@@ -292,7 +292,7 @@ impl MemoryService {
             return self.inner.backend.list(account, &q).await;
         };
         let versions = (self.inner.backend)
-            .versions_at(account, q.namespace.as_deref(), at, false)
+            .versions_at(account, q.namespace.as_deref(), at, None)
             .await?;
         let mut memories: Vec<Memory> = versions
             .into_iter()
@@ -391,8 +391,7 @@ impl MemoryService {
             true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
         };
-        let indexed = !q.time.has_window()
-            && (q.time.as_of.is_none() || self.inner.backend.indexes_the_past());
+        let indexed = !q.time.has_window();
         // A reranked search first ranks the pool the cross-encoder reads.
         let ranked = match q.rerank {
             true => search::rerank_pool(q.limit),
@@ -465,9 +464,9 @@ impl MemoryService {
             .await
     }
 
-    /// A time-filtered search's candidates when no index answers it (an observation
-    /// window; `as_of` where the backend has no index of the past): every version its
-    /// filters keep, read from the store and scored exactly (see `scan`).
+    /// A search's candidates when no index answers it (an observation window: no index
+    /// knows observation times): every version its filters keep, read from the store and
+    /// scored exactly (see `scan`).
     async fn scan(
         &self,
         account: &str,
@@ -477,19 +476,14 @@ impl MemoryService {
     ) -> Result<Vec<(Memory, Candidate)>> {
         let at = q.time.as_of.unwrap_or(now);
         let versions = (self.inner.backend)
-            .versions_at(account, q.namespace.as_deref(), at, vector.is_some())
+            .versions_at(account, q.namespace.as_deref(), at, vector)
             .await?;
-        let (memories, embeddings) = versions
+        let (memories, cosines) = versions
             .into_iter()
             .filter(|(m, _)| m.has_all_tags(&q.tags) && q.time.keeps(m))
             .unzip();
         let query = q.mode.uses_keywords().then_some(q.query.as_str());
-        Ok(scan::candidates(
-            memories,
-            embeddings,
-            query,
-            vector.as_deref().map(Vec::as_slice),
-        ))
+        Ok(scan::candidates(memories, cosines, query))
     }
 
     /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
@@ -677,4 +671,4 @@ impl MemoryService {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -47,7 +47,8 @@ use crate::{
 /// `$7` bounds the scored memories whose filters are checked (NULL: all of them), which
 /// lets the sort keep only that many best instead of ordering every memory holding a term;
 /// each row also carries how many postings the query's terms have, to tell whether the
-/// bound may have cut off memories that would have passed.
+/// bound may have cut off memories that would have passed. `$8`, an `as_of` instant, keeps
+/// the live memories already written then (NULL: all).
 pub(super) const BM25: &str = "\
 WITH totals AS (
     SELECT greatest(live, 1)::float8 AS n,
@@ -77,6 +78,7 @@ CROSS JOIN LATERAL (
     WHERE m.account_id = $1 AND m.id = s.id AND m.counted
       AND (m.expires_at IS NULL OR m.expires_at > $3)
       AND ($4::text IS NULL OR m.namespace = $4) AND m.tags @> $5
+      AND ($8::int8 IS NULL OR m.updated_at <= $8)
     LIMIT 1
 ) passes
 ORDER BY s.bm25 DESC, s.id DESC LIMIT $6";
@@ -100,6 +102,7 @@ impl VectorSql {
                     WHERE account_id = $1 AND counted {only} \
                     AND (expires_at IS NULL OR expires_at > $3) \
                     AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+                    AND ($7::int8 IS NULL OR updated_at <= $7) \
                     ORDER BY {order} LIMIT $6 \
                  ) found ORDER BY distance, id DESC"
             )
@@ -200,6 +203,7 @@ async fn bm25(
         .bind(&q.tags)
         .bind(bigint(q.k))
         .bind(best.map(bigint))
+        .bind(q.as_of.map(bigint))
         .fetch_all(pool)
         .await?;
     let postings = rows
@@ -235,6 +239,7 @@ pub(super) async fn vector(
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
         .bind(bigint(q.k))
+        .bind(q.as_of.map(bigint))
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
@@ -303,6 +308,47 @@ pub(super) async fn rows(
     .bind(bigint(q.now))
     .fetch_all(pool)
     .await?;
+    let found = memories(&rows)?;
+    Ok(found
+        .into_iter()
+        .zip(rows.iter().map(|r| r.get("cosine")))
+        .collect())
+}
+
+/// The versions of the account's past live at `$2` that pass the namespace (`$4`) and tags
+/// (`$5`), each with its cosine to `$3` (when given): no longer counted, written by `$2`,
+/// neither deleted nor expired then, and with no newer version of their key written by
+/// then. With the live memories written by `$2` (the indexes), they are the world as of
+/// `$2`; read through `memories_past`, they cost what the account's past holds.
+pub(super) const PAST: &str = concat!(
+    "SELECT ",
+    memory_columns!(),
+    ", CASE WHEN $3::real[] IS NULL THEN NULL \
+        ELSE (1 - (embedding <=> $3::real[]::vector))::float4 END AS cosine \
+     FROM memories m WHERE account_id = $1 AND NOT counted AND updated_at <= $2 \
+     AND (deleted_at IS NULL OR deleted_at > $2) AND (expires_at IS NULL OR expires_at > $2) \
+     AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+     AND NOT EXISTS ( \
+        SELECT 1 FROM memories n WHERE n.account_id = m.account_id \
+        AND n.namespace = m.namespace AND n.key = m.key AND n.id > m.id \
+        AND n.updated_at <= $2 \
+     )"
+);
+
+/// [`PAST`] for `q` at `at`.
+pub(super) async fn past(
+    pool: &PgPool,
+    q: &CandidateQuery,
+    at: u64,
+) -> Result<Vec<(Memory, Option<f32>)>> {
+    let rows = sqlx::query(PAST)
+        .bind(&q.account)
+        .bind(bigint(at))
+        .bind(q.vector.as_deref().map(Vec::as_slice))
+        .bind(q.namespace.as_deref())
+        .bind(&q.tags)
+        .fetch_all(pool)
+        .await?;
     let found = memories(&rows)?;
     Ok(found
         .into_iter()

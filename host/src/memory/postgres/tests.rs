@@ -11,6 +11,7 @@ use super::{
     group::{self, Pending},
 };
 use crate::clock::now_ms;
+use crate::memory::service::tests::{instant, travel_through_versions};
 use crate::memory::{
     Deleted, Door, ListQuery, Memory, MemoryBackend, MemoryError, MemoryService, Mode, Provenance,
     PutInput, Quota, SearchQuery, Source, TimeFilter,
@@ -442,6 +443,7 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                 .bind(None::<String>)
                 .bind(Vec::<String>::new())
                 .bind(10i64)
+                .bind(None::<i64>)
                 .fetch_all(&mut *tx)
                 .await
                 .unwrap()
@@ -479,6 +481,7 @@ async fn keyword_search_seeks_its_terms_statistics() {
         .bind(None::<String>)
         .bind(Vec::<String>::new())
         .bind(10i64)
+        .bind(None::<i64>)
         .bind(None::<i64>)
         .fetch_all(&mut *tx)
         .await
@@ -944,12 +947,6 @@ async fn old_versions_are_pruned_alike_on_both_backends() {
 /// Time travel on `s` around an update and a soft delete: get, list and search as of each
 /// instant, an observed window, and the provenance each version was written with.
 async fn travelled(s: &MemoryService) -> Vec<String> {
-    let instant = async || {
-        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-        let at = now_ms();
-        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
-        at
-    };
     let quota = Quota::memories(10);
     let mut pet = input("acme", "default", "pet", "a cat named Miso");
     pet.observed_at = Some(1_000);
@@ -1184,4 +1181,41 @@ async fn an_import_of_many_pieces_halts_alike_on_both_backends() {
     ];
     assert_eq!(embedded, expected);
     assert_eq!(postgres, expected);
+}
+
+/// An `as_of` search on postgres takes the live memories written by then from the search
+/// indexes and the versions of the past from `memories_past`; it finds what a scan of
+/// every version finds, through updates, pruning, deletes and an expiry.
+#[tokio::test]
+async fn an_as_of_search_finds_from_the_indexes_what_a_scan_finds() {
+    let pg = Postgres::start();
+    let s = service(node(&pg.database("past")).await);
+    travel_through_versions(&s).await;
+}
+
+/// The past is read through its own index: an `as_of` search costs what the account's
+/// past holds, not a visit to every row of the account.
+#[tokio::test]
+async fn the_past_is_read_through_its_index() {
+    let pg = Postgres::start();
+    let backend = node(&pg.database("past_plan")).await;
+    let mut tx = backend.pool.begin().await.unwrap();
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", super::search::PAST)))
+        .bind("acme")
+        .bind(0i64)
+        .bind(None::<Vec<f32>>)
+        .bind(None::<String>)
+        .bind(Vec::<String>::new())
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("memories_past"), "{plan}");
 }

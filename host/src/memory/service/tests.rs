@@ -235,11 +235,75 @@ async fn found_at(service: &MemoryService, at: u64, scanned: bool) -> Vec<(Strin
 }
 
 /// An instant strictly between two writes.
-async fn instant() -> u64 {
+pub(crate) async fn instant() -> u64 {
     tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     let at = crate::clock::now_ms();
     tokio::time::sleep(std::time::Duration::from_millis(3)).await;
     at
+}
+
+/// Writes a past into `service`'s account `acme` — updates, a pruned version, a soft and a
+/// hard delete, an expiry — and checks at instants between the writes that an `as_of`
+/// search from the indexes finds what a scan finds, and the values it should. The
+/// instants, for the caller's further checks.
+pub(crate) async fn travel_through_versions(service: &MemoryService) -> Vec<u64> {
+    let quota = Quota {
+        versions_per_key: 2,
+        ..Quota::memories(10)
+    };
+    let write = async |key: &str, value: &str| {
+        service.put(put("acme", key, value), quota).await.unwrap();
+        instant().await
+    };
+    let mut instants = vec![instant().await];
+    instants.push(write("city", "lives in Lisbon").await);
+    instants.push(write("pet", "a cat that lives in the city").await);
+    instants.push(write("city", "lives in Porto").await);
+    instants.push(write("city", "lives in Faro").await); // Lisbon is pruned
+    service
+        .delete("acme", "default", "pet", false)
+        .await
+        .unwrap();
+    instants.push(instant().await);
+    let mut brief = put("acme", "visit", "lives in a hotel this week");
+    brief.expires_in_days = Some(0.05 / 86_400.0); // 50 ms
+    service.put(brief, quota).await.unwrap();
+    instants.push(instant().await);
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    instants.push(write("gone", "lives in the city for now").await);
+    service
+        .delete("acme", "default", "gone", true)
+        .await
+        .unwrap();
+    instants.push(instant().await);
+
+    for &at in &instants {
+        let indexed = found_at(service, at, false).await;
+        assert_eq!(indexed, found_at(service, at, true).await, "as of {at}");
+    }
+    let values = |found: Vec<(String, String)>| -> Vec<String> {
+        found.into_iter().map(|(_, v)| v).collect()
+    };
+    assert_eq!(
+        values(found_at(service, instants[3], false).await),
+        ["lives in Porto", "a cat that lives in the city"]
+    );
+    assert_eq!(
+        values(found_at(service, instants[6], false).await),
+        ["lives in Faro", "lives in a hotel this week"],
+        "the pet was deleted; the visit had not yet expired"
+    );
+    assert_eq!(
+        values(found_at(service, instants[7], false).await),
+        ["lives in Faro"],
+        "the visit had expired; a hard delete forgets every version"
+    );
+    assert_eq!(
+        values(found_at(service, instants[1], false).await),
+        Vec::<String>::new(),
+        "Lisbon's version was pruned, and the past forgot it"
+    );
+    instants
 }
 
 #[test]
@@ -255,62 +319,7 @@ fn an_as_of_search_from_the_indexes_finds_what_a_scan_finds_also_after_a_rebuild
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let (instants, service, db) = runtime.block_on(async {
         let (service, db) = open();
-        let quota = Quota {
-            versions_per_key: 2,
-            ..Quota::memories(10)
-        };
-        let write = async |key: &str, value: &str| {
-            service.put(put("acme", key, value), quota).await.unwrap();
-            instant().await
-        };
-        let mut instants = vec![instant().await];
-        instants.push(write("city", "lives in Lisbon").await);
-        instants.push(write("pet", "a cat that lives in the city").await);
-        instants.push(write("city", "lives in Porto").await);
-        instants.push(write("city", "lives in Faro").await); // Lisbon is pruned
-        service
-            .delete("acme", "default", "pet", false)
-            .await
-            .unwrap();
-        instants.push(instant().await);
-        let mut brief = put("acme", "visit", "lives in a hotel this week");
-        brief.expires_in_days = Some(0.05 / 86_400.0); // 50 ms
-        service.put(brief, quota).await.unwrap();
-        instants.push(instant().await);
-        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
-        instants.push(write("gone", "lives in the city for now").await);
-        service
-            .delete("acme", "default", "gone", true)
-            .await
-            .unwrap();
-        instants.push(instant().await);
-
-        for &at in &instants {
-            let indexed = found_at(&service, at, false).await;
-            assert_eq!(indexed, found_at(&service, at, true).await, "as of {at}");
-        }
-        let values = |found: Vec<(String, String)>| -> Vec<String> {
-            found.into_iter().map(|(_, v)| v).collect()
-        };
-        assert_eq!(
-            values(found_at(&service, instants[3], false).await),
-            ["lives in Porto", "a cat that lives in the city"]
-        );
-        assert_eq!(
-            values(found_at(&service, instants[6], false).await),
-            ["lives in Faro", "lives in a hotel this week"],
-            "the pet was deleted; the visit had not yet expired"
-        );
-        assert_eq!(
-            values(found_at(&service, instants[7], false).await),
-            ["lives in Faro"],
-            "the visit had expired; a hard delete forgets every version"
-        );
-        assert_eq!(
-            values(found_at(&service, instants[1], false).await),
-            Vec::<String>::new(),
-            "Lisbon's version was pruned, and the past forgot it"
-        );
+        let instants = travel_through_versions(&service).await;
         (instants, service, db)
     });
     // The oplog is truncated, so the index of the past, lost, is rebuilt from rows.
