@@ -8,7 +8,8 @@
 //! 3. cold start of the real `wasmind` binary on that data dir, and its RSS;
 //! 4. search latency over 1,000 accounts × 1,000 memories;
 //! 5. only when asked for (`WASMIND_BENCH_PHASES=postgres`): puts and the two search data
-//!    sets on the postgres backend, on the library (see `memory/postgres.rs`);
+//!    sets on the postgres backend, on the library, the single account with a past and
+//!    searched `as_of` too (see `memory/postgres.rs`);
 //! 6. only when asked for (`WASMIND_BENCH_PHASES=fair`): account B's put and search
 //!    latency idle and while account A imports 6,500 memories as fast as it can, over HTTP
 //!    (see `memory/fair.rs`); `fair-postgres` measures the same on the postgres backend;
