@@ -16,7 +16,9 @@ use tokio::task::JoinSet;
 use wasmind::memory::embed::{
     EmbedService, Embedder, EmbedderConfig, EmbedderKind, HashEmbedder, identity,
 };
-use wasmind::memory::{ImportItem, MemoryService, Mode, PgMemory, SearchQuery, TimeFilter};
+use wasmind::memory::{
+    ImportItem, MemoryService, Mode, PgMemory, SearchHit, SearchQuery, TimeFilter,
+};
 use wasmind::storage::{Backend, StorageConfig, connect};
 
 use super::Settings;
@@ -261,19 +263,8 @@ fn searches(
         let samples: Vec<Duration> = (0..300)
             .map(|_| {
                 let account = &accounts[texts.rng().range(0, accounts.len() - 1)];
-                let query = SearchQuery {
-                    query: texts.query(),
-                    namespace: None,
-                    tags: Vec::new(),
-                    limit: 10,
-                    mode,
-                    min_score: 0.0,
-                    rerank: false,
-                    time: Default::default(),
-                };
-                let started = Instant::now();
-                rt.block_on(memory.search(account, query)).expect("search");
-                started.elapsed()
+                let query = search_query(texts.query(), mode, TimeFilter::default());
+                timed(rt, memory, account, query).0
             })
             .collect();
         table.latency(
@@ -344,10 +335,8 @@ fn as_of_searches(
                 as_of,
                 ..TimeFilter::default()
             };
-            let query = hybrid(texts.query(), time);
-            let started = Instant::now();
-            let hits = rt.block_on(memory.search(account, query)).expect("search");
-            let took = started.elapsed();
+            let query = search_query(texts.query(), Mode::Hybrid, time);
+            let (took, hits) = timed(rt, memory, account, query);
             if as_of.is_none() {
                 live.push(took);
                 continue;
@@ -366,10 +355,8 @@ fn as_of_searches(
                 observed_after: Some(0),
                 observed_before: None,
             };
-            let query = hybrid(texts.query(), time);
-            let started = Instant::now();
-            rt.block_on(memory.search(account, query)).expect("search");
-            started.elapsed()
+            let query = search_query(texts.query(), Mode::Hybrid, time);
+            timed(rt, memory, account, query).0
         })
         .collect();
     table.latency(
@@ -393,16 +380,28 @@ fn as_of_searches(
     );
 }
 
-/// A hybrid search for `query` (limit 10) with `time`'s filters.
-fn hybrid(query: String, time: TimeFilter) -> SearchQuery {
+/// A search for `query` in `mode` (limit 10) with `time`'s filters.
+fn search_query(query: String, mode: Mode, time: TimeFilter) -> SearchQuery {
     SearchQuery {
         query,
         namespace: None,
         tags: Vec::new(),
         limit: 10,
-        mode: Mode::Hybrid,
+        mode,
         min_score: 0.0,
         rerank: false,
         time,
     }
+}
+
+/// `query` searched in `account`, with how long it took.
+fn timed(
+    rt: &tokio::runtime::Runtime,
+    memory: &MemoryService,
+    account: &str,
+    query: SearchQuery,
+) -> (Duration, Vec<SearchHit>) {
+    let started = Instant::now();
+    let hits = rt.block_on(memory.search(account, query)).expect("search");
+    (started.elapsed(), hits)
 }

@@ -20,7 +20,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use self::group::Groups;
 use self::indexer::Indexer;
-use self::rows::{memories, memory, memory_columns};
+use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_columns};
 use self::search::VectorSql;
 use self::write::Txn;
 use super::{
@@ -318,8 +318,8 @@ impl MemoryBackend for PgMemory {
         let rows = sqlx::query(concat!(
             "SELECT ",
             memory_columns!(),
-            ", CASE WHEN $4::real[] IS NULL THEN NULL \
-                ELSE (1 - (embedding <=> $4::real[]::vector))::float4 END AS cosine FROM ( \
+            cosine_to!("$4"),
+            "FROM ( \
                 SELECT DISTINCT ON (namespace, key) * FROM memories \
                 WHERE account_id = $1 AND ($2::text IS NULL OR namespace = $2) \
                 AND updated_at <= $3 ORDER BY namespace, key, id DESC \
@@ -332,9 +332,7 @@ impl MemoryBackend for PgMemory {
         .bind(toward.as_deref().map(Vec::as_slice))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|r| Ok((memory(r)?, r.try_get("cosine")?)))
-            .collect()
+        memories_with_cosines(&rows)
     }
 
     async fn import(

@@ -21,6 +21,22 @@ macro_rules! memory_columns {
 }
 pub(super) use memory_columns;
 
+/// The `cosine` column for `concat!`: the row's embedding's cosine to the query vector
+/// bound as `$param` (`real[]`), computed in the database so no embedding travels; NULL
+/// when no vector is bound.
+macro_rules! cosine_to {
+    ($param:literal) => {
+        concat!(
+            ", CASE WHEN ",
+            $param,
+            "::real[] IS NULL THEN NULL ELSE (1 - (embedding <=> ",
+            $param,
+            "::real[]::vector))::float4 END AS cosine "
+        )
+    };
+}
+pub(super) use cosine_to;
+
 /// The memory in a row selected with [`memory_columns`].
 pub(super) fn memory(row: &PgRow) -> Result<Memory> {
     let source: String = row.try_get("source")?;
@@ -60,4 +76,11 @@ fn json<T: serde::de::DeserializeOwned>(row: &PgRow, column: &str) -> Result<Opt
 /// Every memory in `rows`.
 pub(super) fn memories(rows: &[PgRow]) -> Result<Vec<Memory>> {
     rows.iter().map(memory).collect()
+}
+
+/// Every memory in `rows` selected with [`cosine_to`] too, with its cosine.
+pub(super) fn memories_with_cosines(rows: &[PgRow]) -> Result<Vec<(Memory, Option<f32>)>> {
+    rows.iter()
+        .map(|r| Ok((memory(r)?, r.try_get("cosine")?)))
+        .collect()
 }

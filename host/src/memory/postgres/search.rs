@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
 
-use super::rows::{memories, memory_columns};
+use super::rows::{cosine_to, memories_with_cosines, memory_columns};
 use crate::{
     memory::{
         Result, backend::CandidateQuery, index::query_terms, record::Memory, search::Candidate,
@@ -297,9 +297,8 @@ pub(super) async fn rows(
     let rows = sqlx::query(concat!(
         "SELECT ",
         memory_columns!(),
-        ", CASE WHEN $3::real[] IS NULL THEN NULL \
-            ELSE (1 - (embedding <=> $3::real[]::vector))::float4 END AS cosine \
-         FROM memories WHERE account_id = $1 AND id = ANY($2) AND counted \
+        cosine_to!("$3"),
+        "FROM memories WHERE account_id = $1 AND id = ANY($2) AND counted \
          AND (expires_at IS NULL OR expires_at > $4)"
     ))
     .bind(&q.account)
@@ -308,11 +307,7 @@ pub(super) async fn rows(
     .bind(bigint(q.now))
     .fetch_all(pool)
     .await?;
-    let found = memories(&rows)?;
-    Ok(found
-        .into_iter()
-        .zip(rows.iter().map(|r| r.get("cosine")))
-        .collect())
+    memories_with_cosines(&rows)
 }
 
 /// The versions of the account's past live at `$2` that pass the namespace (`$4`) and tags
@@ -323,9 +318,8 @@ pub(super) async fn rows(
 pub(super) const PAST: &str = concat!(
     "SELECT ",
     memory_columns!(),
-    ", CASE WHEN $3::real[] IS NULL THEN NULL \
-        ELSE (1 - (embedding <=> $3::real[]::vector))::float4 END AS cosine \
-     FROM memories m WHERE account_id = $1 AND NOT counted AND updated_at <= $2 \
+    cosine_to!("$3"),
+    "FROM memories m WHERE account_id = $1 AND NOT counted AND updated_at <= $2 \
      AND (deleted_at IS NULL OR deleted_at > $2) AND (expires_at IS NULL OR expires_at > $2) \
      AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
      AND NOT EXISTS ( \
@@ -349,11 +343,7 @@ pub(super) async fn past(
         .bind(&q.tags)
         .fetch_all(pool)
         .await?;
-    let found = memories(&rows)?;
-    Ok(found
-        .into_iter()
-        .zip(rows.iter().map(|r| r.get("cosine")))
-        .collect())
+    memories_with_cosines(&rows)
 }
 
 /// Makes the next query of `tx` go through the HNSW index with its filter: the planner

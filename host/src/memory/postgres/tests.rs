@@ -460,6 +460,31 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
     assert!(!exact.contains(&hnsw), "{exact}");
 }
 
+/// The plan of `sql` with the parameters `bind` gives, sequential scans forbidden: tables
+/// this small are read whole whatever the query, and forbidding that shows its seeks.
+async fn plan_without_seqscans(
+    backend: &PgMemory,
+    sql: &str,
+    bind: impl for<'q> FnOnce(PgQuery<'q>) -> PgQuery<'q>,
+) -> String {
+    let mut tx = backend.pool.begin().await.unwrap();
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let plan: Vec<String> = bind(sqlx::query(AssertSqlSafe(format!("EXPLAIN {sql}"))))
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    plan.join("\n")
+}
+
+/// A query with its parameters still to bind.
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
 /// The keyword query seeks its terms' statistics by their whole key (account, field, term).
 /// Without the field a btree cannot seek the term and reads every statistics row of the
 /// account — one per distinct key term, about one per memory — which was most of a keyword
@@ -468,28 +493,17 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
 async fn keyword_search_seeks_its_terms_statistics() {
     let pg = Postgres::start();
     let backend = node(&pg.database("seek")).await;
-    let mut tx = backend.pool.begin().await.unwrap();
-    // Tables this small are read whole whatever the query; forbidding that shows its seek.
-    sqlx::query("SET LOCAL enable_seqscan = off")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    let plan: Vec<String> = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", super::search::BM25)))
-        .bind("acme")
-        .bind(vec!["cat".to_string()])
-        .bind(0i64)
-        .bind(None::<String>)
-        .bind(Vec::<String>::new())
-        .bind(10i64)
-        .bind(None::<i64>)
-        .bind(None::<i64>)
-        .fetch_all(&mut *tx)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
+    let plan = plan_without_seqscans(&backend, super::search::BM25, |q| {
+        q.bind("acme")
+            .bind(vec!["cat".to_string()])
+            .bind(0i64)
+            .bind(None::<String>)
+            .bind(Vec::<String>::new())
+            .bind(10i64)
+            .bind(None::<i64>)
+            .bind(None::<i64>)
+    })
+    .await;
     let scan = plan.split("on memory_term_stats").nth(1).expect(&plan);
     let condition = scan.lines().nth(1).unwrap_or_default();
     for column in ["account_id =", "field = ANY", "term = ANY"] {
@@ -1199,23 +1213,13 @@ async fn an_as_of_search_finds_from_the_indexes_what_a_scan_finds() {
 async fn the_past_is_read_through_its_index() {
     let pg = Postgres::start();
     let backend = node(&pg.database("past_plan")).await;
-    let mut tx = backend.pool.begin().await.unwrap();
-    sqlx::query("SET LOCAL enable_seqscan = off")
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    let plan: Vec<String> = sqlx::query(AssertSqlSafe(format!("EXPLAIN {}", super::search::PAST)))
-        .bind("acme")
-        .bind(0i64)
-        .bind(None::<Vec<f32>>)
-        .bind(None::<String>)
-        .bind(Vec::<String>::new())
-        .fetch_all(&mut *tx)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let plan = plan.join("\n");
+    let plan = plan_without_seqscans(&backend, super::search::PAST, |q| {
+        q.bind("acme")
+            .bind(0i64)
+            .bind(None::<Vec<f32>>)
+            .bind(None::<String>)
+            .bind(Vec::<String>::new())
+    })
+    .await;
     assert!(plan.contains("memories_past"), "{plan}");
 }
