@@ -383,8 +383,9 @@ impl MemoryBackend for PgMemory {
                 return Ok(Vec::new());
             };
             let (memories, cosines) = search::past(&self.pool, q, at).await?.into_iter().unzip();
-            let query = q.keywords.then_some(q.query.as_str());
-            Ok(scan::best(scan::candidates(memories, cosines, query), q.k))
+            let query = q.keywords.then(|| q.query.clone());
+            let scored = scan::candidates_apart(memories, cosines, query).await?;
+            Ok(scan::best(scored, q.k))
         };
         let keyword = async {
             match q.keywords {

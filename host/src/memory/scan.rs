@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use tantivy::fieldnorm::FieldNormReader;
 
 use super::{
+    MemoryError, Result,
     index::{index_terms, query_terms},
     record::Memory,
     search::Candidate,
@@ -94,7 +95,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 /// The candidates of a scan: each version with its BM25 (when `query` is searched by
 /// keywords) and its cosine to the query's vector (from the backend, which holds the
 /// embeddings); a version neither side finds (no query term, no vector) is none.
-pub fn candidates(
+fn candidates(
     memories: Vec<Memory>,
     cosines: Vec<Option<f32>>,
     query: Option<&str>,
@@ -110,6 +111,19 @@ pub fn candidates(
         .map(|((memory, cosine), bm25)| (memory, Candidate { cosine, bm25 }))
         .filter(|(_, c)| c.bm25.is_some() || c.cosine.is_some())
         .collect()
+}
+
+/// [`candidates`] on the blocking pool: analysing thousands of keys and values for BM25
+/// takes tens of milliseconds (23 ms for 5,000 versions, BENCHMARKS.md), which must not
+/// hold an async worker and the requests queued behind it.
+pub async fn candidates_apart(
+    memories: Vec<Memory>,
+    cosines: Vec<Option<f32>>,
+    query: Option<String>,
+) -> Result<Vec<(Memory, Candidate)>> {
+    tokio::task::spawn_blocking(move || candidates(memories, cosines, query.as_deref()))
+        .await
+        .map_err(|_| MemoryError::Stopped)
 }
 
 /// Of scanned candidates, the best `k` of each side (cosine, BM25), as an index of them

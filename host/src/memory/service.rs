@@ -482,8 +482,8 @@ impl MemoryService {
             .into_iter()
             .filter(|(m, _)| m.has_all_tags(&q.tags) && q.time.keeps(m))
             .unzip();
-        let query = q.mode.uses_keywords().then_some(q.query.as_str());
-        Ok(scan::candidates(memories, cosines, query))
+        let query = q.mode.uses_keywords().then(|| q.query.clone());
+        scan::candidates_apart(memories, cosines, query).await
     }
 
     /// Finds near-duplicate pairs and (unless `dry_run`) soft-deletes the less useful copies.
