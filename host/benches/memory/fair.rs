@@ -1,6 +1,8 @@
 //! Fair queues: tenant B's put and search latency idle, and while tenant A imports as fast
 //! as it can (batches of 500 from two clients, as issue 24 measured), with the default
-//! embedder over HTTP. A's imports refused 503 (its queue full) wait `Retry-After` and are
+//! embedder over HTTP. A's clients would be other machines: here they are this process's
+//! threads, at nice 19, so that B waits for the server's work on A's import, not for A's
+//! clients building and sending it. A's imports refused 503 (its queue full) wait `Retry-After` and are
 //! sent again, as the spec tells clients to. With a database URL (phase `fair-postgres`)
 //! the server keeps its memories in PostgreSQL: its write transactions are the node's shared
 //! write path there, as the redb writer is on the embedded backend.
@@ -13,7 +15,7 @@ use wasmind::memory::embed::EmbedderKind;
 use wasmind::storage::{Backend, StorageConfig};
 
 use super::bench_dir;
-use super::harness::{self, Client, Server};
+use super::harness::{self, Client, Server, lower_priority};
 use super::load::search_body;
 use super::report::{Table, percentile_ms};
 use super::text::Texts;
@@ -102,9 +104,12 @@ pub fn run(table: &mut Table, database_url: Option<String>) {
     std::thread::scope(|s| {
         let importers: Vec<_> = (0..A_CLIENTS)
             .map(|_| {
-                let a = Client::new(&server.base(), &key_a);
                 let (batches, taken, refused, key) = (&batches, &taken, &refused, &key_a);
+                let base = server.base();
                 s.spawn(move || {
+                    // Before the client, whose connection thread inherits the priority.
+                    lower_priority("A's importer");
+                    let a = Client::new(&base, key);
                     while let Some(batch) = batches.get(taken.fetch_add(1, Ordering::SeqCst)) {
                         loop {
                             let (status, body) = a.post_as(key, "/api/v1/memory/import", batch);

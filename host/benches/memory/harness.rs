@@ -45,6 +45,10 @@ pub fn now_ms() -> u64 {
 pub struct Opened {
     pub dir: DataDir,
     pub state: AppState,
+    /// The runtime the state was opened on, and every later call and the server run on, as
+    /// `serve` runs them: multi-threaded, one worker per core. One runtime throughout,
+    /// because a PostgreSQL pool's connections belong to the runtime that opened them.
+    pub runtime: tokio::runtime::Runtime,
     /// How long `DataDir::open` + `server::open_state` took (model load, index replay,
     /// agent runtime start).
     pub open_time: Duration,
@@ -54,15 +58,17 @@ pub struct Opened {
 pub fn open(path: &Path, config: Config) -> Opened {
     let started = Instant::now();
     let dir = DataDir::open(path).expect("open data dir");
-    let state = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .expect("runtime")
+        .expect("runtime");
+    let state = runtime
         .block_on(wasmind::server::open_state(&dir, config))
         .expect("open the server state");
     Opened {
         dir,
         state,
+        runtime,
         open_time: started.elapsed(),
     }
 }
@@ -79,11 +85,7 @@ impl Opened {
 
     /// A new lightyear key for `account`.
     pub fn key(&self, account: &str) -> String {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        runtime
+        self.runtime
             .block_on(self.state.keys.create(
                 account,
                 Some(Plan::Lightyear),
@@ -96,9 +98,15 @@ impl Opened {
     /// Checkpoints, drops everything, and waits until the writer thread has let go of the
     /// database and the indexes, so the same dir can be opened again in this process.
     pub fn close(self) {
-        let Opened { dir, state, .. } = self;
+        let Opened {
+            dir,
+            state,
+            runtime,
+            ..
+        } = self;
         state.memory.checkpoint().expect("checkpoint");
         drop(state);
+        runtime.shutdown_timeout(Duration::from_secs(10));
         let deadline = Instant::now() + Duration::from_secs(120);
         while Arc::strong_count(dir.db()) > 1 {
             assert!(
@@ -113,11 +121,10 @@ impl Opened {
     }
 }
 
-/// The API served over loopback HTTP by a tokio runtime of its own, as `serve` builds it:
-/// multi-threaded, one worker per core, behind the same listener (timeouts, connection cap).
+/// The API served over loopback HTTP on the opened state's runtime, behind the same
+/// listener as `serve` (timeouts, connection cap).
 pub struct Server {
     pub addr: SocketAddr,
-    pub runtime: tokio::runtime::Runtime,
     pub opened: Opened,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -125,10 +132,7 @@ pub struct Server {
 
 impl Server {
     pub fn start(opened: Opened) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = &opened.runtime;
         let state = opened.state.clone();
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -144,7 +148,6 @@ impl Server {
         });
         Self {
             addr,
-            runtime,
             opened,
             stop: Some(stop),
             task: Some(task),
@@ -161,13 +164,9 @@ impl Server {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            self.runtime.block_on(task).expect("join");
+            self.opened.runtime.block_on(task).expect("join");
         }
-        let Server {
-            runtime, opened, ..
-        } = self;
-        runtime.shutdown_timeout(Duration::from_secs(10));
-        opened
+        self.opened
     }
 }
 
@@ -230,6 +229,15 @@ impl Client {
         );
         took
     }
+}
+
+/// Puts the calling thread at the lowest CPU priority (nice 19): for the load the bench
+/// makes as other machines' clients would (a tenant's import, strangers), so that what is
+/// measured is the server's work for them, not theirs on the server's cores.
+pub fn lower_priority(what: &str) {
+    let tid = rustix::thread::gettid();
+    rustix::process::setpriority_process(Some(tid), 19)
+        .unwrap_or_else(|e| panic!("lowering the priority of {what}: {e}"));
 }
 
 /// VmRSS and VmHWM of a process, in MiB.

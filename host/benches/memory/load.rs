@@ -72,12 +72,9 @@ pub fn load(
             (account, key)
         })
         .collect();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = &opened.runtime;
     let mut texts = Texts::new(seed);
-    let first = import_all(&rt, &opened, &keys, per_account, |account, i| {
+    let first = import_all(rt, &opened, &keys, per_account, |account, i| {
         Some(item(account, i, &mut texts))
     });
     assert_eq!(first, accounts * per_account, "every memory imported");
@@ -87,7 +84,7 @@ pub fn load(
         std::thread::sleep(Duration::from_millis(5));
         // The same seed again gives each memory its namespace; another gives new values.
         let (mut replay, mut values) = (Texts::new(seed), Texts::new(seed + 1));
-        let rewritten = import_all(&rt, &opened, &keys, per_account, |account, i| {
+        let rewritten = import_all(rt, &opened, &keys, per_account, |account, i| {
             let mut input = item(account, i, &mut replay);
             i.is_multiple_of(every).then(|| {
                 input.value = values.memory_value();
@@ -97,7 +94,6 @@ pub fn load(
         println!("  rewrote {rewritten} memories: a second version each");
         (before, every)
     });
-    drop(rt);
     opened.close();
     let took = started.elapsed();
     let saved = serde_json::to_string(&(&keys, rewrites)).expect("keys json");

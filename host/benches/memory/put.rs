@@ -123,10 +123,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
 
     // The same puts on the library, no HTTP.
     let opened = server.stop();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let rt = &opened.runtime;
     let lib: Vec<Duration> = (0..settings.puts.min(200))
         .map(|i| {
             let input = input("acct-put", format!("lib_{i}"), texts.sentence(13, 17));
@@ -147,7 +144,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         None,
     );
     let (_, lib_rate, lib_cpu) = concurrent_lib(
-        &rt,
+        rt,
         opened.memory(),
         settings.clients,
         Duration::from_secs(5),
@@ -202,16 +199,12 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         "",
         None,
     );
-    drop(rt);
     opened.close();
     let _ = std::fs::remove_dir_all(&path);
 
     // Store + indexes alone: the hash embedder costs microseconds.
     let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let rt = &opened.runtime;
     let cpu = harness::cpu_time();
     let store: Vec<Duration> = (0..300)
         .map(|i| {
@@ -241,7 +234,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         None,
     );
     let (_, store_rate, store_cpu) = concurrent_lib(
-        &rt,
+        rt,
         opened.memory(),
         settings.clients,
         Duration::from_secs(5),
@@ -257,7 +250,6 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         "",
         None,
     );
-    drop(rt);
     opened.close();
     let _ = std::fs::remove_dir_all(&path);
 }

@@ -174,10 +174,7 @@ pub fn run(
 
     // The same searches on the library, no HTTP.
     let opened = server.stop();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let rt = &opened.runtime;
     if loaded.rewrites.is_some() {
         let rewritten = rewritten.into_inner();
         assert!(
@@ -243,7 +240,6 @@ pub fn run(
         &samples,
         None,
     );
-    drop(rt);
     opened.close();
 
     // Each index alone (candidates = 40, what a limit-10 search asks for).

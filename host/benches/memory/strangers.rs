@@ -9,6 +9,12 @@
 //! server's two cores. That thread runs at the lowest CPU priority (nice 19), so what B
 //! waits for is the server's work on the strangers (accepting, timing out and closing
 //! them), not the strangers' own connects and reads.
+//!
+//! `WASMIND_BENCH_STRANGERS_AT=sink` is the control: the strangers connect to a bare
+//! listener of their own instead (accepting at nice 19, closing each after the header
+//! timeout), while B still reads from the server. What B waits for then is the box's
+//! share alone — the kernel's handshakes and closes and the strangers' client — which no
+//! server on these two cores can avoid.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -18,13 +24,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmind::memory::embed::EmbedderKind;
 
 use super::bench_dir;
-use super::harness::{self, Client, Server};
+use super::harness::{self, Client, Server, lower_priority};
 use super::report::{Table, percentile_ms};
 
 const SECTION: &str = "strangers: half-open connections (10,000, or as many as the fd limit fits)";
 const STRANGERS: usize = 10_000;
 /// B's reads of each kind, idle.
 const IDLE: usize = 300;
+/// B's pause after each pair of reads.
+const PAUSE: Duration = Duration::from_millis(20);
 /// A stranger's opening: half of a request line, never finished.
 const HALF_LINE: &[u8] = b"GET /api/v1/mem";
 
@@ -51,16 +59,28 @@ pub fn run(table: &mut Table) {
     };
     // A client connects at its first request: this one's is timed with it.
     let fresh_get = |base: &str| timed_get(&Client::new(base, &key));
-    let idle_kept: Vec<_> = (0..IDLE).map(|_| timed_get(&b)).collect();
-    let idle_fresh: Vec<_> = (0..IDLE).map(|_| fresh_get(&server.base())).collect();
+    // Idle and meanwhile, B reads at the same pace — a kept-alive read, a fresh one, a
+    // pause — so the two differ only by the strangers (back-to-back reads find the cores
+    // awake and the caches warm, and would flatter the idle figure).
+    let turn = |kept: &mut Vec<Duration>, fresh: &mut Vec<Duration>| {
+        kept.push(timed_get(&b));
+        fresh.push(fresh_get(&server.base()));
+        std::thread::sleep(PAUSE);
+    };
+    let (mut idle_kept, mut idle_fresh) = (Vec::new(), Vec::new());
+    for _ in 0..IDLE {
+        turn(&mut idle_kept, &mut idle_fresh);
+    }
 
-    let addr = server.addr;
+    let addr = match std::env::var("WASMIND_BENCH_STRANGERS_AT").as_deref() {
+        Ok("sink") => sink(timeout),
+        Ok(other) => panic!("WASMIND_BENCH_STRANGERS_AT={other}: only `sink` is known"),
+        Err(_) => server.addr,
+    };
     let flood = std::thread::spawn(move || strangers(addr, strangers_fit));
     let (mut busy_kept, mut busy_fresh) = (Vec::new(), Vec::new());
     while !flood.is_finished() {
-        busy_kept.push(timed_get(&b));
-        busy_fresh.push(fresh_get(&server.base()));
-        std::thread::sleep(Duration::from_millis(20));
+        turn(&mut busy_kept, &mut busy_fresh);
     }
     let flood = flood.join().expect("strangers");
 
@@ -140,11 +160,35 @@ struct Flood {
     closed: Vec<Duration>,
 }
 
+/// A bare listener for the control run: on a thread of its own at nice 19, it accepts every
+/// connection and closes each `timeout` after accepting it, reading nothing.
+fn sink(timeout: Duration) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("sink listener");
+    let addr = listener.local_addr().expect("sink address");
+    listener.set_nonblocking(true).expect("sink nonblocking");
+    std::thread::spawn(move || {
+        lower_priority("the sink");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("sink listener");
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    tokio::time::sleep(timeout).await;
+                    drop(stream);
+                });
+            }
+        });
+    });
+    addr
+}
+
 /// Opens `n` connections to `addr` at once, each sending [`HALF_LINE`] and then waiting for
 /// the server to close it (or two minutes).
 fn strangers(addr: SocketAddr, n: usize) -> Flood {
-    let tid = rustix::thread::gettid();
-    rustix::process::setpriority_process(Some(tid), 19).expect("lowering the strangers' priority");
+    lower_priority("the strangers");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
