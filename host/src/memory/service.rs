@@ -176,6 +176,8 @@ impl MemoryService {
     /// put: the put itself is done).
     pub async fn put(&self, input: PutInput, quota: Quota) -> Result<PutOutcome> {
         input.validate()?;
+        // Served: the bulk lane leaves a core to it (see `EmbedService::request`).
+        let _serving = self.inner.embed.request();
         let backend = &self.inner.backend;
         if let Some(live) = backend
             .live(&input.account, &input.namespace, &input.key)
@@ -376,6 +378,7 @@ impl MemoryService {
 
     /// Ranked search over live memories, timed by mode and whether it was reranked.
     pub async fn search(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
+        let _serving = self.inner.embed.request();
         let (started, mode) = (Instant::now(), q.mode);
         let rerank = if q.rerank { "true" } else { "false" };
         let hits = self.search_untimed(account, q).await;

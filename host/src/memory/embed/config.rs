@@ -29,9 +29,8 @@ pub struct EmbedderConfig {
     /// means `models/ms-marco-MiniLM-L-12-v2-int8` of the wasmind home.
     pub rerank_model_dir: Option<PathBuf>,
     /// Worker threads of the bulk lane (imports' texts, at background priority) and of the
-    /// interactive lane (puts' texts), each running its own batch; values below 1 mean 1.
-    /// With the `onnx` kind, also the intra-op threads of each interactive session (a bulk
-    /// session has one: the bulk lane runs its workers side by side).
+    /// interactive lane (puts' texts), each running its own batch on one thread, and the
+    /// intra-op threads of the rerank cross-encoder; values below 1 mean 1.
     pub threads: usize,
     /// Most texts one batch takes (one call of the embedder; the `onnx` kind then runs each
     /// text on its own, as its activations are quantized per run); values below 1 mean 1.

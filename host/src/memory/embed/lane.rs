@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::{EmbedError, Embedder};
+use super::{EmbedError, Embedder, quiet::Serving};
 use crate::{
     memory::fair::{self, Class},
     metrics::names,
@@ -82,7 +82,8 @@ impl Meters {
 impl Lane {
     /// Starts `workers` threads named `embed-{lane}-N` doing `work`, each batching texts
     /// taken from the accounts' queues in turn (see [`fair`]) up to `batch_size[class]`,
-    /// with at most `bounds` of them waiting; `lane` labels the lane's metrics.
+    /// with at most `bounds` of them waiting; `lane` labels the lane's metrics. A background
+    /// lane's workers after the first wait for `serving` to be quiet before each batch.
     pub(super) fn spawn(
         lane: &'static str,
         embedder: &Arc<dyn Embedder>,
@@ -90,6 +91,7 @@ impl Lane {
         work: Work,
         batch_size: [usize; 2],
         bounds: fair::Bounds,
+        serving: &Arc<Serving>,
     ) -> Self {
         let (tx, rx) = fair::channel(bounds);
         let meters = Meters::new(lane);
@@ -101,6 +103,8 @@ impl Lane {
         };
         for n in 0..workers {
             let (embedder, rx, meters) = (Arc::clone(embedder), rx.clone(), meters.clone());
+            // A background lane's workers but its first stand aside while requests come.
+            let spare = (work == Work::Background && n > 0).then(|| Arc::clone(serving));
             let name = format!("embed-{lane}-{n}");
             std::thread::Builder::new()
                 .name(name.clone())
@@ -108,7 +112,7 @@ impl Lane {
                     if let Some(niceness) = niceness {
                         priority::set_own(niceness, &name);
                     }
-                    run(&*embedder, work, &rx, batch_size, &meters);
+                    run(&*embedder, work, &rx, batch_size, &meters, spare.as_deref());
                 })
                 .expect("the OS refused to start an embedding thread");
         }
@@ -135,16 +139,23 @@ impl Lane {
     }
 }
 
-/// A worker: waits for a job, adds the jobs queued behind it in turn while they fit,
-/// runs the batch.
+/// A worker: waits for a job (a spare one first for quiet, see [`Serving`]), adds the jobs
+/// queued behind it in turn while they fit, runs the batch.
 fn run(
     embedder: &dyn Embedder,
     work: Work,
     rx: &fair::Receiver<Job>,
     batch_size: [usize; 2],
     meters: &Meters,
+    spare: Option<&Serving>,
 ) {
-    while let Some(group) = rx.group(batch_size) {
+    loop {
+        if let Some(serving) = spare {
+            serving.wait_quiet();
+        }
+        let Some(group) = rx.group(batch_size) else {
+            break;
+        };
         let count: usize = group.iter().map(|(n, _)| n).sum();
         meters.queued.decrement(count as f64);
         let batch = group.into_iter().map(|(_, job)| job).collect();

@@ -16,6 +16,7 @@ mod locate;
 mod minilm;
 mod onnx;
 mod openai;
+mod quiet;
 mod rerank;
 mod service;
 mod tokens;
@@ -30,6 +31,7 @@ pub use identity::{check_identity, identity};
 pub use minilm::MiniLm;
 pub use onnx::{OnnxEmbedder, Sessions};
 pub use openai::OpenAiEmbedder;
+pub use quiet::Request;
 pub use rerank::{RerankerFiles, locate_reranker};
 pub use service::EmbedService;
 
@@ -73,7 +75,6 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
             // priority.
             let threads = cfg.threads.max(1);
             let sessions = Sessions {
-                threads,
                 interactive: threads + 1,
                 background: threads,
             };

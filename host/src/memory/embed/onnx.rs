@@ -61,7 +61,7 @@ pub(super) fn runtime(library: &Path) -> Result<&'static Environment, EmbedError
 }
 
 /// The int8 all-MiniLM-L6-v2 sentence embedder on ONNX Runtime: 384 dims, a few ms per short
-/// sentence on two threads, within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm).
+/// sentence on one thread, within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm).
 ///
 /// Holds several sessions because a run needs one exclusively: a query then never waits
 /// for a bulk batch to finish with the only session. The background sessions' intra-op
@@ -79,15 +79,15 @@ pub struct OnnxEmbedder {
     dims: usize,
 }
 
-/// How many sessions of each kind to hold (values below 1 mean 1): the interactive ones
-/// with `threads` intra-op threads, so one query's or put's inference uses every core; the
-/// background ones with one each, because the bulk lane runs its workers' batches side by
-/// side, and one thread per session fills the cores without two sessions' threads fighting
-/// over them (LoCoMo turns in length-sorted batches of 8 on 2 cores: 212 texts/s with two
-/// sessions of one thread, 184/s with two of two).
+/// How many sessions of each kind to hold (values below 1 mean 1), each with one intra-op
+/// thread: a lane's workers run their texts side by side, one per core, and a text short
+/// enough for a query or a put gains nothing from a second thread (query p50 2.8 ms either
+/// way) but then waits for both to get a core, so on a busy box each run waited for the
+/// slower one (postgres, B's search during A's import: p99 20.8–30.9 ms with two threads a
+/// session, 14.8–15.7 ms with one; LoCoMo turns in length-sorted batches of 8 on 2 cores:
+/// 212 texts/s with two sessions of one thread, 184/s with two of two).
 #[derive(Debug, Clone, Copy)]
 pub struct Sessions {
-    pub threads: usize,
     pub interactive: usize,
     pub background: usize,
 }
@@ -101,12 +101,12 @@ impl OnnxEmbedder {
         let env = runtime(library)?;
         let tokenizer = load_tokenizer(dir)?;
         let model = dir.join("model.onnx");
-        let open = |n: usize, threads: usize| {
+        let open = |n: usize| {
             (0..n.max(1))
-                .map(|_| session(env, &model, threads.max(1)).map(Mutex::new))
+                .map(|_| session(env, &model, 1).map(Mutex::new))
                 .collect::<Result<Vec<_>, _>>()
         };
-        let interactive = open(sessions.interactive, sessions.threads)?;
+        let interactive = open(sessions.interactive)?;
         // Made on a thread of background priority: the intra-op threads a session starts
         // inherit it.
         let niceness = priority::background().map_err(|e| EmbedError::Load(e.to_string()))?;
@@ -114,7 +114,7 @@ impl OnnxEmbedder {
             scope
                 .spawn(|| {
                     priority::set_own(niceness, "onnx-background");
-                    open(sessions.background, 1)
+                    open(sessions.background)
                 })
                 .join()
                 .unwrap_or_else(|_| Err(EmbedError::Load("a session panicked".into())))
@@ -269,7 +269,6 @@ mod tests {
     const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
 
     const ONE: Sessions = Sessions {
-        threads: 1,
         interactive: 1,
         background: 1,
     };
@@ -282,11 +281,7 @@ mod tests {
             OnnxEmbedder::load(
                 &models.join(crate::memory::embed::locate::ONNXRUNTIME),
                 &models.join(DEFAULT_DIR),
-                Sessions {
-                    threads: 2,
-                    interactive: 1,
-                    background: 1,
-                },
+                ONE,
             )
             .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"))
         })

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::lane::{Job, Lane, Reply, Vectors, Work};
+use super::quiet::{QUIET, Request, Serving};
 use super::rerank::{Reranker, RerankerFiles};
 use super::{EmbedError, Embedder, EmbedderConfig};
 use crate::memory::fair::{Bounds, Class};
@@ -17,7 +18,8 @@ use crate::memory::fair::{Bounds, Class};
 ///
 /// Three lanes, each with its own threads, so no kind of work waits behind another's batch:
 /// the bulk lane (`threads` workers, at background priority: see [`priority`]) embeds
-/// imports' and consolidations' texts in batches of `bulk_batch_size`; the interactive
+/// imports' and consolidations' texts in batches of `bulk_batch_size` (all but its first
+/// worker standing aside while puts and searches are served: see [`Serving`]); the interactive
 /// lane (`threads` workers) coalesces concurrent puts' texts into batches of up to
 /// `batch_size`; the query lane (one worker) embeds searches' queries, with an LRU cache
 /// of `query_cache` entries. In each lane the accounts' jobs are taken in turn, and at most
@@ -40,6 +42,8 @@ struct Inner {
     cache: Option<Mutex<LruCache<String, Arc<Vec<f32>>>>>,
     /// The cross-encoder's lane, for searches that ask to rerank.
     reranker: Option<Reranker>,
+    /// Puts and searches being served, which the bulk lane's spare workers wait out.
+    serving: Arc<Serving>,
 }
 
 impl EmbedService {
@@ -64,8 +68,10 @@ impl EmbedService {
             per_account: cfg.queue_per_account.max(1),
             total: cfg.queue_total.max(1),
         };
-        let lane =
-            |name, workers, work| Lane::spawn(name, &embedder, workers, work, batch_size, bounds);
+        let serving = Arc::new(Serving::new(QUIET));
+        let lane = |name, workers, work| {
+            Lane::spawn(name, &embedder, workers, work, batch_size, bounds, &serving)
+        };
         let inner = Inner {
             bulk: lane("bulk", cfg.threads.max(1), Work::Background),
             interactive: lane("interactive", cfg.threads.max(1), Work::Requests),
@@ -74,6 +80,7 @@ impl EmbedService {
             embedder,
             batch_size,
             reranker: reranker.map(Reranker::new),
+            serving,
         };
         Self {
             inner: Arc::new(inner),
@@ -88,6 +95,12 @@ impl EmbedService {
     /// The embedder's name, for logs.
     pub fn name(&self) -> &str {
         self.inner.embedder.name()
+    }
+
+    /// Counts a put or a search as being served until the guard is dropped: the bulk lane
+    /// then runs on its first worker only (see [`Serving`]).
+    pub fn request(&self) -> Request<'_> {
+        self.inner.serving.request()
     }
 
     /// Texts for storage, of `account`'s work of `class`: a put's on the interactive lane,
