@@ -81,11 +81,10 @@ pub struct OnnxEmbedder {
 
 /// How many sessions of each kind to hold (values below 1 mean 1), each with one intra-op
 /// thread: a lane's workers run their texts side by side, one per core, and a text short
-/// enough for a query or a put gains nothing from a second thread (query p50 2.8 ms either
-/// way) but then waits for both to get a core, so on a busy box each run waited for the
-/// slower one (postgres, B's search during A's import: p99 20.8–30.9 ms with two threads a
-/// session, 14.8–15.7 ms with one; LoCoMo turns in length-sorted batches of 8 on 2 cores:
-/// 212 texts/s with two sessions of one thread, 184/s with two of two).
+/// enough for a query or a put is no faster on two threads but must wait for two cores
+/// (`embed` bench: a query's inference p50 2.79 ms on two threads, 2.02 ms on one; LoCoMo
+/// turns in length-sorted batches of 8 on 2 cores: 212 texts/s with two sessions of one
+/// thread, 184/s with two of two).
 #[derive(Debug, Clone, Copy)]
 pub struct Sessions {
     pub interactive: usize,

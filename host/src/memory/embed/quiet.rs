@@ -2,13 +2,14 @@
 //!
 //! The bulk lane's threads run at background priority, yet here a request's thread that
 //! wakes while they hold both cores often waits for one of them for up to a scheduler tick
-//! (4 ms at 250 Hz), at nice +10 and at `SCHED_IDLE` alike (seen with `perf sched`). With every
-//! core running an import's inference, each step of a put or a search — its HTTP read, its
-//! query's inference, its database statements — can wait a tick, and a search's dozen
-//! steps add up (postgres, B's search p99 during A's import: 21.6–24.4 ms with both bulk
-//! workers running, 14.8–15.7 ms with one). So the first bulk worker always runs, and the
-//! others take work only once no put or search has been served for [`QUIET`]: while
-//! requests come, a core is left for them; when they stop, an import has every core.
+//! (4 ms at 250 Hz), at nice +10 and at `SCHED_IDLE` alike (seen with `perf sched`). With
+//! every core running an import's inference, each step of a put or a search — its HTTP
+//! read, its query's inference, its database statements — can wait a tick, and a search's
+//! dozen steps add up (postgres, B's search p99 during A's import: 21.6–24.4 ms with both
+//! bulk workers running, 15.8–17.5 ms with the spares standing aside; BENCHMARKS.md). So
+//! the first bulk worker always runs, and the others take work only once no put or search
+//! has been served for [`QUIET`]: while requests come, a core is left for them; when they
+//! stop, an import has every core.
 
 use std::time::{Duration, Instant};
 
