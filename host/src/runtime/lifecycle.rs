@@ -28,7 +28,8 @@ use super::{
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     park::Parking,
     records::{
-        AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, RecordError, Status, Usage,
+        AgentRecord, AgentStore, Allowance, FIRST_EPOCH, Failure, Fence, LogEvent, RecordError,
+        Status, Usage,
     },
     run::{Ended, Outcome, run},
     state::{AgentCtx, AgentState, Services},
@@ -404,38 +405,45 @@ async fn supervise(
     // in its place, though the journal's end is still to be written here.
     inner.admission.release(id);
     let steps = ctx.journal.steps();
-    let ended = async {
-        let ended = records.update(account, id, ctx.fence, move |r| {
-            r.usage += usage;
-            r.steps = steps;
-            if !r.status.is_terminal() {
-                r.ended_at = Some(now_ms());
-                match outcome {
-                    Outcome::Completed(text) => {
-                        r.status = Status::Completed;
-                        r.final_result = Some(text);
+    // The status and its `terminal` event in one transaction: a client that sees the
+    // run ended finds the event in its log.
+    let ended = records
+        .update_logged(
+            account,
+            id,
+            ctx.fence,
+            move |r| {
+                r.usage += usage;
+                r.steps = steps;
+                if !r.status.is_terminal() {
+                    r.ended_at = Some(now_ms());
+                    match outcome {
+                        Outcome::Completed(text) => {
+                            r.status = Status::Completed;
+                            r.final_result = Some(text);
+                        }
+                        Outcome::Failed(f) => {
+                            r.status = Status::Failed;
+                            r.error = Some(f);
+                        }
+                        Outcome::Stopped => r.status = Status::Stopped,
+                        Outcome::Parked(_) => unreachable!("run_and_wake resumes a parked agent"),
                     }
-                    Outcome::Failed(f) => {
-                        r.status = Status::Failed;
-                        r.error = Some(f);
-                    }
-                    Outcome::Stopped => r.status = Status::Stopped,
-                    Outcome::Parked(_) => unreachable!("run_and_wake resumes a parked agent"),
                 }
+                true
+            },
+            move |r| {
+                let data =
+                    json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
+                LogEvent::new("terminal", r.status.as_str().into(), Some(data))
+            },
+        )
+        .await
+        .map(|ended| {
+            if let Some(r) = ended {
+                metrics::counter!(names::AGENTS_ENDED, "status" => r.status.as_str()).increment(1);
             }
-            true
         });
-        if let Some(r) = ended.await? {
-            metrics::counter!(names::AGENTS_ENDED, "status" => r.status.as_str()).increment(1);
-            let data = json!({ "status": r.status.as_str(), "error": r.error, "run_ms": run_ms });
-            let status = r.status.as_str().into();
-            records
-                .append_log(account, id, ctx.fence, "terminal", status, Some(data))
-                .await?;
-        }
-        Ok::<_, RecordError>(())
-    }
-    .await;
     match ended {
         Ok(()) => {}
         // Failed by another node, which metered the run up to this node's last heartbeat.

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
 use super::{
-    AgentBackend, AgentRecord, Applied, Change, Fence, LogEvent, RecordError, Result, apply,
+    AgentBackend, AgentRecord, Applied, Change, ChangeLog, Fence, LogEvent, RecordError, Result,
+    apply,
 };
 use crate::runtime::newest;
 
@@ -62,6 +63,29 @@ fn read(
     };
     let record: AgentRecord = serde_json::from_slice(bytes.value())?;
     Ok((record.account == account).then_some(record))
+}
+
+/// The agent's last log event, if any.
+fn last_log(logs: &redb::Table<(&str, u64), &[u8]>, agent_id: &str) -> Result<Option<LogEvent>> {
+    match logs
+        .range((agent_id, 0)..=(agent_id, u64::MAX))?
+        .next_back()
+    {
+        None => Ok(None),
+        Some(entry) => Ok(Some(serde_json::from_slice(entry?.1.value())?)),
+    }
+}
+
+/// Appends `event` to the agent's log with the next sequence number, which it returns.
+fn push_log(
+    logs: &mut redb::Table<(&str, u64), &[u8]>,
+    agent_id: &str,
+    event: LogEvent,
+) -> Result<u64> {
+    let seq = last_log(logs, agent_id)?.map_or(1, |l| l.seq + 1);
+    let event = LogEvent { seq, ..event };
+    logs.insert((agent_id, seq), serde_json::to_vec(&event)?.as_slice())?;
+    Ok(seq)
 }
 
 #[async_trait]
@@ -122,6 +146,7 @@ impl AgentBackend for EmbeddedAgents {
         agent_id: &str,
         _fence: Fence,
         change: Change,
+        log: Option<ChangeLog>,
     ) -> Result<Option<AgentRecord>> {
         let (account, agent_id) = (account.to_owned(), agent_id.to_owned());
         self.blocking(move |db| {
@@ -136,6 +161,9 @@ impl AgentBackend for EmbeddedAgents {
                 };
                 agents.insert(agent_id.as_str(), serde_json::to_vec(&record)?.as_slice())?;
                 drop(agents);
+                if let Some(log) = log {
+                    push_log(&mut txn.open_table(LOGS)?, &agent_id, log(&record))?;
+                }
                 if ended {
                     txn.open_table(ALIVE)?.remove(agent_id.as_str())?;
                 }
@@ -166,21 +194,12 @@ impl AgentBackend for EmbeddedAgents {
                     return Err(RecordError::no_agent(&account, &agent_id));
                 }
                 let mut logs = txn.open_table(LOGS)?;
-                let key = agent_id.as_str();
-                let last = logs.range((key, 0)..=(key, u64::MAX))?.next_back();
-                let seq = match last.transpose()? {
-                    None => 1,
-                    Some((k, v)) => {
-                        let stored: LogEvent = serde_json::from_slice(v.value())?;
-                        if event.step.is_some() && stored.step == event.step {
-                            return Ok(stored.seq);
-                        }
-                        k.value().1 + 1
-                    }
-                };
-                let event = LogEvent { seq, ..event };
-                logs.insert((key, seq), serde_json::to_vec(&event)?.as_slice())?;
-                seq
+                let last = last_log(&logs, &agent_id)?;
+                if let Some(stored) = last.filter(|l| event.step.is_some() && l.step == event.step)
+                {
+                    return Ok(stored.seq);
+                }
+                push_log(&mut logs, &agent_id, event)?
             };
             txn.commit()?;
             Ok(seq)

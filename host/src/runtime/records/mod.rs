@@ -65,6 +65,10 @@ type Result<T> = std::result::Result<T, RecordError>;
 /// A change to a record: edits it and says whether it changed anything.
 pub type Change = Box<dyn FnOnce(&mut AgentRecord) -> bool + Send>;
 
+/// The log event a change is written with, made from the record after it (see
+/// [`AgentStore::update_logged`]).
+pub type ChangeLog = Box<dyn FnOnce(&AgentRecord) -> LogEvent + Send>;
+
 /// Whose write it is. A node running an agent writes about its run under the fencing
 /// epoch of its claim, and a write under a superseded epoch is refused
 /// ([`RecordError::Stale`]); anyone else's (a stop, a title) is not fenced. The embedded
@@ -93,14 +97,16 @@ pub trait AgentBackend: Send + Sync {
     ) -> Result<(Vec<AgentRecord>, Option<u64>)>;
 
     /// Applies `change` to the record in one transaction (see [`apply`]) if `fence`
-    /// admits the write; the record after it, or as it was when unchanged; `None` when
-    /// there is no such agent.
+    /// admits the write, appending `log`'s event in the same transaction when it changed
+    /// something; the record after it, or as it was when unchanged; `None` when there is
+    /// no such agent.
     async fn update(
         &self,
         account: &str,
         agent_id: &str,
         fence: Fence,
         change: Change,
+        log: Option<ChangeLog>,
     ) -> Result<Option<AgentRecord>>;
 
     /// Appends `event` to the agent's log with the next sequence number (1, 2, …), which
@@ -226,9 +232,37 @@ impl AgentStore {
         fence: Fence,
         change: impl FnOnce(&mut AgentRecord) -> bool + Send + 'static,
     ) -> Result<Option<AgentRecord>> {
-        let updated = self
-            .backend
-            .update(account, agent_id, fence, Box::new(change))
+        self.change(account, agent_id, fence, Box::new(change), None)
+            .await
+    }
+
+    /// [`update`](Self::update), appending the log event `log` makes of the changed
+    /// record in the same transaction: a client that reads the record after the change
+    /// finds the event in its log (a run's end: its status and its `terminal` event).
+    pub async fn update_logged(
+        &self,
+        account: &str,
+        agent_id: &str,
+        fence: Fence,
+        change: impl FnOnce(&mut AgentRecord) -> bool + Send + 'static,
+        log: impl FnOnce(&AgentRecord) -> LogEvent + Send + 'static,
+    ) -> Result<Option<AgentRecord>> {
+        let log: ChangeLog = Box::new(log);
+        self.change(account, agent_id, fence, Box::new(change), Some(log))
+            .await
+    }
+
+    /// The backend's update, then the watchers woken.
+    async fn change(
+        &self,
+        account: &str,
+        agent_id: &str,
+        fence: Fence,
+        change: Change,
+        log: Option<ChangeLog>,
+    ) -> Result<Option<AgentRecord>> {
+        let updated = (self.backend)
+            .update(account, agent_id, fence, change, log)
             .await?;
         self.changes.notify(agent_id);
         Ok(updated)
@@ -245,14 +279,7 @@ impl AgentStore {
         message: String,
         data: Option<Value>,
     ) -> Result<u64> {
-        let event = LogEvent {
-            seq: 0,
-            ts: now_ms(),
-            kind: kind.to_string(),
-            message,
-            data,
-            step: None,
-        };
+        let event = LogEvent::new(kind, message, data);
         self.append_log_event(account, agent_id, fence, event).await
     }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::{
-    AgentBackend, AgentRecord, Allowance, Applied, Change, Fence, LogEvent, RecordError, Result,
-    apply,
+    AgentBackend, AgentRecord, Allowance, Applied, Change, ChangeLog, Fence, LogEvent, RecordError,
+    Result, apply,
 };
 use crate::{
     runtime::changes::Changes,
@@ -111,6 +111,7 @@ impl AgentBackend for PgAgents {
         agent_id: &str,
         fence: Fence,
         change: Change,
+        log: Option<ChangeLog>,
     ) -> Result<Option<AgentRecord>> {
         let mut tx = self.pool.begin().await?;
         let row: Option<(String, i64)> = sqlx::query_as(
@@ -135,6 +136,10 @@ impl AgentBackend for PgAgents {
             relaxed(&mut tx).await?;
         }
         write_record(&mut tx, &record).await?;
+        if let Some(log) = log {
+            // The fence was checked above, under the row's lock.
+            append_event(&mut tx, account, agent_id, fence, &log(&record)).await?;
+        }
         notify(&mut tx, agent_id).await?;
         tx.commit().await?;
         Ok(Some(record))

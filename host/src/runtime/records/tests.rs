@@ -202,6 +202,50 @@ async fn a_guest_log_event_made_again_is_stored_once(s: &AgentStore) {
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
 }
 
+/// A logged update writes the record and its event together, numbered after the log's
+/// events; an update that changes nothing logs nothing.
+async fn a_logged_update_writes_its_event_with_it(s: &AgentStore) {
+    s.create(record("ag_1", "a")).await.unwrap();
+    s.append_log("a", "ag_1", None, "thinking", "first".into(), None)
+        .await
+        .unwrap();
+    let end = |r: &AgentRecord| LogEvent::new("terminal", r.status.as_str().into(), None);
+    let changed = s
+        .update_logged(
+            "a",
+            "ag_1",
+            None,
+            |r| {
+                r.status = Status::Completed;
+                true
+            },
+            end,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.status, Status::Completed);
+    let unchanged = s.update_logged("a", "ag_1", None, |_| false, end).await;
+    assert_eq!(unchanged.unwrap().unwrap().status, Status::Completed);
+    let (page, _) = s.logs("a", "ag_1", 0, 10).await.unwrap();
+    let events: Vec<(u64, &str, &str)> = page
+        .iter()
+        .map(|e| (e.seq, e.kind.as_str(), e.message.as_str()))
+        .collect();
+    assert_eq!(
+        events,
+        [(1, "thinking", "first"), (2, "terminal", "completed")]
+    );
+}
+
+#[tokio::test]
+async fn a_logged_update_writes_its_event_in_the_same_transaction() {
+    let (_d, s) = embedded();
+    a_logged_update_writes_its_event_with_it(&s).await;
+    let pg = Postgres::start();
+    a_logged_update_writes_its_event_with_it(&node(&pg.database("agents")).await).await;
+}
+
 #[tokio::test]
 async fn a_guest_log_event_made_again_after_a_crash_is_stored_once() {
     let (_d, s) = embedded();

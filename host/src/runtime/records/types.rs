@@ -260,3 +260,17 @@ pub struct LogEvent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<u64>,
 }
+
+impl LogEvent {
+    /// An event of `kind` made now; its sequence number is given when it is appended.
+    pub fn new(kind: &str, message: String, data: Option<Value>) -> Self {
+        Self {
+            seq: 0,
+            ts: crate::clock::now_ms(),
+            kind: kind.to_string(),
+            message,
+            data,
+            step: None,
+        }
+    }
+}
