@@ -5,10 +5,7 @@
 //! period, then it is dropped wherever it is.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, atomic::AtomicBool},
     time::{Duration, Instant},
 };
 
@@ -291,26 +288,27 @@ pub(super) async fn fail(
     fence: Fence,
     failure: Failure,
 ) -> Result<(), RecordError> {
-    let failed = Arc::new(AtomicBool::new(false));
-    let marked = failed.clone();
-    let updated = records.update(account, id, fence, move |r| {
-        let alive = !r.status.is_terminal();
-        if alive {
-            r.status = Status::Failed;
-            r.ended_at = Some(now_ms());
-            r.error = Some(failure);
-        }
-        marked.store(alive, Ordering::Relaxed);
-        alive
-    });
-    if let Some(r) = updated.await?
-        && failed.load(Ordering::Relaxed)
-    {
-        let data = json!({ "status": "failed", "error": r.error });
-        let logged =
-            records.append_log(account, id, fence, "terminal", "failed".into(), Some(data));
-        logged.await?;
-    }
+    // The status and its `terminal` event in one transaction, as at a run's end; neither
+    // when the agent had already ended.
+    let updated = records.update_logged(
+        account,
+        id,
+        fence,
+        move |r| {
+            let alive = !r.status.is_terminal();
+            if alive {
+                r.status = Status::Failed;
+                r.ended_at = Some(now_ms());
+                r.error = Some(failure);
+            }
+            alive
+        },
+        |r| {
+            let data = json!({ "status": "failed", "error": r.error });
+            LogEvent::new("terminal", "failed".into(), Some(data))
+        },
+    );
+    updated.await?;
     Ok(())
 }
 

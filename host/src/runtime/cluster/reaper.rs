@@ -129,13 +129,10 @@ pub async fn reap<S>(
         let run_ms = record
             .started_at
             .map_or(0, |started| last_beat.saturating_sub(started));
+        let data = json!({ "status": "failed", "error": record.error, "run_ms": run_ms });
         let event = LogEvent {
-            seq: 0,
             ts: now,
-            kind: "terminal".into(),
-            message: "failed".into(),
-            data: Some(json!({ "status": "failed", "error": record.error, "run_ms": run_ms })),
-            step: None,
+            ..LogEvent::new("terminal", "failed".into(), Some(data))
         };
         append_event(&mut tx, &record.account, &record.agent_id, None, &event).await?;
         notify(&mut tx, &record.agent_id).await?;

@@ -178,13 +178,9 @@ impl AgentState {
         }
         let data = data.and_then(|d| serde_json::from_str::<Value>(&d).ok());
         let event = LogEvent {
-            seq: 0,
-            ts: now_ms(),
-            kind: kind.into(),
-            message,
-            data,
             // This call's step, as its journal entry will record it.
             step: Some(step),
+            ..LogEvent::new(kind, message, data)
         };
         let agent = &self.agent;
         let records = &agent.services.records;
