@@ -28,6 +28,8 @@ const BATCH: usize = 500;
 const A_CLIENTS: usize = 2;
 /// B's idle samples of each kind.
 const IDLE: usize = 200;
+/// The memories B's account holds throughout.
+const B_MEMORIES: usize = 200;
 
 /// The embedder of both tenants: the default, or with `WASMIND_BENCH_FAIR_EMBEDDER=hash`
 /// the hash embedder, so the rows show the write path and HTTP without inference (which
@@ -69,17 +71,24 @@ pub fn run(table: &mut Table, database_url: Option<String>) {
         None,
     );
 
-    for i in 0..20 {
-        let body = json!({ "key": format!("warm_{i}"), "value": texts.sentence(13, 17) });
+    for i in 0..B_MEMORIES {
+        let body = json!({ "key": format!("b_{i}"), "value": texts.sentence(13, 17) });
         b.timed_post("/api/v1/memory", &body, &[201]);
     }
-    let mut next = 0;
+    // Each turn B creates a memory, searches, and deletes its oldest (untimed): its account
+    // holds the same number of memories idle and meanwhile, so what its searches scan
+    // differs only by A's import (a growing account's searches slow by themselves).
+    let mut next = B_MEMORIES;
     let mut b_turn = |b: &Client, texts: &mut Texts| {
-        next += 1;
         let body = json!({ "key": format!("b_{next}"), "value": texts.sentence(13, 17) });
         let put = b.timed_post("/api/v1/memory", &body, &[201]);
         let query = search_body(&texts.query(), "hybrid");
         let search = b.timed_post("/api/v1/memory/search", &query, &[200]);
+        assert_eq!(
+            b.delete(&format!("/api/v1/memory?key=b_{}", next - B_MEMORIES)),
+            200
+        );
+        next += 1;
         (put, search)
     };
     let (idle_put, idle_search): (Vec<_>, Vec<_>) =

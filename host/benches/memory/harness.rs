@@ -213,6 +213,20 @@ impl Client {
         status
     }
 
+    /// DELETE of `path` with the key; returns the status (the body is read and dropped, so
+    /// the connection is kept).
+    pub fn delete(&self, path: &str) -> u16 {
+        let resp = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .bearer_auth(&self.key)
+            .send()
+            .unwrap_or_else(|e| panic!("DELETE {path}: {e}"));
+        let status = resp.status().as_u16();
+        let _ = resp.bytes();
+        status
+    }
+
     /// One timed request: POSTs and checks the status is one of `ok`.
     pub fn timed_post(&self, path: &str, body: &Value, ok: &[u16]) -> Duration {
         self.timed_post_as(&self.key, path, body, ok)

@@ -25,7 +25,11 @@
 
 use std::sync::Arc;
 
-use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
+use sqlx::{
+    AssertSqlSafe, PgPool, Postgres, Row, Transaction,
+    postgres::{PgArguments, PgRow},
+    query::Query,
+};
 
 use super::rows::{cosine_to, memories_with_cosines, memory_columns};
 use crate::{
@@ -224,25 +228,19 @@ pub(super) async fn vector(
     q: &CandidateQuery,
     vector: &[f32],
 ) -> Result<Vec<(u64, f32)>> {
-    let mut tx = pool.begin().await?;
     let statement = match exact {
         true => &sql.search_exact,
-        false => {
-            use_index(&mut tx, q.k).await?;
-            &sql.search_index
-        }
+        false => &sql.search_index,
     };
-    let rows = sqlx::query(AssertSqlSafe(statement.clone()))
+    let query = sqlx::query(AssertSqlSafe(statement.clone()))
         .bind(&q.account)
         .bind(vector)
         .bind(bigint(q.now))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
         .bind(bigint(q.k))
-        .bind(q.as_of.map(bigint))
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
+        .bind(q.as_of.map(bigint));
+    let rows = fetch_nearest(pool, (!exact).then_some(q.k), query).await?;
     Ok(rows
         .iter()
         .map(|r| (unsigned(r.get("id")), r.get("cosine")))
@@ -260,22 +258,16 @@ pub(super) async fn neighbours(
     k: usize,
     threshold: f32,
 ) -> Result<Vec<(u64, u64, f32)>> {
-    let mut tx = pool.begin().await?;
     let statement = match exact {
         true => &sql.neighbours_exact,
-        false => {
-            use_index(&mut tx, k).await?;
-            &sql.neighbours_index
-        }
+        false => &sql.neighbours_index,
     };
-    let rows = sqlx::query(AssertSqlSafe(statement.clone()))
+    let query = sqlx::query(AssertSqlSafe(statement.clone()))
         .bind(account)
         .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
         .bind(bigint(k))
-        .bind(threshold)
-        .fetch_all(&mut *tx)
-        .await?;
-    tx.commit().await?;
+        .bind(threshold);
+    let rows = fetch_nearest(pool, (!exact).then_some(k), query).await?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -286,6 +278,26 @@ pub(super) async fn neighbours(
             )
         })
         .collect())
+}
+
+/// Runs a nearest-neighbour `query`: through the HNSW index for `k` when given, which
+/// takes a transaction for [`use_index`]'s settings, else (an exact scan) as one statement.
+/// The exact path, most accounts', is two statements fewer for the database (a
+/// transaction's `BEGIN` and `COMMIT`); its latency did not measurably change
+/// (BENCHMARKS.md, "Fair memory work, fourth pass").
+async fn fetch_nearest(
+    pool: &PgPool,
+    index_k: Option<usize>,
+    query: Query<'_, Postgres, PgArguments>,
+) -> Result<Vec<PgRow>> {
+    let Some(k) = index_k else {
+        return Ok(query.fetch_all(pool).await?);
+    };
+    let mut tx = pool.begin().await?;
+    use_index(&mut tx, k).await?;
+    let rows = query.fetch_all(&mut *tx).await?;
+    tx.commit().await?;
+    Ok(rows)
 }
 
 /// The live rows of `ids` with each one's cosine to `vector` (when given).
