@@ -26,10 +26,21 @@ pub fn model_dir() -> PathBuf {
 /// A blocking HTTP/1.1 client keeping one connection alive (TCP_NODELAY, no proxy), so
 /// each request measures the server, not connection set-up.
 pub fn keep_alive_client() -> reqwest::blocking::Client {
+    client(1)
+}
+
+/// A blocking HTTP/1.1 client that keeps no connection: each request connects anew. One
+/// such client serves every request — building a client loads the system's root
+/// certificates and starts a thread, tens of milliseconds of CPU beside the server's.
+pub fn new_connection_client() -> reqwest::blocking::Client {
+    client(0)
+}
+
+fn client(idle_connections: usize) -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
-        .pool_max_idle_per_host(1)
+        .pool_max_idle_per_host(idle_connections)
         .timeout(Duration::from_secs(120))
         .build()
         .expect("http client")

@@ -179,7 +179,15 @@ pub struct Client {
 
 impl Client {
     pub fn new(base: &str, key: &str) -> Self {
-        let http = crate::shared::keep_alive_client();
+        Self::over(crate::shared::keep_alive_client(), base, key)
+    }
+
+    /// A client whose every request opens a connection of its own.
+    pub fn connecting_each_time(base: &str, key: &str) -> Self {
+        Self::over(crate::shared::new_connection_client(), base, key)
+    }
+
+    fn over(http: reqwest::blocking::Client, base: &str, key: &str) -> Self {
         Self {
             http,
             base: base.to_string(),

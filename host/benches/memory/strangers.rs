@@ -57,14 +57,14 @@ pub fn run(table: &mut Table) {
         assert_eq!(client.get(get), 200);
         started.elapsed()
     };
-    // A client connects at its first request: this one's is timed with it.
-    let fresh_get = |base: &str| timed_get(&Client::new(base, &key));
+    // Its every request connects anew, and is timed with its connection.
+    let fresh_client = Client::connecting_each_time(&server.base(), &key);
     // Idle and meanwhile, B reads at the same pace — a kept-alive read, a fresh one, a
     // pause — so the two differ only by the strangers (back-to-back reads find the cores
     // awake and the caches warm, and would flatter the idle figure).
     let turn = |kept: &mut Vec<Duration>, fresh: &mut Vec<Duration>| {
         kept.push(timed_get(&b));
-        fresh.push(fresh_get(&server.base()));
+        fresh.push(timed_get(&fresh_client));
         std::thread::sleep(PAUSE);
     };
     let (mut idle_kept, mut idle_fresh) = (Vec::new(), Vec::new());
