@@ -144,7 +144,8 @@ impl Server {
             wasmind::server::serve_http(listener, &app(state), &http, async {
                 let _ = stopped.await;
             })
-            .await;
+            .await
+            .expect("serving HTTP");
         });
         Self {
             addr,

@@ -11,18 +11,30 @@
 //!   further clients wait in the kernel's backlog (a refusal would tell a client to go
 //!   away while the holders of the cap — by then stalled strangers, closed within the
 //!   header timeout — are the ones to go).
+//!
+//! A new connection's first head is awaited at the [`door`](super::door), on a thread of
+//! its own; the serving runtime gets the connection once that head is whole.
 
-use std::{io, sync::Arc, time::Duration};
+use std::{
+    io::{self, Cursor},
+    time::Duration,
+};
 
 use axum::{Router, body::Body, extract::Request};
 use hyper::{body::Incoming, server::conn::http1, service::service_fn};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Deserialize;
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{
+    io::AsyncReadExt,
+    net::{TcpListener, TcpStream},
+};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tower::ServiceExt;
 
-use super::idle_body::IdleBody;
+use super::{
+    door::{Door, Entrant},
+    idle_body::IdleBody,
+};
 
 /// The `[http]` section of the config file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -73,36 +85,58 @@ impl HttpConfig {
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, lets each
-/// open connection finish its request, and returns once all have closed.
+/// open connection finish its request, and returns once all have closed. Fails only when
+/// the door's thread cannot be started.
 pub async fn serve(
     listener: TcpListener,
     app: &Router,
     config: &HttpConfig,
     shutdown: impl Future<Output = ()>,
-) {
+) -> io::Result<()> {
     let mut http = http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(config.header_read_timeout());
-    let open = Arc::new(Semaphore::new(config.max_connections));
+    let stop = CancellationToken::new();
+    let mut door = Door::open(
+        listener,
+        config.header_read_timeout(),
+        config.max_connections,
+        stop.clone(),
+    )?;
     let connections = TaskTracker::new();
     let closing = CancellationToken::new();
     let idle = config.body_idle_timeout();
     tokio::pin!(shutdown);
     loop {
-        let accepted = tokio::select! {
+        let entrant = tokio::select! {
             () = &mut shutdown => break,
-            accepted = accept(&listener, &open) => accepted,
+            entrant = door.entrants.recv() => entrant,
         };
-        let Some((stream, place)) = accepted else {
-            continue;
+        let Some(Entrant {
+            stream,
+            read,
+            place,
+        }) = entrant
+        else {
+            break;
         };
+        let stream = match TcpStream::from_std(stream) {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(error = %e, "taking a connection from the door failed");
+                continue;
+            }
+        };
+        // What the door read comes first, then the rest of the connection.
+        let (rest, write) = stream.into_split();
+        let io = tokio::io::join(Cursor::new(read.freeze()).chain(rest), write);
         let app = app.clone();
         let service = service_fn(move |request: hyper::Request<Incoming>| {
             let request: Request = request.map(|body| Body::new(IdleBody::new(body, idle)));
             let app = app.clone();
             async move { app.oneshot(request).await }
         });
-        let connection = http.serve_connection(TokioIo::new(stream), service);
+        let connection = http.serve_connection(TokioIo::new(io), service);
         let closing = closing.clone();
         connections.spawn(async move {
             tokio::pin!(connection);
@@ -119,41 +153,12 @@ pub async fn serve(
             drop(place);
         });
     }
-    drop(listener);
+    stop.cancel();
+    door.closed().await;
     closing.cancel();
     connections.close();
     connections.wait().await;
-}
-
-/// The next connection, with its place under the cap (waited for first); `None` after an
-/// accept error (logged, and after a pause when it is not the client's: out of files).
-async fn accept(
-    listener: &TcpListener,
-    open: &Arc<Semaphore>,
-) -> Option<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
-    let place = open.clone().acquire_owned().await.expect("never closed");
-    match listener.accept().await {
-        Ok((stream, _)) => {
-            let _ = stream.set_nodelay(true);
-            Some((stream, place))
-        }
-        Err(e) if is_connection_error(&e) => None,
-        Err(e) => {
-            tracing::error!(error = %e, "accepting a connection failed");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            None
-        }
-    }
-}
-
-/// An error of the one connection being accepted, not of the listener.
-fn is_connection_error(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-    )
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! (the CLI reaches the database) and its agents are leased from the database
 //! (`runtime::Cluster`).
 
+mod door;
 mod http;
 mod idle_body;
 mod stores;
@@ -82,7 +83,7 @@ pub fn serve(
                 sessions.close();
             }
         };
-        http::serve(listener, &front, &http, shutdown).await;
+        http::serve(listener, &front, &http, shutdown).await
     });
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = runtime.block_on(load_state(&dir, config, &readiness))?;
@@ -103,7 +104,7 @@ pub fn serve(
     let _ = loaded.send((Signals::install(&runtime)?, sessions));
     tracing::info!("wasmind ready, listening on http://{addr}");
     runtime.block_on(async move {
-        server.await?;
+        server.await?.context("serving HTTP")?;
         tracing::info!("shutting down: saving indexes");
         run_blocking(move || memory.checkpoint()).await?;
         anyhow::Ok(())
