@@ -52,20 +52,19 @@ impl Door {
         cap: usize,
         stop: CancellationToken,
     ) -> io::Result<Self> {
-        let listener = listener.into_std()?;
-        let (send, entrants) = mpsc::unbounded_channel();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        // Moved to the door's runtime: its readiness is the door's to wait for.
+        let listener = {
+            let _door = runtime.enter();
+            TcpListener::from_std(listener.into_std()?)?
+        };
+        let (send, entrants) = mpsc::unbounded_channel();
         let thread = std::thread::Builder::new()
             .name("http-door".into())
             .spawn(move || {
-                runtime.block_on(async move {
-                    match TcpListener::from_std(listener) {
-                        Ok(listener) => admit(listener, header_timeout, cap, send, stop).await,
-                        Err(e) => tracing::error!(error = %e, "the HTTP listener failed"),
-                    }
-                });
+                runtime.block_on(admit(listener, header_timeout, cap, send, stop));
                 // Dropping the runtime closes the connections still waiting at the door.
             })?;
         Ok(Self { entrants, thread })
