@@ -147,9 +147,11 @@ fn is_connection_error(e: &io::Error) -> bool {
 /// Reads until what was read holds a whole head (or [`MOST_HELD`] bytes); an error when
 /// the client closes first.
 async fn read_head(stream: &mut TcpStream) -> io::Result<BytesMut> {
-    let mut read = BytesMut::with_capacity(1024);
+    let mut read = BytesMut::new();
     let mut searched: usize = 0;
     loop {
+        // Room for a whole read each time: a full `BytesMut` would grow 64 bytes a read.
+        read.reserve(4096);
         if stream.read_buf(&mut read).await? == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
