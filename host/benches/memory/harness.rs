@@ -209,28 +209,25 @@ impl Client {
         (status, resp.json().unwrap_or(Value::Null))
     }
 
-    /// GET of `path` with the key; returns the status (the body is read and dropped).
+    /// GET of `path` with the key; returns the status.
     pub fn get(&self, path: &str) -> u16 {
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.key)
-            .send()
-            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
-        let status = resp.status().as_u16();
-        let _ = resp.bytes();
-        status
+        self.status_of(&reqwest::Method::GET, path)
     }
 
-    /// DELETE of `path` with the key; returns the status (the body is read and dropped, so
-    /// the connection is kept).
+    /// DELETE of `path` with the key; returns the status.
     pub fn delete(&self, path: &str) -> u16 {
+        self.status_of(&reqwest::Method::DELETE, path)
+    }
+
+    /// A bodiless request of `path` with the key; returns the status. The answer's body is
+    /// read and dropped, so the connection is kept.
+    fn status_of(&self, method: &reqwest::Method, path: &str) -> u16 {
         let resp = self
             .http
-            .delete(format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .bearer_auth(&self.key)
             .send()
-            .unwrap_or_else(|e| panic!("DELETE {path}: {e}"));
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = resp.status().as_u16();
         let _ = resp.bytes();
         status

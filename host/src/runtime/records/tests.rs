@@ -26,6 +26,14 @@ async fn node(url: &str) -> AgentStore {
         .unwrap()
 }
 
+/// Runs `check` on an embedded store, then on a PostgreSQL node's.
+async fn on_both(check: impl AsyncFn(&AgentStore)) {
+    let (_d, s) = embedded();
+    check(&s).await;
+    let pg = Postgres::start();
+    check(&node(&pg.database("agents")).await).await;
+}
+
 /// A new agent's record (also the cluster's tests').
 pub(in crate::runtime) fn record(id: &str, account: &str) -> AgentRecord {
     AgentRecord {
@@ -240,42 +248,27 @@ async fn a_logged_update_writes_its_event_with_it(s: &AgentStore) {
 
 #[tokio::test]
 async fn a_logged_update_writes_its_event_in_the_same_transaction() {
-    let (_d, s) = embedded();
-    a_logged_update_writes_its_event_with_it(&s).await;
-    let pg = Postgres::start();
-    a_logged_update_writes_its_event_with_it(&node(&pg.database("agents")).await).await;
+    on_both(a_logged_update_writes_its_event_with_it).await;
 }
 
 #[tokio::test]
 async fn a_guest_log_event_made_again_after_a_crash_is_stored_once() {
-    let (_d, s) = embedded();
-    a_guest_log_event_made_again_is_stored_once(&s).await;
-    let pg = Postgres::start();
-    a_guest_log_event_made_again_is_stored_once(&node(&pg.database("agents")).await).await;
+    on_both(a_guest_log_event_made_again_is_stored_once).await;
 }
 
 #[tokio::test]
 async fn create_list_get_are_scoped_by_account() {
-    let (_d, s) = embedded();
-    create_list_get_scoped(&s).await;
-    let pg = Postgres::start();
-    create_list_get_scoped(&node(&pg.database("agents")).await).await;
+    on_both(create_list_get_scoped).await;
 }
 
 #[tokio::test]
 async fn updates_keep_the_alive_set() {
-    let (_d, s) = embedded();
-    updates_and_alive_set(&s).await;
-    let pg = Postgres::start();
-    updates_and_alive_set(&node(&pg.database("agents")).await).await;
+    on_both(updates_and_alive_set).await;
 }
 
 #[tokio::test]
 async fn progress_is_trimmed_and_logs_are_numbered_and_paged() {
-    let (_d, s) = embedded();
-    progress_is_trimmed_and_logs_page(&s).await;
-    let pg = Postgres::start();
-    progress_is_trimmed_and_logs_page(&node(&pg.database("agents")).await).await;
+    on_both(progress_is_trimmed_and_logs_page).await;
 }
 
 #[tokio::test]
