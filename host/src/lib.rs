@@ -33,6 +33,7 @@ pub mod memory;
 pub mod metrics;
 pub mod mind;
 mod object;
+mod places;
 mod priority;
 pub mod runtime;
 mod secret;

@@ -44,6 +44,7 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         versions_per_key: u32::MAX,
         event_streams: u32::MAX,
         component_uploads_per_hour: u32::MAX,
+        requests_in_flight: u32::MAX,
     };
     config.mind = MindConfig {
         provider: "openai".into(),

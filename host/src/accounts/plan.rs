@@ -74,6 +74,7 @@ impl Default for Plans {
                 versions_per_key: 10,
                 event_streams: 5,
                 component_uploads_per_hour: 10,
+                requests_in_flight: 128,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
             },
@@ -90,6 +91,7 @@ impl Default for Plans {
                 versions_per_key: 50,
                 event_streams: 20,
                 component_uploads_per_hour: 60,
+                requests_in_flight: 256,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
             },
@@ -106,6 +108,7 @@ impl Default for Plans {
                 versions_per_key: 100,
                 event_streams: 100,
                 component_uploads_per_hour: 300,
+                requests_in_flight: 512,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
             },
@@ -172,6 +175,10 @@ pub struct PlanLimits {
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
+    /// Requests of an account in flight at once (on one node), from its authentication to
+    /// its answer's last byte, so an open event stream counts for as long as it is open;
+    /// past it 429 `request_limit_reached` with Retry-After.
+    pub requests_in_flight: u32,
 }
 
 impl PlanLimits {
@@ -213,6 +220,7 @@ struct PlanTable {
     versions_per_key: Option<u32>,
     event_streams: Option<u32>,
     component_uploads_per_hour: Option<u32>,
+    requests_in_flight: Option<u32>,
 }
 
 impl PlanTable {
@@ -238,6 +246,9 @@ impl PlanTable {
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
+            requests_in_flight: self
+                .requests_in_flight
+                .unwrap_or(default.requests_in_flight),
         }
     }
 }
@@ -269,7 +280,7 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -297,6 +308,13 @@ mod tests {
             }
         );
         assert_eq!(plans.lightyear.versions_per_key, 100);
+        assert_eq!(
+            (
+                plans.free.requests_in_flight,
+                plans.lightyear.requests_in_flight
+            ),
+            (7, 512)
+        );
         assert_eq!(
             (
                 plans.free.event_streams,

@@ -364,7 +364,7 @@ pub async fn dedupe(
     responses(
         (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
-        (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart. Codes: `rate_limited`. Details: ConsolidateRateLimitDetails.", body = ErrorEnvelope,
+        (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart; or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `rate_limited`, `request_limit_reached`. Details: ConsolidateRateLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 503, description = "The Mind could not summarize a cluster, the embedding provider failed, or the account has as much memory work waiting at this node as its queue holds; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),

@@ -33,6 +33,7 @@ fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLi
         versions_per_key: 10,
         event_streams: 5,
         component_uploads_per_hour: 10,
+        requests_in_flight: 100,
     }
 }
 

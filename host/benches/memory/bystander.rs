@@ -1,0 +1,103 @@
+//! Tenant B, the bystander of the connection phases (`strangers`, `slow-readers`): it reads
+//! one note of its own at a steady pace — a read on its kept-alive connection, one on a new
+//! connection, a pause — idle, then for as long as a load runs, and the two are compared.
+//! Idle and meanwhile, B reads at the same pace, so the two differ only by the load
+//! (back-to-back reads find the cores awake and the caches warm, and would flatter the
+//! idle figure).
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::harness::Client;
+use super::report::{Table, percentile_ms};
+
+/// B's reads of each kind, idle.
+const IDLE: usize = 300;
+/// B's pause after each pair of reads.
+const PAUSE: Duration = Duration::from_millis(20);
+/// What B reads.
+const NOTE: &str = "/api/v1/memory?key=note";
+
+/// B's two clients.
+pub struct Bystander {
+    kept: Client,
+    /// Its every request connects anew, and is timed with its connection.
+    fresh: Client,
+}
+
+/// B's read times, by kind.
+#[derive(Default)]
+pub struct Samples {
+    kept: Vec<Duration>,
+    fresh: Vec<Duration>,
+}
+
+impl Bystander {
+    /// B at `base` with `key`, its connections from `source` (the default address when
+    /// `None`); its note is put first.
+    pub fn new(base: &str, key: &str, source: Option<IpAddr>) -> Self {
+        let b = Self {
+            kept: Client::from(base, key, source, true),
+            fresh: Client::from(base, key, source, false),
+        };
+        b.kept.timed_post(
+            "/api/v1/memory",
+            &json!({ "key": "note", "value": "B's one note" }),
+            &[201],
+        );
+        b
+    }
+
+    fn turn(&self, samples: &mut Samples) {
+        let timed = |client: &Client| {
+            let started = Instant::now();
+            assert_eq!(client.get(NOTE), 200);
+            started.elapsed()
+        };
+        samples.kept.push(timed(&self.kept));
+        samples.fresh.push(timed(&self.fresh));
+        std::thread::sleep(PAUSE);
+    }
+
+    /// B's reads with nothing else going on.
+    pub fn idle(&self) -> Samples {
+        let mut samples = Samples::default();
+        for _ in 0..IDLE {
+            self.turn(&mut samples);
+        }
+        samples
+    }
+
+    /// B's reads for as long as `load` runs (on a thread of its own), and what it made.
+    pub fn meanwhile<T: Send + 'static>(
+        &self,
+        load: impl FnOnce() -> T + Send + 'static,
+    ) -> (Samples, T) {
+        let load = std::thread::spawn(load);
+        let mut samples = Samples::default();
+        while !load.is_finished() {
+            self.turn(&mut samples);
+        }
+        (samples, load.join().expect("the load's thread"))
+    }
+}
+
+/// B's rows: each kind idle, then meanwhile against the target p99 ≤ 2 × its idle p99 +
+/// `slack_ms`.
+pub fn report(table: &mut Table, section: &str, idle: &Samples, busy: &Samples, slack_ms: f64) {
+    let tenth = |ms: f64| (ms * 10.0).round() / 10.0;
+    for (kind, idle, busy) in [
+        ("kept-alive connection", &idle.kept, &busy.kept),
+        ("new connection each", &idle.fresh, &busy.fresh),
+    ] {
+        table.latency(section, &format!("B GET, {kind}, idle"), idle, None);
+        table.latency(
+            section,
+            &format!("B GET, {kind}, meanwhile ({} samples)", busy.len()),
+            busy,
+            Some(tenth(2.0 * percentile_ms(idle, 0.99) + slack_ms)),
+        );
+    }
+}
