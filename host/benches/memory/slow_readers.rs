@@ -1,7 +1,9 @@
 //! Slow readers (issue 41): 10,000 connections from one address (127.0.0.1; or as many as
 //! the fd limit fits), each asking for the documentation's 1.45 MB bundle (no key needed)
 //! with a receive buffer of 4 KiB and then reading it a byte a second, against the server's
-//! listener with its default `[http]`. Meanwhile tenant B reads from another address
+//! listener with its default `[http]`. Each reader's MSS is an Ethernet path's (1,460
+//! bytes): with loopback's 64 KiB the server's kernel would take the whole bundle into its
+//! send buffer at once, as it never does across a network, and no write would wait. Meanwhile tenant B reads from another address
 //! (127.0.0.2), as in `strangers`; target: its p99 ≤ 2 × its idle p99 + 5 ms.
 //!
 //! Measured beside it: how many readers the server took in (its per-address cap,
@@ -30,7 +32,9 @@ const READERS: usize = 10_000;
 /// The reader's request: the largest answer anyone may ask for.
 const ASK: &[u8] = b"GET /api/v1/docs/swagger-ui-bundle.js HTTP/1.1\r\nhost: x\r\n\r\n";
 /// The readers' receive buffer (the kernel doubles it).
-const WINDOW: u32 = 4096;
+const WINDOW: usize = 4096;
+/// The readers' MSS: an Ethernet path's.
+const MSS: u32 = 1460;
 /// Longest a reader waits for the server to end its answer.
 const PATIENCE: Duration = Duration::from_secs(120);
 
@@ -142,8 +146,11 @@ fn readers(addr: SocketAddr, n: usize) -> Flood {
 /// server ends the answer or [`PATIENCE`] runs out.
 async fn reader(addr: SocketAddr) -> Outcome {
     let connected = async {
-        let socket = tokio::net::TcpSocket::new_v4()?;
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
         socket.set_recv_buffer_size(WINDOW)?;
+        socket.set_tcp_mss(MSS)?;
+        socket.set_nonblocking(true)?;
+        let socket = tokio::net::TcpSocket::from_std_stream(socket.into());
         let mut stream = socket.connect(addr).await?;
         stream.write_all(ASK).await?;
         std::io::Result::Ok(stream)
