@@ -27,11 +27,29 @@ pub struct Bystander {
     fresh: Client,
 }
 
-/// B's read times, by kind.
+/// B's read times, by kind, and when each turn began.
 #[derive(Default)]
 pub struct Samples {
     kept: Vec<Duration>,
     fresh: Vec<Duration>,
+    began: Vec<Instant>,
+}
+
+impl Samples {
+    /// The kept-alive connection's reads (`kept`), or the new connections'.
+    fn of(&self, kept: bool) -> &[Duration] {
+        if kept { &self.kept } else { &self.fresh }
+    }
+
+    /// The turns that began at `from` or later.
+    pub fn from(&self, from: Instant) -> Samples {
+        let first = self.began.partition_point(|&t| t < from);
+        Samples {
+            kept: self.kept[first..].to_vec(),
+            fresh: self.fresh[first..].to_vec(),
+            began: self.began[first..].to_vec(),
+        }
+    }
 }
 
 impl Bystander {
@@ -51,6 +69,7 @@ impl Bystander {
     }
 
     fn turn(&self, samples: &mut Samples) {
+        samples.began.push(Instant::now());
         let timed = |client: &Client| {
             let started = Instant::now();
             assert_eq!(client.get(NOTE), 200);
@@ -84,20 +103,35 @@ impl Bystander {
     }
 }
 
-/// B's rows: each kind idle, then meanwhile against the target p99 ≤ 2 × its idle p99 +
-/// `slack_ms`.
-pub fn report(table: &mut Table, section: &str, idle: &Samples, busy: &Samples, slack_ms: f64) {
+/// B's rows: each kind idle, then each of `busy` (named: "meanwhile", …) against the
+/// target p99 ≤ 2 × its idle p99 + `slack_ms`.
+pub fn report(
+    table: &mut Table,
+    section: &str,
+    idle: &Samples,
+    busy: &[(&str, &Samples)],
+    slack_ms: f64,
+) {
     let tenth = |ms: f64| (ms * 10.0).round() / 10.0;
-    for (kind, idle, busy) in [
-        ("kept-alive connection", &idle.kept, &busy.kept),
-        ("new connection each", &idle.fresh, &busy.fresh),
+    for (kind, kept) in [
+        ("kept-alive connection", true),
+        ("new connection each", false),
     ] {
-        table.latency(section, &format!("B GET, {kind}, idle"), idle, None);
         table.latency(
             section,
-            &format!("B GET, {kind}, meanwhile ({} samples)", busy.len()),
-            busy,
-            Some(tenth(2.0 * percentile_ms(idle, 0.99) + slack_ms)),
+            &format!("B GET, {kind}, idle"),
+            idle.of(kept),
+            None,
         );
+        let target = tenth(2.0 * percentile_ms(idle.of(kept), 0.99) + slack_ms);
+        for (when, samples) in busy {
+            let samples = samples.of(kept);
+            table.latency(
+                section,
+                &format!("B GET, {kind}, {when} ({} samples)", samples.len()),
+                samples,
+                Some(target),
+            );
+        }
     }
 }

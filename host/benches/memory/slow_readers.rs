@@ -95,14 +95,22 @@ pub fn run(table: &mut Table) {
         "",
         None,
     );
-    bystander::report(table, SECTION, &idle, &busy, 5.0);
+    // Where B's time goes: the readers' connects (and the 429s) come in a burst at the
+    // start; after it, the server holds the readers it took in until it cuts them.
+    let held = busy.from(flood.answered);
+    let rows = [
+        ("meanwhile", &busy),
+        ("meanwhile, after the connects", &held),
+    ];
+    bystander::report(table, SECTION, &idle, &rows, 5.0);
     server.stop().close();
     let _ = std::fs::remove_dir_all(&path);
 }
 
 /// What the readers saw.
-#[derive(Default)]
 struct Flood {
+    /// When the last reader was answered (a 429, or its answer's start).
+    answered: Instant,
     failed: usize,
     refused: usize,
     /// Each reader taken in: its time from its request to the server ending the answer.
@@ -111,12 +119,12 @@ struct Flood {
     open: usize,
 }
 
-/// How one reader ended.
+/// How one reader ended, and when it was answered.
 enum Outcome {
     Failed,
-    Refused,
-    Cut(Duration),
-    Open,
+    Refused(Instant),
+    Cut(Instant, Duration),
+    Open(Instant),
 }
 
 /// Opens `n` readers to `addr` at once, each as [`reader`] does.
@@ -128,14 +136,33 @@ fn readers(addr: SocketAddr, n: usize) -> Flood {
         .expect("runtime");
     runtime.block_on(async move {
         let tasks: Vec<_> = (0..n).map(|_| tokio::spawn(reader(addr))).collect();
-        let mut flood = Flood::default();
+        let mut flood = Flood {
+            answered: Instant::now(),
+            failed: 0,
+            refused: 0,
+            cut: Vec::new(),
+            open: 0,
+        };
         for task in tasks {
-            match task.await.expect("reader") {
-                Outcome::Failed => flood.failed += 1,
-                Outcome::Refused => flood.refused += 1,
-                Outcome::Cut(took) => flood.cut.push(took),
-                Outcome::Open => flood.open += 1,
-            }
+            let answered = match task.await.expect("reader") {
+                Outcome::Failed => {
+                    flood.failed += 1;
+                    None
+                }
+                Outcome::Refused(at) => {
+                    flood.refused += 1;
+                    Some(at)
+                }
+                Outcome::Cut(at, took) => {
+                    flood.cut.push(took);
+                    Some(at)
+                }
+                Outcome::Open(at) => {
+                    flood.open += 1;
+                    Some(at)
+                }
+            };
+            flood.answered = flood.answered.max(answered.unwrap_or(flood.answered));
         }
         flood
     })
@@ -163,8 +190,9 @@ async fn reader(addr: SocketAddr) -> Outcome {
     if stream.read_exact(&mut start).await.is_err() {
         return Outcome::Failed;
     }
+    let answered = Instant::now();
     if &start == b"HTTP/1.1 429" {
-        return Outcome::Refused;
+        return Outcome::Refused(answered);
     }
     let mut byte = [0u8; 1];
     while asked.elapsed() < PATIENCE {
@@ -172,12 +200,12 @@ async fn reader(addr: SocketAddr) -> Outcome {
         // The server resets a connection it cuts; the bytes already buffered here would
         // come first at a byte a second, so the reset is looked for apart.
         if !matches!(stream.take_error(), Ok(None)) {
-            return Outcome::Cut(asked.elapsed());
+            return Outcome::Cut(answered, asked.elapsed());
         }
         match stream.read(&mut byte).await {
             Ok(1..) => {}
-            Ok(0) | Err(_) => return Outcome::Cut(asked.elapsed()),
+            Ok(0) | Err(_) => return Outcome::Cut(answered, asked.elapsed()),
         }
     }
-    Outcome::Open
+    Outcome::Open(answered)
 }
