@@ -35,6 +35,7 @@ use crate::places::{Place, Places};
 /// (`max_buf_size`, whose least is 8 KiB), so what the door would not hold, hyper does not
 /// either.
 pub(super) const MOST_HELD: usize = 16 * 1024;
+const _: () = assert!(MOST_HELD >= 8192, "hyper's max_buf_size panics below 8 KiB");
 
 /// A connection whose first head has arrived whole.
 pub(super) struct Entrant {
