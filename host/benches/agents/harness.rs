@@ -288,6 +288,17 @@ impl Client {
         self.send(req.header("content-type", "application/wasm").body(bytes))
     }
 
+    /// Uploads the component at `wasm` as `name@1.0.0`; its id.
+    pub fn upload(&self, wasm: &std::path::Path, name: &str) -> String {
+        let bytes = std::fs::read(wasm).expect("guest component");
+        let reply = self.post_wasm(
+            &format!("/api/v1/agents/components?name={name}&version=1.0.0"),
+            bytes,
+        );
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        reply.body["component_id"].as_str().unwrap().to_string()
+    }
+
     /// POST /api/v1/agents; (reply, instant sent, latency). Named, so the host does not
     /// also ask the (hanging) fake Mind for a title: the figures are the agent's alone.
     pub fn spawn(&self, task: &str) -> (Reply, Instant, Duration) {

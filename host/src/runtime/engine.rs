@@ -30,6 +30,7 @@ use wasmtime::{
 use super::config::RuntimeConfig;
 use super::{
     bindings::{Agent, AgentPre},
+    journal::add_sandbox_to_linker,
     state::AgentState,
 };
 
@@ -198,10 +199,12 @@ fn engine(config: &RuntimeConfig, layout: &Layout) -> anyhow::Result<Engine> {
 }
 
 /// What the sandbox offers an agent to import: WASI 0.2 (its capabilities are granted per
-/// store, none by default) and the `wasmind:agent` interfaces.
+/// store, none by default; its clocks and random journaled) and the `wasmind:agent`
+/// interfaces.
 fn sandbox_linker(engine: &Engine) -> anyhow::Result<Linker<AgentState>> {
     let mut linker = Linker::<AgentState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    add_sandbox_to_linker(&mut linker)?;
     Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     Ok(linker)
 }

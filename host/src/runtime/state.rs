@@ -14,7 +14,7 @@ use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
-    journal::{Journal, JournalStore, sandbox_clocks},
+    journal::{Journal, JournalStore, Monotonic, sandbox_clocks},
     park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
@@ -138,12 +138,14 @@ pub struct AgentState {
     pub conversation: Vec<Message>,
     /// The call the agent hibernated in, taken by the run once it has unwound.
     pub(super) parked: Option<Pending>,
+    /// The run's monotonic clock (its readings are journaled).
+    pub(super) monotonic: Monotonic,
 }
 
 impl AgentState {
     /// A fresh sandbox for `agent`: no preopened directories, no sockets, no inherited
-    /// environment or arguments; stdout discarded, stderr captured; its clocks and random
-    /// journaled with its run.
+    /// environment or arguments; stdout discarded, stderr captured; its monotonic clock
+    /// going on from its journal's last reading.
     pub fn new(agent: Arc<AgentCtx>, config: &RuntimeConfig) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         let mut builder = WasiCtxBuilder::new();
@@ -152,7 +154,8 @@ impl AgentState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        sandbox_clocks(&mut builder, &agent.journal, &agent.agent_id);
+        let monotonic = Monotonic::resumed(&agent.journal);
+        sandbox_clocks(&mut builder, monotonic, &agent.agent_id);
         let wasi = builder.build();
         Self {
             wasi,
@@ -169,6 +172,7 @@ impl AgentState {
             stderr,
             conversation: Vec::new(),
             parked: None,
+            monotonic,
         }
     }
 

@@ -33,6 +33,15 @@ impl Call {
         }
     }
 
+    /// A clock read: no arguments, recorded with arguments hash 0 (as journals always
+    /// recorded clock reads).
+    pub(super) fn clock(func: &'static str) -> Self {
+        Self {
+            args: 0,
+            ..Self::read(func, &())
+        }
+    }
+
     /// A call whose effect its service applies once per agent and journal step (a memory
     /// write, keyed by its provenance): made again by a replay after a crash lost its
     /// entry, it finds its effect applied and answers alike, so its entry is held like a

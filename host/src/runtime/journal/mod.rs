@@ -4,8 +4,8 @@
 //! server can resume the agent by running it again from the start while the recorded
 //! results answer the recorded calls (`resume`), then continue live.
 //!
-//! One wrapper does it all (`AgentState::journaled` in `call`, and the clocks and random
-//! in `clocks`): live, a call's entry is recorded before its result reaches the guest; on
+//! One wrapper does it all (`AgentState::journaled` in `call`, through which the WASI
+//! clocks and random go too: `sandbox`): live, a call's entry is recorded before its result reaches the guest; on
 //! replay, the recorded result is returned and the call is checked against the recorded
 //! one, a mismatch failing the run (`replay_diverged`, naming the step).
 //!
@@ -24,10 +24,10 @@
 //! resumes from.
 
 mod call;
-mod clocks;
 mod embedded;
 mod postgres;
 mod resume;
+mod sandbox;
 
 use std::{collections::VecDeque, sync::Arc};
 
@@ -38,8 +38,8 @@ use sha2::{Digest, Sha256};
 
 pub(super) use self::{
     call::Call,
-    clocks::sandbox_clocks,
     resume::{Cause, Resumed},
+    sandbox::{Monotonic, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
 };
 pub use self::{embedded::EmbeddedJournal, postgres::PgJournal};
 use super::records::{Allowance, Fence};
@@ -159,6 +159,9 @@ pub enum Fault {
     /// The run's journal would grow past `max` bytes.
     #[error("the agent's journal exceeded its bound of {max} bytes ([runtime] max_journal_bytes)")]
     Full { max: u64 },
+    /// One random read asked for more bytes than the journal takes in one entry.
+    #[error("the agent asked for {asked} random bytes in one call; at most {max} are granted")]
+    Random { asked: u64, max: u64 },
     /// The journal could not be stored.
     #[error("{0}")]
     Storage(String),
@@ -170,6 +173,7 @@ impl Fault {
         match self {
             Fault::Diverged { .. } => "replay_diverged",
             Fault::Full { .. } => "journal_limit_exceeded",
+            Fault::Random { .. } => "random_limit_exceeded",
             Fault::Storage(_) => "journal_failed",
         }
     }
@@ -236,9 +240,12 @@ struct Cursor {
     fault: Option<Fault>,
 }
 
-/// The size an entry counts against the bound.
+/// The size an entry counts against the bound: about what it holds in memory (itself,
+/// its function's name, its result, counted as its JSON text), so that the bound bounds
+/// the host memory of the entries held live and of a journal a resume loads, however
+/// small each entry is (a clock read counts ~110 bytes, not the ~50 of its stored form).
 fn size(entry: &Entry) -> u64 {
-    (entry.func.len() + 24) as u64
+    (size_of::<Entry>() + entry.func.len()) as u64
         + serde_json::to_string(&entry.result).map_or(0, |s| s.len()) as u64
 }
 
@@ -371,6 +378,11 @@ impl Journal {
         }
         (self.store.append(&self.run, pending, durable).await)
             .map_err(|e| Fault::Storage(e.to_string()))
+    }
+
+    /// Ends the run with `fault` (kept, so the run reports it): returned for the trap.
+    pub fn fail(&self, fault: Fault) -> Fault {
+        self.cursor.lock().fault.get_or_insert(fault).clone()
     }
 
     /// At the run's end: a fault a call met, or a divergence if the guest returned before
