@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::{
     records::{Progress, RecordError, Usage},
-    state::AgentCtx,
+    state::{AgentCtx, Services},
 };
 use crate::{
     clock::now_ms,
@@ -25,9 +25,9 @@ use crate::{
 /// The log event kind of everything extraction does.
 pub const LOG_KIND: &str = "extraction";
 
-/// Extracts and writes the memories of `run`; returns the tokens the Mind spent.
-pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
-    let services = &ctx.services;
+/// Extracts and writes the memories of `run` with the runtime's `services` (the host's
+/// work, not the agent's: its door stays closed); returns the tokens the Mind spent.
+pub async fn extract(services: &Services, ctx: &AgentCtx, run: RunReport) -> Usage {
     let proposals = tokio::select! {
         proposals = services.mind.extract(&run) => proposals,
         _ = ctx.stop.wait() => return Usage::default(),
@@ -35,7 +35,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
     let proposals = match proposals {
         Ok(p) => p,
         Err(e) => {
-            log(ctx, format!("extraction failed: {e}"), None).await;
+            log(services, ctx, format!("extraction failed: {e}"), None).await;
             return Usage::default();
         }
     };
@@ -60,6 +60,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
                 let m = &outcome.memory;
                 let data = json!({ "memory_id": m.memory_id, "key": m.key, "namespace": m.namespace, "created": outcome.created });
                 log(
+                    services,
                     ctx,
                     format!("remembered {:?} in {:?}", m.key, m.namespace),
                     Some(data),
@@ -68,6 +69,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
             }
             Err(e @ MemoryError::QuotaExceeded { .. }) => {
                 log(
+                    services,
                     ctx,
                     format!("extraction stopped: {e}"),
                     Some(json!({ "proposal": proposal })),
@@ -77,7 +79,7 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
             }
             Err(e) => {
                 let data = json!({ "proposal": proposal, "error": e.to_string() });
-                log(ctx, format!("proposal rejected: {e}"), Some(data)).await;
+                log(services, ctx, format!("proposal rejected: {e}"), Some(data)).await;
             }
         }
     }
@@ -87,19 +89,21 @@ pub async fn extract(ctx: &AgentCtx, run: RunReport) -> Usage {
         message: format!("automatic extraction remembered {written} memories"),
         step: None,
     };
-    let summarized = ctx
-        .services
-        .records
-        .update(&ctx.account, &ctx.agent_id, ctx.fence, |r| {
-            r.progress.push(summary);
-            true
-        });
+    let summarized = (services.records).update(&ctx.account, &ctx.agent_id, ctx.fence, |r| {
+        r.progress.push(summary);
+        true
+    });
     record(ctx, "the extraction summary", summarized.await);
     proposals.usage.into()
 }
 
-async fn log(ctx: &AgentCtx, message: String, data: Option<serde_json::Value>) {
-    let logged = (ctx.services.records).append_log(
+async fn log(
+    services: &Services,
+    ctx: &AgentCtx,
+    message: String,
+    data: Option<serde_json::Value>,
+) {
+    let logged = (services.records).append_log(
         &ctx.account,
         &ctx.agent_id,
         ctx.fence,

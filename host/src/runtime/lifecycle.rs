@@ -21,7 +21,7 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
-    journal::{Journal, Resumed, Run},
+    journal::{Door, Journal, Resumed, Run},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     park::Parking,
     records::{
@@ -198,7 +198,7 @@ impl Inner {
             started: now.checked_sub(prior).unwrap_or(now),
             cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
             journal,
-            services: self.services.clone(),
+            door: Door::new(self.services.clone()),
             parking: Parking::new(self.config.hibernate_after_ms, &self.admission),
             timings: self.timings.clone(),
         });
@@ -397,7 +397,7 @@ async fn supervise(
             conversation,
             answer: answer.clone(),
         };
-        usage += extraction::extract(ctx, report).await;
+        usage += extraction::extract(&inner.services, ctx, report).await;
     }
     // Its record turns terminal next: once a client can read that, the account may spawn
     // in its place, though the journal's end is still to be written here.

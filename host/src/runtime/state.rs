@@ -14,7 +14,7 @@ use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
-    journal::{Journal, JournalStore, Monotonic, sandbox_clocks},
+    journal::{Door, Journal, JournalStore, Monotonic, sandbox_clocks},
     park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
@@ -65,7 +65,8 @@ pub struct AgentCtx {
     pub cpu: Arc<CpuMeter>,
     /// Its run's journal, which every call of its guest goes through.
     pub journal: Arc<Journal>,
-    pub services: Arc<Services>,
+    /// The services its calls reach, opened by its journal alone.
+    pub door: Door,
     /// When it hibernates (none: never).
     pub(super) parking: Option<Parking>,
     /// The benchmarks' samples (nothing without the `bench` feature).

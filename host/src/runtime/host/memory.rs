@@ -181,10 +181,10 @@ impl AccountMemory {
 }
 
 impl AgentState {
-    /// The agent's account memory, or why the agent may not use it: it was given none, or
-    /// it is stopping. Its writes name the agent and the journal step of the call about to
-    /// be made (none where runs are not journaled).
-    fn memory(&self) -> Outcome<AccountMemory> {
+    /// The agent's account memory in `service`, or why the agent may not use it: it was
+    /// given none, or it is stopping. Its writes name the agent and the journal step of
+    /// the call being made.
+    fn memory(&self, service: &MemoryService) -> Outcome<AccountMemory> {
         if !self.agent.memory_mode.has_memory() {
             return Err(memory::MemoryError::NotConfigured);
         }
@@ -192,7 +192,7 @@ impl AgentState {
             return Err(memory::MemoryError::Stopped);
         }
         Ok(AccountMemory {
-            service: self.agent.services.memory.clone(),
+            service: service.clone(),
             account: self.agent.account.clone(),
             quota: self.agent.memory_quota,
             provenance: Provenance {
@@ -204,17 +204,19 @@ impl AgentState {
     }
 }
 
-/// A memory call through the journal: `outcome` is the call on the agent's account memory,
-/// or why it may not use it, decided before the call (so a replay answers it as recorded).
+/// A memory call through the journal: made live, `outcome` is the call on the agent's
+/// account memory, or why it may not use it.
 macro_rules! journaled {
     ($state:ident, $call:expr, |$memory:ident| $outcome:expr) => {{
-        let memory = $state.memory();
-        let outcome = async move {
-            let $memory = memory?;
-            $outcome.await
-        };
         $state
-            .journaled($call, |_| Box::pin(async move { Ok(outcome.await) }))
+            .journaled($call, |s, outside| {
+                let memory = s.memory(&outside.memory);
+                let outcome = async move {
+                    let $memory = memory?;
+                    $outcome.await
+                };
+                Box::pin(async move { Ok(outcome.await) })
+            })
             .await
     }};
 }

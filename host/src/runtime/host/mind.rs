@@ -7,7 +7,7 @@
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
 //! A call that waits past `[runtime] hibernate_after_ms` hibernates the agent (`park`).
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
 use tokio_util::task::AbortOnDropHandle;
 
@@ -18,7 +18,7 @@ use crate::{
         journal::Call,
         park::{Hibernating, Pending, Waited},
         records::MemoryMode,
-        state::{AgentCtx, AgentState},
+        state::{AgentCtx, AgentState, Services},
     },
 };
 
@@ -157,6 +157,7 @@ impl AgentState {
     /// (no request made yet: the resumed run makes it) or the request's task.
     async fn complete_live(
         &mut self,
+        outside: Arc<Services>,
         call: (&'static str, u64),
         messages: Vec<mind::Message>,
         tools: Vec<mind::ToolSpec>,
@@ -173,7 +174,7 @@ impl AgentState {
             remind(&mut messages);
         }
         let since = Instant::now();
-        let mind = agent.services.mind.clone();
+        let mind = outside.mind.clone();
         let turn = match agent.take_turn() {
             Some(turn) => Some(turn),
             None => match agent.wait_or_park(since, mind.turn(), Pending::Turn).await {
@@ -257,14 +258,16 @@ impl mind::Host for AgentState {
         }
         // A Mind that answers alike for free (the offline one) need not have its answer
         // synced: a call lost in a crash is made again, with the same answer.
-        let call = match self.agent.services.mind.answers_alike() {
+        let call = match self.agent.door.mind_answers_alike() {
             true => Call::read("mind.complete", &(&messages, &tools)),
             false => Call::effect("mind.complete", &(&messages, &tools)),
         };
         let made = (call.func(), call.args());
         let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
         let answer = self
-            .journaled(call, |s| Box::pin(s.complete_live(made, messages, tools)))
+            .journaled(call, |s, outside| {
+                Box::pin(s.complete_live(outside, made, messages, tools))
+            })
             .await?;
         self.completed(sent, &answer);
         if self.usage.tokens() > self.agent.token_budget {

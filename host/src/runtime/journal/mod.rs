@@ -24,6 +24,7 @@
 //! resumes from.
 
 mod call;
+mod door;
 mod embedded;
 mod postgres;
 mod resume;
@@ -38,6 +39,7 @@ use sha2::{Digest, Sha256};
 
 pub(super) use self::{
     call::Call,
+    door::Door,
     resume::{Cause, Resumed},
     sandbox::{Monotonic, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
 };
@@ -424,5 +426,7 @@ impl Journal {
     }
 }
 
+#[cfg(test)]
+mod poisoned_tests;
 #[cfg(test)]
 mod tests;
