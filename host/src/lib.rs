@@ -24,6 +24,7 @@ mod clock;
 pub mod config;
 pub mod console;
 pub mod data_dir;
+pub mod egress;
 pub mod health;
 mod home;
 mod id;

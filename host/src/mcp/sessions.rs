@@ -49,7 +49,7 @@ impl Owners {
 }
 
 /// The session id a request or response carries.
-fn session_of(headers: &axum::http::HeaderMap) -> Option<String> {
+fn session_of(headers: &http::HeaderMap) -> Option<String> {
     let value = headers.get(HEADER_SESSION_ID)?;
     value.to_str().ok().map(str::to_string)
 }

@@ -30,7 +30,8 @@ use wasmtime::{
 use super::config::RuntimeConfig;
 use super::{
     bindings::{Agent, AgentPre},
-    journal::add_sandbox_to_linker,
+    host::http,
+    journal::{WASI, add_sandbox_to_linker},
     state::AgentState,
 };
 
@@ -199,12 +200,13 @@ fn engine(config: &RuntimeConfig, layout: &Layout) -> anyhow::Result<Engine> {
 }
 
 /// What the sandbox offers an agent to import: WASI 0.2 (its capabilities are granted per
-/// store, none by default; its clocks and random journaled) and the `wasmind:agent`
-/// interfaces.
+/// store, none by default; its clocks and random journaled), `wasi:http`'s outgoing
+/// requests (through the egress door, journaled) and the `wasmind:agent` interfaces.
 fn sandbox_linker(engine: &Engine) -> anyhow::Result<Linker<AgentState>> {
     let mut linker = Linker::<AgentState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     add_sandbox_to_linker(&mut linker)?;
+    http::add_to_linker(&mut linker, WASI)?;
     Agent::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)?;
     Ok(linker)
 }

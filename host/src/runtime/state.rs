@@ -9,11 +9,13 @@ use std::sync::{
 
 use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
+    host::http::Outgoing,
     journal::{Door, Journal, JournalStore, Monotonic, sandbox_clocks},
     park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
@@ -21,7 +23,8 @@ use super::{
     timings::Recorder,
 };
 use crate::{
-    accounts::Ledger,
+    accounts::{Accounts, Ledger},
+    egress::Egress,
     memory::{MemoryService, Quota},
     mind::{Message, Mind},
 };
@@ -33,6 +36,9 @@ const STDERR_CAPTURE: usize = 16 * 1024;
 pub struct Services {
     pub memory: MemoryService,
     pub mind: Arc<dyn Mind>,
+    /// Where agents' outgoing requests go out, and the accounts whose plans say where.
+    pub egress: Arc<Egress>,
+    pub accounts: Accounts,
     pub records: AgentStore,
     pub usage: Ledger,
     /// Where runs are journaled, so a restart (or, on PostgreSQL, another node) resumes
@@ -141,6 +147,8 @@ pub struct AgentState {
     pub(super) parked: Option<Pending>,
     /// The run's monotonic clock (its readings are journaled).
     pub(super) monotonic: Monotonic,
+    /// Its outgoing HTTP requests.
+    pub(super) outgoing: Outgoing,
 }
 
 impl AgentState {
@@ -156,6 +164,7 @@ impl AgentState {
             .allow_udp(false)
             .allow_ip_name_lookup(false);
         let monotonic = Monotonic::resumed(&agent.journal);
+        let outgoing = Outgoing::new(agent.door.max_request_bytes());
         sandbox_clocks(&mut builder, monotonic, &agent.agent_id);
         let wasi = builder.build();
         Self {
@@ -174,6 +183,7 @@ impl AgentState {
             conversation: Vec::new(),
             parked: None,
             monotonic,
+            outgoing,
         }
     }
 
@@ -184,6 +194,16 @@ impl AgentState {
         let bytes = self.stderr.contents();
         let text = String::from_utf8_lossy(&bytes);
         summarize_stderr(&text)
+    }
+}
+
+impl WasiHttpView for AgentState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.outgoing.ctx,
+            table: &mut self.table,
+            hooks: &mut self.outgoing.stage,
+        }
     }
 }
 

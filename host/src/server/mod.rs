@@ -28,6 +28,7 @@ use crate::{
     config::Config,
     console::Console,
     data_dir::DataDir,
+    egress::Egress,
     health::{Part, Readiness},
     mcp,
     memory::embed,
@@ -180,9 +181,12 @@ async fn load_state(
         cluster,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
+    let egress = Egress::new(config.egress.clone()).context("setting up egress")?;
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),
+        egress: Arc::new(egress),
+        accounts: keys.clone(),
         records: records.clone(),
         usage: usage.clone(),
         journal,

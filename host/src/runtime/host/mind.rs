@@ -210,7 +210,7 @@ impl AgentState {
     }
 
     /// Unwinds the run to hibernate on `pending` (see `park`).
-    fn hibernate(&mut self, pending: Pending) -> wasmtime::Error {
+    pub(super) fn hibernate(&mut self, pending: Pending) -> wasmtime::Error {
         self.parked = Some(pending);
         wasmtime::Error::new(Hibernating)
     }

@@ -47,6 +47,11 @@ impl Door {
         self.services.mind.answers_alike()
     }
 
+    /// The largest request body a guest's outgoing request may have (`[egress]`).
+    pub fn max_request_bytes(&self) -> u64 {
+        self.services.egress.max_request_bytes()
+    }
+
     /// The services, for a call being made live (`journaled` alone calls this).
     pub(super) fn open(&self) -> Arc<Services> {
         #[cfg(test)]

@@ -41,7 +41,7 @@ pub(super) use self::{
     call::Call,
     door::Door,
     resume::{Cause, Resumed},
-    sandbox::{Monotonic, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
+    sandbox::{Monotonic, WASI, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
 };
 pub use self::{embedded::EmbeddedJournal, postgres::PgJournal};
 use super::records::{Allowance, Fence};
@@ -380,6 +380,12 @@ impl Journal {
         }
         (self.store.append(&self.run, pending, durable).await)
             .map_err(|e| Fault::Storage(e.to_string()))
+    }
+
+    /// Bytes the journal may still grow by before its bound.
+    pub fn room(&self) -> u64 {
+        let cursor = self.cursor.lock();
+        cursor.max_bytes.saturating_sub(cursor.bytes)
     }
 
     /// Ends the run with `fault` (kept, so the run reports it): returned for the trap.

@@ -21,7 +21,8 @@ use super::{
     sandbox::{BLOCK, MONOTONIC, POLL, RANDOM, READY, WALL},
 };
 use crate::{
-    accounts::UsageStore,
+    accounts::{KeyStore, UsageStore},
+    egress::{Egress, EgressConfig},
     memory::{
         MemoryService, Quota,
         embed::{EmbedService, HashEmbedder},
@@ -32,6 +33,7 @@ use crate::{
         config::RuntimeConfig,
         cpu::CpuMeter,
         engine,
+        host::http::EXCHANGE,
         records::{AgentStore, Allowance, MemoryMode, tests::record},
         state::{AgentCtx, AgentState, Services},
         stop::StopSignal,
@@ -71,6 +73,8 @@ const JOURNALED: &[(&str, &str, &str)] = &[
     ("wasi:random/random", "get-random-u64", RANDOM),
     ("wasi:random/insecure", "get-insecure-random-bytes", RANDOM),
     ("wasi:random/insecure", "get-insecure-random-u64", RANDOM),
+    // `handle` stages the request; the exchange is the call, made on its observation.
+    ("wasi:http/outgoing-handler", "handle", EXCHANGE),
 ];
 
 /// The imports whose answers the sandbox fixes, the same on every run (`*`: every function
@@ -126,6 +130,11 @@ const LOCAL: &[(&str, &str, &str)] = &[
     ("wasi:sockets/udp-create-socket", "*", "denied"),
     ("wasi:sockets/udp", "*", "denied"),
     ("wasi:sockets/ip-name-lookup", "*", "denied"),
+    (
+        "wasi:http/types",
+        "*",
+        "requests, responses and bodies; a response is the journaled exchange's",
+    ),
 ];
 
 const AGENT: &str = "ag_reach";
@@ -142,6 +151,8 @@ async fn services(dir: &Path) -> Arc<Services> {
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
+        egress: Arc::new(Egress::new(EgressConfig::default()).unwrap()),
+        accounts: Arc::new(KeyStore::new(db.clone()).unwrap()),
         records,
         usage: Arc::new(UsageStore::new(db.clone()).unwrap()),
         journal: Arc::new(EmbeddedJournal::new(db).unwrap()),

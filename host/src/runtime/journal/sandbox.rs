@@ -44,7 +44,7 @@ use crate::runtime::state::AgentState;
 
 /// The WASI 0.2 release wasmtime-wasi implements: the linker answers a guest's import of
 /// any earlier 0.2 release with it.
-const WASI: &str = "0.2.12";
+pub(in crate::runtime) const WASI: &str = "0.2.12";
 
 /// The functions as journal entries name them (stable: a stored journal names them so).
 pub(super) const WALL: &str = "wasi:clocks/wall-clock.now";
@@ -166,20 +166,25 @@ impl AgentState {
         }
     }
 
-    /// Which of `pollables` are ready, waited for live; answered at once on replay.
+    /// Which of `pollables` are ready, waited for live; answered at once on replay. The
+    /// outgoing requests whose futures they watch are made first (`host::http`).
     async fn poll(&mut self, pollables: Vec<Resource<DynPollable>>) -> wasmtime::Result<Vec<u32>> {
+        let reps: Vec<u32> = pollables.iter().map(Resource::rep).collect();
+        self.observe_pollables(&reps).await?;
         let call = Call::read(POLL, &pollables.len());
         self.journaled(call, |s, _| Box::pin(s.ctx().table.poll(pollables)))
             .await
     }
 
     async fn ready(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<bool> {
+        self.observe_pollables(&[pollable.rep()]).await?;
         let call = Call::read(READY, &());
         self.journaled(call, |s, _| Box::pin(s.ctx().table.ready(pollable)))
             .await
     }
 
     async fn block(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<()> {
+        self.observe_pollables(&[pollable.rep()]).await?;
         let call = Call::read(BLOCK, &());
         self.journaled(call, |s, _| Box::pin(s.ctx().table.block(pollable)))
             .await

@@ -1,5 +1,6 @@
 //! Test guest `reach`: calls every import of the `wasmind:agent` world and every WASI 0.2
-//! function a guest can reach, in a fixed order, for the journal's tests: the poisoned
+//! function a guest can reach (an outgoing HTTP request among them, to a host no allowlist
+//! names), in a fixed order, for the journal's tests: the poisoned
 //! replay (`host/src/runtime/journal/poisoned_tests.rs`), where a replay of its run must
 //! reach nothing outside the sandbox, and the end-to-end `reach` test, where a kill -9
 //! must not change what it saw.
@@ -16,6 +17,10 @@ use wasip2::{
     cli::{environment, stderr, stdin, stdout, terminal_stdout},
     clocks::{monotonic_clock, wall_clock},
     filesystem::preopens,
+    http::{
+        outgoing_handler,
+        types::{Fields, OutgoingRequest, Scheme},
+    },
     io::poll,
     random::{insecure, insecure_seed, random},
     sockets::{instance_network, ip_name_lookup, network::IpAddressFamily, tcp_create_socket},
@@ -126,6 +131,25 @@ fn wasi(seen: &mut String) {
     let tcp = tcp_create_socket::create_tcp_socket(IpAddressFamily::Ipv4).map(drop);
     let lookup = ip_name_lookup::resolve_addresses(&network, "example.com").map(drop);
     let _ = write!(seen, "tcp {tcp:?} lookup {lookup:?};");
+    let _ = write!(seen, "http {};", http());
+}
+
+/// A request to a host no allowlist names: refused, as the journal records.
+fn http() -> String {
+    let request = OutgoingRequest::new(Fields::new());
+    let _ = request.set_scheme(Some(&Scheme::Http));
+    let _ = request.set_authority(Some("reach.invalid"));
+    let _ = request.set_path_with_query(Some("/"));
+    match outgoing_handler::handle(request, None) {
+        Ok(future) => {
+            future.subscribe().block();
+            format!(
+                "{:?}",
+                future.get().map(|r| r.map(|r| r.map(|r| r.status())))
+            )
+        }
+        Err(e) => format!("not handled: {e:?}"),
+    }
 }
 
 /// FNV-1a of `text`: a digest of what the run saw.

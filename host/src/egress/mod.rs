@@ -1,0 +1,183 @@
+//! Egress: what a guest may reach outside the sandbox, and the one way it is reached.
+//!
+//! Deny by default. A request passes, in order: the policy (its scheme, host and port on an
+//! allowlist of the operator's: [`policy`]), the address check (no loopback, private,
+//! link-local or other non-public address unless the operator lists its range:
+//! [`address`]), the account's share of concurrent requests, then the send itself
+//! ([`client`]: to checked addresses only, redirects never followed, the response read
+//! whole within its cap and timeouts). The runtime journals each exchange around this
+//! (`runtime::host::http`), so a replayed agent never sends a request again.
+
+mod address;
+mod client;
+pub mod policy;
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use parking_lot::Mutex;
+use serde::Deserialize;
+use tokio::sync::Semaphore;
+use url::Url;
+
+pub use self::client::{Failure, Response};
+use self::{
+    address::Addresses,
+    client::{Client, Limits},
+    policy::{Allow, PlansAllow, Rule},
+};
+use crate::accounts::Plan;
+
+/// The `[egress]` section of the config file.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EgressConfig {
+    /// Hosts every account's agents may reach (deny by default: none).
+    pub allow: Vec<Allow>,
+    /// Hosts each plan's accounts may reach beyond those.
+    pub plans: PlansAllow,
+    /// Address ranges otherwise refused (loopback, private, …) that may be connected to,
+    /// as CIDR (`10.1.2.0/24`, `127.0.0.2/32`).
+    pub allow_ranges: Vec<String>,
+    /// Largest response body kept, in bytes: past it the request fails.
+    pub max_response_bytes: u64,
+    /// Largest request body sent, in bytes.
+    pub max_request_bytes: u64,
+    pub connect_timeout_secs: f64,
+    /// Longest wait for the response head once connected.
+    pub first_byte_timeout_secs: f64,
+    /// Longest a whole exchange may take.
+    pub total_timeout_secs: f64,
+    /// Requests one account's agents may have in flight at once on this node; more wait.
+    pub max_concurrent_per_account: u32,
+}
+
+impl Default for EgressConfig {
+    fn default() -> Self {
+        Self {
+            allow: Vec::new(),
+            plans: PlansAllow::default(),
+            allow_ranges: Vec::new(),
+            max_response_bytes: 1 << 20,
+            max_request_bytes: 1 << 20,
+            connect_timeout_secs: 5.0,
+            first_byte_timeout_secs: 15.0,
+            total_timeout_secs: 30.0,
+            max_concurrent_per_account: 8,
+        }
+    }
+}
+
+impl EgressConfig {
+    /// Rejects entries that are not hosts, ranges that are not CIDR, timeouts that are not
+    /// positive and caps of nothing.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let plans = [&self.plans.free, &self.plans.liftoff, &self.plans.lightyear];
+        for allow in self.allow.iter().chain(plans.iter().flat_map(|p| &p.allow)) {
+            allow.check().map_err(anyhow::Error::msg)?;
+        }
+        Addresses::new(&self.allow_ranges).map_err(anyhow::Error::msg)?;
+        for (name, secs) in [
+            ("connect_timeout_secs", self.connect_timeout_secs),
+            ("first_byte_timeout_secs", self.first_byte_timeout_secs),
+            ("total_timeout_secs", self.total_timeout_secs),
+        ] {
+            if !(secs.is_finite() && secs > 0.0) {
+                anyhow::bail!("[egress] {name} must be a positive number of seconds, not {secs}");
+            }
+        }
+        if self.max_concurrent_per_account == 0 {
+            anyhow::bail!("[egress] max_concurrent_per_account must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Why a request was refused before anything was sent: the rule, and what to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(rule: Rule, message: String) -> Self {
+        Self {
+            rule: rule.as_str(),
+            message,
+        }
+    }
+}
+
+/// The egress door every account's requests go through.
+pub struct Egress {
+    config: EgressConfig,
+    client: Client,
+    /// Each account's places for requests in flight.
+    places: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Egress {
+    pub fn new(config: EgressConfig) -> anyhow::Result<Self> {
+        config.check()?;
+        let addresses = Addresses::new(&config.allow_ranges).map_err(anyhow::Error::msg)?;
+        let connect = Duration::from_secs_f64(config.connect_timeout_secs);
+        let client = Client::new(addresses, connect).map_err(anyhow::Error::msg)?;
+        Ok(Self {
+            config,
+            client,
+            places: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The largest request body sent.
+    pub fn max_request_bytes(&self) -> u64 {
+        self.config.max_request_bytes
+    }
+
+    /// Whether an account on `plan` may send to `url`: the URL parsed as a URL parser does
+    /// (every spelling of an address is that address), on an allowlist, and its address,
+    /// when it names one, not refused.
+    pub fn admit(&self, plan: Plan, url: &str) -> Result<Url, Refusal> {
+        let url = Url::parse(url)
+            .map_err(|e| Refusal::new(Rule::Allowlist, format!("{url:?} is not a URL: {e}")))?;
+        if !policy::allowed(&self.config.allow, &self.config.plans, plan, &url) {
+            let host = url.host_str().unwrap_or_default();
+            let port = url.port_or_known_default().unwrap_or_default();
+            let message = format!(
+                "{}://{host}:{port} is on no allowlist of this host ([egress] allow)",
+                url.scheme()
+            );
+            return Err(Refusal::new(Rule::Allowlist, message));
+        }
+        (self.client.check_literal(&url))
+            .map_err(|r| Refusal::new(Rule::Address, format!("{r}, which is refused")))?;
+        Ok(url)
+    }
+
+    /// Sends a request `admit` allowed, in one of `account`'s places, and reads its
+    /// response whole. A host that resolves only to refused addresses fails `Refused`.
+    pub async fn send(
+        &self,
+        account: &str,
+        method: reqwest::Method,
+        url: Url,
+        headers: reqwest::header::HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<Response, Failure> {
+        let places = {
+            let mut places = self.places.lock();
+            let cap = self.config.max_concurrent_per_account as usize;
+            (places.entry(account.to_string()))
+                .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+                .clone()
+        };
+        let _place = places.acquire().await.expect("never closed");
+        let limits = Limits {
+            first_byte: Duration::from_secs_f64(self.config.first_byte_timeout_secs),
+            total: Duration::from_secs_f64(self.config.total_timeout_secs),
+            max_response_bytes: self.config.max_response_bytes,
+        };
+        (self.client).send(method, url, headers, body, limits).await
+    }
+}
