@@ -73,6 +73,7 @@ impl Default for Plans {
                 keys: 5,
                 versions_per_key: 10,
                 event_streams: 5,
+                mcp_sessions: 5,
                 component_uploads_per_hour: 10,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
@@ -89,6 +90,7 @@ impl Default for Plans {
                 keys: 20,
                 versions_per_key: 50,
                 event_streams: 20,
+                mcp_sessions: 20,
                 component_uploads_per_hour: 60,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
@@ -105,6 +107,7 @@ impl Default for Plans {
                 keys: 100,
                 versions_per_key: 100,
                 event_streams: 100,
+                mcp_sessions: 100,
                 component_uploads_per_hour: 300,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
@@ -166,9 +169,13 @@ pub struct PlanLimits {
     /// Stored versions kept per memory key (the latest included); a put that makes a new
     /// version prunes the older ones (see `memory::Quota`).
     pub versions_per_key: u32,
-    /// Console event streams an account may have open at once (on one node); past it the
-    /// stream is refused with 429 `stream_limit_reached`.
+    /// Event streams an account may have open at once (on one node): the console's agent
+    /// streams and the MCP sessions' (`GET /mcp`); past it the stream is refused with 429
+    /// `stream_limit_reached`.
     pub event_streams: u32,
+    /// MCP sessions an account may have open at once (on one node, which keeps them); past
+    /// it a new session is refused with 429 `session_limit_reached`.
+    pub mcp_sessions: u32,
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
@@ -212,6 +219,7 @@ struct PlanTable {
     tokens_per_month: Option<u64>,
     versions_per_key: Option<u32>,
     event_streams: Option<u32>,
+    mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
 }
 
@@ -235,6 +243,7 @@ impl PlanTable {
             tokens_per_month: self.tokens_per_month.unwrap_or(default.tokens_per_month),
             versions_per_key: self.versions_per_key.unwrap_or(default.versions_per_key),
             event_streams: self.event_streams.unwrap_or(default.event_streams),
+            mcp_sessions: self.mcp_sessions.unwrap_or(default.mcp_sessions),
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
@@ -269,7 +278,7 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nmcp_sessions = 2\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -303,6 +312,10 @@ mod tests {
                 plans.free.component_uploads_per_hour
             ),
             (5, 10)
+        );
+        assert_eq!(
+            (plans.free.mcp_sessions, plans.lightyear.mcp_sessions),
+            (2, 100)
         );
         assert_eq!(
             (plans.free.component_max_bytes, plans.free.components),

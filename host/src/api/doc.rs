@@ -36,7 +36,7 @@ use super::{
     },
     console::{KeyQuotaDetails, StreamLimitDetails},
     error::ApiError,
-    memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails},
+    memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
 };
 
 /// The error envelope of every error response.
@@ -86,6 +86,7 @@ pub struct ErrorBody {
         ImportQuotaDetails,
         ConsolidateRateLimitDetails,
         MonthlyQuotaDetails,
+        TokenQuotaDetails,
         ConcurrentLimitDetails,
         RateLimitDetails,
         KeyQuotaDetails,

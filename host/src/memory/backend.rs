@@ -21,6 +21,19 @@ use super::{
     transfer::Prepared,
 };
 
+/// The claim an agent's write is made under, where nodes share the store (the postgres
+/// backend, whose nodes claim agents under an epoch bumped at each claim: see
+/// `runtime::cluster`): the write lands only while the agent's row holds `epoch`, checked
+/// in the write's own transaction under a share lock of that row, which a claim waits
+/// for. So a node that lost its claim — paused past its lease while another node took the
+/// agent over — cannot land a late write. The embedded backend has one process and no
+/// claims: its writes carry none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFence {
+    pub agent_id: String,
+    pub epoch: u64,
+}
+
 /// What a put did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PutOutcome {
@@ -114,8 +127,15 @@ pub trait MemoryBackend: Send + Sync {
     async fn live(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>>;
 
     /// Creates, version-updates or (identical value) leaves a memory; refuses with
-    /// `QuotaExceeded` when it would take the account past `limit` live memories.
-    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome>;
+    /// `QuotaExceeded` when it would take the account past `limit` live memories, and with
+    /// `Stale` (writing nothing) when `fence` is given and no longer holds.
+    async fn put(
+        &self,
+        input: PutInput,
+        embedding: Vec<f32>,
+        limit: u64,
+        fence: Option<RunFence>,
+    ) -> Result<PutOutcome>;
 
     /// Counts an access of the live memory at (namespace, key) and returns it.
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory>;
@@ -123,12 +143,14 @@ pub trait MemoryBackend: Send + Sync {
     /// The live version gets `deletedAt` (and `by`, who deleted it) and leaves every view
     /// but history. A delete `by` an agent's journaled call that finds the version that
     /// same call deleted (made again by the resumed run) answers with it, not `NotFound`.
+    /// Refused with `Stale` (deleting nothing) when `fence` is given and no longer holds.
     async fn soft_delete(
         &self,
         account: &str,
         namespace: &str,
         key: &str,
         by: Option<Provenance>,
+        fence: Option<RunFence>,
     ) -> Result<Memory>;
 
     /// Every version of (namespace, key) removed for good; returns how many.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::{
     ImportReport, ListQuery, MemoryError, Result,
-    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome, RunFence},
     derived::Indexes,
     fair::Bounds,
     index::{LATEST, SearchFilter},
@@ -134,7 +134,14 @@ impl MemoryBackend for Embedded {
         self.read(|r, now| r.live(account, namespace, key, now))
     }
 
-    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
+    /// One process, no claims: a write has no fence to check.
+    async fn put(
+        &self,
+        input: PutInput,
+        embedding: Vec<f32>,
+        limit: u64,
+        _: Option<RunFence>,
+    ) -> Result<PutOutcome> {
         let account = input.account.clone();
         self.writer
             .run(Turn::interactive(&account), move |b| {
@@ -156,6 +163,7 @@ impl MemoryBackend for Embedded {
         namespace: &str,
         key: &str,
         by: Option<Provenance>,
+        _: Option<RunFence>,
     ) -> Result<Memory> {
         let (a, n, k) = owned(account, namespace, key);
         self.writer

@@ -25,7 +25,7 @@ use self::search::VectorSql;
 use self::write::Txn;
 use super::{
     ImportReport, ListQuery, MemoryError, Result,
-    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome, RunFence},
     embed::EmbedError,
     input::PutInput,
     record::{Memory, Provenance},
@@ -172,8 +172,14 @@ impl MemoryBackend for PgMemory {
         row.map(|r| memory(&r)).transpose()
     }
 
-    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
-        self.groups.put(input, embedding, limit).await
+    async fn put(
+        &self,
+        input: PutInput,
+        embedding: Vec<f32>,
+        limit: u64,
+        fence: Option<RunFence>,
+    ) -> Result<PutOutcome> {
+        self.groups.put(input, embedding, limit, fence).await
     }
 
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
@@ -199,9 +205,13 @@ impl MemoryBackend for PgMemory {
         namespace: &str,
         key: &str,
         by: Option<Provenance>,
+        fence: Option<RunFence>,
     ) -> Result<Memory> {
         let by = by.as_ref();
         self.write(account, async |txn| {
+            if let Some(fence) = &fence {
+                txn.fenced(fence).await?;
+            }
             txn.soft_delete(namespace, key, by).await
         })
         .await

@@ -23,9 +23,9 @@ use super::{
     timings::Recorder,
 };
 use crate::{
-    accounts::{Accounts, Ledger},
+    accounts::{Accounts, Ledger, TokenBudgets},
     egress::Egress,
-    memory::{MemoryService, Quota},
+    memory::{MemoryService, Quota, RunFence},
     mind::{Message, Mind},
 };
 
@@ -41,6 +41,9 @@ pub struct Services {
     pub accounts: Accounts,
     pub records: AgentStore,
     pub usage: Ledger,
+    /// The month's Mind tokens of accounts, which the host's jobs for them (titles,
+    /// extraction) check before they call the Mind.
+    pub budgets: TokenBudgets,
     /// Where runs are journaled, so a restart (or, on PostgreSQL, another node) resumes
     /// them.
     pub journal: Arc<dyn JournalStore>,
@@ -93,6 +96,15 @@ impl AgentCtx {
     /// Whether the run spent past its token budget.
     pub fn over_tokens(&self) -> bool {
         self.over_tokens.load(Ordering::Relaxed)
+    }
+
+    /// The claim its memory writes are made under: this node's on the agent, where runs
+    /// are claimed (the postgres backend).
+    pub fn memory_fence(&self) -> Option<RunFence> {
+        self.fence.map(|epoch| RunFence {
+            agent_id: self.agent_id.clone(),
+            epoch,
+        })
     }
 }
 

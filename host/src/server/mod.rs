@@ -21,7 +21,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 pub use self::http::{HttpConfig, serve as serve_http};
 use self::stores::Stores;
 use crate::{
-    accounts::Plans,
+    accounts::{Plans, TokenBudgets},
     admin::{self, Admin, LiveCounts},
     api::{self, AppSlot, AppState, Loaded, app, front},
     blocking::run_blocking,
@@ -88,11 +88,11 @@ pub fn serve(
     });
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = runtime.block_on(load_state(&dir, config, &readiness))?;
-    if let Some((_, admin)) = &admin_socket {
-        admin.show_live(Arc::new(Counted(state.clone())));
-    }
     let memory = state.memory.clone();
-    let (mcp, sessions) = mcp::router(state.clone());
+    let (mcp, sessions, mcp_sessions) = mcp::router(state.clone());
+    if let Some((_, admin)) = &admin_socket {
+        admin.show_live(Arc::new(Counted(state.clone(), mcp_sessions)));
+    }
     let keys = state.keys.clone();
     let router = runtime.block_on(api::mount_metrics(
         app(state.clone()).merge(mcp),
@@ -138,8 +138,9 @@ fn serve_admin(
     Ok((bound, admin))
 }
 
-/// The live counts `wasmind usage` shows through the admin socket, from the loaded state.
-struct Counted(AppState);
+/// The live counts `wasmind usage` shows through the admin socket, from the loaded state
+/// and the MCP sessions.
+struct Counted(AppState, Arc<mcp::Sessions>);
 
 impl LiveCounts for Counted {
     fn uploads_in_hour(&self, account: &str) -> u32 {
@@ -148,6 +149,10 @@ impl LiveCounts for Counted {
 
     fn streams_open(&self, account: &str) -> u32 {
         self.0.console.streams.count(account)
+    }
+
+    fn mcp_sessions_open(&self, account: &str) -> u32 {
+        self.1.open(account)
     }
 }
 
@@ -182,6 +187,7 @@ async fn load_state(
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
     let egress = Egress::new(config.egress.clone()).context("setting up egress")?;
+    let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),
@@ -189,6 +195,7 @@ async fn load_state(
         accounts: keys.clone(),
         records: records.clone(),
         usage: usage.clone(),
+        budgets: budgets.clone(),
         journal,
     });
     let runtime = Runtime::start(&config.runtime, dir, services, cluster)
@@ -204,6 +211,7 @@ async fn load_state(
         runtime,
         records,
         usage,
+        budgets,
         mind,
     })
 }

@@ -92,6 +92,7 @@ fn keys_and_accounts_live_in_the_configured_database() {
             "30/500000000",
             "0/100",
             "-",
+            "-",
             "-"
         ],
         "{usage}"

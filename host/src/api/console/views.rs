@@ -94,10 +94,14 @@ pub struct ConcurrencyUsed {
     pub limit: Option<u32>,
 }
 
-/// Active API keys against the plan's `keys`.
+/// The places the account's API keys take against the plan's `keys`: the active ones, and
+/// those revoked within the last hour (a revoked key keeps its place for an hour, while
+/// its spawn-rate windows last).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeysUsed {
     pub active: u32,
+    /// Keys revoked within the last hour, each still taking a place.
+    pub revoked_last_hour: u32,
     pub limit: Option<u32>,
 }
 
@@ -133,6 +137,8 @@ pub struct KeyQuotaDetails {
     pub plan: &'static str,
     /// The account's unrevoked keys.
     pub active_keys: u32,
+    /// Its keys revoked within the last hour, each still taking a place.
+    pub revoked_keys: u32,
     /// The plan's `keys`.
     pub max_keys: u32,
 }

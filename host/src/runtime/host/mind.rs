@@ -6,6 +6,8 @@
 //! by at most what one answer costs, its request bounded by [`MAX_REQUEST_BYTES`].
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
 //! A call that waits past `[runtime] hibernate_after_ms` hibernates the agent (`park`).
+//! On the postgres backend a request is sent only while the node's claim on the agent
+//! holds (checked just before it is sent): a node that lost it sends none, and its run ends.
 
 use std::{sync::Arc, time::Instant};
 
@@ -183,6 +185,10 @@ impl AgentState {
                 Waited::Parked(pending) => return Err(self.hibernate(pending)),
             },
         };
+        // A node that lost its claim on the agent sends no request: its tokens would be
+        // spent for a run another node now runs, and metered nowhere. (A request sent
+        // while the claim held runs on if the claim is lost meanwhile.)
+        agent.journal.holds().await?;
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a

@@ -129,6 +129,14 @@ pub trait JournalStore: Send + Sync {
     /// Deletes the run's journal (its run ended).
     async fn end(&self, run: &Run) -> Result<(), JournalError>;
 
+    /// Refuses ([`JournalError::Stale`]) once the run's fence is superseded: for an effect
+    /// the journal's own fenced writes come too late to stop, a Mind request (its entry is
+    /// stored after the answer, and the tokens are spent by then). Where runs have no
+    /// claims (one process) it always holds.
+    async fn holds(&self, _run: &Run) -> Result<(), JournalError> {
+        Ok(())
+    }
+
     /// Whether an unsynced write outlives a crash of this process. PostgreSQL's does once
     /// written; the data dir's unsynced commits do not (a restart opens the last synced
     /// one). Where it does, the agent's record keeps a progress report made before a
@@ -391,6 +399,13 @@ impl Journal {
     /// Ends the run with `fault` (kept, so the run reports it): returned for the trap.
     pub fn fail(&self, fault: Fault) -> Fault {
         self.cursor.lock().fault.get_or_insert(fault).clone()
+    }
+
+    /// Fails with the run's fault once its claim no longer holds (see
+    /// [`JournalStore::holds`]): checked before a Mind request is sent, so a node that lost
+    /// its claim sends none.
+    pub async fn holds(&self) -> Result<(), Fault> {
+        (self.store.holds(&self.run).await).map_err(|e| Fault::Storage(e.to_string()))
     }
 
     /// At the run's end: a fault a call met, or a divergence if the guest returned before

@@ -21,7 +21,7 @@ use super::{
     sandbox::{BLOCK, MONOTONIC, POLL, RANDOM, READY, WALL},
 };
 use crate::{
-    accounts::{KeyStore, UsageStore},
+    accounts::{Accounts, KeyStore, Ledger, Plans, TokenBudgets, UsageStore},
     egress::{Egress, EgressConfig},
     memory::{
         MemoryService, Quota,
@@ -148,13 +148,16 @@ async fn services(dir: &Path) -> Arc<Services> {
         MemoryService::open(db.clone(), &dir.join("index"), embed, &Default::default()).unwrap();
     let records = AgentStore::embedded(db.clone()).unwrap();
     records.create(record(AGENT, ACCOUNT)).await.unwrap();
+    let accounts: Accounts = Arc::new(KeyStore::new(db.clone()).unwrap());
+    let usage: Ledger = Arc::new(UsageStore::new(db.clone()).unwrap());
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
         egress: Arc::new(Egress::new(EgressConfig::default()).unwrap()),
-        accounts: Arc::new(KeyStore::new(db.clone()).unwrap()),
+        accounts: accounts.clone(),
+        budgets: TokenBudgets::new(usage.clone(), accounts, Plans::default()),
         records,
-        usage: Arc::new(UsageStore::new(db.clone()).unwrap()),
+        usage,
         journal: Arc::new(EmbeddedJournal::new(db).unwrap()),
     })
 }

@@ -4,6 +4,7 @@
 pub mod browser;
 pub mod components;
 pub mod fake_anthropic;
+pub mod fake_embedder;
 pub mod fake_mind;
 pub mod fake_server;
 #[path = "../../support/postgres.rs"]
@@ -73,13 +74,13 @@ pub fn remote_cli(server: &Server, key: &str, args: &[&str]) -> (i32, String, St
 /// Whether this run serves from PostgreSQL (`WASMIND_E2E_BACKEND=postgres`, as
 /// `scripts/test`'s second pass sets) rather than from the data dir.
 /// The rows of `wasmind usage`'s output, each split into what is metered in the files and
-/// the last two columns, the counts only a running server keeps (uploads in the last hour,
-/// open streams).
+/// the last three columns, the counts only a running server keeps (uploads in the last
+/// hour, open streams, open MCP sessions).
 pub fn usage_rows(out: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     (out.lines())
         .map(|line| {
             let mut words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-            let live = words.split_off(words.len().saturating_sub(2));
+            let live = words.split_off(words.len().saturating_sub(3));
             (words, live)
         })
         .unzip()
