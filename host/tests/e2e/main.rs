@@ -17,6 +17,7 @@ mod console_browser;
 mod consolidate;
 mod docs;
 mod durable;
+mod egress;
 mod envelope;
 mod fair_cpu;
 mod fair_memory;

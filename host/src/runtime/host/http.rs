@@ -64,8 +64,6 @@ pub struct Outgoing {
     pub(in crate::runtime) stage: Stage,
     /// Staged exchanges by the rep of their `future-incoming-response`.
     staged: HashMap<u32, Staged>,
-    /// Pollables subscribed to a future, by the pollable's rep: the future's rep.
-    subscribed: HashMap<u32, u32>,
 }
 
 impl Outgoing {
@@ -77,7 +75,6 @@ impl Outgoing {
                 max_request_bytes,
             },
             staged: HashMap::new(),
-            subscribed: HashMap::new(),
         }
     }
 }
@@ -144,21 +141,8 @@ impl WasiHttpHooks for Stage {
 }
 
 impl AgentState {
-    /// Makes the exchanges of the futures `pollables` are subscribed to, if not yet made.
-    pub(in crate::runtime) async fn observe_pollables(
-        &mut self,
-        pollables: &[u32],
-    ) -> wasmtime::Result<()> {
-        for pollable in pollables {
-            if let Some(future) = self.outgoing.subscribed.get(pollable).copied() {
-                self.observe(future).await?;
-            }
-        }
-        Ok(())
-    }
-
     /// Makes the exchange of the future `rep`, if it is staged, and makes it ready.
-    async fn observe(&mut self, rep: u32) -> wasmtime::Result<()> {
+    pub(in crate::runtime) async fn observe(&mut self, rep: u32) -> wasmtime::Result<()> {
         let Some(staged) = self.outgoing.staged.remove(&rep) else {
             return Ok(());
         };
@@ -375,7 +359,7 @@ fn define(linker: &mut Linker<AgentState>, wasi: &str) -> wasmtime::Result<()> {
             let state = store.data_mut();
             let rep = future.rep();
             let pollable = wit::HostFutureIncomingResponse::subscribe(&mut state.http(), future)?;
-            state.outgoing.subscribed.insert(pollable.rep(), rep);
+            state.watched.response(pollable.rep(), rep);
             Ok((pollable,))
         },
     )?;

@@ -18,7 +18,8 @@ use wasmtime::{Store, component::types::ComponentItem};
 
 use super::{
     Door, EmbeddedJournal, Journal, JournalStore, Keep, Run,
-    sandbox::{BLOCK, MONOTONIC, POLL, RANDOM, READY, WALL},
+    readiness::{BLOCK, POLL, READY},
+    sandbox::{MONOTONIC, RANDOM, WALL},
 };
 use crate::{
     accounts::{Accounts, KeyStore, Ledger, Plans, TokenBudgets, UsageStore},
@@ -101,12 +102,12 @@ const LOCAL: &[(&str, &str, &str)] = &[
     (
         "wasi:clocks/monotonic-clock",
         "subscribe-duration",
-        "makes a pollable, whose readiness is journaled",
+        "makes a timer, whose readiness is journaled",
     ),
     (
         "wasi:clocks/monotonic-clock",
         "subscribe-instant",
-        "makes a pollable, whose readiness is journaled",
+        "makes a timer, whose readiness is journaled",
     ),
     (
         "wasi:random/insecure-seed",
