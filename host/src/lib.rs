@@ -34,6 +34,7 @@ pub mod metrics;
 pub mod mind;
 mod object;
 mod priority;
+mod private_file;
 pub mod runtime;
 mod secret;
 pub mod server;

@@ -6,6 +6,7 @@ mod common;
 
 mod agents;
 mod anthropic;
+mod artifacts;
 mod authoring;
 mod budgets;
 mod cli;
