@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use super::write::Txn;
 use crate::{
     clock::now_ms,
-    memory::{MemoryError, Result, backend::PutOutcome, input::PutInput},
+    memory::{MemoryError, Quota, Result, backend::PutOutcome, input::PutInput},
 };
 
 /// Most puts in one transaction: each savepoint that wrote is a subtransaction, and past
@@ -36,7 +36,7 @@ pub(super) struct Groups {
 pub(super) struct Pending {
     input: PutInput,
     embedding: Vec<f32>,
-    limit: u64,
+    quota: Quota,
     reply: oneshot::Sender<Result<PutOutcome>>,
 }
 
@@ -45,13 +45,13 @@ impl Pending {
     pub(super) fn new(
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
     ) -> (Self, oneshot::Receiver<Result<PutOutcome>>) {
         let (reply, outcome) = oneshot::channel();
         let pending = Pending {
             input,
             embedding,
-            limit,
+            quota,
             reply,
         };
         (pending, outcome)
@@ -71,10 +71,10 @@ impl Groups {
         self: &Arc<Self>,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
     ) -> Result<PutOutcome> {
         let account = input.account.clone();
-        let (pending, outcome) = Pending::new(input, embedding, limit);
+        let (pending, outcome) = Pending::new(input, embedding, quota);
         let lead = match self.waiting.lock().entry(account.clone()) {
             Entry::Occupied(mut queue) => {
                 queue.get_mut().push(pending);
@@ -157,14 +157,14 @@ async fn run(pool: &PgPool, account: &str, group: &[Pending]) -> Result<Vec<Resu
     let mut outcomes = Vec::with_capacity(group.len());
     if let [alone] = group {
         // Alone in its transaction: when it fails, dropping the transaction rolls it back.
-        let outcome = txn.put(&alone.input, &alone.embedding, alone.limit).await;
+        let outcome = (txn.put_pruned(&alone.input, &alone.embedding, alone.quota)).await;
         if outcome.is_err() {
             return Ok(vec![outcome]);
         }
         outcomes.push(outcome);
     } else {
         for put in group {
-            outcomes.push(txn.put_apart(&put.input, &put.embedding, put.limit).await?);
+            outcomes.push(txn.put_apart(&put.input, &put.embedding, put.quota).await?);
         }
     }
     txn.commit().await?;

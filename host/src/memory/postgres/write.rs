@@ -11,7 +11,7 @@ use tantivy::fieldnorm::FieldNormReader;
 
 use super::rows::{memories, memory, memory_columns};
 use crate::memory::{
-    MemoryError, Result,
+    MemoryError, Quota, Result,
     backend::{Merge, Merged, PutOutcome},
     index::index_terms,
     input::PutInput,
@@ -177,18 +177,34 @@ impl Txn {
         Ok(version.filter(|m| input.applied_as(m)))
     }
 
-    /// [`Txn::put`] inside a savepoint, beside other writes in the same transaction: when
-    /// it fails, the transaction is as it was before it and can go on. The outer error is
-    /// the transaction's own failure (the savepoint could not be set or undone).
+    /// [`Txn::put`] within `quota`, pruning the key's older versions when it made one past
+    /// those the quota keeps.
+    pub(super) async fn put_pruned(
+        &mut self,
+        input: &PutInput,
+        embedding: &[f32],
+        quota: Quota,
+    ) -> Result<PutOutcome> {
+        let outcome = self.put(input, embedding, quota.memories).await?;
+        if outcome.prunes(quota) {
+            let key = [(input.namespace.clone(), input.key.clone())];
+            self.prune(&key, quota.keep()).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// [`Txn::put_pruned`] inside a savepoint, beside other writes in the same transaction:
+    /// when it fails, the transaction is as it was before it and can go on. The outer error
+    /// is the transaction's own failure (the savepoint could not be set or undone).
     pub(super) async fn put_apart(
         &mut self,
         input: &PutInput,
         embedding: &[f32],
-        limit: u64,
+        quota: Quota,
     ) -> Result<Result<PutOutcome>> {
         sqlx::query("SAVEPOINT put").execute(&mut *self.tx).await?;
         let live = self.live;
-        let outcome = self.put(input, embedding, limit).await;
+        let outcome = self.put_pruned(input, embedding, quota).await;
         let end = match outcome {
             Ok(_) => "RELEASE SAVEPOINT put",
             Err(_) => {
