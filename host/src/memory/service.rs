@@ -274,6 +274,9 @@ impl MemoryService {
     /// One page of live memories (of those live at `as_of`, when given), newest first.
     pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
         q.time.validate(now_ms())?;
+        if q.time.is_empty_window() {
+            return Ok(ListPage::of(Vec::new(), q.limit));
+        }
         let Some(at) = q.time.as_of else {
             return self.inner.backend.list(account, &q).await;
         };
@@ -362,6 +365,9 @@ impl MemoryService {
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let now = now_ms();
         q.time.validate(now)?;
+        if q.time.is_empty_window() {
+            return Ok(Vec::new());
+        }
         let vector = match q.mode.uses_vectors() {
             true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
