@@ -39,4 +39,5 @@ mod operator;
 mod persistence;
 mod postgres_cli;
 mod quota;
+mod shutdown;
 mod transfer;
