@@ -6,6 +6,7 @@ mod common;
 
 mod agents;
 mod anthropic;
+mod artifacts;
 mod authoring;
 mod budgets;
 mod cli;
@@ -39,4 +40,5 @@ mod operator;
 mod persistence;
 mod postgres_cli;
 mod quota;
+mod shutdown;
 mod transfer;

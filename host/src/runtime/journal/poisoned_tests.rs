@@ -30,6 +30,7 @@ use crate::{
     },
     mind::{self, MindConfig},
     runtime::{
+        artifacts::Artifacts,
         bindings::AgentPre,
         config::RuntimeConfig,
         cpu::CpuMeter,
@@ -217,13 +218,17 @@ fn imports(engine: &wasmtime::Engine, pre: &AgentPre<AgentState>) -> BTreeSet<(S
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replay_reaches_nothing_outside_and_every_import_is_journaled_or_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let compiled = engine::compile(&RuntimeConfig::default(), &dir.path().join("cache")).unwrap();
+    let cache = || Artifacts::open(&dir.path().join("cache")).unwrap();
+    let compiled = engine::compile(&RuntimeConfig::default(), cache()).unwrap();
     let wasm = std::fs::read(REACH).unwrap();
     let digest: [u8; 32] = Sha256::digest(&wasm).into();
-    let cache = dir.path().join("cache");
-    let pre = engine::load(&compiled.engine, &compiled.linker, &cache, &digest, || {
-        Ok(wasm)
-    })
+    let pre = engine::load(
+        &compiled.engine,
+        &compiled.linker,
+        &cache(),
+        &digest,
+        || Ok(wasm),
+    )
     .unwrap();
     let services = services(dir.path()).await;
     let store: Arc<dyn JournalStore> = services.journal.clone();
