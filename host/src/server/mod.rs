@@ -197,7 +197,8 @@ async fn load_state(
         cluster,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let egress = Egress::new(config.egress.clone()).context("setting up egress")?;
+    let egress =
+        Egress::new(config.egress.clone(), config.plans.clone()).context("setting up egress")?;
     let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {
         memory: memory.clone(),

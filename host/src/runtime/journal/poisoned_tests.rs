@@ -155,7 +155,7 @@ async fn services(dir: &Path) -> Arc<Services> {
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
-        egress: Arc::new(Egress::new(EgressConfig::default()).unwrap()),
+        egress: Arc::new(Egress::new(EgressConfig::default(), Plans::default()).unwrap()),
         accounts: accounts.clone(),
         budgets: TokenBudgets::new(usage.clone(), accounts, Plans::default()),
         records,
