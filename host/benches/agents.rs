@@ -28,6 +28,8 @@
 //! 8. `parked`: RSS per default agent hibernated in its Mind call (`agents/parked.rs`).
 //! 9. `journal`: the journal's time per host call and its share of a default agent's run
 //!    with the offline Mind (`agents/journal.rs`).
+//! 10. `greedy`: the host's RSS while a guest asks for 64 MiB of random or reads the clock
+//!    ten million times (`agents/greedy.rs`).
 //!
 //! Every phase but `parked` runs its servers with hibernation off (`hibernate_after_ms =
 //! 0`), so agents waiting on the Mind stay in their instances.
@@ -35,7 +37,7 @@
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,sleepers,stop,cap,components,cpu,instantiate,parked,journal`),
+//! (`live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy`),
 //! `WASMIND_BENCH_PARKED` (100000 parked agents), `WASMIND_BENCH_JOURNAL_RUNS` (200 runs),
 //! `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
 //! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
@@ -56,6 +58,8 @@ mod components;
 mod fairness;
 #[path = "agents/fake_mind.rs"]
 mod fake_mind;
+#[path = "agents/greedy.rs"]
+mod greedy;
 #[path = "agents/guests.rs"]
 mod guests;
 #[path = "agents/harness.rs"]
@@ -116,7 +120,7 @@ impl Settings {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
                 .unwrap_or_else(|_| {
-                    "live,sleepers,stop,cap,components,cpu,instantiate,parked,journal".into()
+                    "live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy".into()
                 })
                 .split(',')
                 .map(|p| p.trim().to_string())
@@ -394,6 +398,9 @@ fn main() {
     }
     if settings.wants("journal") {
         journal::run(settings.journal_runs, settings.grace, &mind, &mut table);
+    }
+    if settings.wants("greedy") {
+        greedy::run(settings.grace, &mind, &mut table);
     }
     table.print();
     println!(

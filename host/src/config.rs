@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::{
     accounts::Plans,
     console::ConsoleConfig,
+    egress::EgressConfig,
     memory::{MemoryConfig, embed::EmbedderConfig},
     metrics::MetricsConfig,
     mind::MindConfig,
@@ -50,6 +51,8 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// The HTTP listener's timeouts and connection cap.
     pub http: HttpConfig,
+    /// What agents may reach outside the sandbox.
+    pub egress: EgressConfig,
 }
 
 impl Config {
@@ -100,6 +103,7 @@ impl Config {
         self.mind.key_from_vendor_variable(env);
         self.cluster.check()?;
         self.http.check()?;
+        self.egress.check()?;
         self.mind.check()
     }
 }

@@ -1,8 +1,9 @@
 //! Places held per key under a bound: what the per-address connection cap
 //! (`server::door`), the per-account cap on requests in flight (`api::in_flight`) and the
-//! console's open event streams (`console::Streams`) count. A [`Place`] is taken while the
-//! key holds fewer than its bound, and given back when dropped, wherever that happens (a
-//! connection's place is taken on the door's thread and dropped on a serving worker).
+//! open event streams, the console's and MCP's (`console::Streams`), count. A [`Place`] is
+//! taken while the key holds fewer than its bound, and given back when dropped, wherever
+//! that happens (a connection's place is taken on the door's thread and dropped on a
+//! serving worker).
 //! Counted in this process: the connections, requests and streams it holds.
 
 use std::{borrow::Borrow, collections::HashMap, hash::Hash, sync::Arc};

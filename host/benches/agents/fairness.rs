@@ -36,8 +36,8 @@ pub fn run(spinners: usize, samples: usize, requests: usize, mind: &FakeMind, ta
     let a = server.client();
     let (b_key, _) = server.create_key("tenant_b");
     let b = Client::new(&format!("http://{}", server.addr), &b_key);
-    let spin = upload(&a, &guests::spin(), "spin");
-    let worker = upload(&b, &guests::hostile(), "hostile");
+    let spin = a.upload(&guests::spin(), "spin");
+    let worker = b.upload(&guests::hostile(), "hostile");
     seed(&b);
     let probe = finished(&b, &worker);
 
@@ -97,16 +97,6 @@ pub fn run(spinners: usize, samples: usize, requests: usize, mind: &FakeMind, ta
         Some(overhead <= 10.0),
     );
     server.shutdown();
-}
-
-fn upload(client: &Client, wasm: &std::path::Path, name: &str) -> String {
-    let bytes = std::fs::read(wasm).expect("guest component");
-    let reply = client.post_wasm(
-        &format!("/api/v1/agents/components?name={name}&version=1.0.0"),
-        bytes,
-    );
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    reply.body["component_id"].as_str().unwrap().to_string()
 }
 
 /// Spawns `component` on `task`, with no extraction (the bench's fake Mind never answers).

@@ -43,8 +43,13 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         tokens_per_month: u64::MAX,
         versions_per_key: u32::MAX,
         event_streams: u32::MAX,
+        mcp_sessions: u32::MAX,
         component_uploads_per_hour: u32::MAX,
         requests_in_flight: u32::MAX,
+        http_requests_per_run: u64::MAX,
+        http_bytes_per_run: u64::MAX,
+        http_requests_per_month: u64::MAX,
+        http_bytes_per_month: u64::MAX,
     };
     config.mind = MindConfig {
         provider: "openai".into(),
@@ -287,6 +292,17 @@ impl Client {
     pub fn post_wasm(&self, path: &str, bytes: Vec<u8>) -> Reply {
         let req = self.http.post(format!("{}{path}", self.base));
         self.send(req.header("content-type", "application/wasm").body(bytes))
+    }
+
+    /// Uploads the component at `wasm` as `name@1.0.0`; its id.
+    pub fn upload(&self, wasm: &std::path::Path, name: &str) -> String {
+        let bytes = std::fs::read(wasm).expect("guest component");
+        let reply = self.post_wasm(
+            &format!("/api/v1/agents/components?name={name}&version=1.0.0"),
+            bytes,
+        );
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        reply.body["component_id"].as_str().unwrap().to_string()
     }
 
     /// POST /api/v1/agents; (reply, instant sent, latency). Named, so the host does not

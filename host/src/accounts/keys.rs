@@ -8,8 +8,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Tab
 use serde::{Deserialize, Serialize};
 
 use super::store::{
-    AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
-    validate_account,
+    AccountStore, CreateKeyError, NewKey, Places, hash_key, key_bound, no_such_account,
+    no_such_key, validate_account,
 };
 use super::{Plan, Plans, error::Result};
 use crate::{blocking::with_store, clock::now_ms, storage::StoreError};
@@ -96,8 +96,8 @@ impl KeyStore {
 
     /// Creates a key for `account`, creating the account (plan default free) if new.
     /// An explicit `plan` also changes an existing account's plan. Refused when the
-    /// account has its plan's `keys` active already. Returns the secret, which is shown
-    /// once and never stored.
+    /// account's keys take its plan's `keys` places already (see [`AccountStore::create`]).
+    /// Returns the secret, which is shown once and never stored.
     pub fn create(
         &self,
         account: &str,
@@ -114,10 +114,11 @@ impl KeyStore {
             revoked_at: None,
         };
         let txn = self.db.begin_write()?;
-        let active = active_keys(
+        let places = places(
             &txn.open_table(API_KEYS)?,
             &txn.open_table(ACCOUNT_KEYS)?,
             account,
+            now,
         )?;
         let plan = {
             let mut accounts = txn.open_table(ACCOUNTS)?;
@@ -138,7 +139,7 @@ impl KeyStore {
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
             record.plan
         };
-        key_bound(account, plan, active, plans)?;
+        key_bound(account, plan, places, plans)?;
         txn.open_table(API_KEYS)?
             .insert(key.hash.as_str(), serde_json::to_string(&record)?.as_str())?;
         txn.open_table(ACCOUNT_KEYS)?
@@ -429,15 +430,15 @@ fn account_keys(
     Ok(out)
 }
 
-/// How many keys of `account` are not revoked.
-fn active_keys(
+/// The places the keys of `account` take at `now` under its plan's `keys`.
+fn places(
     keys: &impl ReadableTable<&'static str, &'static str>,
     index: &impl ReadableTable<(&'static str, &'static str), &'static str>,
     account: &str,
-) -> Result<u32, StoreError> {
+    now: u64,
+) -> Result<Places, StoreError> {
     let records = account_keys(keys, index, account)?;
-    let active = records.iter().filter(|r| r.revoked_at.is_none()).count();
-    Ok(u32::try_from(active).unwrap_or(u32::MAX))
+    Ok(Places::of(records.iter().map(|r| r.revoked_at), now))
 }
 
 fn find_hash_by_id(

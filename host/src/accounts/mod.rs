@@ -11,6 +11,7 @@ mod plan;
 mod postgres;
 mod rate;
 mod store;
+mod tokens;
 mod usage;
 
 pub use error::AccountError;
@@ -19,5 +20,6 @@ pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
 pub use plan::{Plan, PlanLimits, Plans};
 pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};
-pub use store::{AccountStore, Accounts, CreateKeyError};
+pub use store::{AccountStore, Accounts, CreateKeyError, Places, REVOKED_KEY_HOLD_MS};
+pub use tokens::{MonthTokens, TokenBudgets, TokenError, TokensSpent};
 pub use usage::{MonthUsage, UsageStore};

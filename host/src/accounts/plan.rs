@@ -73,6 +73,11 @@ impl Default for Plans {
                 keys: 5,
                 versions_per_key: 10,
                 event_streams: 5,
+                mcp_sessions: 5,
+                http_requests_per_run: 100,
+                http_bytes_per_run: 10 << 20,
+                http_requests_per_month: 10_000,
+                http_bytes_per_month: 1 << 30,
                 component_uploads_per_hour: 10,
                 requests_in_flight: 128,
                 tokens_per_run: 200_000,
@@ -90,6 +95,11 @@ impl Default for Plans {
                 keys: 20,
                 versions_per_key: 50,
                 event_streams: 20,
+                mcp_sessions: 20,
+                http_requests_per_run: 1_000,
+                http_bytes_per_run: 100 << 20,
+                http_requests_per_month: 200_000,
+                http_bytes_per_month: 20 << 30,
                 component_uploads_per_hour: 60,
                 requests_in_flight: 256,
                 tokens_per_run: 1_000_000,
@@ -107,6 +117,11 @@ impl Default for Plans {
                 keys: 100,
                 versions_per_key: 100,
                 event_streams: 100,
+                mcp_sessions: 100,
+                http_requests_per_run: 10_000,
+                http_bytes_per_run: 1 << 30,
+                http_requests_per_month: 2_000_000,
+                http_bytes_per_month: 200 << 30,
                 component_uploads_per_hour: 300,
                 requests_in_flight: 512,
                 tokens_per_run: 4_000_000,
@@ -169,9 +184,13 @@ pub struct PlanLimits {
     /// Stored versions kept per memory key (the latest included); a put that makes a new
     /// version prunes the older ones (see `memory::Quota`).
     pub versions_per_key: u32,
-    /// Console event streams an account may have open at once (on one node); past it the
-    /// stream is refused with 429 `stream_limit_reached`.
+    /// Event streams an account may have open at once (on one node): the console's agent
+    /// streams and the MCP sessions' (`GET /mcp`); past it the stream is refused with 429
+    /// `stream_limit_reached`.
     pub event_streams: u32,
+    /// MCP sessions an account may have open at once (on one node, which keeps them); past
+    /// it a new session is refused with 429 `session_limit_reached`.
+    pub mcp_sessions: u32,
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
@@ -179,6 +198,16 @@ pub struct PlanLimits {
     /// its answer's last byte, so an open event stream counts for as long as it is open;
     /// past it 429 `request_limit_reached` with Retry-After.
     pub requests_in_flight: u32,
+    /// Outgoing HTTP requests (`wasi:http`) one agent's run may make; past it a request is
+    /// refused (`HTTP-request-denied`, logged as the `budget` rule).
+    pub http_requests_per_run: u64,
+    /// Bytes of outgoing HTTP (request bodies and response bodies) one run may move.
+    pub http_bytes_per_run: u64,
+    /// Outgoing HTTP requests per account per calendar month (UTC), as the usage ledger
+    /// counts them (its runs' counts are added when each run ends).
+    pub http_requests_per_month: u64,
+    /// Bytes of outgoing HTTP per account per calendar month (UTC).
+    pub http_bytes_per_month: u64,
 }
 
 impl PlanLimits {
@@ -219,8 +248,13 @@ struct PlanTable {
     tokens_per_month: Option<u64>,
     versions_per_key: Option<u32>,
     event_streams: Option<u32>,
+    mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
     requests_in_flight: Option<u32>,
+    http_requests_per_run: Option<u64>,
+    http_bytes_per_run: Option<u64>,
+    http_requests_per_month: Option<u64>,
+    http_bytes_per_month: Option<u64>,
 }
 
 impl PlanTable {
@@ -243,6 +277,16 @@ impl PlanTable {
             tokens_per_month: self.tokens_per_month.unwrap_or(default.tokens_per_month),
             versions_per_key: self.versions_per_key.unwrap_or(default.versions_per_key),
             event_streams: self.event_streams.unwrap_or(default.event_streams),
+            mcp_sessions: self.mcp_sessions.unwrap_or(default.mcp_sessions),
+            http_requests_per_run: (self.http_requests_per_run)
+                .unwrap_or(default.http_requests_per_run),
+            http_bytes_per_run: self
+                .http_bytes_per_run
+                .unwrap_or(default.http_bytes_per_run),
+            http_requests_per_month: (self.http_requests_per_month)
+                .unwrap_or(default.http_requests_per_month),
+            http_bytes_per_month: (self.http_bytes_per_month)
+                .unwrap_or(default.http_bytes_per_month),
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
@@ -280,7 +324,8 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n\
+             mcp_sessions = 2\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -321,6 +366,10 @@ mod tests {
                 plans.free.component_uploads_per_hour
             ),
             (5, 10)
+        );
+        assert_eq!(
+            (plans.free.mcp_sessions, plans.lightyear.mcp_sessions),
+            (2, 100)
         );
         assert_eq!(
             (plans.free.component_max_bytes, plans.free.components),

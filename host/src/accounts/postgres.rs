@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use sqlx::{PgPool, Row, postgres::PgRow};
 
 use super::store::{
-    AccountStore, CreateKeyError, NewKey, hash_key, key_bound, no_such_account, no_such_key,
-    validate_account,
+    AccountStore, CreateKeyError, NewKey, Places, REVOKED_KEY_HOLD_MS, hash_key, key_bound,
+    no_such_account, no_such_key, validate_account,
 };
 use super::{AccountInfo, KeyInfo, Plan, Plans, Principal, error::Result};
 use crate::{
@@ -94,7 +94,7 @@ impl AccountStore for PgAccounts {
         let mut txn = self.pool.begin().await?;
         // A new account gets `plan` or free; an existing one keeps its plan unless one is
         // given. The upsert locks the account's row until the commit, so creations of its
-        // keys at once (on any node) count its active keys one after another.
+        // keys at once (on any node) count its keys' places one after another.
         let stored: String = sqlx::query_scalar(
             "INSERT INTO accounts (account_id, plan, created_at) VALUES ($1, $2, $3)
              ON CONFLICT (account_id) DO UPDATE SET plan = COALESCE($4, accounts.plan)
@@ -107,18 +107,21 @@ impl AccountStore for PgAccounts {
         .fetch_one(&mut *txn)
         .await?;
         let plan = parse_plan(&stored)?;
-        let active: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
+        // Active keys, and those revoked within the hold: each takes a place.
+        let revoked: Vec<Option<i64>> = sqlx::query_scalar(
+            "SELECT revoked_at FROM api_keys
+             WHERE account_id = $1 AND (revoked_at IS NULL OR revoked_at > $2)",
         )
         .bind(account)
-        .fetch_one(&mut *txn)
+        .bind(now - bigint(REVOKED_KEY_HOLD_MS))
+        .fetch_all(&mut *txn)
         .await?;
-        key_bound(
-            account,
-            plan,
-            u32::try_from(active).unwrap_or(u32::MAX),
-            plans,
-        )?;
+        let revoked = revoked
+            .into_iter()
+            .map(|at| at.map(|ms| instant(ms, "revoked_at")).transpose())
+            .collect::<Result<Vec<_>, _>>()?;
+        let places = Places::of(revoked, instant(now, "created_at")?);
+        key_bound(account, plan, places, plans)?;
         sqlx::query(
             "INSERT INTO api_keys (account_id, key_id, key_hash, created_at) VALUES ($1, $2, $3, $4)",
         )

@@ -16,7 +16,49 @@ use super::{
     AccountInfo, KeyInfo, Plan, Plans, Principal,
     error::{AccountError, Result},
 };
-use crate::storage::StoreError;
+use crate::{clock::iso8601, storage::StoreError};
+
+/// How long a revoked key keeps its place under the plan's `keys`: the longest spawn-rate
+/// window. Spawn windows are per key (§8), so a key revoked and replaced at once would
+/// hand the account a fresh key's windows while the old key's still count its spawns;
+/// held for this long, the keys whose windows may still count a spawn never outnumber the
+/// plan's `keys`, and making keys cannot raise an account's spawn rate.
+pub const REVOKED_KEY_HOLD_MS: u64 = 3_600_000;
+
+/// The places an account's keys take under its plan's `keys`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Places {
+    /// Keys not revoked.
+    pub active: u32,
+    /// Keys revoked less than [`REVOKED_KEY_HOLD_MS`] ago.
+    pub held: u32,
+    /// When the first of the held places frees (epoch ms), if any is held.
+    pub frees_at: Option<u64>,
+}
+
+impl Places {
+    /// The places the keys revoked at `revoked` (each `None` when active) take at `now`.
+    pub fn of(revoked: impl IntoIterator<Item = Option<u64>>, now: u64) -> Self {
+        let mut places = Places::default();
+        for at in revoked {
+            match at {
+                None => places.active += 1,
+                Some(at) if now < at.saturating_add(REVOKED_KEY_HOLD_MS) => {
+                    places.held += 1;
+                    let frees = at.saturating_add(REVOKED_KEY_HOLD_MS);
+                    places.frees_at = Some(places.frees_at.map_or(frees, |f| f.min(frees)));
+                }
+                Some(_) => {}
+            }
+        }
+        places
+    }
+
+    /// Every place taken.
+    pub fn taken(&self) -> u32 {
+        self.active.saturating_add(self.held)
+    }
+}
 
 /// Why a key was not created.
 #[derive(Debug, thiserror::Error)]
@@ -26,19 +68,40 @@ pub enum CreateKeyError {
         "account name {0:?} is invalid: use 1-64 characters from letters, digits, '-', '_', '.', '@'"
     )]
     InvalidAccount(String),
-    /// The account has its plan's maximum of active keys.
-    #[error(
-        "account {account:?} has {active} active API keys, the {plan} plan's maximum of {max}; revoke one first"
-    )]
+    /// The account's keys take its plan's `keys` places: active ones, and those revoked
+    /// within the last hour ([`REVOKED_KEY_HOLD_MS`]).
+    #[error("{}", key_limit_message(.account, *.plan, .places, *.max))]
     KeyLimit {
         account: String,
         plan: Plan,
-        active: u32,
+        places: Places,
         max: u32,
     },
     /// Reading or writing the store failed.
     #[error(transparent)]
     Storage(#[from] StoreError),
+}
+
+/// What [`CreateKeyError::KeyLimit`] says: what takes the places, and when one frees.
+fn key_limit_message(account: &str, plan: Plan, places: &Places, max: u32) -> String {
+    let Places {
+        active,
+        held,
+        frees_at,
+    } = *places;
+    let taken = match held {
+        0 => format!("{active} active API keys"),
+        _ => format!("{active} active API keys and {held} revoked within the last hour"),
+    };
+    let frees = match frees_at {
+        Some(at) => format!("a place frees at {}", iso8601(at)),
+        None => "revoke a key to free its place an hour later".to_owned(),
+    };
+    format!(
+        "account {account:?} has {taken}, the {plan} plan's maximum of {max} (a revoked key \
+         keeps its place for an hour, while its spawn-rate windows last); {frees}, or move the \
+         account to a larger plan"
+    )
 }
 
 crate::storage::storage_errors_into!(CreateKeyError);
@@ -47,10 +110,12 @@ crate::storage::storage_errors_into!(CreateKeyError);
 #[async_trait]
 pub trait AccountStore: Send + Sync + 'static {
     /// Creates a key for `account`, creating the account (plan default free) if new. An
-    /// explicit `plan` also changes an existing account's plan. Refused when the account
-    /// already has its plan's `keys` (of `plans`) active, counted in the same step as the
-    /// insert, so two creations at once never pass the bound together. Returns the
-    /// secret, which is shown once and never stored.
+    /// explicit `plan` also changes an existing account's plan. Refused when the account's
+    /// keys already take its plan's `keys` (of `plans`) places — the active ones, and those
+    /// revoked within the last hour ([`REVOKED_KEY_HOLD_MS`]) — counted in the same step as
+    /// the insert, so two creations at once never pass the bound together. Every door that
+    /// makes keys (the console, the operator's CLI) comes through here. Returns the secret,
+    /// which is shown once and never stored.
     async fn create(
         &self,
         account: &str,
@@ -128,22 +193,22 @@ pub(super) fn validate_account(name: &str) -> Result<(), CreateKeyError> {
     Ok(())
 }
 
-/// The refusal of one more key for `account` on `plan` with `active` keys, if `plans`
-/// bound it there.
+/// The refusal of one more key for `account` on `plan` whose keys take `places`, if
+/// `plans` bound it there.
 pub(super) fn key_bound(
     account: &str,
     plan: Plan,
-    active: u32,
+    places: Places,
     plans: &Plans,
 ) -> Result<(), CreateKeyError> {
     let max = plans.limits(plan).keys;
-    if active < max {
+    if places.taken() < max {
         return Ok(());
     }
     Err(CreateKeyError::KeyLimit {
         account: account.to_owned(),
         plan,
-        active,
+        places,
         max,
     })
 }

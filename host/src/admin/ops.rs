@@ -84,6 +84,9 @@ pub struct UsageRow {
     /// The account's plan's `tokens_per_month`.
     #[serde(default)]
     pub tokens_limit: Option<u64>,
+    /// The account's plan's `http_requests_per_month` and `http_bytes_per_month`.
+    #[serde(default)]
+    pub http_limits: Option<(u64, u64)>,
     /// The account's unrevoked keys now (not per month), and its plan's `keys`.
     #[serde(default)]
     pub keys: Option<(u32, u32)>,
@@ -91,9 +94,13 @@ pub struct UsageRow {
     /// counted by the running server (none when the files or the database answer).
     #[serde(default)]
     pub uploads: Option<(u32, u32)>,
-    /// Its console event streams open now, and its plan's `event_streams`: likewise.
+    /// Its event streams open now (the console's and MCP's), and its plan's
+    /// `event_streams`: likewise.
     #[serde(default)]
     pub streams: Option<(u32, u32)>,
+    /// Its MCP sessions open now, and its plan's `mcp_sessions`: likewise.
+    #[serde(default)]
+    pub mcp_sessions: Option<(u32, u32)>,
 }
 
 /// Figures only a running server has, in its memory and for this node: what usage shows
@@ -101,8 +108,10 @@ pub struct UsageRow {
 pub trait LiveCounts: Send + Sync {
     /// Component uploads of `account` counted in the last hour.
     fn uploads_in_hour(&self, account: &str) -> u32;
-    /// Console event streams of `account` open now.
+    /// Event streams of `account` open now (the console's and MCP's).
     fn streams_open(&self, account: &str) -> u32;
+    /// MCP sessions of `account` open now.
+    fn mcp_sessions_open(&self, account: &str) -> u32;
 }
 
 /// The stores the operator's requests act on, and the plans their bounds come from.
@@ -180,6 +189,8 @@ impl Admin {
                         let live = self.live.get().zip(limits);
                         UsageRow {
                             tokens_limit: limits.map(|l| l.tokens_per_month),
+                            http_limits: limits
+                                .map(|l| (l.http_requests_per_month, l.http_bytes_per_month)),
                             keys: info.zip(limits).map(|(a, l)| (a.active_keys, l.keys)),
                             uploads: live.map(|(live, l)| {
                                 let used = live.uploads_in_hour(&account);
@@ -187,6 +198,9 @@ impl Admin {
                             }),
                             streams: live
                                 .map(|(live, l)| (live.streams_open(&account), l.event_streams)),
+                            mcp_sessions: live.map(|(live, l)| {
+                                (live.mcp_sessions_open(&account), l.mcp_sessions)
+                            }),
                             account,
                             month,
                             usage,

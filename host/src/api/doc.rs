@@ -37,7 +37,7 @@ use super::{
     console::{KeyQuotaDetails, StreamLimitDetails},
     error::ApiError,
     in_flight::RequestLimitDetails,
-    memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails},
+    memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
 };
 
 /// The error envelope of every error response.
@@ -90,6 +90,7 @@ pub struct ErrorBody {
         ImportQuotaDetails,
         ConsolidateRateLimitDetails,
         MonthlyQuotaDetails,
+        TokenQuotaDetails,
         ConcurrentLimitDetails,
         RateLimitDetails,
         KeyQuotaDetails,

@@ -174,6 +174,7 @@ impl From<MemoryError> for ApiError {
                 err.retry_after = Some(1);
                 err
             }
+            MemoryError::TokensSpent(spent) => spent.into(),
             MemoryError::ConsolidateRefused { refusal, cooldown } => {
                 let (reason, retry_after) = match refusal {
                     Refusal::InProgress => ("in_progress", CONSOLIDATION_BUSY_RETRY_SECS),

@@ -34,7 +34,7 @@ pub use in_flight::{InFlight, RequestLimitDetails};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
-    accounts::{Accounts, Ledger, Plan, PlanLimits},
+    accounts::{Accounts, Ledger, Plan, PlanLimits, TokenBudgets},
     config::Config,
     console::Console,
     memory::MemoryService,
@@ -56,6 +56,8 @@ pub struct AppState {
     pub runtime: Runtime,
     pub records: AgentStore,
     pub usage: Ledger,
+    /// The plans' monthly Mind-token budgets, which the host's own Mind jobs check.
+    pub budgets: TokenBudgets,
     /// The Mind, for the host's own jobs (consolidation summaries).
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).

@@ -1,19 +1,24 @@
-//! The runtime's refusals of a spawn as the specification's errors (§4.3, §8): codes,
-//! `details`, messages that say what to do, and `Retry-After` where waiting helps.
+//! The domains' refusals as the specification's errors (§4.3, §7, §8) — a spawn's, a Mind
+//! job's for the month's tokens, a stream's or an MCP session's past the plan's bound:
+//! codes, `details`, messages that say what to do, and `Retry-After` where waiting helps.
 
 use axum::http::StatusCode;
 
 use super::{
     agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails},
+    console::StreamLimitDetails,
     error::ApiError,
+    memory::TokenQuotaDetails,
 };
 use crate::{
-    accounts::Window,
+    accounts::{Plan, TokensSpent, Window},
     clock::iso8601,
+    console::StreamsFull,
     runtime::{InvalidField, MonthlyBudget, SpawnRefusal},
 };
 
-/// Seconds a client should wait before retrying at the concurrency cap or host capacity.
+/// Seconds a client should wait before retrying at the concurrency cap or host capacity,
+/// or before opening a stream or an MCP session again at its bound.
 const RETRY_BUSY_SECS: u64 = 5;
 
 impl From<SpawnRefusal> for ApiError {
@@ -112,12 +117,83 @@ impl From<SpawnRefusal> for ApiError {
     }
 }
 
+impl ApiError {
+    /// 429 `stream_limit_reached`: the account has its plan's `event_streams` open (the
+    /// console's and MCP's), in the words of `concurrent_limit_reached`.
+    pub fn stream_limit(plan: Plan, full: StreamsFull) -> Self {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "stream_limit_reached",
+            format!(
+                "{} event streams are open, the {plan} plan's maximum; close one or wait until one ends",
+                full.held
+            ),
+        )
+        .with_details(StreamLimitDetails {
+            plan: plan.as_str(),
+            current_streams: full.held,
+            max_streams: full.max,
+        });
+        e.retry_after = Some(RETRY_BUSY_SECS);
+        e
+    }
+
+    /// 429 `session_limit_reached`: the account has its plan's `mcp_sessions` open at this
+    /// node, in the words of `stream_limit_reached`.
+    pub fn session_limit(plan: Plan, open: u32, max: u32) -> Self {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "session_limit_reached",
+            format!(
+                "{open} MCP sessions are open, the {plan} plan's maximum; end one (DELETE /mcp \
+                 with its session id) or wait until one idles out"
+            ),
+        )
+        .with_details(SessionLimitDetails {
+            plan: plan.as_str(),
+            current_sessions: open,
+            max_sessions: max,
+        });
+        e.retry_after = Some(RETRY_BUSY_SECS);
+        e
+    }
+}
+
+/// `details` of 429 `session_limit_reached` (MCP, not in the OpenAPI document).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionLimitDetails {
+    plan: &'static str,
+    /// Sessions the account has open at this node.
+    current_sessions: u32,
+    /// The plan's `mcp_sessions`.
+    max_sessions: u32,
+}
+
+/// A Mind job refused for the month's spent tokens: the spawn's code for the same budget,
+/// 402 `monthly_quota_exceeded` with `details.budget` = `tokens`.
+impl From<TokensSpent> for ApiError {
+    fn from(spent: TokensSpent) -> Self {
+        ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            "monthly_quota_exceeded",
+            spent.to_string(),
+        )
+        .with_details(TokenQuotaDetails {
+            plan: spent.plan.as_str(),
+            budget: MonthlyBudget::Tokens.as_str(),
+            used_tokens: spent.used,
+            limit_tokens: spent.limit,
+            resets_at: iso8601(spent.resets_at),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::accounts::Plan;
 
     #[test]
     fn the_monthly_budget_is_402_with_when_it_resets() {

@@ -8,13 +8,15 @@
 //! Every HTTP request to `/mcp` is authenticated ([`auth`]), not just a session's first:
 //! a revoked key is refused on its session's next request, and each tool call acts for the
 //! key of the request that carries it — which must be the key that opened the session
-//! ([`sessions`]).
+//! ([`sessions`], which also bounds an account's sessions and event streams).
 
 mod agents;
 mod auth;
 mod memory;
 mod server;
 mod sessions;
+
+pub use sessions::Sessions;
 
 use std::sync::Arc;
 
@@ -39,8 +41,9 @@ impl Closer {
     }
 }
 
-/// `/mcp` as a router to merge into the API's, and what closes its sessions at shutdown.
-pub fn router(state: AppState) -> (Router, Closer) {
+/// `/mcp` as a router to merge into the API's, what closes its sessions at shutdown, and
+/// its sessions (for the live counts `wasmind usage` shows).
+pub fn router(state: AppState) -> (Router, Closer, Arc<Sessions>) {
     // Every request carries an API key, so a page that rebinds a name to this host still
     // holds no key: `Host` checks (rmcp's default admits loopback names only) would only
     // refuse the names a public deployment is reached by.
@@ -48,7 +51,9 @@ pub fn router(state: AppState) -> (Router, Closer) {
     let closer = Closer(config.cancellation_token.clone());
     let (keys, in_flight) = (state.keys.clone(), state.in_flight.clone());
     let manager = Arc::new(LocalSessionManager::default());
-    let owners = Arc::new(sessions::Owners::new(manager.clone()));
+    let plans = state.config.plans.clone();
+    let streams = state.console.streams.clone();
+    let sessions = Arc::new(Sessions::new(manager.clone(), plans, streams));
     let service = StreamableHttpService::new(
         move || Ok(server::Wasmind::new(state.clone())),
         manager,
@@ -58,11 +63,14 @@ pub fn router(state: AppState) -> (Router, Closer) {
     // the account's place), then its hold on the session.
     let router = Router::new()
         .route_service(PATH, service)
-        .layer(middleware::from_fn_with_state(owners, sessions::bind))
+        .layer(middleware::from_fn_with_state(
+            sessions.clone(),
+            sessions::bind,
+        ))
         .layer(middleware::from_fn_with_state(
             (keys, in_flight),
             auth::require_key,
         ))
         .layer(middleware::from_fn(hold_in_flight));
-    (router, closer)
+    (router, closer, sessions)
 }

@@ -5,7 +5,11 @@
 use std::time::Duration;
 
 use super::{consolidate::Refusal, embed::EmbedError, index::IndexError};
-use crate::mind::MindError;
+use crate::{
+    accounts::{TokenError, TokensSpent},
+    mind::MindError,
+    storage::StoreError,
+};
 
 /// Everything a memory operation can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +37,10 @@ pub enum MemoryError {
     Database(#[from] sqlx::Error),
     #[error("stored record unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
+    /// An agent's write under a claim on the agent that is no longer its node's (another
+    /// node took the agent over): refused, nothing written.
+    #[error("this node's claim on agent {0} is stale: the memory write was refused")]
+    Stale(String),
     /// A write group could not be committed; nothing of it was written.
     #[error("write failed: {0}")]
     WriteFailed(String),
@@ -50,6 +58,13 @@ pub enum MemoryError {
     /// The Mind could not write a consolidation summary; nothing was changed.
     #[error("mind: {0}")]
     Mind(#[from] MindError),
+    /// The account's Mind tokens of this month are spent: consolidation asks the Mind for
+    /// nothing more, and writes nothing.
+    #[error(transparent)]
+    TokensSpent(TokensSpent),
+    /// The usage ledger, which the month's Mind tokens are read from, failed.
+    #[error("usage ledger: {0}")]
+    Usage(StoreError),
     /// A consolidation may not start now (one is running, or one just wrote).
     #[error("{}", refused_message(.refusal, .cooldown))]
     ConsolidateRefused {
@@ -87,6 +102,15 @@ impl MemoryError {
         MemoryError::Invalid {
             field,
             message: message.into(),
+        }
+    }
+}
+
+impl From<TokenError> for MemoryError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::Spent(spent) => MemoryError::TokensSpent(spent),
+            TokenError::Storage(e) => MemoryError::Usage(e),
         }
     }
 }

@@ -28,7 +28,7 @@ mod time;
 mod transfer;
 mod writer;
 
-pub use backend::{ListPage, MemoryBackend, PutOutcome};
+pub use backend::{ListPage, MemoryBackend, PutOutcome, RunFence};
 pub use config::MemoryConfig;
 pub use consolidate::Refusal;
 pub use dedupe::{DEFAULT_THRESHOLD, Pair as DedupePair};

@@ -24,8 +24,8 @@ use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_colu
 use self::search::VectorSql;
 use self::write::Txn;
 use super::{
-    ImportReport, ListQuery, MemoryError, Result,
-    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome},
+    ImportReport, ListQuery, MemoryError, Quota, Result,
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome, RunFence},
     embed::EmbedError,
     input::PutInput,
     record::{Memory, Provenance},
@@ -172,8 +172,14 @@ impl MemoryBackend for PgMemory {
         row.map(|r| memory(&r)).transpose()
     }
 
-    async fn put(&self, input: PutInput, embedding: Vec<f32>, limit: u64) -> Result<PutOutcome> {
-        self.groups.put(input, embedding, limit).await
+    async fn put(
+        &self,
+        input: PutInput,
+        embedding: Vec<f32>,
+        quota: Quota,
+        fence: Option<RunFence>,
+    ) -> Result<PutOutcome> {
+        self.groups.put(input, embedding, quota, fence).await
     }
 
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
@@ -199,9 +205,13 @@ impl MemoryBackend for PgMemory {
         namespace: &str,
         key: &str,
         by: Option<Provenance>,
+        fence: Option<RunFence>,
     ) -> Result<Memory> {
         let by = by.as_ref();
         self.write(account, async |txn| {
+            if let Some(fence) = &fence {
+                txn.fenced(fence).await?;
+            }
             txn.soft_delete(namespace, key, by).await
         })
         .await
@@ -209,11 +219,6 @@ impl MemoryBackend for PgMemory {
 
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {
         self.write(account, async |txn| txn.hard_delete(namespace, key).await)
-            .await
-    }
-
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
-        self.write(account, async |txn| txn.prune(&keys, keep).await)
             .await
     }
 
@@ -339,14 +344,14 @@ impl MemoryBackend for PgMemory {
         &self,
         account: &str,
         items: Vec<Prepared>,
-        limit: u64,
+        quota: Quota,
     ) -> Result<ImportReport> {
         self.write(account, async |txn| {
             let mut report = Importing::default();
             for (index, key, item) in items {
                 let put = match item {
                     Ok((input, embedding)) => {
-                        let put = txn.put(&input, &embedding, limit).await;
+                        let put = txn.put_fenced(&input, &embedding, quota, None).await;
                         Ok((input.key, put))
                     }
                     Err(rejected) => Err(rejected),

@@ -5,7 +5,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 use super::MemoryConfig;
 use super::{
     Class, MemoryError, PutInput, Quota, Result,
-    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome},
+    backend::{CandidateQuery, ListPage, MemoryBackend, Merge, PutOutcome, RunFence},
     consolidate::{
         self, DEFAULT_MIN_CLUSTER_SIZE, DEFAULT_THRESHOLD as DEFAULT_CLUSTER_THRESHOLD, Gate,
     },
@@ -21,6 +21,7 @@ use super::{
     transfer::{ImportItem, ImportReport},
 };
 use crate::{
+    accounts::MonthTokens,
     clock::now_ms,
     metrics::names,
     mind::{Mind, Note, Usage},
@@ -171,10 +172,20 @@ impl MemoryService {
     }
 
     /// Creates or version-updates a memory (idempotent on identical value) within `quota`:
-    /// the account's live memories, and the versions kept of the key, older ones pruned
-    /// after the new one is written (a failed prune is logged and left to the key's next
-    /// put: the put itself is done).
+    /// the account's live memories, and the versions kept of the key, older ones pruned in
+    /// the new one's transaction.
     pub async fn put(&self, input: PutInput, quota: Quota) -> Result<PutOutcome> {
+        self.put_fenced(input, quota, None).await
+    }
+
+    /// [`MemoryService::put`] by an agent under its node's claim `fence` (see [`RunFence`]):
+    /// refused with `Stale`, writing nothing, once the claim is no longer the node's.
+    pub async fn put_fenced(
+        &self,
+        input: PutInput,
+        quota: Quota,
+        fence: Option<RunFence>,
+    ) -> Result<PutOutcome> {
         input.validate()?;
         // Served: the bulk lane leaves a core to it (see `EmbedService::request`).
         let _serving = self.inner.embed.request();
@@ -190,22 +201,7 @@ impl MemoryService {
             });
         }
         let embedding = self.embed_one(&input.account, &input.value).await?;
-        let account = input.account.clone();
-        let outcome = backend.put(input, embedding, quota.memories).await?;
-        let m = &outcome.memory;
-        if outcome.created && m.version > quota.keep() {
-            let key = vec![(m.namespace.clone(), m.key.clone())];
-            self.prune(&account, key, quota).await;
-        }
-        Ok(outcome)
-    }
-
-    /// Prunes `keys` of `account` to the versions `quota` keeps; a failure is logged (the
-    /// writes that made the versions are done, and the keys' next puts prune again).
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, quota: Quota) {
-        if let Err(e) = self.inner.backend.prune(account, keys, quota.keep()).await {
-            tracing::error!(error = %e, "pruning old memory versions failed");
-        }
+        backend.put(input, embedding, quota, fence).await
     }
 
     /// The live memory at (namespace, key), counting the access.
@@ -249,7 +245,7 @@ impl MemoryService {
                 .await
                 .map(Deleted::Hard),
             false => backend
-                .soft_delete(account, namespace, key, None)
+                .soft_delete(account, namespace, key, None, None)
                 .await
                 .map(|m| Deleted::Soft(Box::new(m))),
         }
@@ -257,16 +253,18 @@ impl MemoryService {
 
     /// A soft delete by an agent's tool call, `by` naming the agent and the call's journal
     /// step: made again by the agent's resumed run (the call was in flight at a crash), it
-    /// finds the version it deleted and answers with it instead of `NotFound`.
+    /// finds the version it deleted and answers with it instead of `NotFound`. Under the
+    /// node's claim `fence` when given, as [`MemoryService::put_fenced`].
     pub async fn delete_by(
         &self,
         account: &str,
         namespace: &str,
         key: &str,
         by: &Provenance,
+        fence: Option<RunFence>,
     ) -> Result<Memory> {
         (self.inner.backend)
-            .soft_delete(account, namespace, key, Some(by.clone()))
+            .soft_delete(account, namespace, key, Some(by.clone()), fence)
             .await
     }
 
@@ -290,6 +288,9 @@ impl MemoryService {
     /// One page of live memories (of those live at `as_of`, when given), newest first.
     pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
         q.time.validate(now_ms())?;
+        if q.time.is_empty_window() {
+            return Ok(ListPage::of(Vec::new(), q.limit));
+        }
         let Some(at) = q.time.as_of else {
             return self.inner.backend.list(account, &q).await;
         };
@@ -325,8 +326,9 @@ impl MemoryService {
         self.inner.backend.live_in(account, None).await
     }
 
-    /// Writes items in order as puts, halting at the quota; then prunes the keys written
-    /// to the versions the quota keeps, as a put does.
+    /// Writes items in order as puts, halting at the quota; each prunes its key to the
+    /// versions the quota keeps, as a put does, in its own transaction (so the pruning is
+    /// done with the write, even when the client goes away before the answer).
     pub async fn import(
         &self,
         account: &str,
@@ -344,13 +346,6 @@ impl MemoryService {
             .iter()
             .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
             .collect();
-        let mut keys: Vec<(String, String)> = items
-            .iter()
-            .filter_map(|i| i.input.as_ref().ok())
-            .map(|p| (p.namespace.clone(), p.key.clone()))
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
         let embed = &self.inner.embed;
         let mut embeddings = embed
             .embed_documents(account, Class::Bulk, valid)
@@ -367,13 +362,7 @@ impl MemoryService {
                 (item.index, item.key, input)
             })
             .collect();
-        let report = (self.inner.backend)
-            .import(account, prepared, quota.memories)
-            .await?;
-        if quota.versions_per_key != u32::MAX {
-            self.prune(account, keys, quota).await;
-        }
-        Ok(report)
+        (self.inner.backend).import(account, prepared, quota).await
     }
 
     /// Ranked search over live memories, timed by mode and whether it was reranked.
@@ -390,6 +379,9 @@ impl MemoryService {
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let now = now_ms();
         q.time.validate(now)?;
+        if q.time.is_empty_window() {
+            return Ok(Vec::new());
+        }
         let vector = match q.mode.uses_vectors() {
             true => Some(self.inner.embed.embed_query(account, &q.query).await?),
             false => None,
@@ -529,16 +521,20 @@ impl MemoryService {
     /// Folds each cluster of similar live memories into one summary the Mind writes
     /// (see `consolidate` for the clusters and the summaries). All or nothing: every
     /// summary is asked for first, and only when all arrived are they and the retirement
-    /// of their originals written in one batch. Returns the tokens the Mind spent whatever
-    /// happened, so the caller can meter them.
+    /// of their originals written in one batch. The Mind's tokens are the account's
+    /// month's (`tokens`): checked before the consolidation starts and before each summary
+    /// (once they are spent, it is refused and writes nothing), and each summary's charged
+    /// to the month as it arrives, whatever happens after. Returns the tokens spent with
+    /// the outcome.
     pub async fn consolidate(
         &self,
         account: &str,
         q: &ConsolidateQuery,
         mind: &dyn Mind,
+        tokens: &MonthTokens,
     ) -> (Usage, Result<ConsolidateReport>) {
         let mut spent = Usage::default();
-        let result = self.consolidate_metered(account, q, mind, &mut spent).await;
+        let result = (self.consolidate_metered(account, q, mind, tokens, &mut spent)).await;
         (spent, result)
     }
 
@@ -547,8 +543,12 @@ impl MemoryService {
         account: &str,
         q: &ConsolidateQuery,
         mind: &dyn Mind,
+        tokens: &MonthTokens,
         spent: &mut Usage,
     ) -> Result<ConsolidateReport> {
+        if !q.dry_run {
+            tokens.check().await?;
+        }
         let gate = &self.inner.consolidations;
         let mut permit = match q.dry_run {
             true => None,
@@ -589,6 +589,10 @@ impl MemoryService {
         };
         let mut inputs = Vec::with_capacity(clusters.len());
         for members in &clusters {
+            // The first call was admitted as the consolidation started.
+            if !inputs.is_empty() {
+                tokens.check().await?;
+            }
             let notes: Vec<Note> = members
                 .iter()
                 .map(|m| Note {
@@ -597,12 +601,10 @@ impl MemoryService {
                 })
                 .collect();
             let summary = mind.summarize(&notes).await?;
-            spent.input_tokens = spent
-                .input_tokens
-                .saturating_add(summary.usage.input_tokens);
-            spent.output_tokens = spent
-                .output_tokens
-                .saturating_add(summary.usage.output_tokens);
+            let (input, output) = (summary.usage.input_tokens, summary.usage.output_tokens);
+            tokens.charge(input.into(), output.into()).await;
+            spent.input_tokens = spent.input_tokens.saturating_add(input);
+            spent.output_tokens = spent.output_tokens.saturating_add(output);
             inputs.push(consolidate::summary_input(
                 members,
                 &summary,

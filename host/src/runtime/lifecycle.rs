@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::{
     admission::{Admission, Slot},
+    artifacts::Artifacts,
     bindings::AgentPre,
     cluster::Cluster,
     components::Components,
@@ -21,7 +22,7 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
-    journal::{Journal, Resumed, Run},
+    journal::{Door, Journal, Resumed, Run},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     park::Parking,
     records::{
@@ -88,7 +89,8 @@ impl Runtime {
             .artifact_cache_dir
             .clone()
             .unwrap_or_else(|| dir.cache_dir());
-        let compiled = engine::compile(config, &cache_dir)?;
+        let artifacts = Artifacts::open(&cache_dir)?;
+        let compiled = engine::compile(config, artifacts)?;
         let admission = Admission::new(compiled.layout.cap, config.max_parked_agents);
         let cluster = cluster.map(Arc::new);
         let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {
@@ -198,7 +200,7 @@ impl Inner {
             started: now.checked_sub(prior).unwrap_or(now),
             cpu: Arc::new(CpuMeter::new(allowance.cpu_budget)),
             journal,
-            services: self.services.clone(),
+            door: Door::new(self.services.clone()),
             parking: Parking::new(self.config.hibernate_after_ms, &self.admission),
             timings: self.timings.clone(),
         });
@@ -397,7 +399,7 @@ async fn supervise(
             conversation,
             answer: answer.clone(),
         };
-        usage += extraction::extract(ctx, report).await;
+        usage += extraction::extract(&inner.services, ctx, report).await;
     }
     // Its record turns terminal next: once a client can read that, the account may spawn
     // in its place, though the journal's end is still to be written here.

@@ -9,20 +9,23 @@ use std::sync::{
 
 use wasmtime::{ResourceLimiter, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView, p2::pipe::MemoryOutputPipe};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use super::{
     bounds::RunBounds,
     config::RuntimeConfig,
     cpu::CpuMeter,
-    journal::{Journal, JournalStore, sandbox_clocks},
+    host::http::Outgoing,
+    journal::{Door, Journal, JournalStore, Monotonic, Watched, sandbox_clocks},
     park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
     timings::Recorder,
 };
 use crate::{
-    accounts::Ledger,
-    memory::{MemoryService, Quota},
+    accounts::{Accounts, Ledger, TokenBudgets},
+    egress::Egress,
+    memory::{MemoryService, Quota, RunFence},
     mind::{Message, Mind},
 };
 
@@ -33,8 +36,14 @@ const STDERR_CAPTURE: usize = 16 * 1024;
 pub struct Services {
     pub memory: MemoryService,
     pub mind: Arc<dyn Mind>,
+    /// Where agents' outgoing requests go out, and the accounts whose plans say where.
+    pub egress: Arc<Egress>,
+    pub accounts: Accounts,
     pub records: AgentStore,
     pub usage: Ledger,
+    /// The month's Mind tokens of accounts, which the host's jobs for them (titles,
+    /// extraction) check before they call the Mind.
+    pub budgets: TokenBudgets,
     /// Where runs are journaled, so a restart (or, on PostgreSQL, another node) resumes
     /// them.
     pub journal: Arc<dyn JournalStore>,
@@ -65,7 +74,8 @@ pub struct AgentCtx {
     pub cpu: Arc<CpuMeter>,
     /// Its run's journal, which every call of its guest goes through.
     pub journal: Arc<Journal>,
-    pub services: Arc<Services>,
+    /// The services its calls reach, opened by its journal alone.
+    pub door: Door,
     /// When it hibernates (none: never).
     pub(super) parking: Option<Parking>,
     /// The benchmarks' samples (nothing without the `bench` feature).
@@ -86,6 +96,15 @@ impl AgentCtx {
     /// Whether the run spent past its token budget.
     pub fn over_tokens(&self) -> bool {
         self.over_tokens.load(Ordering::Relaxed)
+    }
+
+    /// The claim its memory writes are made under: this node's on the agent, where runs
+    /// are claimed (the postgres backend).
+    pub fn memory_fence(&self) -> Option<RunFence> {
+        self.fence.map(|epoch| RunFence {
+            agent_id: self.agent_id.clone(),
+            epoch,
+        })
     }
 }
 
@@ -138,12 +157,18 @@ pub struct AgentState {
     pub conversation: Vec<Message>,
     /// The call the agent hibernated in, taken by the run once it has unwound.
     pub(super) parked: Option<Pending>,
+    /// The run's monotonic clock (its readings are journaled).
+    pub(super) monotonic: Monotonic,
+    /// Its outgoing HTTP requests.
+    pub(super) outgoing: Outgoing,
+    /// Its timers' and response futures' pollables.
+    pub(super) watched: Watched,
 }
 
 impl AgentState {
     /// A fresh sandbox for `agent`: no preopened directories, no sockets, no inherited
-    /// environment or arguments; stdout discarded, stderr captured; its clocks and random
-    /// journaled with its run.
+    /// environment or arguments; stdout discarded, stderr captured; its monotonic clock
+    /// going on from its journal's last reading.
     pub fn new(agent: Arc<AgentCtx>, config: &RuntimeConfig) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         let mut builder = WasiCtxBuilder::new();
@@ -152,7 +177,9 @@ impl AgentState {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        sandbox_clocks(&mut builder, &agent.journal, &agent.agent_id);
+        let monotonic = Monotonic::resumed(&agent.journal);
+        let outgoing = Outgoing::new(agent.door.max_request_bytes());
+        sandbox_clocks(&mut builder, monotonic, &agent.agent_id);
         let wasi = builder.build();
         Self {
             wasi,
@@ -169,6 +196,9 @@ impl AgentState {
             stderr,
             conversation: Vec::new(),
             parked: None,
+            monotonic,
+            outgoing,
+            watched: Watched::default(),
         }
     }
 
@@ -179,6 +209,16 @@ impl AgentState {
         let bytes = self.stderr.contents();
         let text = String::from_utf8_lossy(&bytes);
         summarize_stderr(&text)
+    }
+}
+
+impl WasiHttpView for AgentState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.outgoing.ctx,
+            table: &mut self.table,
+            hooks: &mut self.outgoing.stage,
+        }
     }
 }
 

@@ -36,13 +36,20 @@ fn keys_stop_at_the_plans_bound_in_the_console_and_the_cli() {
     refused.assert_error(402, "key_quota_exceeded");
     assert_eq!(
         refused.body["error"]["details"],
-        json!({ "plan": "free", "activeKeys": 5, "maxKeys": 5 })
+        json!({ "plan": "free", "activeKeys": 5, "revokedKeys": 0, "maxKeys": 5 })
+    );
+    assert_eq!(
+        refused.retry_after, None,
+        "waiting frees no active key's place"
     );
     let message = refused.body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("revoke one"), "{message}");
+    assert!(
+        message.contains("revoke a key you no longer need"),
+        "{message}"
+    );
     assert_eq!(
         console.get(USAGE).body["keys"],
-        json!({ "active": 5, "limit": 5 })
+        json!({ "active": 5, "revoked_last_hour": 0, "limit": 5 })
     );
 
     // The operator's CLI, through the running server (or the shared database), alike.
@@ -50,12 +57,101 @@ fn keys_stop_at_the_plans_bound_in_the_console_and_the_cli() {
     let (ok, _, err) = cli(&["keys", "create", "--data-dir", d, "--account", "acme"]);
     assert!(!ok && err.contains("the free plan's maximum of 5"), "{err}");
 
-    // A revoked key is room for another.
+    // A revoked key keeps its place for an hour (see the next test), on every door.
     let key_id = created.body["key_id"].as_str().unwrap();
     assert_eq!(console.delete(&format!("{KEYS}/{key_id}")).status, 200);
-    assert_eq!(console.get(USAGE).body["keys"]["active"], 4);
-    let (ok, out, err) = cli(&["keys", "create", "--data-dir", d, "--account", "acme"]);
-    assert!(ok && out.starts_with("wm_"), "{err}");
+    assert_eq!(
+        console.get(USAGE).body["keys"],
+        json!({ "active": 4, "revoked_last_hour": 1, "limit": 5 })
+    );
+    let (ok, _, err) = cli(&["keys", "create", "--data-dir", d, "--account", "acme"]);
+    assert!(
+        !ok && err.contains("1 revoked within the last hour"),
+        "{err}"
+    );
+}
+
+/// A free plan of two keys, each spawning two agents a minute.
+const TWO_KEYS: &str = "[plans.free]\nspawns_per_minute = 2\nspawns_per_hour = 30\n\
+    concurrent_agents = 10\nmemories = 100\nagent_hours_per_month = 10.0\nkeys = 2\n";
+
+/// Spawn windows are per key (§8), so a fresh key would bring fresh windows: a revoked key
+/// keeps its place under the plan's `keys` for an hour, and an account spawns no more by
+/// making keys than with its plan's keys all active (here 2 keys × 2 a minute).
+#[test]
+fn key_churn_does_not_raise_the_spawn_rate() {
+    let options = Options {
+        config: Some(TWO_KEYS.into()),
+        ..Options::hash_embedder()
+    };
+    let (tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let dir = tmp.path().join("data");
+    let (_, token) = login(&dir, "acme", None);
+    let console = Client::new(&server.base, Some(&token));
+    let spawn_task = json!({ "task": "Say hello", "memory_mode": "off" });
+    let spawn_to_the_rate = |key: &str| {
+        let c = server.client(key);
+        for _ in 0..2 {
+            let spawned = c.post("/api/v1/agents", &spawn_task);
+            assert_eq!(spawned.status, 201, "{:#}", spawned.body);
+        }
+        let third = c.post("/api/v1/agents", &spawn_task);
+        third.assert_error(429, "rate_limited");
+        assert_eq!(third.body["error"]["details"]["window"], "minute");
+    };
+    // The first key spawns to its rate, is revoked, and another is made: the plan has room
+    // for two keys, so this is no more than two keys spawning side by side.
+    spawn_to_the_rate(&keys[0]);
+    let listed = console.get(KEYS).body;
+    let first = listed["data"][0]["key_id"].as_str().unwrap();
+    assert_eq!(console.delete(&format!("{KEYS}/{first}")).status, 200);
+    let made = console.send(console.request(reqwest::Method::POST, KEYS));
+    assert_eq!(made.status, 201, "{:#}", made.body);
+    let second = made.body["key"].as_str().unwrap().to_owned();
+    spawn_to_the_rate(&second);
+
+    // Revoked by the operator this time: two revoked keys hold both places for the hour,
+    // so no door makes a third key and its fresh windows.
+    let second_id = made.body["key_id"].as_str().unwrap();
+    let config = dir.with_extension("toml");
+    let operator = |args: &[&str]| {
+        let out = std::process::Command::new(crate::common::binary())
+            .args(args)
+            .args([
+                "--data-dir",
+                dir.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = operator(&["keys", "revoke", second_id]);
+    assert!(ok, "{err}");
+    let refused = console.send(console.request(reqwest::Method::POST, KEYS));
+    refused.assert_error(402, "key_quota_exceeded");
+    assert_eq!(
+        refused.body["error"]["details"],
+        json!({ "plan": "free", "activeKeys": 0, "revokedKeys": 2, "maxKeys": 2 })
+    );
+    let retry: u64 = refused.retry_after.as_deref().unwrap().parse().unwrap();
+    assert!(
+        (3_500..=3_600).contains(&retry),
+        "a place frees an hour after the first revocation: {retry}"
+    );
+    let (ok, err) = operator(&["keys", "create", "--account", "acme"]);
+    assert!(
+        !ok && err.contains("2 revoked within the last hour"),
+        "{err}"
+    );
+    assert_eq!(
+        console.get(USAGE).body["keys"],
+        json!({ "active": 0, "revoked_last_hour": 2, "limit": 2 })
+    );
 }
 
 /// A free plan of one Mind token per run and per month: the offline Mind's first answer
@@ -135,8 +231,8 @@ fn a_run_past_its_tokens_fails_and_a_spent_month_refuses_the_next_spawn() {
         .split_whitespace()
         .collect();
     let used = tokens["used"].as_u64().unwrap();
-    assert!(row.len() == 10 && row[0] == "acme", "{out}");
-    let (row_tokens, row_keys) = (row[6], row[7]);
+    assert!(row.len() == 13 && row[0] == "acme", "{out}");
+    let (row_tokens, row_keys) = (row[6], row[9]);
     let (used_then, limit) = row_tokens.split_once('/').unwrap();
     // The limit is the plans of the process that answers: the running server's through its
     // admin socket; on postgres the CLI's own configuration, which here has no `[plans]`.
@@ -285,8 +381,8 @@ fn event_streams_and_component_uploads_stop_at_the_plans_bounds() {
         "acme",
     ];
     let live = match on_postgres() {
-        true => ["-", "-"],
-        false => ["2/2", "0/1"],
+        true => ["-", "-", "-"],
+        false => ["2/2", "0/1", "0/5"],
     };
     // The account's row is written as its agent's run is metered, just after it ends.
     poll_until(Duration::from_secs(10), "the account's usage row", || {
@@ -295,7 +391,7 @@ fn event_streams_and_component_uploads_stop_at_the_plans_bounds() {
         let row: Vec<String> = (out.lines().nth(1).unwrap_or_default().split_whitespace())
             .map(str::to_owned)
             .collect();
-        match row.len() == 10 && row[8..] == live {
+        match row.len() == 13 && row[10..] == live {
             true => Ok(()),
             false => Err(out),
         }

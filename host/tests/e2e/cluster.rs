@@ -15,7 +15,9 @@ use crate::{
     agents::{spawn, wait_for, wait_for_terminal_event},
     common::{
         Client, Options, Server, binary,
+        fake_embedder::{self, FakeEmbedder},
         fake_mind::{FakeMind, Reply},
+        poll_until,
         postgres::Postgres,
     },
     guests::SPIN,
@@ -410,6 +412,64 @@ fn a_paused_node_past_its_lease_stops_its_stale_instance_itself() {
     assert_eq!(event["data"]["status"], "stopped");
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(terminal_events(&b, &id), 1);
+}
+
+/// A node whose claim on an agent goes stale while the agent's memory put is under way —
+/// another node's claim, made here by hand (the epoch bumped, as a claim does), while the
+/// put waits for its embedding — has the put refused in the write's own transaction, and
+/// sends the Mind no further request. Heartbeats far apart: the node learns of the new
+/// claim only from its own refused writes.
+#[test]
+fn a_stale_nodes_agent_put_is_refused_and_its_mind_call_not_sent() {
+    let pg = Postgres::start();
+    let put = json!({ "key": "late", "value": "written by a stale node" });
+    let mind = FakeMind::start([Reply::tool_call("service_memory_put", put)]);
+    let embedder = FakeEmbedder::start([]);
+    let extra = format!(
+        "[cluster]\nheartbeat_secs = 60\nlease_secs = 180\n{}",
+        fake_embedder::config(&embedder)
+    );
+    let options = Options::default().openai_mind(&mind.base_url());
+    let nodes = Nodes::launch(&pg.database("fence"), &[String::new()], &extra, &options);
+    let key = nodes.key("acme", "lightyear");
+    let a = nodes.client(0, &key);
+
+    embedder.push(Reply::text("").until_released());
+    let task = json!({ "task": "remember this", "memory_mode": "explicit" });
+    let spawned = a.post("/api/v1/agents", &task);
+    assert_eq!(spawned.status, 201, "{:#}", spawned.body);
+    let id = spawned.body["agent_id"].as_str().unwrap();
+    assert!(
+        embedder.wait_for_requests(1, Duration::from_secs(30)),
+        "the put never embedded"
+    );
+    pg.psql(
+        "fence",
+        &format!("UPDATE agents SET epoch = epoch + 1 WHERE agent_id = '{id}'"),
+    );
+    embedder.release();
+
+    let node = &nodes.nodes[0];
+    poll_until(
+        Duration::from_secs(30),
+        "the stale run's end",
+        || match node.log().contains("its end is another node's") {
+            true => Ok(()),
+            false => Err(node.log()),
+        },
+    );
+    let log = node.log();
+    assert!(
+        log.contains("a stale run's memory write was refused"),
+        "{log}"
+    );
+    a.get("/api/v1/memory?key=late")
+        .assert_error(404, "not_found");
+    assert_eq!(
+        mind.request_count(),
+        1,
+        "no request after the claim went stale"
+    );
 }
 
 #[test]

@@ -286,15 +286,18 @@ fn one_at_a_time_then_a_cooldown() {
     assert_eq!(mind.request_count(), 1);
 }
 
+/// The Mind's summary of the cluster in namespace `ns` (`put_cluster_in`), keyed after it.
+fn summary_of(ns: &str) -> Reply {
+    let summary =
+        json!({ "key": format!("summary_{ns}"), "value": "The user's favourite colour is blue." });
+    Reply::tool_call("write_summary", summary)
+}
+
 /// The cooldown is per namespace: an account with one namespace per end user consolidates
 /// them back to back; the one just consolidated, and the whole account, wait.
 #[test]
 fn two_namespaces_consolidated_back_to_back() {
-    let summary = |ns: &str| json!({ "key": format!("summary_{ns}"), "value": "The user's favourite colour is blue." });
-    let mind = FakeMind::start([
-        Reply::tool_call("write_summary", summary("alice")),
-        Reply::tool_call("write_summary", summary("bob")),
-    ]);
+    let mind = FakeMind::start(["alice", "bob"].map(summary_of));
     let (_tmp, server, key) = server_with_mind(&mind);
     let c = server.client(&key);
     for ns in ["alice", "bob"] {
@@ -373,4 +376,70 @@ fn a_summary_in_plain_text_is_kept_under_the_centre_s_key() {
     let asked = mind.requests();
     assert_eq!(asked.len(), 1, "one cluster, one request, no retry");
     assert_eq!(asked[0]["tools"][0]["function"]["name"], "write_summary");
+}
+
+/// Consolidation is a Mind job for the account, held to the plan's `tokens_per_month` as a
+/// spawn is: a free plan of 15 tokens a month, what the fake Mind reports for one summary.
+#[test]
+fn consolidation_is_refused_once_the_months_tokens_are_spent() {
+    let mind = FakeMind::start(["alice", "bob"].map(summary_of));
+    let plan = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
+                concurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 10.0\n\
+                tokens_per_month = 15\n";
+    let options = Options {
+        config: Some(format!("{}{plan}", config(0).unwrap())),
+        ..Options::hash_embedder()
+    }
+    .openai_mind(&mind.base_url());
+    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let c = server.client(&keys[0]);
+    for ns in ["alice", "bob"] {
+        put_cluster_in(&c, ns);
+    }
+    let before = live_ids(&c);
+
+    // Two clusters: the first summary spends the month's 15 tokens, so the second is not
+    // asked for, and nothing is written; the first summary's tokens are the month's.
+    let refused = c.post(CONSOLIDATE, &json!({}));
+    refused.assert_error(402, "monthly_quota_exceeded");
+    let details = &refused.body["error"]["details"];
+    assert_eq!(
+        (
+            &details["plan"],
+            &details["budget"],
+            &details["usedTokens"],
+            &details["limitTokens"]
+        ),
+        (&json!("free"), &json!("tokens"), &json!(15), &json!(15)),
+        "{details:#}"
+    );
+    assert!(
+        details["resetsAt"].as_str().unwrap().ends_with('Z'),
+        "{details:#}"
+    );
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("15 Mind tokens for this month are used"),
+        "{message}"
+    );
+    assert_eq!(mind.request_count(), 1);
+    assert_eq!(live_ids(&c), before, "nothing written");
+
+    // Spent: no consolidation asks the Mind, however small; a dry run still answers, and a
+    // spawn is refused for the same budget.
+    let one = c.post(CONSOLIDATE, &json!({ "namespace": "bob" }));
+    one.assert_error(402, "monthly_quota_exceeded");
+    let dry = c.post(CONSOLIDATE, &json!({ "dry_run": true }));
+    assert_eq!(
+        (dry.status, &dry.body["clusters"]),
+        (200, &json!(2)),
+        "{:#}",
+        dry.body
+    );
+    assert_eq!(mind.request_count(), 1);
+    let spawn = c.post("/api/v1/agents", &json!({ "task": "Summarize the notes" }));
+    spawn.assert_error(402, "monthly_quota_exceeded");
+    assert_eq!(spawn.body["error"]["details"]["budget"], "tokens");
+    assert_eq!(spawn.body["error"]["details"]["usedTokens"], 15);
+    assert_eq!(live_ids(&c), before);
 }

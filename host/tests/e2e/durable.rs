@@ -15,11 +15,14 @@ use serde_json::{Value, json};
 use crate::{
     agents::{spawn, wait_for, wait_terminal, with_runtime},
     common::{
-        Client, Options, Server, create_key, database_of,
+        Client, Options, Server,
+        components::upload,
+        create_key, database_of,
         fake_mind::{FakeMind, Reply},
         on_postgres, poll_until,
         postgres::Postgres,
     },
+    guests::REACH,
 };
 
 /// The journal's tables, as the embedded server keeps them (`runtime/journal/embedded.rs`;
@@ -71,6 +74,11 @@ impl Setup {
             key,
             options,
         }
+    }
+
+    /// The server's data dir.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn start(&self) -> (Server, Client) {
@@ -394,4 +402,49 @@ fn a_report_made_again_after_a_kill_shows_once() {
     assert_eq!(stopped.body["status"], "stopped", "{:#}", stopped.body);
     let done = wait_terminal(&c, &id);
     assert_eq!(spinning(&done), 1, "{done:#}");
+}
+
+/// Named after the `reach` guest (`foreach_guest!` in guests.rs), which calls every import
+/// of the agent world and every WASI function a guest can reach: killed while it waits in
+/// its last Mind call, it completes after the restart having seen, on replay, everything
+/// it saw before the kill (the same digest of its transcript: Mind answer, memory results,
+/// clocks, sleeps, random), each memory write applied once and each earlier Mind request
+/// sent once.
+#[test]
+pub fn reach() {
+    let mind = FakeMind::start([Reply::text("first"), Reply::Hang, Reply::text("done")]);
+    let setup = Setup::new(&mind);
+    let (mut server, c) = setup.start();
+    let guest = upload(&c, REACH, "reach", "1.0.0");
+    let r = c.post(
+        "/api/v1/agents",
+        &json!({ "task": "reach", "agent": guest["component_id"], "memory_mode": "explicit" }),
+    );
+    assert_eq!(r.status, 201, "{:#}", r.body);
+    let id = r.body["agent_id"].as_str().unwrap().to_string();
+    assert!(mind.wait_for_requests(2, Duration::from_secs(30)));
+    let before = c.get(&format!("/api/v1/agents/{id}")).body;
+    let digest = (before["progress"].as_array().unwrap().iter())
+        .find(|p| p["kind"] == "reach")
+        .map(|p| p["message"].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no digest reported: {before:#}"));
+    server.kill9();
+
+    let (_server, c) = setup.start();
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["final_result"], format!("reach {digest}: done"));
+    let reports: Vec<&Value> = (done["progress"].as_array().unwrap().iter())
+        .filter(|p| p["kind"] == "reach")
+        .collect();
+    assert_eq!(reports.len(), 1, "reported once: {done:#}");
+    let history = c.get("/api/v1/memory/history?key=reach_key").body;
+    assert_eq!(history["data"].as_array().unwrap().len(), 1, "{history:#}");
+    let requests = mind.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "the first call sent once, the hung one twice"
+    );
+    assert_eq!(requests[1], requests[2]);
 }

@@ -17,7 +17,8 @@ memory_limit_mib = 32
 table_elements_limit = 1000
 max_progress_reports = 20
 max_log_events = 30
-max_result_bytes = 262144";
+max_result_bytes = 262144
+max_journal_bytes = 4194304";
 
 /// A core module's `run` (param ptr len) (result ptr), lifted as the agent's `run` export
 /// (`func(task: string) -> result<string, string>`); `realloc` hands out one fixed buffer,
@@ -153,6 +154,11 @@ pub fn hostile() {
             "big_result",
             spawn_component(&evil, &guest, &format!("big_result {}", 10 << 20)),
         ),
+        (
+            "random",
+            spawn_component(&evil, &guest, &format!("random {}", 64 << 20)),
+        ),
+        ("clock", spawn_component(&evil, &guest, "clock 10000000")),
     ];
     // While they run (the spinners until their run time is up), the neighbour is served.
     neighbour_is_served(&good, 1);
@@ -211,6 +217,21 @@ pub fn hostile() {
                     message.contains("10485760 bytes") && message.contains("262144 bytes"),
                     "{message}"
                 );
+            }
+            "random" => {
+                let (code, message) = failed(&record);
+                assert_eq!(code, "random_limit_exceeded", "{record:#}");
+                assert!(
+                    message.contains("67108864 random bytes") && message.contains("65536"),
+                    "{message}"
+                );
+            }
+            // Each read is an entry of the journal, held in memory only until 64 KiB of
+            // them are: the run ends at the journal's bound, not the host's memory.
+            "clock" => {
+                let (code, message) = failed(&record);
+                assert_eq!(code, "journal_limit_exceeded", "{record:#}");
+                assert!(message.contains("4194304 bytes"), "{message}");
             }
             _ => unreachable!(),
         }

@@ -406,6 +406,36 @@ fn mcp_without_a_key_is_401_with_a_bearer_challenge() {
     assert_eq!(body["error"]["code"], "invalid_api_key", "{body}");
 }
 
+/// A request to `/mcp` with `key`, in `session` when given, that accepts either kind of
+/// answer (JSON or an event stream).
+fn mcp_request(
+    server: &Server,
+    method: reqwest::Method,
+    key: &str,
+    session: Option<&str>,
+) -> reqwest::blocking::RequestBuilder {
+    let request = reqwest::blocking::Client::new()
+        .request(method, format!("{}/mcp", server.base))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream");
+    match session {
+        Some(id) => request.header("mcp-session-id", id),
+        None => request,
+    }
+}
+
+/// A raw session's `initialize` request.
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}})
+}
+
+/// The notification that completes a raw session's handshake.
+fn initialized() -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+}
+
 /// A session belongs to the key that opened it: the same session id with another key —
 /// of the same account or another — is answered as an unknown session (404), while its
 /// own key goes on using it.
@@ -417,34 +447,125 @@ fn an_mcp_session_is_refused_with_another_key() {
     let sibling = create_key(&dir, "acme", "free");
     let stranger = create_key(&dir, "mallory", "free");
     let server = Server::start_with(&dir, &options());
-    let http = reqwest::blocking::Client::new();
     let post = |key: &str, session: Option<&str>, body: &Value| {
-        let mut request = http
-            .post(format!("{}/mcp", server.base))
-            .bearer_auth(key)
-            .header("accept", "application/json, text/event-stream")
-            .json(body);
-        if let Some(id) = session {
-            request = request.header("mcp-session-id", id);
-        }
-        request.send().unwrap()
+        let request = mcp_request(&server, reqwest::Method::POST, key, session);
+        request.json(body).send().unwrap()
     };
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-03-26", "capabilities": {},
-        "clientInfo": {"name": "e2e", "version": "1"}}});
-    let opened = post(&opener, None, &initialize);
+    let opened = post(&opener, None, &initialize());
     assert_eq!(opened.status(), 200);
     let session = opened.headers()["mcp-session-id"]
         .to_str()
         .unwrap()
         .to_string();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     for key in [&sibling, &stranger] {
-        let refused = post(key, Some(&session), &initialized);
+        let refused = post(key, Some(&session), &initialized());
         assert_eq!(refused.status(), 404, "{key}");
     }
-    assert_eq!(post(&opener, Some(&session), &initialized).status(), 202);
+    assert_eq!(post(&opener, Some(&session), &initialized()).status(), 202);
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert_eq!(post(&stranger, Some(&session), &list).status(), 404);
     assert_eq!(post(&opener, Some(&session), &list).status(), 200);
+}
+
+/// MCP sessions and their event streams are bounded per account: the plan's
+/// `mcp_sessions` open at once (a third `initialize` is 429 `session_limit_reached`, for
+/// every key of the account), and each event stream (`GET /mcp`) holds a place among the
+/// plan's `event_streams`, the console's streams' bound. An ended session frees both.
+#[test]
+fn mcp_sessions_and_their_streams_stop_at_the_plans_bounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let opener = create_key(&dir, "acme", "free");
+    let sibling = create_key(&dir, "acme", "free");
+    let stranger = create_key(&dir, "mallory", "free");
+    let options = Options {
+        hash_embedder: true,
+        config: Some(
+            "[plans.free]\nspawns_per_minute = 1\nspawns_per_hour = 30\nconcurrent_agents = 5\n\
+             memories = 100\nagent_hours_per_month = 10.0\nmcp_sessions = 2\nevent_streams = 1\n"
+                .into(),
+        ),
+        ..Default::default()
+    };
+    let server = Server::start_with(&dir, &options);
+    let request =
+        |method, key: &str, session: Option<&str>| mcp_request(&server, method, key, session);
+    let open = |key: &str| {
+        let opened = request(reqwest::Method::POST, key, None)
+            .json(&initialize())
+            .send()
+            .unwrap();
+        let status = opened.status().as_u16();
+        let retry_after = opened
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        match opened.headers().get("mcp-session-id") {
+            Some(id) => {
+                let id = id.to_str().unwrap().to_owned();
+                let ready = request(reqwest::Method::POST, key, Some(&id)).json(&initialized());
+                assert_eq!(ready.send().unwrap().status(), 202);
+                (status, Ok(id))
+            }
+            None => (status, Err((retry_after, opened.json::<Value>().unwrap()))),
+        }
+    };
+
+    let (_, first) = open(&opener);
+    let (_, second) = open(&sibling);
+    let (first, second) = (first.unwrap(), second.unwrap());
+    for key in [&opener, &sibling] {
+        let (status, refused) = open(key);
+        let (retry_after, body) = refused.unwrap_err();
+        assert_eq!((status, retry_after.as_deref()), (429, Some("5")), "{body}");
+        assert_eq!(body["error"]["code"], "session_limit_reached", "{body}");
+        assert_eq!(
+            body["error"]["details"],
+            json!({ "plan": "free", "currentSessions": 2, "maxSessions": 2 })
+        );
+    }
+    let (status, theirs) = open(&stranger);
+    assert_eq!(
+        status, 200,
+        "another account's sessions are its own: {theirs:?}"
+    );
+
+    // One event stream holds the account's one place; the other session's is refused.
+    let stream = request(reqwest::Method::GET, &opener, Some(&first))
+        .send()
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let refused = request(reqwest::Method::GET, &sibling, Some(&second))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    let body: Value = refused.json().unwrap();
+    assert_eq!(body["error"]["code"], "stream_limit_reached", "{body}");
+    assert_eq!(
+        body["error"]["details"],
+        json!({ "plan": "free", "currentStreams": 1, "maxStreams": 1 })
+    );
+
+    // Ending the first session ends its stream: a session and a stream are free again.
+    let ended = request(reqwest::Method::DELETE, &opener, Some(&first))
+        .send()
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    drop(stream);
+    poll_until(
+        Duration::from_secs(10),
+        "the ended session's stream place",
+        || {
+            let again = request(reqwest::Method::GET, &sibling, Some(&second))
+                .send()
+                .unwrap();
+            match again.status().as_u16() {
+                200 => Ok(()),
+                other => Err(format!("{other}")),
+            }
+        },
+    );
+    let (status, third) = open(&opener);
+    assert_eq!(status, 200, "{third:?}");
 }

@@ -78,11 +78,12 @@ const CONSOLE: &str = "/api/v1/console";
 const CONSOLE_SEARCH: &str = "/api/v1/console/memory/search";
 const EVENTS: &str = "/api/v1/console/agents/{id}/events";
 
-/// Tiny plans for the admission refusals: free has no agent-hours (402 at once), liftoff
+/// Tiny plans for the admission refusals: free has no agent-hours nor Mind tokens (402 at
+/// once, for a spawn and a consolidation), liftoff
 /// admits one spawn per minute per key (429 `rate_limited`), lightyear one live agent (429
 /// `concurrent_limit_reached`); the host admits two live agents (503 at capacity).
 const TINY_AGENT_PLANS: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
-    concurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 0.0\n\n\
+    concurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 0.0\ntokens_per_month = 0\n\n\
     [plans.liftoff]\nspawns_per_minute = 1\nspawns_per_hour = 30\nconcurrent_agents = 5\n\
     memories = 100\nagent_hours_per_month = 10.0\n\n\
     [plans.lightyear]\nspawns_per_minute = 30\nspawns_per_hour = 500\nconcurrent_agents = 1\n\
@@ -2135,6 +2136,10 @@ fn drive_agent_limits(spec: &mut Spec) {
             .ends_with("-01T00:00:00.000Z"),
         "{details:#}"
     );
+    // The month's Mind tokens (none either) refuse a consolidation, a Mind job.
+    let r = spec.post(&frugal, CONSOLIDATE, &json!({}));
+    expect_error(&r, 402, "monthly_quota_exceeded");
+    assert_eq!(r.body["error"]["details"]["budget"], "tokens");
 
     // Stopping live agents: stopped at once, and a second stop changes nothing.
     for (c, id) in [(&solo, &spinning), (&lift, &lifted)] {

@@ -510,6 +510,20 @@ class StopResult(TypedDict):
 Tag: TypeAlias = str
 
 
+class TokenQuotaDetails(TypedDict):
+    """
+    `details` of 402 `monthly_quota_exceeded` on consolidation: the month's Mind tokens
+    against the plan's, in the words of the spawn's `MonthlyQuotaDetails` (consolidation
+    spends no agent-hours, so only the token budget can refuse it).
+    """
+
+    budget: Literal['tokens']
+    limitTokens: int
+    plan: str
+    resetsAt: str
+    usedTokens: int
+
+
 class TokenUsage(TypedDict):
     """
     Tokens a Mind spent.

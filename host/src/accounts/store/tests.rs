@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{AccountStore, Accounts, CreateKeyError};
+use super::{AccountStore, Accounts, CreateKeyError, Places, REVOKED_KEY_HOLD_MS};
 use crate::accounts::{AccountError, KeyStore, PgAccounts, Plan, Plans};
 use crate::storage::{Backend, StorageConfig, connect};
 use crate::test_postgres::Postgres;
@@ -138,16 +138,25 @@ async fn keys_of_one_account(store: &dyn AccountStore) {
 
     // The plan's bound counts active keys; the refusal names the account, plan and bound.
     let refused = store.create("acme", None, &plans).await.unwrap_err();
+    let two = Places {
+        active: 2,
+        held: 0,
+        frees_at: None,
+    };
     assert!(
         matches!(
             refused,
-            CreateKeyError::KeyLimit { ref account, plan: Plan::Free, active: 2, max: 2 }
-                if account == "acme"
+            CreateKeyError::KeyLimit { ref account, plan: Plan::Free, places, max: 2 }
+                if account == "acme" && places == two
         ),
         "{refused:?}"
     );
     assert!(
         refused.to_string().contains("free plan's maximum of 2"),
+        "{refused}"
+    );
+    assert!(
+        refused.to_string().contains("keeps its place for an hour"),
         "{refused}"
     );
     // A larger plan given with the key raises the bound in the same step.
@@ -184,8 +193,24 @@ async fn keys_of_one_account(store: &dyn AccountStore) {
     let listed = store.keys("acme").await.unwrap();
     assert_eq!(listed.iter().filter(|k| k.revoked_at.is_some()).count(), 1);
     assert!(store.keys("zeta").await.unwrap()[0].revoked_at.is_none());
-    // The revoked key is room for another.
-    store.create("acme", None, &plans).await.unwrap();
+    // The revoked key keeps its place for an hour: its spawn windows may still count.
+    let held = store.create("acme", None, &plans).await.unwrap_err();
+    let revoked_at = revoked.revoked_at.unwrap();
+    let places = Places {
+        active: 2,
+        held: 1,
+        frees_at: Some(revoked_at + REVOKED_KEY_HOLD_MS),
+    };
+    assert!(
+        matches!(held, CreateKeyError::KeyLimit { places: p, max: 3, .. } if p == places),
+        "{held:?}"
+    );
+    assert!(
+        held.to_string().contains("1 revoked within the last hour"),
+        "{held}"
+    );
+    // Another account's keys take none of its places.
+    store.create("zeta", None, &plans).await.unwrap();
 }
 
 #[tokio::test]
@@ -241,4 +266,31 @@ async fn keys_take_effect_on_every_node_at_once() {
     );
     b.revoke(&info.id).await.unwrap();
     assert!(a.authenticate(&secret).await.unwrap().is_none());
+}
+
+/// Active keys take places for good, revoked ones for the hold after their revocation.
+#[test]
+fn revoked_keys_hold_their_places_for_an_hour() {
+    let hour = REVOKED_KEY_HOLD_MS;
+    let now = 10 * hour;
+    let places = Places::of(
+        [
+            None,
+            Some(now - 10),
+            Some(now - hour + 5),
+            Some(now - hour),
+            None,
+        ],
+        now,
+    );
+    assert_eq!(
+        places,
+        Places {
+            active: 2,
+            held: 2,
+            frees_at: Some(now + 5),
+        }
+    );
+    assert_eq!(places.taken(), 4);
+    assert_eq!(Places::of([Some(now - hour)], now), Places::default());
 }

@@ -19,7 +19,7 @@ use super::{
     views::*,
 };
 use crate::{
-    accounts::{CreateKeyError, KeyInfo},
+    accounts::{CreateKeyError, KeyInfo, Places},
     clock::{iso8601, month_of, now_ms},
 };
 
@@ -35,24 +35,39 @@ async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
     Ok(mine)
 }
 
-/// A key not created, as the answer: the plan's bound is 402 `key_quota_exceeded`.
+/// A key not created, as the answer: the plan's bound is 402 `key_quota_exceeded`, with
+/// `Retry-After` when a revoked key's place frees by waiting.
 impl From<CreateKeyError> for ApiError {
     fn from(e: CreateKeyError) -> Self {
         match e {
             CreateKeyError::KeyLimit {
-                plan, active, max, ..
-            } => ApiError::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "key_quota_exceeded",
-                format!(
-                    "this account has {active} active API keys, the {plan} plan's maximum; revoke one or upgrade the plan"
-                ),
-            )
-            .with_details(KeyQuotaDetails {
-                plan: plan.as_str(),
-                active_keys: active,
-                max_keys: max,
-            }),
+                plan, places, max, ..
+            } => {
+                let Places {
+                    active,
+                    held,
+                    frees_at,
+                } = places;
+                let mut e = ApiError::new(
+                    StatusCode::PAYMENT_REQUIRED,
+                    "key_quota_exceeded",
+                    format!(
+                        "this account's keys take the {plan} plan's {max} places: {active} active \
+                         and {held} revoked within the last hour (a revoked key keeps its place for \
+                         an hour, while its spawn-rate windows last); wait until a place frees, \
+                         revoke a key you no longer need, or upgrade the plan"
+                    ),
+                )
+                .with_details(KeyQuotaDetails {
+                    plan: plan.as_str(),
+                    active_keys: active,
+                    revoked_keys: held,
+                    max_keys: max,
+                });
+                e.retry_after =
+                    frees_at.map(|at| at.saturating_sub(now_ms()).div_ceil(1_000).max(1));
+                e
+            }
             other => failed(&other),
         }
     }
@@ -101,7 +116,8 @@ pub async fn list_keys(
     security(("idToken" = [])),
     responses(
         (status = 201, description = "created; `key` is shown this once", body = CreatedKey),
-        (status = 402, description = "The account has its plan's `keys` active; revoke one first. Codes: `key_quota_exceeded`. Details: KeyQuotaDetails.", body = ErrorEnvelope),
+        (status = 402, description = "The account's keys take its plan's `keys` places: the active ones, and those revoked within the last hour (a revoked key keeps its place for an hour, while its spawn-rate windows last, so making keys cannot raise the account's spawn rate). `Retry-After` says when a revoked key's place frees, when one is held. Codes: `key_quota_exceeded`. Details: KeyQuotaDetails.", body = ErrorEnvelope,
+            headers(("Retry-After" = u64, description = "seconds until a revoked key's place frees (absent when every place is an active key)"))),
     ))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -175,11 +191,9 @@ pub async fn usage(
         .map(|(_, n)| n)
         .sum();
     let mut spawn_windows = Vec::new();
-    let live_keys: Vec<KeyInfo> = (keys_of(&state, account).await?)
-        .into_iter()
-        .filter(|k| k.revoked_at.is_none())
-        .collect();
-    let active_keys = u32::try_from(live_keys.len()).unwrap_or(u32::MAX);
+    let keys = keys_of(&state, account).await?;
+    let places = Places::of(keys.iter().map(|k| k.revoked_at), now);
+    let live_keys = keys.into_iter().filter(|k| k.revoked_at.is_none());
     for key in live_keys {
         let (minute, hour) =
             (state.runtime.spawns_in_windows(account, &key.id).await).map_err(|e| failed(&e))?;
@@ -215,7 +229,8 @@ pub async fn usage(
         },
         spawn_windows,
         keys: KeysUsed {
-            active: active_keys,
+            active: places.active,
+            revoked_last_hour: places.held,
             limit: Some(limits.keys),
         },
         component_uploads: UploadsUsed {
@@ -230,6 +245,14 @@ pub async fn usage(
             used: month.tokens(),
             limit: Some(limits.tokens_per_month),
             per_run: Some(limits.tokens_per_run),
+        },
+        http: HttpUsed {
+            requests: month.http_requests,
+            requests_limit: limits.http_requests_per_month,
+            requests_per_run: limits.http_requests_per_run,
+            bytes: month.http_bytes,
+            bytes_limit: limits.http_bytes_per_month,
+            bytes_per_run: limits.http_bytes_per_run,
         },
         cpu_seconds: month.cpu_ms as f64 / 1_000.0,
         input_tokens: month.input_tokens,

@@ -21,7 +21,6 @@ use std::{collections::VecDeque, convert::Infallible, time::Duration};
 
 use axum::{
     extract::{Path, State, rejection::PathRejection},
-    http::StatusCode,
     response::sse::{Event, KeepAlive, Sse},
 };
 use futures_util::{Stream, StreamExt, stream};
@@ -37,11 +36,7 @@ use super::{
     },
     auth::StreamAuth,
 };
-use crate::{
-    accounts::Plan,
-    console::StreamsFull,
-    runtime::{AgentRecord, Progress, Watch},
-};
+use crate::runtime::{AgentRecord, Progress, Watch};
 
 /// Log events read from the store at once: the most one stream holds.
 const LOG_PAGE: usize = 500;
@@ -72,37 +67,19 @@ pub async fn events(
     let record = state.runtime.agent(&session.account, &id).await?;
     let max = state.limits(session.plan).event_streams;
     let slot = (state.console.streams)
-        .take(session.account.clone(), max)
-        .map_err(|full| stream_limit(session.plan, full))?;
+        .open(&session.account, max)
+        .map_err(|full| ApiError::stream_limit(session.plan, full))?;
+    let closed = state.console.streams.closed();
     let feed = Feed::open(state, watch, record).await;
-    // The stream holds its slot until it is dropped: ended, or its client gone.
-    let events = stream::unfold(feed, Feed::next).map(move |event| {
-        let _held = &slot;
-        Ok(event)
-    });
+    // The stream holds its slot until it is dropped: ended, its client gone, or the server
+    // shutting down.
+    let events = stream::unfold(feed, Feed::next)
+        .take_until(closed)
+        .map(move |event| {
+            let _held = &slot;
+            Ok(event)
+        });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
-}
-
-/// Seconds a client should wait before opening a stream again at the bound.
-const RETRY_STREAM_SECS: u64 = 5;
-
-/// 429 `stream_limit_reached`, in the words of `concurrent_limit_reached`.
-fn stream_limit(plan: Plan, full: StreamsFull) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "stream_limit_reached",
-        format!(
-            "{} event streams are open, the {plan} plan's maximum; close one or wait until one ends",
-            full.held
-        ),
-    )
-    .with_details(StreamLimitDetails {
-        plan: plan.as_str(),
-        current_streams: full.held,
-        max_streams: full.max,
-    });
-    e.retry_after = Some(RETRY_STREAM_SECS);
-    e
 }
 
 /// `details` of 429 `stream_limit_reached`.

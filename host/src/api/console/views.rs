@@ -94,10 +94,14 @@ pub struct ConcurrencyUsed {
     pub limit: Option<u32>,
 }
 
-/// Active API keys against the plan's `keys`.
+/// The places the account's API keys take against the plan's `keys`: the active ones, and
+/// those revoked within the last hour (a revoked key keeps its place for an hour, while
+/// its spawn-rate windows last).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct KeysUsed {
     pub active: u32,
+    /// Keys revoked within the last hour, each still taking a place.
+    pub revoked_last_hour: u32,
     pub limit: Option<u32>,
 }
 
@@ -125,6 +129,22 @@ pub struct TokensUsed {
     pub per_run: Option<u64>,
 }
 
+/// The agents' outgoing HTTP (`wasi:http`) this month (finished runs) against the plan's
+/// budgets: requests, and bytes (request and response bodies).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HttpUsed {
+    pub requests: u64,
+    /// The plan's `http_requests_per_month`.
+    pub requests_limit: u64,
+    /// The plan's `http_requests_per_run`.
+    pub requests_per_run: u64,
+    pub bytes: u64,
+    /// The plan's `http_bytes_per_month`.
+    pub bytes_limit: u64,
+    /// The plan's `http_bytes_per_run`.
+    pub bytes_per_run: u64,
+}
+
 /// The details of 402 `key_quota_exceeded`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -133,6 +153,8 @@ pub struct KeyQuotaDetails {
     pub plan: &'static str,
     /// The account's unrevoked keys.
     pub active_keys: u32,
+    /// Its keys revoked within the last hour, each still taking a place.
+    pub revoked_keys: u32,
     /// The plan's `keys`.
     pub max_keys: u32,
 }
@@ -168,6 +190,8 @@ pub struct UsageReport {
     pub component_uploads: UploadsUsed,
     /// Mind tokens this month (finished runs and the host's jobs) against the plan.
     pub tokens: TokensUsed,
+    /// Agents' outgoing HTTP this month (finished runs) against the plan.
+    pub http: HttpUsed,
     /// CPU time the account's agents used this month, in seconds (finished runs).
     #[schema(minimum = 0)]
     pub cpu_seconds: f64,

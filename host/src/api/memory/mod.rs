@@ -29,7 +29,7 @@ use super::{
     views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
 };
 use crate::{
-    accounts::{MonthUsage, Principal},
+    accounts::Principal,
     clock::now_ms,
     memory::{
         ConsolidateQuery, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ImportItem,
@@ -37,7 +37,6 @@ use crate::{
         Rejected, SearchQuery, TimeFilter, optional_namespace, optional_unit, validate_key,
         validate_namespace, validate_tags,
     },
-    mind::Usage,
 };
 
 /// Cursor kind of memory list pages.
@@ -357,13 +356,14 @@ pub async fn dedupe(
     }))
 }
 
-/// Summarize clusters of similar memories with the Mind; its tokens are metered whatever
-/// happens.
+/// Summarize clusters of similar memories with the Mind, within the month's Mind tokens;
+/// what it spends is metered whatever happens.
 #[utoipa::path(post, path = "/api/v1/memory/consolidate", tag = "memory", request_body = ConsolidateBody,
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 402, description = "The plan's Mind tokens for this month are used (`details.budget` is `tokens`): consolidation asks the Mind for nothing and writes nothing until the month resets (a dry run is still answered). Codes: `monthly_quota_exceeded`. Details: TokenQuotaDetails.", body = ErrorEnvelope),
         (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart; or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `rate_limited`, `request_limit_reached`. Details: ConsolidateRateLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
         (status = 503, description = "The Mind could not summarize a cluster, the embedding provider failed, or the account has as much memory work waiting at this node as its queue holds; nothing was changed. Codes: `mind_unavailable`, `temporarily_unavailable`.", body = ErrorEnvelope,
@@ -383,21 +383,11 @@ pub async fn consolidate(
             body.dry_run,
         )?
     };
-    let account = auth.0.account.clone();
-    let (spent, result) = state
-        .memory
-        .consolidate(&account, &q, state.mind.as_ref())
+    let account = &auth.0.account;
+    let tokens = state.budgets.of(account, auth.0.plan);
+    let (spent, result) = (state.memory)
+        .consolidate(account, &q, state.mind.as_ref(), &tokens)
         .await;
-    if spent != Usage::default() {
-        let delta = MonthUsage {
-            input_tokens: spent.input_tokens.into(),
-            output_tokens: spent.output_tokens.into(),
-            ..MonthUsage::default()
-        };
-        if let Err(e) = state.usage.add(&account, now_ms(), delta).await {
-            tracing::error!(error = %e, "recording consolidation usage failed");
-        }
-    }
     let report = result?;
     Ok(Json(ConsolidateResponse {
         dry_run: q.dry_run,

@@ -169,3 +169,25 @@ pub struct ConsolidateRateLimitDetails {
 fn refusal_reason() -> utoipa::openapi::Schema {
     super::super::schema::one_of(["in_progress", "cooldown"]).into()
 }
+
+/// `details` of 402 `monthly_quota_exceeded` on consolidation: the month's Mind tokens
+/// against the plan's, in the words of the spawn's `MonthlyQuotaDetails` (consolidation
+/// spends no agent-hours, so only the token budget can refuse it).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenQuotaDetails {
+    pub plan: &'static str,
+    /// The budget that is spent: always `tokens`.
+    #[schema(schema_with = token_budget)]
+    pub budget: &'static str,
+    /// Mind tokens (input plus output) spent this month.
+    pub used_tokens: u64,
+    /// The plan's `tokens_per_month`.
+    pub limit_tokens: u64,
+    #[schema(format = DateTime)]
+    pub resets_at: String,
+}
+
+fn token_budget() -> utoipa::openapi::Schema {
+    super::super::schema::one_of(["tokens"]).into()
+}

@@ -19,7 +19,11 @@ use tokio::sync::oneshot;
 use super::write::Txn;
 use crate::{
     clock::now_ms,
-    memory::{MemoryError, Result, backend::PutOutcome, input::PutInput},
+    memory::{
+        MemoryError, Quota, Result,
+        backend::{PutOutcome, RunFence},
+        input::PutInput,
+    },
 };
 
 /// Most puts in one transaction: each savepoint that wrote is a subtransaction, and past
@@ -36,7 +40,9 @@ pub(super) struct Groups {
 pub(super) struct Pending {
     input: PutInput,
     embedding: Vec<f32>,
-    limit: u64,
+    quota: Quota,
+    /// The agent's claim the put is made under, checked in its own savepoint.
+    fence: Option<RunFence>,
     reply: oneshot::Sender<Result<PutOutcome>>,
 }
 
@@ -45,13 +51,15 @@ impl Pending {
     pub(super) fn new(
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
+        fence: Option<RunFence>,
     ) -> (Self, oneshot::Receiver<Result<PutOutcome>>) {
         let (reply, outcome) = oneshot::channel();
         let pending = Pending {
             input,
             embedding,
-            limit,
+            quota,
+            fence,
             reply,
         };
         (pending, outcome)
@@ -66,15 +74,17 @@ impl Groups {
         })
     }
 
-    /// Puts `input` in the account's next transaction; its outcome once that committed.
+    /// Puts `input` (under `fence`, when given) in the account's next transaction; its
+    /// outcome once that committed.
     pub(super) async fn put(
         self: &Arc<Self>,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
+        fence: Option<RunFence>,
     ) -> Result<PutOutcome> {
         let account = input.account.clone();
-        let (pending, outcome) = Pending::new(input, embedding, limit);
+        let (pending, outcome) = Pending::new(input, embedding, quota, fence);
         let lead = match self.waiting.lock().entry(account.clone()) {
             Entry::Occupied(mut queue) => {
                 queue.get_mut().push(pending);
@@ -157,14 +167,19 @@ async fn run(pool: &PgPool, account: &str, group: &[Pending]) -> Result<Vec<Resu
     let mut outcomes = Vec::with_capacity(group.len());
     if let [alone] = group {
         // Alone in its transaction: when it fails, dropping the transaction rolls it back.
-        let outcome = txn.put(&alone.input, &alone.embedding, alone.limit).await;
+        let fence = alone.fence.as_ref();
+        let outcome = (txn.put_fenced(&alone.input, &alone.embedding, alone.quota, fence)).await;
         if outcome.is_err() {
             return Ok(vec![outcome]);
         }
         outcomes.push(outcome);
     } else {
         for put in group {
-            outcomes.push(txn.put_apart(&put.input, &put.embedding, put.limit).await?);
+            let fence = put.fence.as_ref();
+            outcomes.push(
+                txn.put_apart(&put.input, &put.embedding, put.quota, fence)
+                    .await?,
+            );
         }
     }
     txn.commit().await?;

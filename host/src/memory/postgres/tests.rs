@@ -632,12 +632,19 @@ async fn rows_written_while_an_account_is_indexed_are_indexed_too() {
     let backend = Arc::new(node(&url).await);
     for i in 0..300 {
         let put = input("acme", "n", &format!("k{i}"), &format!("v{i}"));
-        backend.put(put, vec![0.5; DIMS], 10_000).await.unwrap();
+        backend
+            .put(put, vec![0.5; DIMS], Quota::memories(10_000), None)
+            .await
+            .unwrap();
     }
     let writes = (0..40).map(|i| {
         let backend = backend.clone();
         let put = input("acme", "during", &format!("k{i}"), &format!("v{i}"));
-        tokio::spawn(async move { backend.put(put, vec![0.25; DIMS], 10_000).await })
+        tokio::spawn(async move {
+            backend
+                .put(put, vec![0.25; DIMS], Quota::memories(10_000), None)
+                .await
+        })
     });
     let writes: Vec<_> = writes.collect();
     backend.index_now("acme").await.unwrap();
@@ -705,7 +712,12 @@ async fn consolidation_replaces_its_originals_in_one_transaction() {
     let embedding = vec![0.125; DIMS];
     for key in ["a", "b", "c", "keep"] {
         backend
-            .put(input("acme", "n", key, key), embedding.clone(), 4)
+            .put(
+                input("acme", "n", key, key),
+                embedding.clone(),
+                Quota::memories(4),
+                None,
+            )
             .await
             .unwrap();
     }
@@ -773,7 +785,12 @@ async fn a_failed_write_leaves_nothing_behind() {
     let url = pg.database("atomic");
     let backend = node(&url).await;
     backend
-        .put(input("acme", "n", "kept", "kept"), vec![0.5; DIMS], 10)
+        .put(
+            input("acme", "n", "kept", "kept"),
+            vec![0.5; DIMS],
+            Quota::memories(10),
+            None,
+        )
         .await
         .unwrap();
     // A transaction that wrote and then failed (a vector of the wrong length) is rolled
@@ -804,7 +821,12 @@ async fn a_group_of_puts_commits_together_and_a_failed_one_leaves_the_others_who
     let url = pg.database("group");
     let backend = Arc::new(node(&url).await);
     let put = |key: &str, value: &str, dims: usize| {
-        Pending::new(input("acme", "n", key, value), vec![0.5; dims], 2)
+        Pending::new(
+            input("acme", "n", key, value),
+            vec![0.5; dims],
+            Quota::memories(2),
+            None,
+        )
     };
     let (one, one_done) = put("one", "first", DIMS);
     // A vector of the wrong length: the database refuses the row after the put began.
@@ -839,7 +861,11 @@ async fn a_group_of_puts_commits_together_and_a_failed_one_leaves_the_others_who
         .map(|i| {
             let backend = backend.clone();
             let put = input("acme", "many", &format!("k{i}"), &format!("v{i}"));
-            tokio::spawn(async move { backend.put(put, vec![0.5; DIMS], 100).await })
+            tokio::spawn(async move {
+                backend
+                    .put(put, vec![0.5; DIMS], Quota::memories(100), None)
+                    .await
+            })
         })
         .collect();
     for put in puts {
@@ -1129,11 +1155,15 @@ async fn deleted_again(s: &MemoryService) -> Vec<String> {
             .await
             .unwrap();
     }
-    let first = s.delete_by("acme", "default", "city", &agent(5)).await;
+    let first = s
+        .delete_by("acme", "default", "city", &agent(5), None)
+        .await;
     s.delete("acme", "default", "pet", false).await.unwrap();
     let mut out = vec![format!("first: deleted {}", first.is_ok())];
     for (key, step) in [("city", 5), ("city", 6), ("pet", 5)] {
-        let again = s.delete_by("acme", "default", key, &agent(step)).await;
+        let again = s
+            .delete_by("acme", "default", key, &agent(step), None)
+            .await;
         out.push(match again {
             Ok(m) => format!(
                 "{key} at {step}: the same delete={}",

@@ -11,8 +11,8 @@ use tantivy::fieldnorm::FieldNormReader;
 
 use super::rows::{memories, memory, memory_columns};
 use crate::memory::{
-    MemoryError, Result,
-    backend::{Merge, Merged, PutOutcome},
+    MemoryError, Quota, Result,
+    backend::{Merge, Merged, PutOutcome, RunFence},
     index::index_terms,
     input::PutInput,
     record::{Memory, Provenance},
@@ -75,6 +75,25 @@ impl Txn {
         };
         txn.reap().await?;
         Ok(txn)
+    }
+
+    /// Refuses the transaction's next write unless `fence` holds: the agent's row has its
+    /// epoch, share-locked to the commit, so a claim of the agent by another node (which
+    /// updates the row) waits for this write, and a write after such a claim finds the new
+    /// epoch. Check and write are thus one step.
+    pub(super) async fn fenced(&mut self, fence: &RunFence) -> Result<()> {
+        let held: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM agents WHERE account_id = $1 AND agent_id = $2 AND epoch = $3 FOR SHARE",
+        )
+        .bind(&self.account)
+        .bind(&fence.agent_id)
+        .bind(bigint(fence.epoch))
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        match held {
+            Some(_) => Ok(()),
+            None => Err(MemoryError::Stale(fence.agent_id.clone())),
+        }
     }
 
     /// Makes every write of the transaction durable at once.
@@ -177,18 +196,40 @@ impl Txn {
         Ok(version.filter(|m| input.applied_as(m)))
     }
 
-    /// [`Txn::put`] inside a savepoint, beside other writes in the same transaction: when
-    /// it fails, the transaction is as it was before it and can go on. The outer error is
-    /// the transaction's own failure (the savepoint could not be set or undone).
+    /// [`Txn::put`] under `fence` when given ([`Txn::fenced`]) and within `quota`, pruning
+    /// the key's older versions when it made one past those the quota keeps.
+    pub(super) async fn put_fenced(
+        &mut self,
+        input: &PutInput,
+        embedding: &[f32],
+        quota: Quota,
+        fence: Option<&RunFence>,
+    ) -> Result<PutOutcome> {
+        if let Some(fence) = fence {
+            self.fenced(fence).await?;
+        }
+        let outcome = self.put(input, embedding, quota.memories).await?;
+        if outcome.prunes(quota) {
+            let key = [(input.namespace.clone(), input.key.clone())];
+            self.prune(&key, quota.keep()).await?;
+        }
+        Ok(outcome)
+    }
+
+    /// [`Txn::put_fenced`] inside a savepoint, beside other writes in the same
+    /// transaction: when it fails, the transaction is as it was before it and can go on.
+    /// The outer error is the transaction's own failure (the savepoint could not be set or
+    /// undone).
     pub(super) async fn put_apart(
         &mut self,
         input: &PutInput,
         embedding: &[f32],
-        limit: u64,
+        quota: Quota,
+        fence: Option<&RunFence>,
     ) -> Result<Result<PutOutcome>> {
         sqlx::query("SAVEPOINT put").execute(&mut *self.tx).await?;
         let live = self.live;
-        let outcome = self.put(input, embedding, limit).await;
+        let outcome = self.put_fenced(input, embedding, quota, fence).await;
         let end = match outcome {
             Ok(_) => "RELEASE SAVEPOINT put",
             Err(_) => {

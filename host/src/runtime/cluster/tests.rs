@@ -288,3 +288,114 @@ async fn a_lost_nodes_journaled_agent_is_taken_over_and_the_lost_nodes_journal_w
         0
     );
 }
+
+/// A node's agent writes memory under the node's claim: once another node claims the
+/// agent, its puts and deletes are refused in the write's own transaction — a claim made
+/// while a write waits is waited for, then refuses it — and the journal's check before a
+/// Mind request refuses likewise; the new claim writes.
+#[tokio::test]
+async fn a_stale_claims_memory_writes_and_mind_requests_are_refused() {
+    use crate::memory::{
+        Door, MemoryError, MemoryService, PgMemory, Provenance, PutInput, RunFence,
+        embed::{EmbedService, HashEmbedder},
+    };
+
+    let pg = Postgres::start();
+    let a = pool(&pg.database("fenced")).await;
+    let now = now_ms();
+    running(&a, "ag_fenced", now, now + 60_000).await;
+    let backend = PgMemory::open(a.clone(), "hash:lexical-hash:64", 64).await;
+    let embed = EmbedService::new(
+        std::sync::Arc::new(HashEmbedder::new(64)),
+        &Default::default(),
+    );
+    let memory = MemoryService::over(
+        std::sync::Arc::new(backend.unwrap()),
+        embed,
+        &Default::default(),
+    );
+    let quota = Quota::memories(10);
+    fn by(step: u64) -> Provenance {
+        Provenance {
+            agent_id: Some("ag_fenced".into()),
+            step: Some(step),
+            ..Provenance::door(Door::AgentTool)
+        }
+    }
+    fn put(key: &str, step: u64) -> PutInput {
+        PutInput {
+            account: "acct".into(),
+            key: key.into(),
+            value: format!("the {key} fact"),
+            namespace: "default".into(),
+            tags: Vec::new(),
+            importance: 5.0,
+            expires_in_days: None,
+            observed_at: None,
+            provenance: by(step),
+        }
+    }
+    fn fence(epoch: u64) -> Option<RunFence> {
+        Some(RunFence {
+            agent_id: "ag_fenced".into(),
+            epoch,
+        })
+    }
+    fn refused<T>(result: &Result<T, MemoryError>) -> bool {
+        matches!(result, Err(MemoryError::Stale(id)) if id == "ag_fenced")
+    }
+    let put_fenced = |input, epoch| memory.put_fenced(input, quota, fence(epoch));
+    put_fenced(put("kept", 1), FIRST_EPOCH).await.unwrap();
+
+    // Another node's claim, its transaction still open: the write waits for it, then finds
+    // the next epoch, and writes nothing.
+    let mut claim = a.begin().await.unwrap();
+    sqlx::query("UPDATE agents SET epoch = epoch + 1 WHERE agent_id = 'ag_fenced'")
+        .execute(&mut *claim)
+        .await
+        .unwrap();
+    let late = tokio::spawn({
+        let memory = memory.clone();
+        async move {
+            memory
+                .put_fenced(put("late", 2), quota, fence(FIRST_EPOCH))
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !late.is_finished(),
+        "the write waits for the claim's commit"
+    );
+    claim.commit().await.unwrap();
+    let late = late.await.unwrap();
+    assert!(refused(&late), "{late:?}");
+    let gone = memory.get("acct", "default", "late").await;
+    assert!(
+        matches!(gone, Err(MemoryError::NotFound { .. })),
+        "{gone:?}"
+    );
+    let deleted = (memory.delete_by("acct", "default", "kept", &by(3), fence(FIRST_EPOCH))).await;
+    assert!(refused(&deleted), "{deleted:?}");
+    memory.get("acct", "default", "kept").await.unwrap();
+
+    // The new claim writes; a write no claim fences (REST's) is not held back.
+    put_fenced(put("taken_over", 4), 2).await.unwrap();
+    let deleted = (memory.delete_by("acct", "default", "kept", &by(5), fence(2))).await;
+    assert!(deleted.is_ok(), "{deleted:?}");
+    memory.put(put("unfenced", 6), quota).await.unwrap();
+
+    // What a Mind request checks before it is sent.
+    let journal = PgJournal::new(a.clone());
+    let run = |epoch: u64| Run {
+        account: "acct".into(),
+        agent_id: "ag_fenced".into(),
+        fence: Some(epoch),
+    };
+    let refused = journal.holds(&run(FIRST_EPOCH)).await;
+    assert!(
+        matches!(refused, Err(JournalError::Stale(_))),
+        "{refused:?}"
+    );
+    journal.holds(&run(2)).await.unwrap();
+}

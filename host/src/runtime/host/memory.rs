@@ -11,7 +11,7 @@ use crate::{
     clock::now_ms,
     memory::{
         DEFAULT_IMPORTANCE, DEFAULT_NAMESPACE, Door, ListQuery, Memory, MemoryError, MemoryService,
-        Mode, Provenance, PutInput, Quota, SearchHit, SearchQuery, embed::EmbedError,
+        Mode, Provenance, PutInput, Quota, RunFence, SearchHit, SearchQuery, embed::EmbedError,
     },
     runtime::{bindings::memory, journal::Call, state::AgentState},
 };
@@ -28,6 +28,12 @@ impl From<MemoryError> for memory::MemoryError {
             MemoryError::NotFound { .. } => memory::MemoryError::NotFound(e.to_string()),
             // The account's queue at this node is full: the message says to retry.
             MemoryError::Busy | MemoryError::Embed(EmbedError::Busy) => {
+                memory::MemoryError::Internal(e.to_string())
+            }
+            // Another node runs the agent now: this run's writes are refused, and its next
+            // journal write ends it.
+            MemoryError::Stale(_) => {
+                tracing::warn!(error = %e, "a stale run's memory write was refused");
                 memory::MemoryError::Internal(e.to_string())
             }
             other => {
@@ -86,6 +92,10 @@ pub(crate) struct AccountMemory {
     pub quota: Quota,
     /// Who writes through it: recorded on every version it puts.
     pub provenance: Provenance,
+    /// The claim of the agent's node its writes are made under (on the postgres
+    /// backend): a node that lost it writes nothing. `None` elsewhere (MCP, the embedded
+    /// backend).
+    pub fence: Option<RunFence>,
 }
 
 impl AccountMemory {
@@ -112,7 +122,9 @@ impl AccountMemory {
             observed_at,
             provenance: self.provenance.clone(),
         };
-        let o = self.service.put(input, self.quota).await?;
+        let o = (self.service)
+            .put_fenced(input, self.quota, self.fence.clone())
+            .await?;
         Ok(memory::PutResult {
             memory_id: o.memory.memory_id,
             key: o.memory.key,
@@ -150,8 +162,9 @@ impl AccountMemory {
     pub async fn delete(&self, key: String, namespace: Option<String>) -> Outcome<()> {
         let namespace = namespace.unwrap_or_else(|| DEFAULT_NAMESPACE.into());
         validate_address(&key, &namespace)?;
+        let fence = self.fence.clone();
         (self.service)
-            .delete_by(&self.account, &namespace, &key, &self.provenance)
+            .delete_by(&self.account, &namespace, &key, &self.provenance, fence)
             .await?;
         Ok(())
     }
@@ -181,10 +194,10 @@ impl AccountMemory {
 }
 
 impl AgentState {
-    /// The agent's account memory, or why the agent may not use it: it was given none, or
-    /// it is stopping. Its writes name the agent and the journal step of the call about to
-    /// be made (none where runs are not journaled).
-    fn memory(&self) -> Outcome<AccountMemory> {
+    /// The agent's account memory in `service`, or why the agent may not use it: it was
+    /// given none, or it is stopping. Its writes name the agent and the journal step of
+    /// the call being made.
+    fn memory(&self, service: &MemoryService) -> Outcome<AccountMemory> {
         if !self.agent.memory_mode.has_memory() {
             return Err(memory::MemoryError::NotConfigured);
         }
@@ -192,7 +205,7 @@ impl AgentState {
             return Err(memory::MemoryError::Stopped);
         }
         Ok(AccountMemory {
-            service: self.agent.services.memory.clone(),
+            service: service.clone(),
             account: self.agent.account.clone(),
             quota: self.agent.memory_quota,
             provenance: Provenance {
@@ -200,21 +213,24 @@ impl AgentState {
                 step: Some(self.agent.journal.next_step()),
                 ..Provenance::door(Door::AgentTool)
             },
+            fence: self.agent.memory_fence(),
         })
     }
 }
 
-/// A memory call through the journal: `outcome` is the call on the agent's account memory,
-/// or why it may not use it, decided before the call (so a replay answers it as recorded).
+/// A memory call through the journal: made live, `outcome` is the call on the agent's
+/// account memory, or why it may not use it.
 macro_rules! journaled {
     ($state:ident, $call:expr, |$memory:ident| $outcome:expr) => {{
-        let memory = $state.memory();
-        let outcome = async move {
-            let $memory = memory?;
-            $outcome.await
-        };
         $state
-            .journaled($call, |_| Box::pin(async move { Ok(outcome.await) }))
+            .journaled($call, |s, outside| {
+                let memory = s.memory(&outside.memory);
+                let outcome = async move {
+                    let $memory = memory?;
+                    $outcome.await
+                };
+                Box::pin(async move { Ok(outcome.await) })
+            })
             .await
     }};
 }

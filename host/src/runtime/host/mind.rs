@@ -6,8 +6,10 @@
 //! by at most what one answer costs, its request bounded by [`MAX_REQUEST_BYTES`].
 //! Tool schemas are checked and kept as JSON text (`Schema`), never parsed into trees.
 //! A call that waits past `[runtime] hibernate_after_ms` hibernates the agent (`park`).
+//! On the postgres backend a request is sent only while the node's claim on the agent
+//! holds (checked just before it is sent): a node that lost it sends none, and its run ends.
 
-use std::time::Instant;
+use std::{sync::Arc, time::Instant};
 
 use tokio_util::task::AbortOnDropHandle;
 
@@ -18,7 +20,7 @@ use crate::{
         journal::Call,
         park::{Hibernating, Pending, Waited},
         records::MemoryMode,
-        state::{AgentCtx, AgentState},
+        state::{AgentCtx, AgentState, Services},
     },
 };
 
@@ -157,6 +159,7 @@ impl AgentState {
     /// (no request made yet: the resumed run makes it) or the request's task.
     async fn complete_live(
         &mut self,
+        outside: Arc<Services>,
         call: (&'static str, u64),
         messages: Vec<mind::Message>,
         tools: Vec<mind::ToolSpec>,
@@ -173,7 +176,7 @@ impl AgentState {
             remind(&mut messages);
         }
         let since = Instant::now();
-        let mind = agent.services.mind.clone();
+        let mind = outside.mind.clone();
         let turn = match agent.take_turn() {
             Some(turn) => Some(turn),
             None => match agent.wait_or_park(since, mind.turn(), Pending::Turn).await {
@@ -182,6 +185,10 @@ impl AgentState {
                 Waited::Parked(pending) => return Err(self.hibernate(pending)),
             },
         };
+        // A node that lost its claim on the agent sends no request: its tokens would be
+        // spent for a run another node now runs, and metered nowhere. (A request sent
+        // while the claim held runs on if the claim is lost meanwhile.)
+        agent.journal.holds().await?;
         // The provider request is a task of its own, not polled on the guest's fiber: its
         // HTTP and JSON frames use a worker's stack, so the fiber stack of each of thousands
         // of agents waiting on the Mind stays as small as a plain host call's. Dropped (a
@@ -209,7 +216,7 @@ impl AgentState {
     }
 
     /// Unwinds the run to hibernate on `pending` (see `park`).
-    fn hibernate(&mut self, pending: Pending) -> wasmtime::Error {
+    pub(super) fn hibernate(&mut self, pending: Pending) -> wasmtime::Error {
         self.parked = Some(pending);
         wasmtime::Error::new(Hibernating)
     }
@@ -257,14 +264,16 @@ impl mind::Host for AgentState {
         }
         // A Mind that answers alike for free (the offline one) need not have its answer
         // synced: a call lost in a crash is made again, with the same answer.
-        let call = match self.agent.services.mind.answers_alike() {
+        let call = match self.agent.door.mind_answers_alike() {
             true => Call::read("mind.complete", &(&messages, &tools)),
             false => Call::effect("mind.complete", &(&messages, &tools)),
         };
         let made = (call.func(), call.args());
         let sent = self.agent.memory_mode.extracts().then(|| messages.clone());
         let answer = self
-            .journaled(call, |s| Box::pin(s.complete_live(made, messages, tools)))
+            .journaled(call, |s, outside| {
+                Box::pin(s.complete_live(outside, made, messages, tools))
+            })
             .await?;
         self.completed(sent, &answer);
         if self.usage.tokens() > self.agent.token_budget {

@@ -2,6 +2,7 @@
 //! travel as WIT `result`s; only host faults trap.
 
 mod control;
+pub mod http;
 mod memory;
 
 pub use memory::account_memory;

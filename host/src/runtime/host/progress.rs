@@ -4,6 +4,8 @@
 //! `max_log_events` log events (`max_log_bytes` in all); past a bound further ones are
 //! dropped and counted, and one `limit` log event says so when the first is dropped.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::{
@@ -12,8 +14,8 @@ use crate::{
         bindings::progress,
         bounds::{Admit, clip},
         journal::{Call, Keep},
-        records::{LogEvent, Progress},
-        state::AgentState,
+        records::{AgentStore, LogEvent, Progress},
+        state::{AgentState, Services},
     },
 };
 
@@ -36,7 +38,12 @@ enum Stream {
 impl AgentState {
     /// Counts a report of `bytes` against its stream's bound; whether to store it. The
     /// first one dropped writes a `limit` log event (outside the bound: one per stream).
-    async fn admitted(&mut self, stream: Stream, bytes: usize) -> wasmtime::Result<bool> {
+    async fn admitted(
+        &mut self,
+        records: &AgentStore,
+        stream: Stream,
+        bytes: usize,
+    ) -> wasmtime::Result<bool> {
         let (meter, what) = match stream {
             Stream::Progress => (&mut self.bounds.progress, "progress reports"),
             Stream::Log => (&mut self.bounds.log, "log events"),
@@ -54,7 +61,8 @@ impl AgentState {
             Admit::FirstDropped => {
                 let message =
                     format!("the run reached its bound of {what}; further ones are dropped");
-                self.append_log("limit", message, Some(limit)).await?;
+                self.append_log(records, "limit", message, Some(limit))
+                    .await?;
                 Ok(false)
             }
         }
@@ -63,13 +71,14 @@ impl AgentState {
     /// Appends a log event to the agent's stream; the future holds no borrow of the store.
     fn append_log(
         &self,
+        records: &AgentStore,
         kind: &'static str,
         message: String,
         data: Option<Value>,
     ) -> impl Future<Output = wasmtime::Result<()>> + Send + 'static {
         let agent = self.agent.clone();
+        let records = records.clone();
         async move {
-            let records = &agent.services.records;
             (records
                 .append_log(
                     &agent.account,
@@ -90,8 +99,10 @@ impl progress::Host for AgentState {
     async fn report(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
         let call = Call::read("progress.report", &(&kind, &message));
         let writes = self.bounds.writes();
-        self.journaled(call, |s| Box::pin(s.report_live(kind, message)))
-            .await?;
+        self.journaled(call, |s, outside| {
+            Box::pin(s.report_live(outside, kind, message))
+        })
+        .await?;
         self.store_if_written(writes).await
     }
 
@@ -103,8 +114,10 @@ impl progress::Host for AgentState {
     ) -> wasmtime::Result<()> {
         let call = Call::read("progress.log", &(&kind, &message, &data_json));
         let writes = self.bounds.writes();
-        self.journaled(call, |s| Box::pin(s.log_live(kind, message, data_json)))
-            .await?;
+        self.journaled(call, |s, outside| {
+            Box::pin(s.log_live(outside, kind, message, data_json))
+        })
+        .await?;
         self.store_if_written(writes).await
     }
 }
@@ -128,7 +141,12 @@ impl AgentState {
         }
     }
 
-    async fn report_live(&mut self, kind: String, message: String) -> wasmtime::Result<()> {
+    async fn report_live(
+        &mut self,
+        outside: Arc<Services>,
+        kind: String,
+        message: String,
+    ) -> wasmtime::Result<()> {
         // This call's step, as its journal entry will record it.
         let step = self.agent.journal.next_step();
         let entry = Progress {
@@ -137,14 +155,12 @@ impl AgentState {
             message: clip(&message, MAX_PROGRESS_CHARS),
             step: Some(step),
         };
-        if !self
-            .admitted(Stream::Progress, entry.kind.len() + entry.message.len())
-            .await?
-        {
+        let records = &outside.records;
+        let bytes = entry.kind.len() + entry.message.len();
+        if !self.admitted(records, Stream::Progress, bytes).await? {
             return Ok(());
         }
         let agent = &self.agent;
-        let records = &agent.services.records;
         let pushed = records.update(&agent.account, &agent.agent_id, agent.fence, move |r| {
             // Made before a crash that lost its journal entry: it is there once already.
             let made = r.progress.iter().rev().any(|p| p.step == Some(step));
@@ -160,6 +176,7 @@ impl AgentState {
 
     async fn log_live(
         &mut self,
+        outside: Arc<Services>,
         kind: progress::LogKind,
         message: String,
         data_json: Option<String>,
@@ -173,7 +190,8 @@ impl AgentState {
         let data = data_json.filter(|d| d.len() <= MAX_LOG_DATA);
         let message = clip(&message, MAX_LOG_CHARS);
         let bytes = message.len() + data.as_ref().map_or(0, String::len);
-        if !self.admitted(Stream::Log, bytes).await? {
+        let records = &outside.records;
+        if !self.admitted(records, Stream::Log, bytes).await? {
             return Ok(());
         }
         let data = data.and_then(|d| serde_json::from_str::<Value>(&d).ok());
@@ -183,7 +201,6 @@ impl AgentState {
             ..LogEvent::new(kind, message, data)
         };
         let agent = &self.agent;
-        let records = &agent.services.records;
         let appended =
             records.append_log_event(&agent.account, &agent.agent_id, agent.fence, event);
         appended.await.map_err(wasmtime::Error::msg)?;

@@ -1,4 +1,5 @@
-//! The one wrapper every WIT import of the sandbox goes through: on replay it answers the
+//! The one wrapper every call out of the sandbox goes through (the WIT imports, and the
+//! WASI ones whose answers come from outside: `sandbox`): on replay it answers the
 //! call with its recorded result (checking it is the recorded call), live it makes the
 //! call and records its entry before the guest sees the result: synced, with the entries
 //! kept before it, for a call whose effect a replay must not repeat; kept in memory for
@@ -6,11 +7,16 @@
 //! A memory write is keyed instead: its service applies it once per agent and step, so a
 //! replay may make it again and needs no sync of its entry.
 
+use std::sync::Arc;
+
 use futures_util::future::BoxFuture;
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::{Keep, args_hash};
-use crate::runtime::{state::AgentState, timings::Stopwatch};
+use crate::runtime::{
+    state::{AgentState, Services},
+    timings::Stopwatch,
+};
 
 /// A call as the journal knows it.
 pub struct Call {
@@ -33,6 +39,15 @@ impl Call {
         }
     }
 
+    /// A clock read: no arguments, recorded with arguments hash 0 (as journals always
+    /// recorded clock reads).
+    pub(super) fn clock(func: &'static str) -> Self {
+        Self {
+            args: 0,
+            ..Self::read(func, &())
+        }
+    }
+
     /// A call whose effect its service applies once per agent and journal step (a memory
     /// write, keyed by its provenance): made again by a replay after a crash lost its
     /// entry, it finds its effect applied and answers alike, so its entry is held like a
@@ -48,8 +63,11 @@ impl Call {
         }
     }
 
-    /// A call whose effect a replay must not repeat (a Mind call, a memory write): its
-    /// entry is synced before the guest sees the result.
+    /// A call whose effect a replay must not repeat (a Mind call, a memory delete): the
+    /// entries held before it are synced before it is made, so that what led the guest to
+    /// it (a clock read, a search's answer) is what a replay after a crash sees, and a
+    /// request in flight at the crash is made again alike; its own entry is synced before
+    /// the guest sees the result.
     pub fn effect(func: &'static str, args: &impl Serialize) -> Self {
         Self {
             keep: Keep::Synced,
@@ -72,12 +90,14 @@ impl Call {
 
 impl AgentState {
     /// Runs `live` as the journal says: answered from the journal while the run replays,
-    /// else made and recorded. A journal fault (a divergence, the bound, the store) traps
-    /// the guest; the run reports it by its code.
+    /// else made, with the services behind the agent's door (see `door`), and recorded. A
+    /// journal fault (a divergence, the bound, the store) traps the guest; the run reports
+    /// it by its code.
     pub async fn journaled<R, F>(&mut self, call: Call, live: F) -> wasmtime::Result<R>
     where
         R: Serialize + DeserializeOwned + Send,
-        F: for<'a> FnOnce(&'a mut AgentState) -> BoxFuture<'a, wasmtime::Result<R>> + Send,
+        F: for<'a> FnOnce(&'a mut AgentState, Arc<Services>) -> BoxFuture<'a, wasmtime::Result<R>>
+            + Send,
     {
         let journal = self.agent.journal.clone();
         let checking = Stopwatch::start();
@@ -90,11 +110,14 @@ impl AgentState {
             return Ok(recorded);
         }
         let before = Stopwatch::start();
-        if call.keyed {
-            journal.store(Keep::Unsynced).await?;
+        match (call.keyed, call.keep) {
+            (true, _) => journal.store(Keep::Unsynced).await?,
+            (false, Keep::Synced) => journal.store(Keep::Synced).await?,
+            _ => {}
         }
         let stored_before = before.elapsed();
-        let result = live(self).await?;
+        let services = self.agent.door.open();
+        let result = live(self, services).await?;
         let storing = Stopwatch::start();
         journal.keep(call.func, call.args, &result)?;
         journal.store(call.keep).await?;

@@ -4,8 +4,8 @@
 //! server can resume the agent by running it again from the start while the recorded
 //! results answer the recorded calls (`resume`), then continue live.
 //!
-//! One wrapper does it all (`AgentState::journaled` in `call`, and the clocks and random
-//! in `clocks`): live, a call's entry is recorded before its result reaches the guest; on
+//! One wrapper does it all (`AgentState::journaled` in `call`, through which the WASI
+//! clocks and random go too: `sandbox`): live, a call's entry is recorded before its result reaches the guest; on
 //! replay, the recorded result is returned and the call is checked against the recorded
 //! one, a mismatch failing the run (`replay_diverged`, naming the step).
 //!
@@ -24,10 +24,12 @@
 //! resumes from.
 
 mod call;
-mod clocks;
+mod door;
 mod embedded;
 mod postgres;
+mod readiness;
 mod resume;
+mod sandbox;
 
 use std::{collections::VecDeque, sync::Arc};
 
@@ -38,8 +40,10 @@ use sha2::{Digest, Sha256};
 
 pub(super) use self::{
     call::Call,
-    clocks::sandbox_clocks,
+    door::Door,
+    readiness::Watched,
     resume::{Cause, Resumed},
+    sandbox::{Monotonic, WASI, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
 };
 pub use self::{embedded::EmbeddedJournal, postgres::PgJournal};
 use super::records::{Allowance, Fence};
@@ -127,6 +131,14 @@ pub trait JournalStore: Send + Sync {
     /// Deletes the run's journal (its run ended).
     async fn end(&self, run: &Run) -> Result<(), JournalError>;
 
+    /// Refuses ([`JournalError::Stale`]) once the run's fence is superseded: for an effect
+    /// the journal's own fenced writes come too late to stop, a Mind request (its entry is
+    /// stored after the answer, and the tokens are spent by then). Where runs have no
+    /// claims (one process) it always holds.
+    async fn holds(&self, _run: &Run) -> Result<(), JournalError> {
+        Ok(())
+    }
+
     /// Whether an unsynced write outlives a crash of this process. PostgreSQL's does once
     /// written; the data dir's unsynced commits do not (a restart opens the last synced
     /// one). Where it does, the agent's record keeps a progress report made before a
@@ -159,6 +171,9 @@ pub enum Fault {
     /// The run's journal would grow past `max` bytes.
     #[error("the agent's journal exceeded its bound of {max} bytes ([runtime] max_journal_bytes)")]
     Full { max: u64 },
+    /// One random read asked for more bytes than the journal takes in one entry.
+    #[error("the agent asked for {asked} random bytes in one call; at most {max} are granted")]
+    Random { asked: u64, max: u64 },
     /// The journal could not be stored.
     #[error("{0}")]
     Storage(String),
@@ -170,6 +185,7 @@ impl Fault {
         match self {
             Fault::Diverged { .. } => "replay_diverged",
             Fault::Full { .. } => "journal_limit_exceeded",
+            Fault::Random { .. } => "random_limit_exceeded",
             Fault::Storage(_) => "journal_failed",
         }
     }
@@ -236,9 +252,12 @@ struct Cursor {
     fault: Option<Fault>,
 }
 
-/// The size an entry counts against the bound.
+/// The size an entry counts against the bound: about what it holds in memory (itself,
+/// its function's name, its result, counted as its JSON text), so that the bound bounds
+/// the host memory of the entries held live and of a journal a resume loads, however
+/// small each entry is (a clock read counts ~110 bytes, not the ~50 of its stored form).
 fn size(entry: &Entry) -> u64 {
-    (entry.func.len() + 24) as u64
+    (size_of::<Entry>() + entry.func.len()) as u64
         + serde_json::to_string(&entry.result).map_or(0, |s| s.len()) as u64
 }
 
@@ -373,6 +392,24 @@ impl Journal {
             .map_err(|e| Fault::Storage(e.to_string()))
     }
 
+    /// Bytes the journal may still grow by before its bound.
+    pub fn room(&self) -> u64 {
+        let cursor = self.cursor.lock();
+        cursor.max_bytes.saturating_sub(cursor.bytes)
+    }
+
+    /// Ends the run with `fault` (kept, so the run reports it): returned for the trap.
+    pub fn fail(&self, fault: Fault) -> Fault {
+        self.cursor.lock().fault.get_or_insert(fault).clone()
+    }
+
+    /// Fails with the run's fault once its claim no longer holds (see
+    /// [`JournalStore::holds`]): checked before a Mind request is sent, so a node that lost
+    /// its claim sends none.
+    pub async fn holds(&self) -> Result<(), Fault> {
+        (self.store.holds(&self.run).await).map_err(|e| Fault::Storage(e.to_string()))
+    }
+
     /// At the run's end: a fault a call met, or a divergence if the guest returned before
     /// making every recorded call.
     pub fn finish(&self) -> Result<(), Fault> {
@@ -412,5 +449,7 @@ impl Journal {
     }
 }
 
+#[cfg(test)]
+mod poisoned_tests;
 #[cfg(test)]
 mod tests;

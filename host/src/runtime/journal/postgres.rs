@@ -185,6 +185,19 @@ impl JournalStore for PgJournal {
         refused(run, rows)
     }
 
+    async fn holds(&self, run: &Run) -> Result<(), JournalError> {
+        let held: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM agents
+             WHERE account_id = $1 AND agent_id = $2 AND ($3::bigint IS NULL OR epoch = $3)",
+        )
+        .bind(&run.account)
+        .bind(&run.agent_id)
+        .bind(run.fence.map(bigint))
+        .fetch_optional(&self.pool)
+        .await?;
+        refused(run, u64::from(held.is_some()))
+    }
+
     /// A committed transaction outlives the client, synced or not.
     fn unsynced_outlives_the_process(&self) -> bool {
         true

@@ -32,8 +32,13 @@ fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLi
         tokens_per_month: 1_000_000,
         versions_per_key: 10,
         event_streams: 5,
+        mcp_sessions: 5,
         component_uploads_per_hour: 10,
         requests_in_flight: 100,
+        http_requests_per_run: 10,
+        http_bytes_per_run: 1 << 20,
+        http_requests_per_month: 100,
+        http_bytes_per_month: 10 << 20,
     }
 }
 

@@ -224,7 +224,7 @@ impl Runtime {
                 .launch(slot, &record, fence, allowance, pre, None);
         }
         if untitled {
-            self.retitle(&record);
+            self.retitle(&record, plan);
         }
         Ok(record)
     }
@@ -266,8 +266,10 @@ impl Runtime {
     }
 
     /// Has the Mind title the agent of `record` in the background (its provisional name
-    /// stands until then, and if the Mind fails); the tokens count as the agent's.
-    pub(super) fn retitle(&self, record: &AgentRecord) {
+    /// stands until then, and if the Mind fails); the tokens count as the agent's, and as
+    /// the month's of its account on `plan`. Once the month's tokens are spent the agent
+    /// keeps its provisional name: the Mind is not asked.
+    pub(super) fn retitle(&self, record: &AgentRecord, plan: Plan) {
         let services = self.inner.services.clone();
         let (id, account, task) = (
             record.agent_id.clone(),
@@ -275,6 +277,11 @@ impl Runtime {
             record.task.clone(),
         );
         tokio::spawn(async move {
+            let tokens = services.budgets.of(&account, plan);
+            if let Err(e) = tokens.check().await {
+                tracing::info!(agent = %id, reason = %e, "not titling the agent");
+                return;
+            }
             let title = match services.mind.title(&task).await {
                 Ok(t) => t,
                 Err(e) => {
@@ -283,6 +290,7 @@ impl Runtime {
                 }
             };
             let spent = Usage::from(title.usage);
+            tokens.charge(spent.input_tokens, spent.output_tokens).await;
             let titled = services
                 .records
                 .update(&account, &id, None, move |r| {
@@ -293,9 +301,6 @@ impl Runtime {
                 .await;
             if let Err(e) = titled {
                 tracing::error!(agent = %id, error = %e, "recording the agent's title failed");
-            }
-            if let Err(e) = services.usage.add(&account, now_ms(), spent.month(0)).await {
-                tracing::error!(error = %e, "recording the title's usage failed");
             }
         });
     }

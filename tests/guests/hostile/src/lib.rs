@@ -11,6 +11,10 @@
 //! - `big_result N`: completes with a final result of N bytes (`x` repeated).
 //! - `work N`: N rounds of a fixed amount of CPU work, each followed by progress `info`
 //!   "work I", then completes with `worked N` (a CPU-bound agent that finishes).
+//! - `random N`: asks WASI for N random bytes in one call (`get-random-bytes`), then
+//!   completes with `drew N`.
+//! - `clock N`: reads the clocks N times (the monotonic and the wall clock in turn), then
+//!   completes with `read the clock N times`.
 
 use std::hint::black_box;
 
@@ -38,6 +42,20 @@ fn run(ctx: &Context, task: &str) -> Result<String, String> {
                 ctx.progress().report("info", &format!("work {i}"));
             }
             Ok(format!("worked {n}"))
+        }
+        ("random", Some(n)) => {
+            let drawn = wasip2::random::random::get_random_bytes(n as u64);
+            Ok(format!("drew {}", drawn.len()))
+        }
+        ("clock", Some(n)) => {
+            for i in 0..n {
+                if i % 2 == 0 {
+                    black_box(std::time::Instant::now());
+                } else {
+                    black_box(std::time::SystemTime::now());
+                }
+            }
+            Ok(format!("read the clock {n} times"))
         }
         _ => Err(format!("hostile: unknown behaviour {task:?}")),
     }

@@ -32,6 +32,7 @@ pub fn account_memory(
         account,
         quota,
         provenance,
+        fence: None,
     };
     sdk::Memory::new(Arc::new(Blocking {
         memory,

@@ -245,6 +245,7 @@ fn host() -> (tempfile::TempDir, tokio::runtime::Runtime, AccountMemory) {
         account: "acme".into(),
         quota: Quota::memories(QUOTA),
         provenance: Provenance::door(Door::AgentTool),
+        fence: None,
     };
     (dir, rt, memory)
 }
