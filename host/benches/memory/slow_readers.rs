@@ -3,8 +3,9 @@
 //! with a receive buffer of 4 KiB and then reading it a byte a second, against the server's
 //! listener with its default `[http]`. Each reader's MSS is an Ethernet path's (1,460
 //! bytes): with loopback's 64 KiB the server's kernel would take the whole bundle into its
-//! send buffer at once, as it never does across a network, and no write would wait. Meanwhile tenant B reads from another address
-//! (127.0.0.2), as in `strangers`; target: its p99 ≤ 2 × its idle p99 + 5 ms.
+//! send buffer at once, as it never does across a network, and no write would wait.
+//! Meanwhile tenant B reads from another address (127.0.0.2), as in `strangers`; target:
+//! its p99 ≤ 2 × its idle p99 + 5 ms.
 //!
 //! Measured beside it: how many readers the server took in (its per-address cap,
 //! `max_connections_per_address`) and how many it answered 429 at once, how soon it cut
