@@ -8,6 +8,7 @@ mod auth;
 mod console;
 mod cursor;
 mod doc;
+mod egress;
 mod error;
 mod extract;
 mod front;
@@ -118,6 +119,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(egress::egress))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -133,6 +135,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
+        .routes(routes!(console::reads::egress))
 }
 
 /// 404 `route_not_found`.
