@@ -8,6 +8,7 @@ mod auth;
 mod console;
 mod cursor;
 mod doc;
+mod egress;
 mod error;
 mod extract;
 mod front;
@@ -124,6 +125,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(egress::egress))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -139,6 +141,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
+        .routes(routes!(console::reads::egress))
 }
 
 /// An asset's bytes as a response body: one compiled into the binary is sent from there,

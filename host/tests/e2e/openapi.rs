@@ -1627,6 +1627,7 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
     let me = expect(spec.get(&t, "/api/v1/console/me"), 200);
     assert_eq!(me.body["account"], "acme");
     expect(spec.get(&t, "/api/v1/console/usage"), 200);
+    expect(spec.get(&t, "/api/v1/console/egress"), 200);
 
     // Keys: create, list, revoke; another account's key is not found.
     let created = expect(
@@ -1968,6 +1969,10 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
         Conformance::Opaque,
     );
     expect_error(&r, 400, "invalid_query");
+
+    // ----- GET /api/v1/egress -----
+    let listed = expect(spec.get(ada, "/api/v1/egress"), 200);
+    assert_eq!(listed.body["entries"], json!([]), "deny by default");
 
     // ----- GET /api/v1/agents/{id}/logs -----
     // The host writes the terminal event just after the terminal status.
