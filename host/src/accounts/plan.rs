@@ -74,6 +74,7 @@ impl Default for Plans {
                 versions_per_key: 10,
                 event_streams: 5,
                 mcp_sessions: 5,
+                tools: 10,
                 component_uploads_per_hour: 10,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
@@ -91,6 +92,7 @@ impl Default for Plans {
                 versions_per_key: 50,
                 event_streams: 20,
                 mcp_sessions: 20,
+                tools: 50,
                 component_uploads_per_hour: 60,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
@@ -108,6 +110,7 @@ impl Default for Plans {
                 versions_per_key: 100,
                 event_streams: 100,
                 mcp_sessions: 100,
+                tools: 200,
                 component_uploads_per_hour: 300,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
@@ -179,6 +182,9 @@ pub struct PlanLimits {
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
+    /// Tools (HTTP endpoints and MCP servers) an account may register; past it 402
+    /// `tool_quota_exceeded`.
+    pub tools: u32,
 }
 
 impl PlanLimits {
@@ -221,6 +227,7 @@ struct PlanTable {
     event_streams: Option<u32>,
     mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
+    tools: Option<u32>,
 }
 
 impl PlanTable {
@@ -247,6 +254,7 @@ impl PlanTable {
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
+            tools: self.tools.unwrap_or(default.tools),
         }
     }
 }
@@ -278,7 +286,7 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\nmcp_sessions = 2\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nmcp_sessions = 2\ntools = 3\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -317,6 +325,7 @@ mod tests {
             (plans.free.mcp_sessions, plans.lightyear.mcp_sessions),
             (2, 100)
         );
+        assert_eq!((plans.free.tools, plans.lightyear.tools), (3, 200));
         assert_eq!(
             (plans.free.component_max_bytes, plans.free.components),
             (1024, 2)

@@ -37,6 +37,7 @@ use super::{
     console::{KeyQuotaDetails, StreamLimitDetails},
     error::ApiError,
     memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
+    tools::ToolDeniedDetails,
 };
 
 /// The error envelope of every error response.
@@ -92,10 +93,13 @@ pub struct ErrorBody {
         KeyQuotaDetails,
         StreamLimitDetails,
         UploadRateDetails,
+        ToolDeniedDetails,
     )),
     tags(
         (name = "memory", description = "Long-term memory: write, read, search, tidy, move"),
         (name = "agents", description = "Sandboxed agents: spawn, watch, stop"),
+        (name = "tools", description = "The tools an account's agents may call: HTTP \
+            endpoints and remote MCP servers, reached through the host's egress policy"),
         (name = "console", description = "The console's API: the signed-in account's keys, \
             agents (with a live event stream), memories and usage; signed in with an ID token, \
             not an API key"),

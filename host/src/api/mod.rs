@@ -17,6 +17,7 @@ pub(crate) mod params;
 mod refusal;
 mod schema;
 mod shared_responses;
+pub(crate) mod tools;
 mod views;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use crate::{
     memory::MemoryService,
     mind::Mind,
     runtime::{AgentStore, Runtime},
+    tools::Tools,
 };
 
 /// Largest request body accepted, except for import.
@@ -59,6 +61,8 @@ pub struct AppState {
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).
     pub console: Arc<Console>,
+    /// Tenants' registered tools.
+    pub tools: Arc<Tools>,
 }
 
 impl AppState {
@@ -118,6 +122,9 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(tools::create, tools::list))
+        .routes(routes!(tools::get, tools::delete))
+        .routes(routes!(tools::refresh))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -133,6 +140,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
+        .routes(routes!(console::reads::list_tools))
 }
 
 /// 404 `route_not_found`.

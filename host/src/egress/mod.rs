@@ -7,6 +7,10 @@
 //! ([`client`]: to checked addresses only, redirects never followed, the response read
 //! whole within its cap and timeouts). The runtime journals each exchange around this
 //! (`runtime::host::http`), so a replayed agent never sends a request again.
+//!
+//! Tenants' registered tools (`crate::tools`) go out through the same door: an HTTP tool's
+//! request through [`Egress::send_within`], an MCP server's session on the door's own
+//! client ([`Egress::client`]) in one of the account's places ([`Egress::place`]).
 
 mod address;
 mod client;
@@ -16,7 +20,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use parking_lot::Mutex;
 use serde::Deserialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
 
 pub use self::client::{Failure, Response};
@@ -155,6 +159,41 @@ impl Egress {
         Ok(url)
     }
 
+    /// The longest a whole exchange may take (`[egress] total_timeout_secs`).
+    pub fn total_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.config.total_timeout_secs)
+    }
+
+    /// The largest response body kept.
+    pub fn max_response_bytes(&self) -> u64 {
+        self.config.max_response_bytes
+    }
+
+    /// The door's HTTP client: it connects only to addresses that pass the check, follows
+    /// no redirect and uses no proxy. For a protocol's client (an MCP session) that makes
+    /// its own requests to a URL [`Egress::admit`] allowed, in a [`Egress::place`].
+    pub fn client(&self) -> reqwest::Client {
+        self.client.http()
+    }
+
+    /// Resolves `url`'s host and checks its addresses (an address in the URL too): a
+    /// refusal named before a protocol's client connects (see [`Egress::client`]).
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), Failure> {
+        self.client.check_resolved(url).await
+    }
+
+    /// One of `account`'s places for a request in flight, waited for when all are taken.
+    pub async fn place(&self, account: &str) -> OwnedSemaphorePermit {
+        let places = {
+            let mut places = self.places.lock();
+            let cap = self.config.max_concurrent_per_account as usize;
+            (places.entry(account.to_string()))
+                .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+                .clone()
+        };
+        places.acquire_owned().await.expect("never closed")
+    }
+
     /// Sends a request `admit` allowed, in one of `account`'s places, and reads its
     /// response whole. A host that resolves only to refused addresses fails `Refused`.
     pub async fn send(
@@ -165,17 +204,25 @@ impl Egress {
         headers: reqwest::header::HeaderMap,
         body: Vec<u8>,
     ) -> Result<Response, Failure> {
-        let places = {
-            let mut places = self.places.lock();
-            let cap = self.config.max_concurrent_per_account as usize;
-            (places.entry(account.to_string()))
-                .or_insert_with(|| Arc::new(Semaphore::new(cap)))
-                .clone()
-        };
-        let _place = places.acquire().await.expect("never closed");
+        let total = self.total_timeout();
+        (self.send_within(account, method, url, headers, body, total)).await
+    }
+
+    /// [`Egress::send`] with the whole exchange bounded by `total` (within the door's own
+    /// `total_timeout_secs`, whichever is shorter).
+    pub async fn send_within(
+        &self,
+        account: &str,
+        method: reqwest::Method,
+        url: Url,
+        headers: reqwest::header::HeaderMap,
+        body: Vec<u8>,
+        total: Duration,
+    ) -> Result<Response, Failure> {
+        let _place = self.place(account).await;
         let limits = Limits {
             first_byte: Duration::from_secs_f64(self.config.first_byte_timeout_secs),
-            total: Duration::from_secs_f64(self.config.total_timeout_secs),
+            total: total.min(self.total_timeout()),
             max_response_bytes: self.config.max_response_bytes,
         };
         (self.client).send(method, url, headers, body, limits).await

@@ -36,6 +36,7 @@ use crate::{
     mind::{self, MindCheck, MindStatus},
     runtime::{Runtime, Services},
     storage::Backend,
+    tools::Tools,
 };
 
 /// Longest wait at exit for the runtime's blocking work, then for the database's other
@@ -195,14 +196,26 @@ async fn load_state(
         keys,
         own_key,
         cluster,
+        tools,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let egress = Egress::new(config.egress.clone()).context("setting up egress")?;
+    let egress = Arc::new(Egress::new(config.egress.clone()).context("setting up egress")?);
+    let tools = Tools::open(
+        tools,
+        &config.tools,
+        dir.path(),
+        egress.clone(),
+        keys.clone(),
+    )
+    .await
+    .context("setting up tools")?;
+    let tools = Arc::new(tools);
     let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),
-        egress: Arc::new(egress),
+        egress,
+        tools: tools.clone(),
         accounts: keys.clone(),
         records: records.clone(),
         usage: usage.clone(),
@@ -224,6 +237,7 @@ async fn load_state(
         usage,
         budgets,
         mind,
+        tools,
     })
 }
 

@@ -41,6 +41,7 @@ use crate::{
         stop::StopSignal,
         timings::Recorder,
     },
+    tools::{EmbeddedTools, Tools, ToolsConfig},
 };
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
@@ -152,10 +153,20 @@ async fn services(dir: &Path) -> Arc<Services> {
     records.create(record(AGENT, ACCOUNT)).await.unwrap();
     let accounts: Accounts = Arc::new(KeyStore::new(db.clone()).unwrap());
     let usage: Ledger = Arc::new(UsageStore::new(db.clone()).unwrap());
+    let egress = Arc::new(Egress::new(EgressConfig::default()).unwrap());
+    // The key outside what stands for the data dir here (the indexes' folder).
+    let config = ToolsConfig {
+        secret_key_file: Some(dir.join("keys/tools.key")),
+        ..ToolsConfig::default()
+    };
+    let store = Arc::new(EmbeddedTools::open(db.clone()).unwrap());
+    let index = dir.join("index");
+    let tools = Tools::open(store, &config, &index, egress.clone(), accounts.clone());
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
-        egress: Arc::new(Egress::new(EgressConfig::default()).unwrap()),
+        egress,
+        tools: Arc::new(tools.await.unwrap()),
         accounts: accounts.clone(),
         budgets: TokenBudgets::new(usage.clone(), accounts, Plans::default()),
         records,
