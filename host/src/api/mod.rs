@@ -125,6 +125,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::create, tools::list))
         .routes(routes!(tools::get, tools::delete))
         .routes(routes!(tools::refresh))
+        .routes(routes!(tools::call))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,

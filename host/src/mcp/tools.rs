@@ -1,10 +1,10 @@
-//! The account's registered tools over MCP: list, register, delete and refresh, each the
+//! The account's registered tools over MCP: list, register, delete, refresh and call, each the
 //! operation the REST route calls, with the REST response body as the tool's result and a
 //! refusal as the REST error (`agents::answer`). Secrets go in and never come out.
 
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use utoipa::PartialSchema;
 
 use super::agents::{answer, run, tool};
@@ -12,7 +12,7 @@ use crate::{
     accounts::Principal,
     api::{
         AppState,
-        tools::{ToolView, list_in, tool_not_found},
+        tools::{ToolCallResponse, ToolView, list_in, tool_not_found},
     },
     object::Fields,
     tools::Registration,
@@ -22,6 +22,7 @@ const LIST: &str = "tool_list";
 const REGISTER: &str = "tool_register";
 const DELETE: &str = "tool_delete";
 const REFRESH: &str = "tool_refresh";
+const CALL: &str = "tool_call";
 
 /// The tool tools as MCP tools.
 pub fn tools() -> Vec<Tool> {
@@ -60,12 +61,26 @@ pub fn tools() -> Vec<Tool> {
              the server with its tools.",
             name,
         ),
+        tool(
+            CALL,
+            "Call one of this account's tools as an agent would (an MCP server's tool as \
+             mcp_<server>_<tool>), through the host's egress policy and within the plan's \
+             HTTP budgets. Returns {result}.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "name": { "type": "string", "description": "the tool's name as agents see it" },
+                    "arguments": { "type": "object", "description": "its arguments" },
+                },
+                "required": ["name", "arguments"],
+            }),
+        ),
     ]
 }
 
 /// Whether `name` is a tool tool.
 pub fn serves(name: &str) -> bool {
-    [LIST, REGISTER, DELETE, REFRESH].contains(&name)
+    [LIST, REGISTER, DELETE, REFRESH, CALL].contains(&name)
 }
 
 /// `tool_delete` and `tool_refresh`.
@@ -76,6 +91,18 @@ struct Named {
 
 impl Fields for Named {
     const FIELDS: &'static [(&'static str, &'static str)] = &[("name", "a string")];
+}
+
+/// `tool_call`.
+#[derive(Debug, Deserialize)]
+struct Called {
+    name: String,
+    arguments: Value,
+}
+
+impl Fields for Called {
+    const FIELDS: &'static [(&'static str, &'static str)] =
+        &[("name", "a string"), ("arguments", "a JSON object")];
 }
 
 /// Runs tool tool `name` for `who`.
@@ -106,10 +133,21 @@ pub async fn call(
             })
             .await
         }
-        _ => {
+        REFRESH => {
             run(args, |n: Named| async move {
                 let record = state.tools.refresh(&who.account, who.plan, &n.name).await?;
                 Ok(ToolView::from(record))
+            })
+            .await
+        }
+        _ => {
+            run(args, |c: Called| async move {
+                let arguments = c.arguments.to_string();
+                let tools = &state.tools;
+                let result = tools
+                    .try_call(&who.account, who.plan, &c.name, &arguments)
+                    .await?;
+                Ok(ToolCallResponse { result })
             })
             .await
         }

@@ -36,7 +36,7 @@ use crate::{
     mind::{self, MindCheck, MindStatus},
     runtime::{Runtime, Services},
     storage::Backend,
-    tools::Tools,
+    tools::{Tools, ToolsParts},
 };
 
 /// Longest wait at exit for the runtime's blocking work, then for the database's other
@@ -199,16 +199,17 @@ async fn load_state(
         tools,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let egress = Arc::new(Egress::new(config.egress.clone()).context("setting up egress")?);
-    let tools = Tools::open(
-        tools,
-        &config.tools,
-        dir.path(),
-        egress.clone(),
-        keys.clone(),
-    )
-    .await
-    .context("setting up tools")?;
+    let egress = Egress::new(config.egress.clone(), config.plans.clone());
+    let egress = Arc::new(egress.context("setting up egress")?);
+    let parts = ToolsParts {
+        store: tools,
+        egress: egress.clone(),
+        accounts: keys.clone(),
+        usage: usage.clone(),
+    };
+    let tools = Tools::open(parts, &config.tools, dir.path())
+        .await
+        .context("setting up tools")?;
     let tools = Arc::new(tools);
     let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {

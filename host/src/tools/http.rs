@@ -2,7 +2,7 @@
 //! plan's allowlists and the address check, then one request with the arguments — as the
 //! JSON body (POST, PUT, PATCH), or as query parameters (GET, DELETE: each top-level
 //! argument, a string as it is and anything else as JSON) — the secret header, and the
-//! call's `Idempotency-Key`. A 2xx response's text is the result; any other status fails
+//! call's `Idempotency-Key`, within the tool's timeout (the door's own bounds it too). A 2xx response's text is the result; any other status fails
 //! the call, quoting the start of the body.
 
 use std::time::Duration;
@@ -29,6 +29,8 @@ pub struct HttpCall<'a> {
     pub secret: Option<Secret>,
     pub timeout: Duration,
     pub idempotency_key: &'a str,
+    /// The largest response kept (what the plan's budgets leave, within the door's cap).
+    pub max_response_bytes: u64,
 }
 
 impl HttpCall<'_> {
@@ -80,8 +82,12 @@ impl HttpCall<'_> {
                 body.len()
             )));
         }
-        let sent = egress.send_within(self.account, method, url, headers, body, self.timeout);
-        let response = sent.await.map_err(ToolError::from_failure)?;
+        let max = self.max_response_bytes;
+        let sent = egress.send(self.account, method, url, headers, body, max);
+        let secs = self.timeout.as_secs_f64();
+        let response = (tokio::time::timeout(self.timeout, sent).await)
+            .map_err(|_| ToolError::Failed(format!("the endpoint did not answer within {secs} s")))?
+            .map_err(ToolError::from_failure)?;
         let body = base64::engine::general_purpose::STANDARD
             .decode(&response.body)
             .unwrap_or_default();

@@ -34,6 +34,8 @@ pub struct Remote<'a> {
     pub url: &'a str,
     pub bearer: Option<Secret>,
     pub timeout: Duration,
+    /// The largest response kept (what the plan's budgets leave, within the door's cap).
+    pub max_response_bytes: u64,
 }
 
 impl Remote<'_> {
@@ -91,7 +93,7 @@ impl Remote<'_> {
             .await
             .map_err(ToolError::from_failure)?;
         let _place = egress.place(self.account).await;
-        let max = usize::try_from(egress.max_response_bytes()).unwrap_or(usize::MAX);
+        let max = usize::try_from(self.max_response_bytes).unwrap_or(usize::MAX);
         let mut headers = HashMap::new();
         if let Some(key) = idempotency_key.and_then(|k| http::HeaderValue::from_str(k).ok()) {
             headers.insert(http::HeaderName::from_static("idempotency-key"), key);

@@ -32,5 +32,7 @@ pub use define::Registration;
 pub use embedded::EmbeddedTools;
 pub use mcp::MAX_LISTED_TOOLS;
 pub use postgres::PgTools;
-pub use service::{RefreshError, RegisterError, ToolError, ToolSpec, Tools, ToolsError};
+pub use service::{
+    RefreshError, RegisterError, ToolError, ToolSpec, Tools, ToolsError, ToolsParts,
+};
 pub use store::{HttpTool, ListedTool, Listing, McpServer, ToolBackend, ToolKind, ToolRecord};

@@ -16,9 +16,9 @@ use super::{
     store::{CreateError, Listing, StoreError, ToolBackend, ToolKind, ToolRecord},
 };
 use crate::{
-    accounts::{AccountError, Accounts, Plan},
+    accounts::{AccountError, Accounts, Ledger, MonthUsage, Plan},
     clock::now_ms,
-    egress::Egress,
+    egress::{Egress, Moved},
     id::new_id,
     secret::Secret,
     text::cut,
@@ -26,6 +26,8 @@ use crate::{
 
 /// The prefix of tools' ids.
 const ID_PREFIX: &str = "tool_";
+/// The prefix of the `Idempotency-Key` of a call a tenant tries ([`Tools::try_call`]).
+const TRY_PREFIX: &str = "try_";
 /// Schema errors quoted when arguments do not fit.
 const QUOTED_ERRORS: usize = 3;
 
@@ -97,7 +99,16 @@ pub struct Tools {
     sealer: Sealer,
     egress: Arc<Egress>,
     accounts: Accounts,
+    usage: Ledger,
     max_result_chars: usize,
+}
+
+/// Where a tools service's parts are.
+pub struct ToolsParts {
+    pub store: Arc<dyn ToolBackend>,
+    pub egress: Arc<Egress>,
+    pub accounts: Accounts,
+    pub usage: Ledger,
 }
 
 impl Tools {
@@ -105,12 +116,16 @@ impl Tools {
     /// missing; never in `data_dir`), called through `egress`. Secrets sealed under another
     /// key than this one are reported (their tools' calls fail until the key is given).
     pub async fn open(
-        store: Arc<dyn ToolBackend>,
+        parts: ToolsParts,
         config: &ToolsConfig,
         data_dir: &std::path::Path,
-        egress: Arc<Egress>,
-        accounts: Accounts,
     ) -> anyhow::Result<Self> {
+        let ToolsParts {
+            store,
+            egress,
+            accounts,
+            usage,
+        } = parts;
         config.check()?;
         let key_file = config.secret_key_file.as_deref().ok_or_else(|| {
             anyhow::anyhow!(
@@ -136,6 +151,7 @@ impl Tools {
             sealer,
             egress,
             accounts,
+            usage,
             max_result_chars: config.max_result_chars,
         })
     }
@@ -252,9 +268,56 @@ impl Tools {
         Ok(specs)
     }
 
+    /// Calls the account's tool `name` as a tenant tries it: what [`Tools::call`] does,
+    /// within the plan's HTTP budgets for the month (the ledger's count; a try is no run's),
+    /// and counted in them once sent: one request, and the arguments' and result's bytes.
+    pub async fn try_call(
+        &self,
+        account: &str,
+        plan: Plan,
+        name: &str,
+        arguments_json: &str,
+    ) -> Result<String, ToolError> {
+        let now = now_ms();
+        let month = self
+            .usage
+            .month(account, now)
+            .await
+            .map_err(|e| unreadable(&e))?;
+        let month = Moved {
+            requests: month.http_requests,
+            bytes: month.http_bytes,
+        };
+        let sent = arguments_json.len() as u64;
+        let max =
+            (self.egress.budget(plan, sent, Moved::default(), month)).map_err(ToolError::denied)?;
+        let key = new_id(TRY_PREFIX);
+        let outcome = self
+            .call(account, plan, name, arguments_json, &key, max)
+            .await;
+        let bytes = match &outcome {
+            Ok(text) => sent + text.len() as u64,
+            Err(ToolError::Failed(_)) => sent,
+            Err(_) => return outcome,
+        };
+        let moved = MonthUsage {
+            http_requests: 1,
+            http_bytes: bytes,
+            ..MonthUsage::default()
+        };
+        if let Err(e) = self.usage.add(account, now, moved).await {
+            tracing::error!(account, error = %e, "a tool call could not be counted in the usage ledger");
+        }
+        outcome
+    }
+
     /// Calls the account's tool `name` with `arguments_json` (a JSON object), checked
-    /// against its schema, through the egress door, with `idempotency_key` sent along: the
-    /// result's text, cut at `[tools] max_result_chars`.
+    /// against its schema, through the egress door, with `idempotency_key` sent along and
+    /// at most `max_response_bytes` of response kept (what the caller's budget check,
+    /// `Egress::budget`, left): the result's text, cut at `[tools] max_result_chars`.
+    ///
+    /// A request went out when the outcome is a result or [`ToolError::Failed`]; the caller
+    /// counts it in the plan's budgets (the arguments' and result's bytes), as it journals it.
     pub async fn call(
         &self,
         account: &str,
@@ -262,6 +325,7 @@ impl Tools {
         name: &str,
         arguments_json: &str,
         idempotency_key: &str,
+        max_response_bytes: u64,
     ) -> Result<String, ToolError> {
         let arguments = match serde_json::from_str::<Value>(arguments_json) {
             Ok(Value::Object(arguments)) => arguments,
@@ -297,13 +361,14 @@ impl Tools {
                     secret: self.secret(&record)?,
                     timeout: Duration::from_secs_f64(record.timeout_secs),
                     idempotency_key,
+                    max_response_bytes,
                 };
                 call.send(&self.egress, arguments).await?
             }
             None => {
                 let (server, tool) = self.mcp_tool(account, name).await?.ok_or_else(unknown)?;
                 fits(&tool.parameters, &arguments, false)?;
-                let remote = self.remote(plan, &server)?;
+                let remote = self.remote(plan, &server, max_response_bytes)?;
                 (remote.call(&self.egress, &tool.remote, arguments, idempotency_key)).await?
             }
         };
@@ -358,7 +423,7 @@ impl Tools {
 
     /// Lists the MCP server of `record` now.
     async fn list_server(&self, plan: Plan, record: &ToolRecord) -> Result<Listing, ToolError> {
-        let remote = self.remote(plan, record)?;
+        let remote = self.remote(plan, record, self.egress.max_response_bytes())?;
         let tools = remote.list(&self.egress, &record.name).await?;
         Ok(Listing {
             listed_at: now_ms(),
@@ -368,7 +433,12 @@ impl Tools {
     }
 
     /// How a session reaches the MCP server of `record`.
-    fn remote<'a>(&self, plan: Plan, record: &'a ToolRecord) -> Result<Remote<'a>, ToolError> {
+    fn remote<'a>(
+        &self,
+        plan: Plan,
+        record: &'a ToolRecord,
+        max_response_bytes: u64,
+    ) -> Result<Remote<'a>, ToolError> {
         let ToolKind::Mcp(server) = &record.kind else {
             unreachable!("only an MCP server's record is reached as one")
         };
@@ -378,6 +448,7 @@ impl Tools {
             url: &server.url,
             bearer: self.secret(record)?,
             timeout: Duration::from_secs_f64(record.timeout_secs),
+            max_response_bytes,
         })
     }
 

@@ -13,6 +13,7 @@ use crate::{
         Client,
         components::upload,
         fake_mind::{FakeMind, Reply},
+        on_postgres,
         origin::Origin,
         server_with_keys,
     },
@@ -192,4 +193,106 @@ fn a_request_in_flight_at_a_kill_is_sent_again_with_its_key() {
     assert_eq!(paths, ["/first", "/slow", "/slow"], "{seen:?}");
     assert_eq!(seen[1].idempotency_key, seen[2].idempotency_key);
     assert_ne!(seen[0].idempotency_key, seen[1].idempotency_key);
+}
+
+/// A free plan with small budgets of outgoing HTTP, beside the egress section.
+fn small_budgets(origin: &Origin, canary: &Origin) -> String {
+    egress(origin, canary)
+        + "[plans.free]\nspawns_per_minute = 30\nspawns_per_hour = 100\n\
+           concurrent_agents = 2\nmemories = 1000\nagent_hours_per_month = 10.0\n\
+           http_requests_per_run = 2\nhttp_requests_per_month = 3\nhttp_bytes_per_run = 1000\n"
+}
+
+/// Each budget of outgoing HTTP refuses past it with its rule logged, and what was sent
+/// shows in `wasmind usage`, the console's usage and `/metrics`.
+#[test]
+fn each_budget_refuses_past_it_and_usage_counts_what_went_out() {
+    let (origin, canary) = (Origin::start("127.0.0.2"), Origin::start("127.0.0.1"));
+    let options = crate::common::Options {
+        config: Some(small_budgets(&origin, &canary)),
+        ..crate::common::Options::hash_embedder()
+    };
+    let (tmp, server, keys) = server_with_keys(&[("acme", "free"), ("beta", "free")], &options);
+    let (acme, beta) = (server.client(&keys[0]), server.client(&keys[1]));
+    let guest = upload(&acme, FETCH, "fetch", "1.0.0");
+    let gets = |paths: &[&str]| -> String {
+        let urls: Vec<String> = paths
+            .iter()
+            .map(|p| format!("get {}", origin.url(p)))
+            .collect();
+        urls.join("; ")
+    };
+    let answers = |c: &Client, guest: &Value, task: &str| -> (String, Vec<(String, String)>) {
+        let id = spawn_fetch(c, guest, task);
+        let done = wait_terminal(c, &id);
+        assert_eq!(done["status"], "completed", "{done:#}");
+        (
+            done["final_result"].as_str().unwrap().to_string(),
+            refusals(c, &id),
+        )
+    };
+
+    // Two requests a run: the third is refused.
+    let (answer, refused) = answers(&acme, &guest, &gets(&["/a", "/b", "/c"]));
+    let parts: Vec<&str> = answer.split(" | ").collect();
+    assert_eq!(parts[..2], ["200 hello /a", "200 hello /b"], "{answer}");
+    assert!(parts[2].starts_with("error: "), "{answer}");
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].0, "budget");
+    // Three a month: the run's two and one more; the month's count is the ended runs'.
+    let (answer, refused) = answers(&acme, &guest, &gets(&["/d", "/e"]));
+    assert!(answer.starts_with("200 hello /d | error: "), "{answer}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    // A thousand bytes a run: a body of 1,500 is refused before it is sent.
+    let beta_guest = upload(&beta, FETCH, "fetch", "1.0.0");
+    let task = format!("post {} {}", origin.url("/big"), "x".repeat(1_500));
+    let (answer, refused) = answers(&beta, &beta_guest, &task);
+    assert!(answer.starts_with("error: "), "{answer}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let paths: Vec<String> = origin.requests().iter().map(|s| s.path.clone()).collect();
+    assert_eq!(paths, ["/a", "/b", "/d"], "nothing refused was sent");
+
+    // The month's usage: acme sent three requests (no bodies; answers of 8 bytes each).
+    let d = tmp.path().join("data");
+    let args = [
+        "usage",
+        "--data-dir",
+        d.to_str().unwrap(),
+        "--account",
+        "acme",
+    ];
+    let (ok, out, err) = crate::common::cli(&args);
+    assert!(ok, "{err}");
+    let row: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    // The limit is the plans of the process that answers: the running server's through its
+    // admin socket; on postgres the CLI's own configuration, which here has no `[plans]`.
+    let limit = if on_postgres() { "3/10000" } else { "3/3" };
+    assert_eq!((row[7], row[8]), (limit, "24/1073741824"), "{out}");
+    let usage = acme_console_usage(&server, &d);
+    assert_eq!(usage["http"]["requests"], 3, "{usage:#}");
+    assert_eq!(usage["http"]["requests_limit"], 3);
+    let metrics = reqwest::blocking::get(format!("{}/metrics", server.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("wasmind_agent_http_requests_total{outcome=\"budget\"} 3"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("wasmind_agent_http_requests_total{outcome=\"answered\"} 3"),
+        "{metrics}"
+    );
+}
+
+/// The console's usage report of `acme`, signed in through `wasmind console login`.
+fn acme_console_usage(server: &crate::common::Server, dir: &std::path::Path) -> Value {
+    let (_, token) = crate::console::login(dir, "acme", None);
+    let console = Client::new(&server.base, Some(&token));
+    console.get("/api/v1/console/usage").body
 }

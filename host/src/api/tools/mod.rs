@@ -10,10 +10,11 @@ use axum::{
 };
 use serde_json::json;
 
+mod call;
 mod request;
 mod response;
 
-pub use self::response::*;
+pub use self::{call::*, response::*};
 use super::{
     AppState,
     auth::Auth,

@@ -141,15 +141,16 @@ pub struct ToolList {
     pub data: Vec<ToolView>,
 }
 
-/// `details` of 403 `tool_denied`: the egress rule that refused the request.
+/// `details` of 403 `tool_denied` and 402 `http_budget_exceeded`: the egress rule that
+/// refused the request.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ToolDeniedDetails {
-    /// `allowlist` (no `[egress] allow` entry names the scheme, host and port) or
-    /// `address` (the host's addresses are refused).
+    /// `allowlist` (no `[egress] allow` entry names the scheme, host and port), `address`
+    /// (the host's addresses are refused) or `budget` (a plan's HTTP budget is spent).
     #[schema(schema_with = rules)]
     pub rule: String,
 }
 
 fn rules() -> Schema {
-    schema::one_of(["allowlist", "address"]).into()
+    schema::one_of(["allowlist", "address", "budget"]).into()
 }

@@ -41,7 +41,7 @@ use crate::{
         stop::StopSignal,
         timings::Recorder,
     },
-    tools::{EmbeddedTools, Tools, ToolsConfig},
+    tools::{EmbeddedTools, Tools, ToolsConfig, ToolsParts},
 };
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
@@ -153,7 +153,7 @@ async fn services(dir: &Path) -> Arc<Services> {
     records.create(record(AGENT, ACCOUNT)).await.unwrap();
     let accounts: Accounts = Arc::new(KeyStore::new(db.clone()).unwrap());
     let usage: Ledger = Arc::new(UsageStore::new(db.clone()).unwrap());
-    let egress = Arc::new(Egress::new(EgressConfig::default()).unwrap());
+    let egress = Arc::new(Egress::new(EgressConfig::default(), Plans::default()).unwrap());
     // The key outside what stands for the data dir here (the indexes' folder).
     let config = ToolsConfig {
         secret_key_file: Some(dir.join("keys/tools.key")),
@@ -161,7 +161,13 @@ async fn services(dir: &Path) -> Arc<Services> {
     };
     let store = Arc::new(EmbeddedTools::open(db.clone()).unwrap());
     let index = dir.join("index");
-    let tools = Tools::open(store, &config, &index, egress.clone(), accounts.clone());
+    let parts = ToolsParts {
+        store,
+        egress: egress.clone(),
+        accounts: accounts.clone(),
+        usage: usage.clone(),
+    };
+    let tools = Tools::open(parts, &config, &index);
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
