@@ -8,6 +8,7 @@ mod auth;
 mod console;
 mod cursor;
 mod doc;
+mod egress;
 mod error;
 mod extract;
 mod front;
@@ -126,6 +127,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::get, tools::delete))
         .routes(routes!(tools::refresh))
         .routes(routes!(tools::call))
+        .routes(routes!(egress::egress))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -142,6 +144,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
         .routes(routes!(console::reads::list_tools))
+        .routes(routes!(console::reads::egress))
 }
 
 /// 404 `route_not_found`.

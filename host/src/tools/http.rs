@@ -1,9 +1,10 @@
-//! Calling an HTTP tool through the egress door: the endpoint admitted by the account
-//! plan's allowlists and the address check, then one request with the arguments — as the
-//! JSON body (POST, PUT, PATCH), or as query parameters (GET, DELETE: each top-level
-//! argument, a string as it is and anything else as JSON) — the secret header, and the
-//! call's `Idempotency-Key`, within the tool's timeout (the door's own bounds it too). A 2xx response's text is the result; any other status fails
-//! the call, quoting the start of the body.
+//! Calling an HTTP tool through the egress door: the endpoint admitted by the allowlists
+//! (everyone's, the account plan's, the account's own) and the address check, then one
+//! request with the arguments — as the JSON body (POST, PUT, PATCH), or as query
+//! parameters (GET, DELETE: each top-level argument, a string as it is and anything else as
+//! JSON) — the secret header, and the call's `Idempotency-Key`, within the tool's timeout
+//! (the door's own bounds it too). A 2xx response's text is the result; any other status
+//! fails the call, quoting the start of the body.
 
 use std::time::Duration;
 
@@ -14,7 +15,10 @@ use serde_json::{Map, Value};
 use super::{ToolError, store::HttpTool};
 use crate::{
     accounts::Plan,
-    egress::{Egress, Failure, policy::Rule},
+    egress::{
+        Egress, Failure,
+        policy::{Allow, Rule},
+    },
     secret::Secret,
 };
 
@@ -25,6 +29,8 @@ const QUOTED_CHARS: usize = 200;
 pub struct HttpCall<'a> {
     pub account: &'a str,
     pub plan: Plan,
+    /// The account's own egress entries.
+    pub own: &'a [Allow],
     pub tool: &'a HttpTool,
     pub secret: Option<Secret>,
     pub timeout: Duration,
@@ -41,7 +47,7 @@ impl HttpCall<'_> {
         arguments: Map<String, Value>,
     ) -> Result<String, ToolError> {
         let mut url = egress
-            .admit(self.plan, &self.tool.url)
+            .admit(self.plan, self.own, &self.tool.url)
             .map_err(ToolError::denied)?;
         let method = reqwest::Method::from_bytes(self.tool.method.as_bytes())
             .map_err(|_| ToolError::Failed(format!("{:?} is not a method", self.tool.method)))?;

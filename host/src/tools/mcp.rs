@@ -1,10 +1,10 @@
 //! A tenant's remote MCP server, reached with rmcp's client (streamable HTTP) through the
-//! egress door: the server's URL admitted by the account plan's allowlists and its
-//! addresses checked (so a refusal names its rule), then one session on the door's own
-//! client — which connects only to checked addresses and follows no redirect — in one of
-//! the account's places, bounded by the tool's timeout and the door's response cap. Each
-//! listing and each call is a session of its own (initialize, the request, close), so
-//! nothing is held open between an agent's calls.
+//! egress door: the server's URL admitted by the allowlists (everyone's, the account
+//! plan's, the account's own) and its addresses checked (so a refusal names its rule), then
+//! one session on the door's own client — which connects only to checked addresses and
+//! follows no redirect — in one of the account's places, bounded by the tool's timeout and
+//! the response cap the budgets leave. Each listing and each call is a session of its own
+//! (initialize, the request, close), so nothing is held open between an agent's calls.
 
 use std::{collections::HashMap, time::Duration};
 
@@ -20,7 +20,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{ToolError, define::MAX_DESCRIPTION_CHARS, store::ListedTool};
-use crate::{accounts::Plan, egress::Egress, secret::Secret};
+use crate::{
+    accounts::Plan,
+    egress::{Egress, policy::Allow},
+    secret::Secret,
+};
 
 /// Most tools kept of one server's listing.
 pub const MAX_LISTED_TOOLS: usize = 100;
@@ -31,6 +35,8 @@ const MAX_EXPOSED_CHARS: usize = 64;
 pub struct Remote<'a> {
     pub account: &'a str,
     pub plan: Plan,
+    /// The account's own egress entries.
+    pub own: &'a [Allow],
     pub url: &'a str,
     pub bearer: Option<Secret>,
     pub timeout: Duration,
@@ -86,7 +92,7 @@ impl Remote<'_> {
         work: impl AsyncFnOnce(&RunningService<RoleClient, ()>) -> Result<T, ToolError>,
     ) -> Result<T, ToolError> {
         let url = egress
-            .admit(self.plan, self.url)
+            .admit(self.plan, self.own, self.url)
             .map_err(ToolError::denied)?;
         egress
             .check_resolved(&url)

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     accounts::{AccountError, Accounts, Ledger, MonthUsage, Plan},
     clock::now_ms,
-    egress::{Egress, Moved},
+    egress::{Egress, Moved, policy::Allow},
     id::new_id,
     secret::Secret,
     text::cut,
@@ -346,6 +346,7 @@ impl Tools {
             .get(account, name)
             .await
             .map_err(|e| unreadable(&e))?;
+        let own = self.own(account).await.map_err(|e| unreadable(&e))?;
         let text = match record {
             Some(record) => {
                 let ToolKind::Http(tool) = &record.kind else {
@@ -357,6 +358,7 @@ impl Tools {
                 let call = HttpCall {
                     account,
                     plan,
+                    own: &own,
                     tool,
                     secret: self.secret(&record)?,
                     timeout: Duration::from_secs_f64(record.timeout_secs),
@@ -368,7 +370,7 @@ impl Tools {
             None => {
                 let (server, tool) = self.mcp_tool(account, name).await?.ok_or_else(unknown)?;
                 fits(&tool.parameters, &arguments, false)?;
-                let remote = self.remote(plan, &server, max_response_bytes)?;
+                let remote = self.remote(plan, &own, &server, max_response_bytes)?;
                 (remote.call(&self.egress, &tool.remote, arguments, idempotency_key)).await?
             }
         };
@@ -423,7 +425,8 @@ impl Tools {
 
     /// Lists the MCP server of `record` now.
     async fn list_server(&self, plan: Plan, record: &ToolRecord) -> Result<Listing, ToolError> {
-        let remote = self.remote(plan, record, self.egress.max_response_bytes())?;
+        let own = (self.own(&record.account).await).map_err(|e| unreadable(&e))?;
+        let remote = self.remote(plan, &own, record, self.egress.max_response_bytes())?;
         let tools = remote.list(&self.egress, &record.name).await?;
         Ok(Listing {
             listed_at: now_ms(),
@@ -436,6 +439,7 @@ impl Tools {
     fn remote<'a>(
         &self,
         plan: Plan,
+        own: &'a [Allow],
         record: &'a ToolRecord,
         max_response_bytes: u64,
     ) -> Result<Remote<'a>, ToolError> {
@@ -445,6 +449,7 @@ impl Tools {
         Ok(Remote {
             account: &record.account,
             plan,
+            own,
             url: &server.url,
             bearer: self.secret(record)?,
             timeout: Duration::from_secs_f64(record.timeout_secs),
@@ -465,11 +470,20 @@ impl Tools {
     }
 
     async fn plan(&self, account: &str) -> Result<Plan, StoreError> {
-        match self.accounts.plan(account).await {
-            Ok(plan) => Ok(plan.unwrap_or_default()),
-            Err(AccountError::Storage(e)) => Err(e),
-            Err(other) => Err(StoreError::Corrupt(other.to_string())),
-        }
+        let plan = self.accounts.plan(account).await.map_err(account_error)?;
+        Ok(plan.unwrap_or_default())
+    }
+
+    /// The account's own egress entries (the operator's, beside everyone's and the plan's).
+    async fn own(&self, account: &str) -> Result<Vec<Allow>, StoreError> {
+        self.accounts.egress(account).await.map_err(account_error)
+    }
+}
+
+fn account_error(e: AccountError) -> StoreError {
+    match e {
+        AccountError::Storage(e) => e,
+        other => StoreError::Corrupt(other.to_string()),
     }
 }
 
