@@ -1557,12 +1557,24 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
         (with("name", json!("Weather")), "invalid_name"),
         (with("kind", json!("grpc")), "invalid_kind"),
         (with("description", json!(" ")), "invalid_description"),
-        (with("parameters", json!({ "type": "string" })), "invalid_parameters"),
-        (with("endpoint", json!("https://x.example/")), "invalid_endpoint"),
+        (
+            with("parameters", json!({ "type": "string" })),
+            "invalid_parameters",
+        ),
+        (
+            with("endpoint", json!("https://x.example/")),
+            "invalid_endpoint",
+        ),
         (with("timeout_secs", json!(10_000)), "invalid_timeout_secs"),
-        (with("secret_header", json!({ "name": "X Key", "value": "x" })), "invalid_secret_header"),
+        (
+            with("secret_header", json!({ "name": "X Key", "value": "x" })),
+            "invalid_secret_header",
+        ),
         (json!({ "name": "docs", "kind": "mcp" }), "invalid_url"),
-        (json!({ "name": "docs", "kind": "mcp", "url": mcp.url(), "bearer": "" }), "invalid_bearer"),
+        (
+            json!({ "name": "docs", "kind": "mcp", "url": mcp.url(), "bearer": "" }),
+            "invalid_bearer",
+        ),
     ] {
         expect_error(&spec.post(c, TOOLS, &body), 400, code);
     }
@@ -1574,12 +1586,19 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
     let listed = expect(spec.get(c, TOOLS), 200);
     assert_eq!(listed.body["data"][0]["name"], "weather");
     expect(spec.get(c, &format!("{TOOLS}/weather")), 200);
-    expect_error(&spec.get(c, &format!("{TOOLS}/nothing")), 404, "tool_not_found");
+    expect_error(
+        &spec.get(c, &format!("{TOOLS}/nothing")),
+        404,
+        "tool_not_found",
+    );
 
     // An MCP server, listed; one the policy refuses; one that does not speak MCP.
     let server = json!({ "name": "calc", "kind": "mcp", "url": mcp.url(), "bearer": "tok" });
     expect(spec.post(c, TOOLS, &server), 201);
-    let refreshed = expect(spec.post(c, &format!("{TOOLS}/calc/refresh"), &json!({})), 200);
+    let refreshed = expect(
+        spec.post(c, &format!("{TOOLS}/calc/refresh"), &json!({})),
+        200,
+    );
     assert_eq!(refreshed.body["tools"][0]["name"], "mcp_calc_add");
     let denied = json!({ "name": "denied", "kind": "mcp", "url": "http://127.0.0.1:9/mcp" });
     expect(spec.post(c, TOOLS, &denied), 201);
@@ -1601,16 +1620,40 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
     assert_eq!(r.body["result"], "got: {\"city\":\"Oslo\"}");
     let sum = json!({ "arguments": { "a": 1, "b": 2 } });
     expect(spec.post(c, &call("mcp_calc_add"), &sum), 200);
-    expect_error(&spec.post(c, &call("weather"), &json!({})), 400, "invalid_arguments");
-    expect_error(&spec.post_raw(c, &call("weather"), "[]"), 400, "invalid_body");
+    expect_error(
+        &spec.post(c, &call("weather"), &json!({})),
+        400,
+        "invalid_arguments",
+    );
+    expect_error(
+        &spec.post_raw(c, &call("weather"), "[]"),
+        400,
+        "invalid_body",
+    );
     let big = json!({ "arguments": { "city": "x".repeat(1_100_000) } });
-    expect_error(&spec.post(c, &call("weather"), &big), 413, "payload_too_large");
-    expect_error(&spec.post(c, &call("nothing"), &arguments), 404, "tool_not_found");
+    expect_error(
+        &spec.post(c, &call("weather"), &big),
+        413,
+        "payload_too_large",
+    );
+    expect_error(
+        &spec.post(c, &call("nothing"), &arguments),
+        404,
+        "tool_not_found",
+    );
     let canary = http("canary", "http://127.0.0.1:9/steal");
     expect(spec.post(c, TOOLS, &canary), 201);
-    expect_error(&spec.post(c, &call("canary"), &arguments), 403, "tool_denied");
+    expect_error(
+        &spec.post(c, &call("canary"), &arguments),
+        403,
+        "tool_denied",
+    );
     let fail = json!({ "arguments": {} });
-    expect_error(&spec.post(c, &call("mcp_calc_fail"), &fail), 502, "tool_failed");
+    expect_error(
+        &spec.post(c, &call("mcp_calc_fail"), &fail),
+        502,
+        "tool_failed",
+    );
 
     // The free plan: one tool, one request a month.
     let own = http("weather", &origin.url("/small"));
@@ -1626,7 +1669,11 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
 
     // Deletion.
     expect(spec.delete(c, &format!("{TOOLS}/canary")), 200);
-    expect_error(&spec.delete(c, &format!("{TOOLS}/canary")), 404, "tool_not_found");
+    expect_error(
+        &spec.delete(c, &format!("{TOOLS}/canary")),
+        404,
+        "tool_not_found",
+    );
 }
 
 /// The reference page, without a key: `/api/v1/docs` redirects to `/api/v1/docs/`, which is
