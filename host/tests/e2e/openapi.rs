@@ -867,15 +867,19 @@ fn schema_checker_sanity() {
 
 #[test]
 fn the_document_is_true() {
-    // Tools' endpoints on 127.0.0.2, allowed; the free plan keeps one tool and sends one
-    // request a month.
+    // Tools' endpoints on 127.0.0.2, allowed for the plans of the accounts that call them
+    // (ada's, lightyear, keeps the default's empty list); the free plan keeps one tool and
+    // sends one request a month.
     let (origin, mcp) = (Origin::start("127.0.0.2"), McpOrigin::start("127.0.0.2"));
-    let config = format!(
-        "{TINY_FREE_PLAN}tools = 1\nhttp_requests_per_month = 1\n\n[egress]\n\
-         allow_ranges = [\"127.0.0.2/32\"]\n\
-         allow = [{{ host = \"127.0.0.2\", ports = [{}, {}], schemes = [\"http\"] }}]\n",
+    let allow = format!(
+        "allow = [{{ host = \"127.0.0.2\", ports = [{}, {}], schemes = [\"http\"] }}]\n",
         origin.port(),
         mcp.port()
+    );
+    let config = format!(
+        "{TINY_FREE_PLAN}tools = 1\nhttp_requests_per_month = 1\n\n\
+         [egress]\nallow_ranges = [\"127.0.0.2/32\"]\n\
+         [egress.plans.free]\n{allow}[egress.plans.liftoff]\n{allow}"
     );
     let options = Options {
         config: Some(config),
@@ -1593,24 +1597,25 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
     );
 
     // An MCP server, listed; one the policy refuses; one that does not speak MCP.
+    let refresh = |spec: &mut Spec, name: &str| {
+        let url = format!("{TOOLS}/{name}/refresh");
+        spec.exchange(c, &Method::POST, &url, None, Conformance::Strict)
+    };
     let server = json!({ "name": "calc", "kind": "mcp", "url": mcp.url(), "bearer": "tok" });
     expect(spec.post(c, TOOLS, &server), 201);
-    let refreshed = expect(
-        spec.post(c, &format!("{TOOLS}/calc/refresh"), &json!({})),
-        200,
-    );
+    let refreshed = expect(refresh(spec, "calc"), 200);
     assert_eq!(refreshed.body["tools"][0]["name"], "mcp_calc_add");
     let denied = json!({ "name": "denied", "kind": "mcp", "url": "http://127.0.0.1:9/mcp" });
     expect(spec.post(c, TOOLS, &denied), 201);
-    let r = spec.post(c, &format!("{TOOLS}/denied/refresh"), &json!({}));
+    let r = refresh(spec, "denied");
     expect_error(&r, 403, "tool_denied");
     let mute = json!({ "name": "mute", "kind": "mcp", "url": origin.url("/mcp") });
     expect(spec.post(c, TOOLS, &mute), 201);
-    let r = spec.post(c, &format!("{TOOLS}/mute/refresh"), &json!({}));
+    let r = refresh(spec, "mute");
     expect_error(&r, 502, "tool_failed");
-    let r = spec.post(c, &format!("{TOOLS}/weather/refresh"), &json!({}));
-    expect_error(&r, 400, "invalid_tool");
-    let r = spec.post(c, &format!("{TOOLS}/nothing/refresh"), &json!({}));
+    let r = refresh(spec, "weather");
+    expect_error(&r, 409, "not_an_mcp_server");
+    let r = refresh(spec, "nothing");
     expect_error(&r, 404, "tool_not_found");
 
     // Calls.

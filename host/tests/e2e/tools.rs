@@ -250,7 +250,7 @@ fn an_mcp_server_s_tools_are_listed_and_called_with_its_bearer() {
     });
     assert_eq!(c.post("/api/v1/tools", &http).status, 201);
     c.post("/api/v1/tools/ping/refresh", &json!({}))
-        .assert_error(400, "invalid_tool");
+        .assert_error(409, "not_an_mcp_server");
 
     // A server the policy refuses is refused at refresh, the tools listed before kept.
     let refused = json!({ "name": "stolen", "kind": "mcp", "url": canary.url("/mcp") });

@@ -65,7 +65,7 @@ impl From<RefreshError> for ApiError {
         match e {
             RefreshError::NotFound => tool_not_found(),
             RefreshError::NotMcp(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_tool", e.to_string())
+                ApiError::new(StatusCode::CONFLICT, "not_an_mcp_server", e.to_string())
             }
             RefreshError::Tool(ToolError::Denied { rule, message }) => ApiError::new(
                 StatusCode::FORBIDDEN,
@@ -173,7 +173,7 @@ pub async fn delete(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "listed; the server with its tools", body = ToolView),
-        (status = 400, description = "The tool is an HTTP tool, which has no list. Codes: `invalid_tool`.", body = ErrorEnvelope),
+        (status = 409, description = "The tool is an HTTP tool, which has no list to refresh. Codes: `not_an_mcp_server`.", body = ErrorEnvelope),
         (status = 403, description = "The host's egress policy refuses the server's URL (its scheme, host and port on no allowlist, or its addresses refused); `details.rule` says which. Nothing was sent. Codes: `tool_denied`. Details: ToolDeniedDetails.", body = ErrorEnvelope),
         (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
         (status = 502, description = "The server could not be reached or listed: its answer, the connection, the timeout; the message says which. Codes: `tool_failed`.", body = ErrorEnvelope),
