@@ -15,7 +15,11 @@
 //!    (see `memory/fair.rs`); `fair-postgres` measures the same on the postgres backend;
 //! 7. only when asked for (`WASMIND_BENCH_PHASES=strangers`): 10,000 connections that send
 //!    half a request line, how soon the server closes them, and account B's reads meanwhile
-//!    (see `memory/strangers.rs`).
+//!    (see `memory/strangers.rs`);
+//! 8. only when asked for (`WASMIND_BENCH_PHASES=slow-readers`): 10,000 connections from one
+//!    address that ask for the 1.45 MB documentation bundle and read it a byte a second,
+//!    what the server does with them, and B's reads from another address meanwhile (see
+//!    `memory/slow_readers.rs`).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -26,8 +30,9 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers` picks
-//!   phases (cold needs single's dir; the default is put, single, cold and multi);
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers,`
+//!   `slow-readers` picks phases (cold needs single's dir; the default is put, single, cold
+//!   and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
 //!   and HTTP without inference); `WASMIND_BENCH_FAIR_EMBEDDER=hash` does the same for the
@@ -36,6 +41,8 @@
 //!   `WASMIND_BENCH_REUSE=1` reuses kept ones instead of loading again;
 //! - `WASMIND_BIN` (the `wasmind` binary cargo built for this profile), `WASMIND_MODEL_DIR`.
 
+#[path = "memory/bystander.rs"]
+mod bystander;
 #[path = "memory/cold.rs"]
 mod cold;
 #[path = "memory/fair.rs"]
@@ -54,6 +61,8 @@ mod report;
 mod search;
 #[path = "shared.rs"]
 mod shared;
+#[path = "memory/slow_readers.rs"]
+mod slow_readers;
 #[path = "memory/strangers.rs"]
 mod strangers;
 #[path = "memory/text.rs"]
@@ -228,6 +237,10 @@ fn main() {
 
     if settings.wants("strangers") {
         strangers::run(&mut table);
+    }
+
+    if settings.wants("slow-readers") {
+        slow_readers::run(&mut table);
     }
 
     drop(model);

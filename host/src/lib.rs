@@ -35,6 +35,7 @@ pub mod memory;
 pub mod metrics;
 pub mod mind;
 mod object;
+mod places;
 mod priority;
 mod private_file;
 pub mod runtime;

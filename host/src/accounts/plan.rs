@@ -80,6 +80,7 @@ impl Default for Plans {
                 http_requests_per_month: 10_000,
                 http_bytes_per_month: 1 << 30,
                 component_uploads_per_hour: 10,
+                requests_in_flight: 128,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
             },
@@ -102,6 +103,7 @@ impl Default for Plans {
                 http_requests_per_month: 200_000,
                 http_bytes_per_month: 20 << 30,
                 component_uploads_per_hour: 60,
+                requests_in_flight: 256,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
             },
@@ -124,6 +126,7 @@ impl Default for Plans {
                 http_requests_per_month: 2_000_000,
                 http_bytes_per_month: 200 << 30,
                 component_uploads_per_hour: 300,
+                requests_in_flight: 512,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
             },
@@ -197,6 +200,10 @@ pub struct PlanLimits {
     /// Tools (HTTP endpoints and MCP servers) an account may register; past it 402
     /// `tool_quota_exceeded`.
     pub tools: u32,
+    /// Requests of an account in flight at once (on one node), from its authentication to
+    /// its answer's last byte, so an open event stream counts for as long as it is open;
+    /// past it 429 `request_limit_reached` with Retry-After.
+    pub requests_in_flight: u32,
     /// Outgoing HTTP requests (`wasi:http`) one agent's run may make; past it a request is
     /// refused (`HTTP-request-denied`, logged as the `budget` rule).
     pub http_requests_per_run: u64,
@@ -250,6 +257,7 @@ struct PlanTable {
     mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
     tools: Option<u32>,
+    requests_in_flight: Option<u32>,
     http_requests_per_run: Option<u64>,
     http_bytes_per_run: Option<u64>,
     http_requests_per_month: Option<u64>,
@@ -290,6 +298,9 @@ impl PlanTable {
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
             tools: self.tools.unwrap_or(default.tools),
+            requests_in_flight: self
+                .requests_in_flight
+                .unwrap_or(default.requests_in_flight),
         }
     }
 }
@@ -321,7 +332,8 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\nmcp_sessions = 2\ntools = 3\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n\
+             mcp_sessions = 2\ntools = 3\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -349,6 +361,13 @@ mod tests {
             }
         );
         assert_eq!(plans.lightyear.versions_per_key, 100);
+        assert_eq!(
+            (
+                plans.free.requests_in_flight,
+                plans.lightyear.requests_in_flight
+            ),
+            (7, 512)
+        );
         assert_eq!(
             (
                 plans.free.event_streams,

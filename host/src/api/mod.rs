@@ -12,6 +12,7 @@ mod egress;
 mod error;
 mod extract;
 mod front;
+mod in_flight;
 mod memory;
 mod metrics;
 pub(crate) mod params;
@@ -21,15 +22,17 @@ mod shared_responses;
 pub(crate) mod tools;
 mod views;
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
-use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, routing::get};
+use axum::{Router, body::Bytes, extract::DefaultBodyLimit, http::StatusCode, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use auth::authenticate;
 pub use error::{ApiError, ApiResult};
 pub use front::{AppSlot, Loaded, front};
+pub(crate) use in_flight::hold as hold_in_flight;
+pub use in_flight::{InFlight, RequestLimitDetails};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
@@ -64,6 +67,8 @@ pub struct AppState {
     pub console: Arc<Console>,
     /// Tenants' registered tools.
     pub tools: Arc<Tools>,
+    /// Each account's requests in flight on this node, under its plan's bound.
+    pub in_flight: InFlight,
 }
 
 impl AppState {
@@ -89,6 +94,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(in_flight::hold))
         .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }
@@ -145,6 +151,16 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::delete_memory))
         .routes(routes!(console::reads::list_tools))
         .routes(routes!(console::reads::egress))
+}
+
+/// An asset's bytes as a response body: one compiled into the binary is sent from there,
+/// not copied — a client reading a large one slowly (the documentation's bundle is 1.45 MB)
+/// would otherwise hold a copy as long as its connection; one made at run time is moved in.
+fn asset_body(bytes: Cow<'static, [u8]>) -> Bytes {
+    match bytes {
+        Cow::Borrowed(compiled) => Bytes::from_static(compiled),
+        Cow::Owned(made) => Bytes::from(made),
+    }
 }
 
 /// 404 `route_not_found`.

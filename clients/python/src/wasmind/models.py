@@ -432,6 +432,16 @@ class QuotaDetails(TypedDict):
     used: int
 
 
+class RequestLimitDetails(TypedDict):
+    """
+    `details` of 429 `request_limit_reached`.
+    """
+
+    currentRequests: int
+    maxRequests: int
+    plan: str
+
+
 class SearchBreakdown(TypedDict):
     """
     How a search score was made (§2.2); each part from 0 to 1.
