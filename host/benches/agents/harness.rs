@@ -50,6 +50,7 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         http_bytes_per_run: u64::MAX,
         http_requests_per_month: u64::MAX,
         http_bytes_per_month: u64::MAX,
+        tools: u32::MAX,
     };
     config.mind = MindConfig {
         provider: "openai".into(),

@@ -32,6 +32,11 @@ pub struct RuntimeConfig {
     /// Most bytes one run's journal (its recorded host calls and their results) may hold;
     /// past it the run fails with `journal_limit_exceeded`.
     pub max_journal_bytes: u64,
+    /// Most bytes of it the sandbox's own answers (clock and random reads, readiness) may
+    /// take; past it the run fails with `journal_limit_exceeded`. Far below the whole
+    /// bound: a guest makes these in a loop, and a written journal stays in the store's
+    /// cache (host memory outside the guest's limit).
+    pub max_journal_sandbox_bytes: u64,
     /// How long a host call may wait (a Mind call: queued for a connection, or waiting for
     /// a slow model) before its agent hibernates: gives back its instance and is resumed
     /// from its journal when the answer comes (`park`). 0: agents never hibernate.
@@ -72,6 +77,7 @@ impl Default for RuntimeConfig {
             max_log_bytes: 16 << 20,
             max_result_bytes: 256 << 10,
             max_journal_bytes: 64 << 20,
+            max_journal_sandbox_bytes: 4 << 20,
             hibernate_after_ms: 5_000,
             max_parked_agents: 100_000,
             component: None,

@@ -22,7 +22,7 @@ use super::{
     engine::{self, Compiled},
     extraction,
     guests::GuestThreads,
-    journal::{Door, Journal, Resumed, Run},
+    journal::{Bounds, Door, Journal, Resumed, Run},
     limits::{LocalLimits, SharedLimits, SpawnLimits},
     park::Parking,
     records::{
@@ -184,8 +184,11 @@ impl Inner {
             fence,
         };
         let store = self.services.journal.clone();
-        let max = self.config.max_journal_bytes;
-        let journal = Arc::new(Journal::new(run.clone(), store, recorded, max));
+        let bounds = Bounds {
+            total: self.config.max_journal_bytes,
+            sandbox: self.config.max_journal_sandbox_bytes,
+        };
+        let journal = Arc::new(Journal::new(run.clone(), store, recorded, bounds));
         let now = Instant::now();
         let ctx = Arc::new(AgentCtx {
             agent_id: record.agent_id.clone(),

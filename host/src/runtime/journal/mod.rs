@@ -16,8 +16,8 @@
 //! without a sync), since a replay may make such calls again. What survives a crash is
 //! thus always a prefix of the journal: a lost tail is made again, live, on resume.
 //!
-//! The journal of a run is bounded by `[runtime] max_journal_bytes`
-//! (`journal_limit_exceeded`) and deleted when the run ends. It lives behind
+//! The journal of a run is bounded by `[runtime] max_journal_bytes`, its sandbox's own
+//! entries by `max_journal_sandbox_bytes` (`journal_limit_exceeded`), and deleted when the run ends. It lives behind
 //! [`JournalStore`]: redb on the embedded backend, tables on PostgreSQL, where every write
 //! of a run's journal is fenced by the node's claim on the agent, as its record's writes
 //! are: a node that lost its claim can no longer append to the journal its successor
@@ -168,9 +168,9 @@ pub enum Fault {
         made: String,
         recorded: String,
     },
-    /// The run's journal would grow past `max` bytes.
-    #[error("the agent's journal exceeded its bound of {max} bytes ([runtime] max_journal_bytes)")]
-    Full { max: u64 },
+    /// The run's journal, or its sandbox's entries, would grow past `max` bytes (`key`).
+    #[error("the agent's journal exceeded its bound of {max} bytes ([runtime] {key})")]
+    Full { max: u64, key: &'static str },
     /// One random read asked for more bytes than the journal takes in one entry.
     #[error("the agent asked for {asked} random bytes in one call; at most {max} are granted")]
     Random { asked: u64, max: u64 },
@@ -229,6 +229,35 @@ pub enum Keep {
     Synced,
 }
 
+/// A run's journal bounds, in counted bytes (see `size`).
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// The whole journal (`[runtime] max_journal_bytes`).
+    pub total: u64,
+    /// The entries of the sandbox's own answers: clocks, random, readiness
+    /// (`[runtime] max_journal_sandbox_bytes`). A guest makes these in a loop with no
+    /// service in it, a few dozen bytes each; their journal, written, stays in the store's
+    /// cache (about 1.3 × its size in host RSS on redb), so they get a bound of their own,
+    /// far below the one that must fit the services' answers (HTTP bodies, Mind replies).
+    pub sandbox: u64,
+}
+
+#[cfg(test)]
+impl Bounds {
+    /// No bound.
+    pub const NONE: Self = Self {
+        total: u64::MAX,
+        sandbox: u64::MAX,
+    };
+}
+
+/// Whether `func`'s entries are the sandbox's own answers (counted against
+/// [`Bounds::sandbox`] too).
+fn from_sandbox(func: &str) -> bool {
+    use self::{readiness::*, sandbox::*};
+    [WALL, MONOTONIC, RANDOM, POLL, READY, BLOCK].contains(&func)
+}
+
 /// One run's journal, shared by its store's host calls and its clocks.
 pub struct Journal {
     run: Run,
@@ -244,9 +273,10 @@ struct Cursor {
     /// Entries made live and not yet stored, and their size.
     pending: Vec<Entry>,
     pending_bytes: u64,
-    /// Bytes of the journal so far, against `max_bytes`.
+    /// Bytes of the journal so far, and of its sandbox entries, against `bounds`.
     bytes: u64,
-    max_bytes: u64,
+    sandbox_bytes: u64,
+    bounds: Bounds,
     /// The first fault met by a call that could not fail the run itself (a clock read);
     /// the next call, or the run's end, reports it.
     fault: Option<Fault>,
@@ -268,9 +298,13 @@ impl Journal {
         run: Run,
         store: Arc<dyn JournalStore>,
         recorded: Vec<Entry>,
-        max_bytes: u64,
+        bounds: Bounds,
     ) -> Self {
         let bytes = recorded.iter().map(size).sum();
+        let sandbox_bytes = (recorded.iter())
+            .filter(|e| from_sandbox(&e.func))
+            .map(size)
+            .sum();
         let next = recorded.last().map_or(1, |e| e.step + 1);
         Self {
             run,
@@ -281,7 +315,8 @@ impl Journal {
                 pending: Vec::new(),
                 pending_bytes: 0,
                 bytes,
-                max_bytes,
+                sandbox_bytes,
+                bounds,
                 fault: None,
             }),
         }
@@ -354,14 +389,22 @@ impl Journal {
         };
         let entry_bytes = size(&entry);
         let bytes = cursor.bytes + entry_bytes;
-        if bytes > cursor.max_bytes {
-            let fault = Fault::Full {
-                max: cursor.max_bytes,
-            };
+        let sandbox_bytes = cursor.sandbox_bytes + u64::from(from_sandbox(func)) * entry_bytes;
+        let bounds = cursor.bounds;
+        let over = if bytes > bounds.total {
+            Some((bounds.total, "max_journal_bytes"))
+        } else if sandbox_bytes > bounds.sandbox {
+            Some((bounds.sandbox, "max_journal_sandbox_bytes"))
+        } else {
+            None
+        };
+        if let Some((max, key)) = over {
+            let fault = Fault::Full { max, key };
             cursor.fault = Some(fault.clone());
             return Err(fault);
         }
         cursor.bytes = bytes;
+        cursor.sandbox_bytes = sandbox_bytes;
         cursor.pending_bytes += entry_bytes;
         cursor.next += 1;
         cursor.pending.push(entry);
@@ -395,7 +438,7 @@ impl Journal {
     /// Bytes the journal may still grow by before its bound.
     pub fn room(&self) -> u64 {
         let cursor = self.cursor.lock();
-        cursor.max_bytes.saturating_sub(cursor.bytes)
+        cursor.bounds.total.saturating_sub(cursor.bytes)
     }
 
     /// Ends the run with `fault` (kept, so the run reports it): returned for the trap.

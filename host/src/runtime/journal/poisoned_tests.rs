@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Store, component::types::ComponentItem};
 
 use super::{
-    Door, EmbeddedJournal, Journal, JournalStore, Keep, Run,
+    Bounds, Door, EmbeddedJournal, Journal, JournalStore, Keep, Run,
     readiness::{BLOCK, POLL, READY},
     sandbox::{MONOTONIC, RANDOM, WALL},
 };
@@ -255,7 +255,7 @@ async fn a_replay_reaches_nothing_outside_and_every_import_is_journaled_or_fixed
             agent_id: AGENT.into(),
             fence: None,
         };
-        Arc::new(Journal::new(run, store.clone(), recorded, u64::MAX))
+        Arc::new(Journal::new(run, store.clone(), recorded, Bounds::NONE))
     };
 
     // Live: every call made, and recorded.

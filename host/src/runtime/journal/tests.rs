@@ -2,7 +2,7 @@ use std::{sync::Arc, time::Duration};
 
 use redb::Database;
 
-use super::{EmbeddedJournal, Entry, Fault, Journal, JournalStore, Keep, Run, args_hash};
+use super::{Bounds, EmbeddedJournal, Entry, Fault, Journal, JournalStore, Keep, Run, args_hash};
 use crate::{memory::Quota, runtime::records::Allowance};
 
 fn store() -> (tempfile::TempDir, Arc<Database>, EmbeddedJournal) {
@@ -33,7 +33,12 @@ fn run(agent: &str) -> Run {
 /// A journal over `store` that records `calls` live, as a first run does.
 async fn record(store: &EmbeddedJournal, agent: &str, calls: &[(&str, u32, &str)]) {
     store.begin(&run(agent), ALLOWANCE).await.unwrap();
-    let journal = Journal::new(run(agent), Arc::new(store.clone()), Vec::new(), u64::MAX);
+    let journal = Journal::new(
+        run(agent),
+        Arc::new(store.clone()),
+        Vec::new(),
+        Bounds::NONE,
+    );
     for (i, (func, args, result)) in calls.iter().enumerate() {
         assert_eq!(
             journal.replay::<String>(func, args_hash(args)).unwrap(),
@@ -70,7 +75,7 @@ async fn recorded_calls_are_replayed_in_order_then_the_run_goes_live() {
         run("ag_1"),
         Arc::new(store.clone()),
         recorded.entries,
-        u64::MAX,
+        Bounds::NONE,
     );
     for (func, args, result) in CALLS {
         assert!(journal.replaying());
@@ -98,8 +103,9 @@ async fn another_function_or_other_arguments_at_a_step_diverge_naming_it() {
     let (_dir, _db, store) = store();
     record(&store, "ag_1", &CALLS).await;
     let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
-    let replay =
-        |entries: Vec<Entry>| Journal::new(run("ag_1"), Arc::new(store.clone()), entries, u64::MAX);
+    let replay = |entries: Vec<Entry>| {
+        Journal::new(run("ag_1"), Arc::new(store.clone()), entries, Bounds::NONE)
+    };
 
     let journal = replay(entries.clone());
     journal
@@ -149,7 +155,7 @@ async fn a_tampered_argument_hash_in_the_store_diverges_at_its_step() {
     record(&store, "ag_1", &CALLS).await;
     store.tamper("ag_1", 3);
     let entries = store.load("acct", "ag_1").await.unwrap().unwrap().entries;
-    let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), entries, u64::MAX);
+    let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), entries, Bounds::NONE);
     for (func, args, _) in &CALLS[..2] {
         journal.replay::<String>(func, args_hash(args)).unwrap();
     }
@@ -164,12 +170,62 @@ async fn a_tampered_argument_hash_in_the_store_diverges_at_its_step() {
 #[tokio::test]
 async fn a_journal_past_its_bound_fails_the_run() {
     let (_dir, _db, store) = store();
-    let journal = Journal::new(run("ag_1"), Arc::new(store), Vec::new(), 200);
+    let journal = Journal::new(
+        run("ag_1"),
+        Arc::new(store),
+        Vec::new(),
+        Bounds {
+            total: 200,
+            sandbox: u64::MAX,
+        },
+    );
     journal.keep("mind.complete", 0, &"x".repeat(100)).unwrap();
     let full = journal.keep("mind.complete", 0, &"x".repeat(100));
-    assert_eq!(full, Err(Fault::Full { max: 200 }));
+    assert_eq!(
+        full,
+        Err(Fault::Full {
+            max: 200,
+            key: "max_journal_bytes"
+        })
+    );
     assert_eq!(full.unwrap_err().code(), "journal_limit_exceeded");
-    assert_eq!(journal.finish(), Err(Fault::Full { max: 200 }));
+    assert_eq!(
+        journal.finish(),
+        Err(Fault::Full {
+            max: 200,
+            key: "max_journal_bytes"
+        })
+    );
+}
+
+/// The sandbox's own answers (here clock reads) have a bound of their own, far below the
+/// whole journal's; the services' entries count only against the whole.
+#[tokio::test]
+async fn clock_reads_past_the_sandbox_bound_fail_the_run() {
+    let (_dir, _db, store) = store();
+    let bounds = Bounds {
+        total: 10_000,
+        sandbox: 1_000,
+    };
+    let journal = Journal::new(run("ag_1"), Arc::new(store), Vec::new(), bounds);
+    journal
+        .keep("mind.complete", 0, &"x".repeat(2_000))
+        .unwrap();
+    let reads = (0..100).map_while(|_| journal.keep(super::sandbox::WALL, 0, &(1u64, 2u32)).ok());
+    let read = reads.count();
+    assert!(
+        (5..20).contains(&read),
+        "{read} clock reads fit 1,000 bytes"
+    );
+    let full = Fault::Full {
+        max: 1_000,
+        key: "max_journal_sandbox_bytes",
+    };
+    assert_eq!(journal.finish(), Err(full.clone()));
+    assert!(
+        full.to_string()
+            .contains("[runtime] max_journal_sandbox_bytes")
+    );
 }
 
 #[tokio::test]
@@ -198,7 +254,12 @@ fn argument_hashes_are_stable_and_tell_arguments_apart() {
 async fn reads_wait_in_memory_for_the_next_effect_unless_they_grow_large_or_a_put_comes() {
     let (_dir, _db, store) = store();
     store.begin(&run("ag_1"), ALLOWANCE).await.unwrap();
-    let journal = Journal::new(run("ag_1"), Arc::new(store.clone()), Vec::new(), u64::MAX);
+    let journal = Journal::new(
+        run("ag_1"),
+        Arc::new(store.clone()),
+        Vec::new(),
+        Bounds::NONE,
+    );
     let stored = || async {
         store
             .load("acct", "ag_1")
@@ -229,7 +290,7 @@ async fn a_rewound_journal_replays_the_run_from_its_start_once_it_is_all_stored(
     let (_dir, _db, store) = store();
     let store = Arc::new(store);
     store.begin(&run("ag_4"), ALLOWANCE).await.unwrap();
-    let journal = Journal::new(run("ag_4"), store.clone(), Vec::new(), u64::MAX);
+    let journal = Journal::new(run("ag_4"), store.clone(), Vec::new(), Bounds::NONE);
     for (func, args, result) in CALLS {
         assert_eq!(
             journal.replay::<String>(func, args_hash(&args)).unwrap(),
