@@ -15,7 +15,11 @@
 //!    (see `memory/fair.rs`); `fair-postgres` measures the same on the postgres backend;
 //! 7. only when asked for (`WASMIND_BENCH_PHASES=strangers`): 10,000 connections that send
 //!    half a request line, how soon the server closes them, and account B's reads meanwhile
-//!    (see `memory/strangers.rs`).
+//!    (see `memory/strangers.rs`);
+//! 8. only when asked for (`WASMIND_BENCH_PHASES=backends`): both backends served over HTTP
+//!    side by side at 1,000, 10,000 and 100,000 memories in one account, every request sent
+//!    to both, with postgres ÷ embedded per row (see `memory/backends.rs`; its own settings
+//!    are listed there).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -26,7 +30,7 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers` picks
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers,backends` picks
 //!   phases (cold needs single's dir; the default is put, single, cold and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
@@ -36,6 +40,8 @@
 //!   `WASMIND_BENCH_REUSE=1` reuses kept ones instead of loading again;
 //! - `WASMIND_BIN` (the `wasmind` binary cargo built for this profile), `WASMIND_MODEL_DIR`.
 
+#[path = "memory/backends.rs"]
+mod backends;
 #[path = "memory/cold.rs"]
 mod cold;
 #[path = "memory/fair.rs"]
@@ -48,6 +54,8 @@ mod load;
 mod postgres;
 #[path = "memory/put.rs"]
 mod put;
+#[path = "memory/remembered.rs"]
+mod remembered;
 #[path = "memory/report.rs"]
 mod report;
 #[path = "memory/search.rs"]
@@ -228,6 +236,10 @@ fn main() {
 
     if settings.wants("strangers") {
         strangers::run(&mut table);
+    }
+
+    if settings.wants("backends") {
+        backends::run(&mut table, &model);
     }
 
     drop(model);
