@@ -12,7 +12,11 @@ use std::{
     fs::{File, Permissions},
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
-    sync::Arc,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Instant,
 };
 
 use anyhow::{Context, bail};
@@ -44,7 +48,7 @@ impl DataDir {
             );
         }
         let db_path = path.join("wasmind.redb");
-        let db = Database::create(&db_path)
+        let db = open_database(&db_path)
             .with_context(|| format!("opening database {}", db_path.display()))?;
         Ok(Self {
             path: path.to_path_buf(),
@@ -68,10 +72,10 @@ impl DataDir {
     /// Returning while a thread still holds it would skip redb's close, and the next start
     /// would have to repair the file — slow, and costly in memory on a big database.
     pub fn close(self, patience: std::time::Duration) -> bool {
-        let deadline = std::time::Instant::now() + patience;
+        let deadline = Instant::now() + patience;
         while Arc::strong_count(&self.db) > 1 {
-            if std::time::Instant::now() >= deadline {
-                tracing::warn!("database still in use at exit; the next start will repair it");
+            if Instant::now() >= deadline {
+                tracing::warn!("database still in use at exit; the next start may repair it");
                 return false;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -93,6 +97,31 @@ impl DataDir {
     pub fn index_dir(&self, name: &str) -> PathBuf {
         self.path.join("index").join(name)
     }
+}
+
+/// Opens (creating if needed) the database at `path`. A file a process did not close
+/// (killed, crashed, or stopped while something still held the database) is repaired
+/// first, which is slow and costly in memory on a big file: that is logged, so an
+/// operator sees it, and a stop that left it unclean is seen at the next start.
+fn open_database(path: &Path) -> Result<Database, redb::DatabaseError> {
+    let repairing = Arc::new(AtomicBool::new(false));
+    let seen = repairing.clone();
+    let started = Instant::now();
+    let db = Database::builder()
+        .set_repair_callback(move |_| {
+            if !seen.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "the database was not closed cleanly (a kill, a crash, or a stop that \
+                     could not finish): repairing it"
+                );
+            }
+        })
+        .create(path)?;
+    if repairing.load(Ordering::Relaxed) {
+        let ms = started.elapsed().as_millis() as u64;
+        tracing::warn!(ms, "the database is repaired");
+    }
+    Ok(db)
 }
 
 /// Takes group and other access off `path` and everything under it (symbolic links are

@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod mind;
 mod object;
 mod priority;
+mod private_file;
 pub mod runtime;
 mod secret;
 pub mod server;

@@ -58,18 +58,51 @@ export type Request<O> = ([PathParams<O>] extends [never] ? { path?: never } : {
 
 const RETRIED = new Set([429, 503]);
 
+const REDACTED = "<redacted>";
+
+/**
+ * The API key, kept where `console.log`, `util.inspect` and `JSON.stringify` do not look (a
+ * private field): they show it redacted, so a client logged whole never leaks it.
+ */
+class ApiKey {
+  readonly #value: string;
+
+  constructor(value: string) {
+    this.#value = value;
+  }
+
+  /** The `authorization` header that sends it. */
+  bearer(): string {
+    return `Bearer ${this.#value}`;
+  }
+
+  toJSON(): string {
+    return REDACTED;
+  }
+
+  toString(): string {
+    return REDACTED;
+  }
+
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return REDACTED;
+  }
+}
+
 export class Transport {
   private readonly baseUrl: string;
   private readonly retry: Required<RetryOptions> | false;
   private readonly fetch: typeof fetch;
   private readonly headers: Record<string, string>;
+  private readonly apiKey: ApiKey;
 
   constructor(options: TransportOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.retry = options.retry === false ? false : { maxRetries: 3, maxWaitMs: 30_000, ...options.retry };
     // Bound to the global object: a browser's fetch refuses to be called on another.
     this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.headers = { ...options.headers, authorization: `Bearer ${options.apiKey}` };
+    this.headers = { ...options.headers };
+    this.apiKey = new ApiKey(options.apiKey);
   }
 
   /** Calls `method path` and returns the answer's JSON, or throws a {@link WasmindError}. */
@@ -120,7 +153,11 @@ export class Transport {
   }
 
   private init(method: Method, request: { body?: unknown; raw?: { body: BodyInit; contentType: string } }): RequestInit {
-    const headers: Record<string, string> = { ...this.headers, accept: "application/json" };
+    const headers: Record<string, string> = {
+      ...this.headers,
+      authorization: this.apiKey.bearer(),
+      accept: "application/json",
+    };
     let body: BodyInit | undefined;
     if (request.raw !== undefined) {
       headers["content-type"] = request.raw.contentType;

@@ -1,10 +1,11 @@
 /** The parts of the client that need no server: reading Retry-After, and which progress is new. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { format, inspect } from "node:util";
 
 import { parseRetryAfter } from "../src/errors.js";
 import { fresh } from "../src/follow.js";
-import type { AgentProgress } from "../src/index.js";
+import { type AgentProgress, Wasmind } from "../src/index.js";
 
 test("Retry-After is read as seconds or as an HTTP date", () => {
   assert.equal(parseRetryAfter("5"), 5);
@@ -39,3 +40,29 @@ test("identical entries in a row are each passed on once", () => {
   assert.deepEqual(fresh([same], [same, { ...same }]), [same]);
   assert.deepEqual(fresh([same, same], [same, same, same]), [same]);
 });
+
+test("a client logged or inspected whole shows its key redacted, and still sends it", async () => {
+  const key = "wm_secret_key_value";
+  const sent: string[] = [];
+  const fetch: typeof globalThis.fetch = async (_input, init) => {
+    sent.push(new Headers(init?.headers).get("authorization") ?? "");
+    return new Response(JSON.stringify({ openapi: "3.1.0" }), {
+      headers: { "content-type": "application/json" },
+    });
+  };
+  const client = new Wasmind({ baseUrl: "http://127.0.0.1:9", apiKey: key, fetch, headers: { "x-request-id": "r1" } });
+  const shown = [
+    inspect(client, { depth: Infinity, showHidden: true }),
+    format("%o", client), // what console.log prints for an object
+    format("%s %j", client, client),
+    JSON.stringify(client.memory),
+  ];
+  for (const text of shown) {
+    assert.ok(!text.includes(key), text);
+  }
+  assert.match(shown[0] ?? "", /<redacted>/);
+  assert.match(shown[0] ?? "", /x-request-id/, "the other headers still show");
+  await client.openapi();
+  assert.deepEqual(sent, [`Bearer ${key}`]);
+});
+

@@ -43,7 +43,12 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         tokens_per_month: u64::MAX,
         versions_per_key: u32::MAX,
         event_streams: u32::MAX,
+        mcp_sessions: u32::MAX,
         component_uploads_per_hour: u32::MAX,
+        http_requests_per_run: u64::MAX,
+        http_bytes_per_run: u64::MAX,
+        http_requests_per_month: u64::MAX,
+        http_bytes_per_month: u64::MAX,
     };
     config.mind = MindConfig {
         provider: "openai".into(),

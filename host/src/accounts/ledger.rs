@@ -53,6 +53,8 @@ fn usage_of(row: &PgRow) -> Result<MonthUsage, StoreError> {
         input_tokens: field("input_tokens")?,
         output_tokens: field("output_tokens")?,
         cpu_ms: field("cpu_ms")?,
+        http_requests: field("http_requests")?,
+        http_bytes: field("http_bytes")?,
     })
 }
 
@@ -65,13 +67,16 @@ pub async fn add_usage(
 ) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO account_usage
-             (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms)
-         VALUES ($1, $2, $3, $4, $5, $6)
+             (account_id, month, run_ms, input_tokens, output_tokens, cpu_ms,
+              http_requests, http_bytes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (account_id, month) DO UPDATE SET
              run_ms = account_usage.run_ms + EXCLUDED.run_ms,
              input_tokens = account_usage.input_tokens + EXCLUDED.input_tokens,
              output_tokens = account_usage.output_tokens + EXCLUDED.output_tokens,
-             cpu_ms = account_usage.cpu_ms + EXCLUDED.cpu_ms",
+             cpu_ms = account_usage.cpu_ms + EXCLUDED.cpu_ms,
+             http_requests = account_usage.http_requests + EXCLUDED.http_requests,
+             http_bytes = account_usage.http_bytes + EXCLUDED.http_bytes",
     )
     .bind(account)
     .bind(month_of(at_ms))
@@ -79,6 +84,8 @@ pub async fn add_usage(
     .bind(bigint(delta.input_tokens))
     .bind(bigint(delta.output_tokens))
     .bind(bigint(delta.cpu_ms))
+    .bind(bigint(delta.http_requests))
+    .bind(bigint(delta.http_bytes))
     .execute(conn)
     .await?;
     Ok(())
@@ -92,7 +99,8 @@ impl UsageLedger for PgUsage {
 
     async fn month(&self, account: &str, at_ms: u64) -> Result<MonthUsage, StoreError> {
         sqlx::query(
-            "SELECT run_ms, input_tokens, output_tokens, cpu_ms FROM account_usage
+            "SELECT run_ms, input_tokens, output_tokens, cpu_ms, http_requests, http_bytes
+             FROM account_usage
              WHERE account_id = $1 AND month = $2",
         )
         .bind(account)

@@ -74,6 +74,10 @@ impl Default for Plans {
                 versions_per_key: 10,
                 event_streams: 5,
                 mcp_sessions: 5,
+                http_requests_per_run: 100,
+                http_bytes_per_run: 10 << 20,
+                http_requests_per_month: 10_000,
+                http_bytes_per_month: 1 << 30,
                 component_uploads_per_hour: 10,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
@@ -91,6 +95,10 @@ impl Default for Plans {
                 versions_per_key: 50,
                 event_streams: 20,
                 mcp_sessions: 20,
+                http_requests_per_run: 1_000,
+                http_bytes_per_run: 100 << 20,
+                http_requests_per_month: 200_000,
+                http_bytes_per_month: 20 << 30,
                 component_uploads_per_hour: 60,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
@@ -108,6 +116,10 @@ impl Default for Plans {
                 versions_per_key: 100,
                 event_streams: 100,
                 mcp_sessions: 100,
+                http_requests_per_run: 10_000,
+                http_bytes_per_run: 1 << 30,
+                http_requests_per_month: 2_000_000,
+                http_bytes_per_month: 200 << 30,
                 component_uploads_per_hour: 300,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
@@ -179,6 +191,16 @@ pub struct PlanLimits {
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
+    /// Outgoing HTTP requests (`wasi:http`) one agent's run may make; past it a request is
+    /// refused (`HTTP-request-denied`, logged as the `budget` rule).
+    pub http_requests_per_run: u64,
+    /// Bytes of outgoing HTTP (request bodies and response bodies) one run may move.
+    pub http_bytes_per_run: u64,
+    /// Outgoing HTTP requests per account per calendar month (UTC), as the usage ledger
+    /// counts them (its runs' counts are added when each run ends).
+    pub http_requests_per_month: u64,
+    /// Bytes of outgoing HTTP per account per calendar month (UTC).
+    pub http_bytes_per_month: u64,
 }
 
 impl PlanLimits {
@@ -221,6 +243,10 @@ struct PlanTable {
     event_streams: Option<u32>,
     mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
+    http_requests_per_run: Option<u64>,
+    http_bytes_per_run: Option<u64>,
+    http_requests_per_month: Option<u64>,
+    http_bytes_per_month: Option<u64>,
 }
 
 impl PlanTable {
@@ -244,6 +270,15 @@ impl PlanTable {
             versions_per_key: self.versions_per_key.unwrap_or(default.versions_per_key),
             event_streams: self.event_streams.unwrap_or(default.event_streams),
             mcp_sessions: self.mcp_sessions.unwrap_or(default.mcp_sessions),
+            http_requests_per_run: (self.http_requests_per_run)
+                .unwrap_or(default.http_requests_per_run),
+            http_bytes_per_run: self
+                .http_bytes_per_run
+                .unwrap_or(default.http_bytes_per_run),
+            http_requests_per_month: (self.http_requests_per_month)
+                .unwrap_or(default.http_requests_per_month),
+            http_bytes_per_month: (self.http_bytes_per_month)
+                .unwrap_or(default.http_bytes_per_month),
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),

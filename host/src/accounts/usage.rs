@@ -24,6 +24,11 @@ pub struct MonthUsage {
     /// CPU time agents used, milliseconds (months recorded before it was metered read 0).
     #[serde(default)]
     pub cpu_ms: u64,
+    /// Agents' outgoing HTTP requests, and their bytes (bodies sent and received).
+    #[serde(default)]
+    pub http_requests: u64,
+    #[serde(default)]
+    pub http_bytes: u64,
 }
 
 impl MonthUsage {
@@ -63,6 +68,8 @@ impl UsageStore {
             usage.input_tokens += delta.input_tokens;
             usage.output_tokens += delta.output_tokens;
             usage.cpu_ms += delta.cpu_ms;
+            usage.http_requests += delta.http_requests;
+            usage.http_bytes += delta.http_bytes;
             table.insert(
                 (account, month.as_str()),
                 serde_json::to_vec(&usage)?.as_slice(),

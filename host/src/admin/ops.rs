@@ -84,6 +84,9 @@ pub struct UsageRow {
     /// The account's plan's `tokens_per_month`.
     #[serde(default)]
     pub tokens_limit: Option<u64>,
+    /// The account's plan's `http_requests_per_month` and `http_bytes_per_month`.
+    #[serde(default)]
+    pub http_limits: Option<(u64, u64)>,
     /// The account's unrevoked keys now (not per month), and its plan's `keys`.
     #[serde(default)]
     pub keys: Option<(u32, u32)>,
@@ -186,6 +189,8 @@ impl Admin {
                         let live = self.live.get().zip(limits);
                         UsageRow {
                             tokens_limit: limits.map(|l| l.tokens_per_month),
+                            http_limits: limits
+                                .map(|l| (l.http_requests_per_month, l.http_bytes_per_month)),
                             keys: info.zip(limits).map(|(a, l)| (a.active_keys, l.keys)),
                             uploads: live.map(|(live, l)| {
                                 let used = live.uploads_in_hour(&account);

@@ -2,11 +2,16 @@
 //! (outside `/api/v1`, keyless, not in the OpenAPI document), and every other route handed
 //! to the API once it is loaded — until then 503 `temporarily_unavailable` with
 //! `Retry-After`. Every response carries `x-request-id` (the client's, else a new UUID), and
-//! each request is logged once when answered, inside a span holding that id.
+//! each request is logged once when answered, inside a span holding that id: at INFO, and a
+//! 5xx at ERROR too — but for the 503s that only say the server is still starting
+//! (`/readyz`'s, and the API's `temporarily_unavailable` while loading), logged at DEBUG
+//! alone: a load balancer polling a starting server is no failure.
 
 use std::{
     convert::Infallible,
+    fmt,
     sync::{Arc, OnceLock},
+    time::Duration,
 };
 
 use axum::{
@@ -19,10 +24,14 @@ use axum::{
 use serde_json::json;
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 use tower_http::{
+    classify::{
+        ClassifiedResponse, ClassifyResponse, NeverClassifyEos, ServerErrorsAsFailures,
+        ServerErrorsFailureClass, SharedClassifier,
+    },
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
-    trace::{DefaultOnResponse, TraceLayer},
+    trace::{DefaultOnResponse, OnResponse, TraceLayer},
 };
-use tracing::Level;
+use tracing::{Level, Span};
 
 use super::{ApiError, authenticate};
 use crate::{accounts::Accounts, health::Readiness};
@@ -62,11 +71,11 @@ pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
         async move {
             Ok::<_, Infallible>(match loaded {
                 Some(app) => CURRENT_REQUEST.scope(id, app.oneshot(request)).await?,
-                None => loading().into_response(),
+                None => loading(),
             })
         }
     });
-    let trace = TraceLayer::new_for_http()
+    let trace = TraceLayer::new(SharedClassifier::new(Failures))
         .make_span_with(|request: &Request| {
             tracing::info_span!(
                 "request",
@@ -75,7 +84,7 @@ pub fn front(readiness: Arc<Readiness>, app: AppSlot) -> Router {
                 request_id = request_id(request),
             )
         })
-        .on_response(DefaultOnResponse::new().level(Level::INFO));
+        .on_response(Answered);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -120,14 +129,18 @@ async fn readyz(
         Some(loaded) => authenticate(&*loaded.keys, request.headers()).await.is_ok(),
         None => false,
     };
-    match keyed {
+    let mut response = match keyed {
         true => (status, Json(report)).into_response(),
         false => (status, Json(report.public())).into_response(),
+    };
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response.extensions_mut().insert(Starting);
     }
+    response
 }
 
 /// 503 `temporarily_unavailable` for the API while the server loads.
-fn loading() -> ApiError {
+fn loading() -> Response {
     let mut err = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "temporarily_unavailable",
@@ -135,7 +148,52 @@ fn loading() -> ApiError {
          shortly: GET /readyz answers 200 once it is ready",
     );
     err.retry_after = Some(LOADING_RETRY_SECS);
-    err
+    let mut response = err.into_response();
+    response.extensions_mut().insert(Starting);
+    response
+}
+
+/// Marks a response that only says the server is still starting (a 503 while loading).
+#[derive(Debug, Clone, Copy)]
+struct Starting;
+
+/// A 5xx is a failure (the trace layer logs it at ERROR) unless it is [`Starting`].
+#[derive(Debug, Clone, Copy)]
+struct Failures;
+
+impl ClassifyResponse for Failures {
+    type FailureClass = ServerErrorsFailureClass;
+    type ClassifyEos = NeverClassifyEos<ServerErrorsFailureClass>;
+
+    fn classify_response<B>(
+        self,
+        response: &Response<B>,
+    ) -> ClassifiedResponse<Self::FailureClass, Self::ClassifyEos> {
+        match response.extensions().get::<Starting>() {
+            Some(Starting) => ClassifiedResponse::Ready(Ok(())),
+            None => ServerErrorsAsFailures::new().classify_response(response),
+        }
+    }
+
+    fn classify_error<E: fmt::Display + 'static>(self, error: &E) -> Self::FailureClass {
+        ServerErrorsAsFailures::new().classify_error(error)
+    }
+}
+
+/// Logs each answer at INFO, a [`Starting`] one at DEBUG.
+#[derive(Debug, Clone, Copy)]
+struct Answered;
+
+impl<B> OnResponse<B> for Answered {
+    fn on_response(self, response: &Response<B>, latency: Duration, span: &Span) {
+        let level = match response.extensions().get::<Starting>() {
+            Some(Starting) => Level::DEBUG,
+            None => Level::INFO,
+        };
+        DefaultOnResponse::new()
+            .level(level)
+            .on_response(response, latency, span);
+    }
 }
 
 #[cfg(test)]
@@ -247,5 +305,77 @@ mod tests {
             message.as_str().unwrap().contains("(request req-500)"),
             "{message}"
         );
+    }
+
+    /// What the trace layer logged of the answers while `f` ran, one line per event
+    /// (`LEVEL message…`; the requests' start, at DEBUG, left out).
+    async fn logged(f: impl AsyncFnOnce()) -> Vec<String> {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<parking_lot::Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(Level::DEBUG)
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        f().await;
+        drop(guard);
+        let text = String::from_utf8(lines.0.lock().clone()).unwrap();
+        (text.lines())
+            .filter(|l| !l.contains("trace::on_request"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    }
+
+    /// A starting server's 503s (`/readyz`'s, the API's) are answered at DEBUG and are no
+    /// failure; a real 5xx is still logged at ERROR.
+    #[tokio::test]
+    async fn only_real_server_errors_are_logged_as_errors() {
+        let readiness = Arc::new(Readiness::new(MindCheck::checking(&MindConfig::default())));
+        let slot = AppSlot::default();
+        let router = front(readiness.clone(), slot.clone());
+        let starting = logged(async || {
+            assert_eq!(send(&router, "/readyz", None).await.0, 503);
+            assert_eq!(send(&router, "/api/v1/memory", None).await.0, 503);
+        })
+        .await;
+        assert_eq!(starting.len(), 2, "{starting:#?}");
+        assert!(
+            starting
+                .iter()
+                .all(|l| l.starts_with("DEBUG") && l.contains("status=503")),
+            "{starting:#?}"
+        );
+        for part in [Part::Embedder, Part::Indexes, Part::Runtime] {
+            readiness.mark(part);
+        }
+        let api = Router::new().route(
+            "/api/v1/broken",
+            get(|| async { StatusCode::SERVICE_UNAVAILABLE }),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+        let keys: Accounts = Arc::new(KeyStore::new(db).unwrap());
+        slot.set(Loaded { api, keys })
+            .unwrap_or_else(|_| panic!("set once"));
+        let served = logged(async || {
+            assert_eq!(send(&router, "/readyz", None).await.0, 200);
+            assert_eq!(send(&router, "/api/v1/broken", None).await.0, 503);
+        })
+        .await;
+        let levels: Vec<&str> = served.iter().filter_map(|l| l.split(' ').next()).collect();
+        assert_eq!(levels, ["INFO", "INFO", "ERROR"], "{served:#?}");
     }
 }

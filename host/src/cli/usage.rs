@@ -1,5 +1,5 @@
 //! `wasmind usage`: metered usage per account and month against the plan's budgets (Mind
-//! tokens per month; active keys, as of now; component uploads in the last hour, open
+//! tokens and agents' outgoing HTTP requests and bytes per month; active keys, as of now; component uploads in the last hour, open
 //! event streams and MCP sessions, which only a running server counts), from the running
 //! server when there is one, else from the data dir's files (or the database).
 
@@ -19,7 +19,7 @@ pub(super) fn run(
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(
-        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>9} {:>11} {:>9} {:>12}",
+        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
         "ACCOUNT",
         "MONTH",
         "RUN_HOURS",
@@ -27,6 +27,8 @@ pub(super) fn run(
         "INPUT_TOKENS",
         "OUTPUT_TOKENS",
         "TOKENS/LIMIT",
+        "HTTP_REQUESTS/LIMIT",
+        "HTTP_BYTES/LIMIT",
         "KEYS",
         "UPLOADS/1H",
         "STREAMS",
@@ -36,12 +38,14 @@ pub(super) fn run(
         let hours = row.usage.run_ms as f64 / 3_600_000.0;
         let cpu = row.usage.cpu_ms as f64 / 1_000.0;
         println!(
-            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>9} {:>11} {:>9} {:>12}",
+            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
             row.account,
             row.month,
             row.usage.input_tokens,
             row.usage.output_tokens,
             against(row.usage.tokens(), row.tokens_limit),
+            against(row.usage.http_requests, row.http_limits.map(|l| l.0)),
+            against(row.usage.http_bytes, row.http_limits.map(|l| l.1)),
             bounded(row.keys),
             bounded(row.uploads),
             bounded(row.streams),

@@ -4,18 +4,11 @@
 //! tokens with it; the server accepts them beside the provider's.
 //!
 //! The key is a file, not a redb table, so the CLI can read it while a server holds the
-//! database lock. Whichever of them needs it first creates it: the PKCS#8 PEM is written to
-//! a private (0600) temporary file in the data dir and hard-linked to its name, which
-//! fails if the name exists — so two processes racing to create it both end up with the
-//! one that won, never a half-written file.
+//! database lock. Whichever of them needs it first creates it, as a private file published
+//! once (see [`private_file`](crate::private_file)): processes racing to create it all end
+//! up with the one that won.
 
-use std::{
-    fs::OpenOptions,
-    io::{ErrorKind, Write},
-    os::unix::fs::OpenOptionsExt,
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use anyhow::Context;
 use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
@@ -23,11 +16,10 @@ use jsonwebtoken::{
     Algorithm, DecodingKey, EncodingKey, Header,
     jwk::{Jwk, ThumbprintHash},
 };
-use rand::RngExt;
 use serde_json::json;
 
 use super::config::DEFAULT_ACCOUNT_CLAIM;
-use crate::clock::now_ms;
+use crate::{clock::now_ms, private_file};
 
 /// The key's file in the data dir.
 pub const KEY_FILE: &str = "console-signing-key.pem";
@@ -51,11 +43,7 @@ impl OwnKey {
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("creating data dir {}", data_dir.display()))?;
         let path = data_dir.join(KEY_FILE);
-        let pem = match std::fs::read(&path) {
-            Ok(pem) => pem,
-            Err(e) if e.kind() == ErrorKind::NotFound => create(&path)?,
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
+        let pem = private_file::read_or_publish(&path, || generate().map(String::into_bytes))?;
         Self::from_pem(&pem).with_context(|| format!("reading the key in {}", path.display()))
     }
 
@@ -125,41 +113,6 @@ fn generate() -> anyhow::Result<String> {
         "PRIVATE KEY",
         der.as_ref().to_vec(),
     )))
-}
-
-/// Generates a key and publishes it at `path` unless another process did first; returns
-/// the PEM now at `path`.
-fn create(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let pem = generate()?;
-    let staging = staging_path(path);
-    let written = write_private(&staging, pem.as_bytes()).and_then(|()| {
-        match std::fs::hard_link(&staging, path) {
-            Ok(()) => Ok(()),
-            // Another process published its key first: use that one.
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(e),
-        }
-    });
-    let _ = std::fs::remove_file(&staging);
-    written.with_context(|| format!("creating {}", path.display()))?;
-    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
-}
-
-fn staging_path(path: &Path) -> PathBuf {
-    let unique: u64 = rand::rng().random();
-    let name = format!(".{KEY_FILE}.{}.{unique:016x}", std::process::id());
-    path.with_file_name(name)
-}
-
-/// Writes `bytes` to a new file only the owner can read, durably.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 #[cfg(test)]

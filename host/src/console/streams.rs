@@ -1,16 +1,19 @@
 //! The console's open event streams per account, bounded by the plan's `event_streams`: a
 //! stream holds a [`StreamSlot`] from its first byte to its last, and gives it back when it
 //! is dropped (its agent ended, or the client went away). Counted on this node, which holds
-//! the connections.
+//! the connections. A graceful shutdown ends them all ([`Streams::close`]): a stream is a
+//! response that ends only with its agent, which a shutdown leaves alive.
 
 use std::{collections::HashMap, sync::Arc};
 
 use parking_lot::Mutex;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 /// Open streams per account.
 #[derive(Debug, Default, Clone)]
 pub struct Streams {
     open: Arc<Mutex<HashMap<String, u32>>>,
+    closing: CancellationToken,
 }
 
 /// One more stream refused: the account has `open` of its `max`.
@@ -49,6 +52,16 @@ impl Streams {
     /// The streams `account` has open.
     pub fn count(&self, account: &str) -> u32 {
         self.open.lock().get(account).copied().unwrap_or(0)
+    }
+
+    /// Ends every stream, open or opened from now on (the server is shutting down).
+    pub fn close(&self) {
+        self.closing.cancel();
+    }
+
+    /// Resolves once [`Streams::close`] is called: where a stream ends.
+    pub fn closed(&self) -> WaitForCancellationFutureOwned {
+        self.closing.clone().cancelled_owned()
     }
 }
 

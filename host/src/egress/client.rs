@@ -27,6 +27,15 @@ pub struct Response {
     pub body: String,
 }
 
+impl Response {
+    /// The body's length in bytes.
+    pub fn body_len(&self) -> u64 {
+        // Base64: 4 characters per 3 bytes, padded.
+        let padding = self.body.bytes().rev().take_while(|&b| b == b'=').count();
+        (self.body.len() / 4 * 3).saturating_sub(padding) as u64
+    }
+}
+
 /// Why a request got no response.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum Failure {

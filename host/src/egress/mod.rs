@@ -1,9 +1,10 @@
 //! Egress: what a guest may reach outside the sandbox, and the one way it is reached.
 //!
 //! Deny by default. A request passes, in order: the policy (its scheme, host and port on an
-//! allowlist of the operator's: [`policy`]), the address check (no loopback, private,
-//! link-local or other non-public address unless the operator lists its range:
-//! [`address`]), the account's share of concurrent requests, then the send itself
+//! allowlist of the operator's: [`policy`]), the plan's budgets (requests and bytes per run
+//! and per month: [`Egress::budget`]), the address check (no loopback, private, link-local
+//! or other non-public address unless the operator lists its range: [`address`]), the
+//! account's share of concurrent requests, then the send itself
 //! ([`client`]: to checked addresses only, redirects never followed, the response read
 //! whole within its cap and timeouts). The runtime journals each exchange around this
 //! (`runtime::host::http`), so a replayed agent never sends a request again.
@@ -25,7 +26,7 @@ use self::{
     client::{Client, Limits},
     policy::{Allow, PlansAllow, Rule},
 };
-use crate::accounts::Plan;
+use crate::accounts::{Plan, Plans};
 
 /// The `[egress]` section of the config file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -109,25 +110,39 @@ impl Refusal {
     }
 }
 
+/// Requests and bytes moved, against a plan's budgets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub requests: u64,
+    pub bytes: u64,
+}
+
 /// The egress door every account's requests go through.
 pub struct Egress {
     config: EgressConfig,
+    plans: Plans,
     client: Client,
     /// Each account's places for requests in flight.
     places: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl Egress {
-    pub fn new(config: EgressConfig) -> anyhow::Result<Self> {
+    pub fn new(config: EgressConfig, plans: Plans) -> anyhow::Result<Self> {
         config.check()?;
         let addresses = Addresses::new(&config.allow_ranges).map_err(anyhow::Error::msg)?;
         let connect = Duration::from_secs_f64(config.connect_timeout_secs);
         let client = Client::new(addresses, connect).map_err(anyhow::Error::msg)?;
         Ok(Self {
             config,
+            plans,
             client,
             places: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The largest response body kept.
+    pub fn max_response_bytes(&self) -> u64 {
+        self.config.max_response_bytes
     }
 
     /// The largest request body sent.
@@ -155,8 +170,60 @@ impl Egress {
         Ok(url)
     }
 
+    /// The response bytes one more request of an account on `plan` may receive, having
+    /// `body` bytes to send, its run and its month having moved `run` and `month`: refused
+    /// (rule `budget`) once a count of the plan's is spent. The response cap is the
+    /// smallest of `[egress] max_response_bytes` and the bytes the budgets leave.
+    pub fn budget(&self, plan: Plan, body: u64, run: Moved, month: Moved) -> Result<u64, Refusal> {
+        let limits = self.plans.limits(plan);
+        // (moved so far, what this request adds, the limit, what it counts, its key)
+        let budgets = [
+            (
+                run.requests,
+                1,
+                limits.http_requests_per_run,
+                "requests per run",
+                "http_requests_per_run",
+            ),
+            (
+                month.requests,
+                1,
+                limits.http_requests_per_month,
+                "requests this month",
+                "http_requests_per_month",
+            ),
+            (
+                run.bytes,
+                body,
+                limits.http_bytes_per_run,
+                "bytes per run",
+                "http_bytes_per_run",
+            ),
+            (
+                month.bytes,
+                body,
+                limits.http_bytes_per_month,
+                "bytes this month",
+                "http_bytes_per_month",
+            ),
+        ];
+        let over = budgets
+            .iter()
+            .find(|(moved, adds, limit, ..)| moved + adds > *limit);
+        if let Some((moved, _, limit, what, key)) = over {
+            let message = format!(
+                "the {plan} plan's {what} are spent ({moved} of {limit}: plans.{plan}.{key})"
+            );
+            return Err(Refusal::new(Rule::Budget, message));
+        }
+        let left = (limits.http_bytes_per_run - run.bytes - body)
+            .min(limits.http_bytes_per_month - month.bytes - body);
+        Ok(left.min(self.config.max_response_bytes))
+    }
+
     /// Sends a request `admit` allowed, in one of `account`'s places, and reads its
-    /// response whole. A host that resolves only to refused addresses fails `Refused`.
+    /// response whole, failing `TooLarge` past `max_response_bytes`. A host that resolves
+    /// only to refused addresses fails `Refused`.
     pub async fn send(
         &self,
         account: &str,
@@ -164,6 +231,7 @@ impl Egress {
         url: Url,
         headers: reqwest::header::HeaderMap,
         body: Vec<u8>,
+        max_response_bytes: u64,
     ) -> Result<Response, Failure> {
         let places = {
             let mut places = self.places.lock();
@@ -176,8 +244,36 @@ impl Egress {
         let limits = Limits {
             first_byte: Duration::from_secs_f64(self.config.first_byte_timeout_secs),
             total: Duration::from_secs_f64(self.config.total_timeout_secs),
-            max_response_bytes: self.config.max_response_bytes,
+            max_response_bytes,
         };
         (self.client).send(method, url, headers, body, limits).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_budget_refuses_past_it_and_the_bytes_left_cap_the_response() {
+        let mut plans = Plans::default();
+        let free = &mut plans.free;
+        (free.http_requests_per_run, free.http_requests_per_month) = (2, 5);
+        (free.http_bytes_per_run, free.http_bytes_per_month) = (1_000, 3_000);
+        let egress = Egress::new(EgressConfig::default(), plans).unwrap();
+        let moved = |requests, bytes| Moved { requests, bytes };
+        let budget = |body, run, month| egress.budget(Plan::Free, body, run, month);
+        assert_eq!(budget(100, moved(1, 0), moved(1, 0)), Ok(900));
+        let refused = |r: Result<u64, Refusal>| r.unwrap_err().message;
+        assert!(refused(budget(0, moved(2, 0), moved(2, 0))).contains("requests per run"));
+        assert!(refused(budget(0, moved(0, 0), moved(5, 0))).contains("requests this month"));
+        assert!(refused(budget(1_001, moved(0, 0), moved(0, 0))).contains("bytes per run"));
+        assert!(refused(budget(10, moved(0, 0), moved(0, 2_995))).contains("bytes this month"));
+        assert_eq!(budget(10, moved(0, 0), moved(0, 2_500)), Ok(490));
+        let lavish = Egress::new(EgressConfig::default(), Plans::default()).unwrap();
+        assert_eq!(
+            lavish.budget(Plan::Lightyear, 0, Moved::default(), Moved::default()),
+            Ok(EgressConfig::default().max_response_bytes)
+        );
     }
 }

@@ -121,6 +121,8 @@ pub enum Rule {
     Allowlist,
     /// The host resolved only to refused addresses (`[egress] allow_ranges`).
     Address,
+    /// The plan's requests or bytes, per run or per month, are spent.
+    Budget,
 }
 
 impl Rule {
@@ -128,6 +130,7 @@ impl Rule {
         match self {
             Rule::Allowlist => "allowlist",
             Rule::Address => "address",
+            Rule::Budget => "budget",
         }
     }
 }

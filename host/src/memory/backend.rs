@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 
 use super::{
-    ImportReport, ListQuery, Result,
+    ImportReport, ListQuery, Quota, Result,
     input::PutInput,
     record::{Memory, Provenance},
     search::Candidate,
@@ -42,6 +42,14 @@ pub struct PutOutcome {
     pub memory: Memory,
     /// False when the put was identical to the live version (nothing written).
     pub created: bool,
+}
+
+impl PutOutcome {
+    /// Whether the put made a version past those `quota` keeps of its key: the older ones
+    /// are to be pruned, in the put's own transaction.
+    pub fn prunes(&self, quota: Quota) -> bool {
+        self.created && self.memory.version > quota.keep()
+    }
 }
 
 /// One page of a list.
@@ -128,13 +136,16 @@ pub trait MemoryBackend: Send + Sync {
     async fn live(&self, account: &str, namespace: &str, key: &str) -> Result<Option<Memory>>;
 
     /// Creates, version-updates or (identical value) leaves a memory; refuses with
-    /// `QuotaExceeded` when it would take the account past `limit` live memories, and with
-    /// `Stale` (writing nothing) when `fence` is given and no longer holds.
+    /// `QuotaExceeded` when it would take the account past `quota.memories` live memories,
+    /// and with `Stale` (writing nothing) when `fence` is given and no longer holds. A new
+    /// version past those `quota` keeps of the key has the older ones pruned in the same
+    /// transaction (see [`Quota`]): done by the writer, whether or not the caller still
+    /// waits for the answer.
     async fn put(
         &self,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
         fence: Option<RunFence>,
     ) -> Result<PutOutcome>;
 
@@ -156,11 +167,6 @@ pub trait MemoryBackend: Send + Sync {
 
     /// Every version of (namespace, key) removed for good; returns how many.
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize>;
-
-    /// Removes the stored versions of each (namespace, key) of `keys` beyond its newest
-    /// `keep` (see [`Quota`](super::Quota) for the policy), in one transaction; returns how
-    /// many were removed.
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize>;
 
     /// A page of the stored versions of (namespace, key), newest first: at most `limit`,
     /// older than version `before` (the page's `next_before`) when given.
@@ -200,14 +206,19 @@ pub trait MemoryBackend: Send + Sync {
         toward: Option<Arc<Vec<f32>>>,
     ) -> Result<Vec<(Memory, Option<f32>)>>;
 
-    /// Writes `items` in order as puts, halting at the quota: on postgres in one
-    /// transaction, on the embedded backend in pieces of
+    /// Writes `items` in order as puts within `quota` (each pruning as [`put`](Self::put)
+    /// does, in its own transaction), halting at the quota of live memories: on postgres
+    /// in one transaction, on the embedded backend in pieces of
     /// [`BULK_PIECE`](super::writer::BULK_PIECE) items, each its own transaction, so the
     /// single writer can take other accounts' puts between them. Either way an error may
     /// leave the items before it written, as a quota halt does; sent again, they are
     /// counted imported without new versions (a put of the live value changes nothing).
-    async fn import(&self, account: &str, items: Vec<Prepared>, limit: u64)
-    -> Result<ImportReport>;
+    async fn import(
+        &self,
+        account: &str,
+        items: Vec<Prepared>,
+        quota: Quota,
+    ) -> Result<ImportReport>;
 
     /// Soft-deletes those of `ids` still live in `account`; returns how many.
     async fn soft_delete_ids(&self, account: &str, ids: Vec<u64>) -> Result<usize>;

@@ -6,7 +6,7 @@ use std::{path::Path, sync::Arc, time::Duration};
 use async_trait::async_trait;
 
 use super::{
-    ImportReport, ListQuery, MemoryError, Result,
+    ImportReport, ListQuery, MemoryError, Quota, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome, RunFence},
     derived::Indexes,
     fair::Bounds,
@@ -139,13 +139,13 @@ impl MemoryBackend for Embedded {
         &self,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
         _: Option<RunFence>,
     ) -> Result<PutOutcome> {
         let account = input.account.clone();
         self.writer
             .run(Turn::interactive(&account), move |b| {
-                b.put(&input, &embedding, limit)
+                b.put_pruned(&input, &embedding, quota)
             })
             .await
     }
@@ -178,19 +178,6 @@ impl MemoryBackend for Embedded {
         self.writer
             .run(Turn::interactive(account), move |b| {
                 b.hard_delete(&a, &n, &k)
-            })
-            .await
-    }
-
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
-        let owner = account.to_owned();
-        self.writer
-            .run(Turn::interactive(account), move |b| {
-                let mut removed = 0;
-                for (namespace, key) in &keys {
-                    removed += b.prune(&owner, namespace, key, keep)?;
-                }
-                Ok(removed)
             })
             .await
     }
@@ -262,7 +249,7 @@ impl MemoryBackend for Embedded {
         &self,
         account: &str,
         items: Vec<Prepared>,
-        limit: u64,
+        quota: Quota,
     ) -> Result<ImportReport> {
         let report = Arc::new(parking_lot::Mutex::new(transfer::Importing::default()));
         let turn = Turn::bulk(account, items.len());
@@ -276,7 +263,7 @@ impl MemoryBackend for Embedded {
                 let mut report = report.lock();
                 for (index, key, item) in piece {
                     let put = item.map(|(input, embedding)| {
-                        let put = b.put(&input, &embedding, limit);
+                        let put = b.put_pruned(&input, &embedding, quota);
                         (input.key, put)
                     });
                     if !report.record(index, key, put)? {
@@ -360,4 +347,65 @@ fn owned(account: &str, namespace: &str, key: &str) -> (String, String, String) 
 
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::mpsc, time::Duration};
+
+    use futures_util::FutureExt;
+
+    use super::*;
+    use crate::memory::{Quota, service::tests::put};
+
+    /// An import whose caller goes away once its pieces are queued (a client that
+    /// disconnects) is still written whole, each key pruned to the versions the quota
+    /// keeps: the pruning is the writer's, in the pieces' own transactions.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_import_whose_caller_went_away_is_pruned_all_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
+        let bounds = Bounds {
+            per_account: 1_000,
+            total: 1_000,
+        };
+        let every = Duration::from_secs(3600);
+        let backend = Embedded::open(db, &dir.path().join("index"), 4, every, bounds).unwrap();
+        let quota = Quota {
+            memories: 100,
+            versions_per_key: 2,
+        };
+        // The writer held by another account's job, until released.
+        let (release, hold) = mpsc::channel::<()>();
+        let held = backend.writer.run(Turn::interactive("z"), move |_| {
+            hold.recv().ok();
+            Ok(())
+        });
+        assert!(held.now_or_never().is_none(), "queued");
+        let items: Vec<Prepared> = (0..2 * BULK_PIECE + 3)
+            .map(|n| {
+                let input = put("acme", "doc", &format!("draft {n}"));
+                (n, None, Ok((input, vec![1.0; 4])))
+            })
+            .collect();
+        let import = backend.import("acme", items, quota);
+        assert!(
+            import.now_or_never().is_none(),
+            "queued behind the held job"
+        );
+        release.send(()).unwrap();
+        // The account's bulk work is written in order: this comes after the import's.
+        let after = backend.writer.run(Turn::bulk("acme", 1), |_| Ok(()));
+        after.await.unwrap();
+        let history = backend.history("acme", "default", "doc", None, 100).await;
+        let versions: Vec<(u32, String)> = (history.unwrap().memories.iter())
+            .map(|m| (m.version, m.value.clone()))
+            .collect();
+        let last = 2 * BULK_PIECE as u32 + 3;
+        let expected = [
+            (last, format!("draft {}", last - 1)),
+            (last - 1, format!("draft {}", last - 2)),
+        ];
+        assert_eq!(versions, expected);
+    }
 }

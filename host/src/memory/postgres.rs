@@ -29,7 +29,7 @@ use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_colu
 use self::search::{VectorSql, Vectors};
 use self::write::Txn;
 use super::{
-    ImportReport, ListQuery, MemoryError, Result,
+    ImportReport, ListQuery, MemoryError, Quota, Result,
     backend::{CandidateQuery, ListPage, MemoryBackend, Merge, Merged, PutOutcome, RunFence},
     embed::EmbedError,
     input::PutInput,
@@ -283,10 +283,10 @@ impl MemoryBackend for PgMemory {
         &self,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
         fence: Option<RunFence>,
     ) -> Result<PutOutcome> {
-        self.groups.put(input, embedding, limit, fence).await
+        self.groups.put(input, embedding, quota, fence).await
     }
 
     async fn touch(&self, account: &str, namespace: &str, key: &str) -> Result<Memory> {
@@ -326,11 +326,6 @@ impl MemoryBackend for PgMemory {
 
     async fn hard_delete(&self, account: &str, namespace: &str, key: &str) -> Result<usize> {
         self.write(account, async |txn| txn.hard_delete(namespace, key).await)
-            .await
-    }
-
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, keep: u32) -> Result<usize> {
-        self.write(account, async |txn| txn.prune(&keys, keep).await)
             .await
     }
 
@@ -456,14 +451,14 @@ impl MemoryBackend for PgMemory {
         &self,
         account: &str,
         items: Vec<Prepared>,
-        limit: u64,
+        quota: Quota,
     ) -> Result<ImportReport> {
         self.write(account, async |txn| {
             let mut report = Importing::default();
             for (index, key, item) in items {
                 let put = match item {
                     Ok((input, embedding)) => {
-                        let put = txn.put(&input, &embedding, limit).await;
+                        let put = txn.put_fenced(&input, &embedding, quota, None).await;
                         Ok((input.key, put))
                     }
                     Err(rejected) => Err(rejected),

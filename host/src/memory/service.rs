@@ -174,9 +174,8 @@ impl MemoryService {
     }
 
     /// Creates or version-updates a memory (idempotent on identical value) within `quota`:
-    /// the account's live memories, and the versions kept of the key, older ones pruned
-    /// after the new one is written (a failed prune is logged and left to the key's next
-    /// put: the put itself is done).
+    /// the account's live memories, and the versions kept of the key, older ones pruned in
+    /// the new one's transaction.
     pub async fn put(&self, input: PutInput, quota: Quota) -> Result<PutOutcome> {
         self.put_fenced(input, quota, None).await
     }
@@ -204,22 +203,7 @@ impl MemoryService {
             });
         }
         let embedding = self.embed_one(&input.account, &input.value).await?;
-        let account = input.account.clone();
-        let outcome = backend.put(input, embedding, quota.memories, fence).await?;
-        let m = &outcome.memory;
-        if outcome.created && m.version > quota.keep() {
-            let key = vec![(m.namespace.clone(), m.key.clone())];
-            self.prune(&account, key, quota).await;
-        }
-        Ok(outcome)
-    }
-
-    /// Prunes `keys` of `account` to the versions `quota` keeps; a failure is logged (the
-    /// writes that made the versions are done, and the keys' next puts prune again).
-    async fn prune(&self, account: &str, keys: Vec<(String, String)>, quota: Quota) {
-        if let Err(e) = self.inner.backend.prune(account, keys, quota.keep()).await {
-            tracing::error!(error = %e, "pruning old memory versions failed");
-        }
+        backend.put(input, embedding, quota, fence).await
     }
 
     /// The live memory at (namespace, key), counting the access.
@@ -306,6 +290,9 @@ impl MemoryService {
     /// One page of live memories (of those live at `as_of`, when given), newest first.
     pub async fn list(&self, account: &str, q: ListQuery) -> Result<ListPage> {
         q.time.validate(now_ms())?;
+        if q.time.is_empty_window() {
+            return Ok(ListPage::of(Vec::new(), q.limit));
+        }
         let Some(at) = q.time.as_of else {
             return self.inner.backend.list(account, &q).await;
         };
@@ -341,8 +328,9 @@ impl MemoryService {
         self.inner.backend.live_in(account, None).await
     }
 
-    /// Writes items in order as puts, halting at the quota; then prunes the keys written
-    /// to the versions the quota keeps, as a put does.
+    /// Writes items in order as puts, halting at the quota; each prunes its key to the
+    /// versions the quota keeps, as a put does, in its own transaction (so the pruning is
+    /// done with the write, even when the client goes away before the answer).
     pub async fn import(
         &self,
         account: &str,
@@ -360,13 +348,6 @@ impl MemoryService {
             .iter()
             .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
             .collect();
-        let mut keys: Vec<(String, String)> = items
-            .iter()
-            .filter_map(|i| i.input.as_ref().ok())
-            .map(|p| (p.namespace.clone(), p.key.clone()))
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
         let embed = &self.inner.embed;
         let mut embeddings = embed
             .embed_documents(account, Class::Bulk, valid)
@@ -383,13 +364,7 @@ impl MemoryService {
                 (item.index, item.key, input)
             })
             .collect();
-        let report = (self.inner.backend)
-            .import(account, prepared, quota.memories)
-            .await?;
-        if quota.versions_per_key != u32::MAX {
-            self.prune(account, keys, quota).await;
-        }
-        Ok(report)
+        (self.inner.backend).import(account, prepared, quota).await
     }
 
     /// Ranked search over live memories, timed by mode and whether it was reranked.
@@ -406,6 +381,9 @@ impl MemoryService {
     async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
         let now = now_ms();
         q.time.validate(now)?;
+        if q.time.is_empty_window() {
+            return Ok(Vec::new());
+        }
         // A reranked search first ranks the pool the cross-encoder reads.
         let ranked = match q.rerank {
             true => search::rerank_pool(q.limit),

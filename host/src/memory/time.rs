@@ -5,7 +5,7 @@
 
 use wasmind_rules::validate_not_future;
 
-use super::{MemoryError, Result, record::Memory};
+use super::{Result, record::Memory};
 
 /// The time filters of a get, list or search; all absent for a plain read of now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,18 +36,16 @@ impl TimeFilter {
             && self.observed_before.is_none_or(|before| observed < before)
     }
 
-    /// Refuses an `as_of` in the future of `now` and an empty window, naming the field.
+    /// Whether the window holds no instant (its start is not before its end): nothing was
+    /// observed in it.
+    pub fn is_empty_window(&self) -> bool {
+        matches!((self.observed_after, self.observed_before), (Some(after), Some(before)) if after >= before)
+    }
+
+    /// Refuses an `as_of` in the future of `now`, naming the field.
     pub fn validate(&self, now: u64) -> Result<()> {
         if let Some(at) = self.as_of {
             validate_not_future("as_of", at, now)?;
-        }
-        if let (Some(after), Some(before)) = (self.observed_after, self.observed_before)
-            && after >= before
-        {
-            return Err(MemoryError::invalid(
-                "observed_after",
-                format!("observed_after ({after}) must be earlier than observed_before ({before})"),
-            ));
         }
         Ok(())
     }
@@ -115,9 +113,9 @@ mod tests {
     }
 
     #[test]
-    fn a_future_instant_and_an_empty_window_are_refused_with_the_field() {
+    fn a_future_instant_is_refused_with_the_field_and_an_empty_window_keeps_nothing() {
         let field = |f: TimeFilter| match f.validate(1_000_000) {
-            Err(MemoryError::Invalid { field, message }) => Some((field, message)),
+            Err(crate::memory::MemoryError::Invalid { field, message }) => Some((field, message)),
             _ => None,
         };
         let ok = TimeFilter {
@@ -126,6 +124,7 @@ mod tests {
             observed_before: Some(2),
         };
         assert_eq!(field(ok), None);
+        assert!(!ok.is_empty_window());
         let (f, message) = field(TimeFilter {
             as_of: Some(2_000_000),
             ..ok
@@ -133,15 +132,22 @@ mod tests {
         .unwrap();
         assert_eq!(f, "as_of");
         assert!(message.contains("must not be in the future"), "{message}");
-        let (f, message) = field(TimeFilter {
-            observed_after: Some(2),
-            ..ok
-        })
-        .unwrap();
-        assert_eq!(f, "observed_after");
-        assert!(
-            message.contains("earlier than observed_before"),
-            "{message}"
-        );
+        let mut m = sample(1);
+        m.observed_at = Some(2);
+        for (after, before) in [(2, 2), (3, 2)] {
+            let empty = TimeFilter {
+                observed_after: Some(after),
+                observed_before: Some(before),
+                ..ok
+            };
+            assert_eq!(field(empty), None, "valid: it only holds nothing");
+            assert!(empty.is_empty_window());
+            assert!(!empty.keeps(&m));
+        }
+        let open = TimeFilter {
+            observed_after: Some(5),
+            ..TimeFilter::default()
+        };
+        assert!(!open.is_empty_window(), "half-open windows are never empty");
     }
 }

@@ -36,6 +36,11 @@ pub const MIND_RETRIES: &str = "wasmind_mind_retries_total";
 pub const MIND_CALL_DURATION: &str = "wasmind_mind_call_duration_seconds";
 /// Tokens the Mind reported, by `type` (`input`, `output`).
 pub const MIND_TOKENS: &str = "wasmind_mind_tokens_total";
+/// Agents' outgoing HTTP requests made live, by `outcome`: `answered`, `failed`, or the
+/// rule that refused it (`allowlist`, `address`, `budget`, `journal`).
+pub const AGENT_HTTP_REQUESTS: &str = "wasmind_agent_http_requests_total";
+/// Bytes of agents' outgoing HTTP (request and response bodies), made live.
+pub const AGENT_HTTP_BYTES: &str = "wasmind_agent_http_bytes_total";
 /// Texts waiting for an embedding thread, by `lane` (`bulk`, `query`).
 pub const EMBED_QUEUE: &str = "wasmind_embed_queue_texts";
 /// Time one embedding batch took, by `lane`.
@@ -131,6 +136,18 @@ pub const ALL: &[Metric] = &[
         Kind::Counter,
         Unit::Count,
         "Agent spawns refused, by reason (monthly_quota, concurrent_limit, host_capacity, rate_limited).",
+    ),
+    metric(
+        AGENT_HTTP_REQUESTS,
+        Kind::Counter,
+        Unit::Count,
+        "Agents' outgoing HTTP requests made live, by outcome (answered, failed, allowlist, address, budget, journal).",
+    ),
+    metric(
+        AGENT_HTTP_BYTES,
+        Kind::Counter,
+        Unit::Bytes,
+        "Bytes of agents' outgoing HTTP (request and response bodies) made live.",
     ),
     metric(
         MIND_CALLS,

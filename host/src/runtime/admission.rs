@@ -110,6 +110,30 @@ impl Drop for Slot {
     }
 }
 
+/// A parked agent's standing: among the parked until it reoccupies a place under the cap;
+/// dropped before that, it leaves them as an ending agent (see [`Admission::vacate`]).
+pub(super) struct Parked {
+    admission: Arc<Admission>,
+    parked: bool,
+}
+
+impl Parked {
+    /// Waits for a place under the cap to resume in, and takes it (cancel-safe: a wait
+    /// given up leaves the agent parked).
+    pub(super) async fn reoccupy(&mut self) {
+        self.admission.reoccupy().await;
+        self.parked = false;
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if self.parked {
+            self.admission.unpark_ending();
+        }
+    }
+}
+
 /// A place under the host's cap for an agent not chosen yet (a claim of an offered spawn,
 /// whose account is known once claimed): given back when dropped unless it became a
 /// [`Slot`].
@@ -288,15 +312,23 @@ impl Admission {
         }
     }
 
-    /// Gives back the place under the cap of an agent that parked (its instance is gone).
-    pub(super) fn vacate(&self) {
+    /// Gives back the place under the cap of an agent that parked (its instance is gone):
+    /// it is parked until it [reoccupies](Parked::reoccupy) one. Should it end otherwise —
+    /// stopped, out of time, or its task dropped (at shutdown) — dropping what this returns
+    /// takes a place again, past the cap for a moment if need be, for its slot to give
+    /// back as any ending agent's.
+    pub(super) fn vacate(self: &Arc<Self>) -> Parked {
         self.give_back(&mut self.live.lock());
+        Parked {
+            admission: self.clone(),
+            parked: true,
+        }
     }
 
     /// Waits for a place under the cap for a parked agent to resume in, and takes it. The
     /// waiters queue on [`Admission::unparking`], first come first served, each woken by
     /// one freed place: tens of thousands woken at once stay asleep until theirs.
-    pub(super) async fn reoccupy(&self) {
+    async fn reoccupy(&self) {
         loop {
             let mut woken = std::pin::pin!(self.unparking.notified());
             // In the queue before looking, so a place freed in between is not missed.
@@ -313,10 +345,8 @@ impl Admission {
         }
     }
 
-    /// A parked agent ends without resuming (stopped, out of time): it takes a place again,
-    /// past the cap for a moment if need be, for its slot to give back as any ending
-    /// agent's.
-    pub(super) fn unpark_ending(&self) {
+    /// A parked agent ends without resuming: see [`Admission::vacate`].
+    fn unpark_ending(&self) {
         let mut live = self.live.lock();
         live.total += 1;
         live.parked -= 1;
@@ -417,26 +447,38 @@ mod tests {
             !admission.try_park(),
             "parked agents have a bound of their own"
         );
-        admission.vacate();
+        let mut parked = admission.vacate();
         let other = admission.reserve("acme", 5).expect("its place is free");
         assert_eq!(
             admission.concurrent("acme"),
             2,
             "a parked agent still counts for its account"
         );
-        let waking = tokio::spawn({
-            let admission = admission.clone();
-            async move { admission.reoccupy().await }
-        });
+        let waking = tokio::spawn(async move { parked.reoccupy().await });
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!waking.is_finished(), "the host is at its cap");
         drop(other);
         ends_within_10_s(waking, "woken once a place frees").await;
         assert_eq!(admission.live.lock().total, 1);
         assert!(admission.try_park(), "the woken agent is no longer parked");
-        admission.vacate();
-        admission.unpark_ending();
+        // Parked again, and stopped there: it takes a place back for its slot to give.
+        let parked = admission.vacate();
+        drop(parked);
+        assert_eq!(admission.live.lock().total, 1);
         drop(slot);
+        let live = admission.live.lock();
+        assert_eq!((live.total, live.parked), (0, 0));
+    }
+
+    /// A parked agent whose task is dropped (at shutdown) leaves the parked and gives its
+    /// place back once: nothing left counted, nothing counted twice.
+    #[test]
+    fn a_parked_agents_dropped_task_leaves_nothing_counted() {
+        let admission = Admission::new(2, 2);
+        let slot = admission.reserve("acme", 5).unwrap();
+        assert!(admission.try_park());
+        let parked = admission.vacate();
+        drop((parked, slot));
         let live = admission.live.lock();
         assert_eq!((live.total, live.parked), (0, 0));
     }
@@ -447,18 +489,13 @@ mod tests {
         let park = || {
             let slot = admission.reserve("acme", 5).unwrap();
             assert!(admission.try_park());
-            admission.vacate();
-            slot
+            (slot, admission.vacate())
         };
-        let (first, second) = (park(), park());
+        let ((first, mut first_parked), (second, mut second_parked)) = (park(), park());
         let holder = admission.reserve("acme", 5).unwrap();
-        let wake = || {
-            let admission = admission.clone();
-            tokio::spawn(async move { admission.reoccupy().await })
-        };
-        let woken_first = wake();
+        let woken_first = tokio::spawn(async move { first_parked.reoccupy().await });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let woken_second = wake();
+        let woken_second = tokio::spawn(async move { second_parked.reoccupy().await });
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(!woken_first.is_finished() && !woken_second.is_finished());
         drop(holder);

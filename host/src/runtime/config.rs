@@ -42,11 +42,12 @@ pub struct RuntimeConfig {
     /// The agent component every spawn runs; default: the built-in default agent.
     pub component: Option<PathBuf>,
     /// Where compiled components (native code, ready to load) are kept; default the data
-    /// dir's `cache/` (env `WASMIND_ARTIFACT_CACHE_DIR`). Servers of one machine may share
+    /// dir's `cache/` (env `WASMIND_ARTIFACT_CACHE_DIR`). Servers of one user may share
     /// one, sparing each new data dir a compilation of the default agent (~1.3 s of CPU):
     /// an artifact is named by its component's content and the engine's settings, and
-    /// written whole (by rename). What is in it is loaded as native code, so it must be
-    /// as private as the data dir.
+    /// written whole (by rename). What is in it is run as native code, so the directory
+    /// must be the server's user's and writable by no one else, and each artifact is
+    /// signed with the key kept in it (see `artifacts`).
     pub artifact_cache_dir: Option<PathBuf>,
     /// Guests running at once, on threads of their own apart from the API's (one more
     /// than this, to poll agents back from I/O); default: one per core.

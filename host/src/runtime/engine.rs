@@ -15,10 +15,7 @@
 //! are refused. Agents hold no file descriptor of their own (the Mind's connections are a
 //! bounded pool); the open-files limit is raised to its hard limit at start all the same.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::time::Duration;
 
 use anyhow::Context;
 use sha2::{Digest, Sha256};
@@ -29,6 +26,7 @@ use wasmtime::{
 
 use super::config::RuntimeConfig;
 use super::{
+    artifacts::Artifacts,
     bindings::{Agent, AgentPre},
     host::http,
     journal::{WASI, add_sandbox_to_linker},
@@ -134,7 +132,7 @@ pub struct Compiled {
     /// The default agent (the built-in one, or the operator's `[runtime] component`).
     pub default: AgentPre<AgentState>,
     /// Where precompiled artifacts are kept.
-    pub cache_dir: PathBuf,
+    pub artifacts: Artifacts,
     pub layout: Layout,
 }
 
@@ -150,9 +148,9 @@ pub enum LoadError {
     Io(#[from] std::io::Error),
 }
 
-/// Builds the engine for [`layout`]'s cap of agents and its linker, and loads (compiling on first use)
-/// the default agent component. Starts the epoch ticker.
-pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compiled> {
+/// Builds the engine for [`layout`]'s cap of agents and its linker, and loads (compiling on
+/// first use into `artifacts`) the default agent component. Starts the epoch ticker.
+pub fn compile(config: &RuntimeConfig, artifacts: Artifacts) -> anyhow::Result<Compiled> {
     let layout = layout(config);
     let engine = engine(config, &layout)?;
     let bytes = match &config.component {
@@ -162,14 +160,14 @@ pub fn compile(config: &RuntimeConfig, cache_dir: &Path) -> anyhow::Result<Compi
     };
     let linker = sandbox_linker(&engine)?;
     let digest: [u8; 32] = Sha256::digest(&bytes).into();
-    let default = load(&engine, &linker, cache_dir, &digest, || Ok(bytes))
+    let default = load(&engine, &linker, &artifacts, &digest, || Ok(bytes))
         .map_err(|e| anyhow::anyhow!("loading the agent component: {e}"))?;
     start_ticker(&engine);
     Ok(Compiled {
         engine,
         linker,
         default,
-        cache_dir: cache_dir.to_path_buf(),
+        artifacts,
         layout,
     })
 }
@@ -212,27 +210,28 @@ fn sandbox_linker(engine: &Engine) -> anyhow::Result<Linker<AgentState>> {
 }
 
 /// The component whose bytes have SHA-256 `digest`, linked and ready to instantiate: from
-/// its precompiled artifact when the cache has one (a deserialization, a fraction of a
-/// millisecond), else compiled from `wasm()` into the cache first (tens of milliseconds
-/// and more). A compilation, link or export failure is [`LoadError::Invalid`], naming
-/// what is wrong; the artifact of a component that does not link is not kept.
+/// its precompiled artifact when the cache has one that checks out (a deserialization, a
+/// fraction of a millisecond), else compiled from `wasm()` into the cache first (tens of
+/// milliseconds and more). A compilation, link or export failure is [`LoadError::Invalid`],
+/// naming what is wrong; the artifact of a component that does not link is not kept.
 pub fn load(
     engine: &Engine,
     linker: &Linker<AgentState>,
-    cache_dir: &Path,
+    artifacts: &Artifacts,
     digest: &[u8; 32],
     wasm: impl FnOnce() -> std::io::Result<Vec<u8>>,
 ) -> Result<AgentPre<AgentState>, LoadError> {
-    let path = artifact_path(engine, cache_dir, digest);
-    let component = match path.exists().then(|| deserialize(engine, &path)) {
+    let path = artifacts.path(engine, digest);
+    let cached = artifacts.read(&path)?;
+    let component = match cached.map(|code| deserialize(engine, &code)) {
         Some(Ok(component)) => component,
         _ => {
-            let artifact = engine
+            let code = engine
                 .precompile_component(&wasm()?)
                 .map_err(|e| LoadError::Invalid(format!("it does not compile: {e:#}")))?;
-            write_atomically(&path, &artifact)?;
+            artifacts.write(&path, &code)?;
             // The pooling allocator checks the component's needs here.
-            deserialize(engine, &path).map_err(|e| {
+            deserialize(engine, &code).map_err(|e| {
                 LoadError::Invalid(format!("it does not fit the sandbox's limits ({e:#})"))
             })?
         }
@@ -261,50 +260,12 @@ fn link(
     })
 }
 
-/// Where the artifact of the component with SHA-256 `digest` is cached: keyed by the
-/// content and the engine's settings, so an engine upgrade never loads a stale one.
-pub fn artifact_path(engine: &Engine, cache_dir: &Path, digest: &[u8; 32]) -> PathBuf {
-    let mut hasher = Sha256::new();
-    hasher.update(digest);
-    std::hash::Hash::hash(
-        &engine.precompile_compatibility_hash(),
-        &mut HashWriter(&mut hasher),
-    );
-    cache_dir.join(format!("{}.cwasm", hex::encode(&hasher.finalize()[..16])))
-}
-
-/// Writes `bytes` to `path` through a temporary file of its own (concurrent writers of
-/// the same path never mix) and a rename, so `path` is never seen half-written.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()
-}
-
 #[allow(unsafe_code)]
-fn deserialize(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file was written by `precompile_component` of an engine with the same
-    // compatibility hash (it is part of the file name), into a cache only wasmind writes
-    // (the data dir's, or one as private that servers share), via write-then-rename so it
-    // is never seen half-written.
-    unsafe { Component::deserialize_file(engine, path) }
-}
-
-/// Feeds `Hash` output into a SHA-256.
-struct HashWriter<'a>(&'a mut Sha256);
-
-impl std::hash::Hasher for HashWriter<'_> {
-    fn finish(&self) -> u64 {
-        0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
+fn deserialize(engine: &Engine, code: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: `code` was made by `precompile_component` of an engine with the same
+    // compatibility hash: it is fresh from it, or read from the cache with a tag of the
+    // cache's key over its name (which holds that hash) and these very bytes.
+    unsafe { Component::deserialize(engine, code) }
 }
 
 /// One thread advances the epoch for every store: guests running wasm yield to the
@@ -373,9 +334,10 @@ mod tests {
         let engine = engine(&config, &layout(&config)).unwrap();
         let linker = sandbox_linker(&engine).unwrap();
         let cache = tempfile::tempdir().unwrap();
+        let artifacts = Artifacts::open(cache.path()).unwrap();
         let wasm = wat::parse_str(text).unwrap();
         let digest: [u8; 32] = Sha256::digest(&wasm).into();
-        let loaded = load(&engine, &linker, cache.path(), &digest, || Ok(wasm));
+        let loaded = load(&engine, &linker, &artifacts, &digest, || Ok(wasm));
         (cache, loaded)
     }
 
@@ -418,10 +380,11 @@ mod tests {
         assert!(big.contains("sandbox's limits"), "{big}");
         let (cache, loaded) = load_text("(component)");
         assert!(loaded.is_err());
-        assert_eq!(
-            std::fs::read_dir(cache.path()).unwrap().count(),
-            0,
-            "no artifact kept"
-        );
+        let kept: Vec<_> = std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name.to_str() != Some(super::super::artifacts::KEY_FILE))
+            .collect();
+        assert!(kept.is_empty(), "no artifact kept: {kept:?}");
     }
 }

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::{
     admission::{Admission, Slot},
+    artifacts::Artifacts,
     bindings::AgentPre,
     cluster::Cluster,
     components::Components,
@@ -88,7 +89,8 @@ impl Runtime {
             .artifact_cache_dir
             .clone()
             .unwrap_or_else(|| dir.cache_dir());
-        let compiled = engine::compile(config, &cache_dir)?;
+        let artifacts = Artifacts::open(&cache_dir)?;
+        let compiled = engine::compile(config, artifacts)?;
         let admission = Admission::new(compiled.layout.cap, config.max_parked_agents);
         let cluster = cluster.map(Arc::new);
         let (components, limits): (_, Box<dyn SpawnLimits>) = match &cluster {

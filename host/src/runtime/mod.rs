@@ -14,6 +14,7 @@
 //! Nothing outside this module knows wasmtime.
 
 mod admission;
+mod artifacts;
 mod bindings;
 mod bounds;
 mod changes;

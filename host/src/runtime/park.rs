@@ -21,7 +21,7 @@
 use std::{
     fmt,
     future::Future,
-    sync::Arc,
+    sync::{Arc, Weak},
     time::{Duration, Instant},
 };
 
@@ -81,7 +81,10 @@ impl Pending {
 /// When an agent may hibernate, and where its place is kept.
 pub struct Parking {
     after: Duration,
-    admission: Arc<Admission>,
+    /// Weak: the admission keeps each live agent's context, so a strong handle here would
+    /// be a cycle that outlives the agent's task (dropped at shutdown, its context would
+    /// hold the services, and so the database, for ever).
+    admission: Weak<Admission>,
     /// The Mind turn a resumed run's first live Mind call is sent on: the one it parked
     /// waiting for.
     turn: Mutex<Option<Turn>>,
@@ -92,7 +95,7 @@ impl Parking {
     pub(super) fn new(after_ms: u64, admission: &Arc<Admission>) -> Option<Self> {
         (after_ms > 0).then(|| Self {
             after: Duration::from_millis(after_ms),
-            admission: admission.clone(),
+            admission: Arc::downgrade(admission),
             turn: Mutex::new(None),
         })
     }
@@ -152,7 +155,8 @@ impl AgentCtx {
     fn may_park(&self) -> bool {
         self.parking
             .as_ref()
-            .is_some_and(|p| p.admission.try_park())
+            .and_then(|p| p.admission.upgrade())
+            .is_some_and(|admission| admission.try_park())
     }
 }
 
@@ -162,7 +166,9 @@ impl Inner {
     /// takes a place again. `Ok` once the agent may be resumed by replay; else how its run
     /// ended meanwhile.
     pub(super) async fn park(&self, ctx: &AgentCtx, pending: Pending) -> Result<(), Outcome> {
-        self.admission.vacate();
+        // Dropped on any way out but a resume (the task's too, at shutdown): the agent
+        // then leaves the parked as an ending one.
+        let mut parked = self.admission.vacate();
         let ends = ctx.started + Duration::from_secs(self.config.max_run_secs);
         let answered = tokio::select! {
             biased;
@@ -194,17 +200,11 @@ impl Inner {
             }
             Err(ended) => Err(ended),
         };
-        if let Err(ended) = recorded {
-            self.admission.unpark_ending();
-            return Err(ended);
-        }
+        recorded?;
         tokio::select! {
             biased;
-            _ = ctx.stop.wait() => {
-                self.admission.unpark_ending();
-                return Err(Outcome::Stopped);
-            }
-            () = self.admission.reoccupy() => {}
+            _ = ctx.stop.wait() => return Err(Outcome::Stopped),
+            () = parked.reoccupy() => {}
         }
         let loaded = self
             .services

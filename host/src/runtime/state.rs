@@ -16,7 +16,7 @@ use super::{
     config::RuntimeConfig,
     cpu::CpuMeter,
     host::http::Outgoing,
-    journal::{Door, Journal, JournalStore, Monotonic, sandbox_clocks},
+    journal::{Door, Journal, JournalStore, Monotonic, Watched, sandbox_clocks},
     park::{Parking, Pending},
     records::{AgentStore, Fence, MemoryMode, Usage},
     stop::StopSignal,
@@ -161,6 +161,8 @@ pub struct AgentState {
     pub(super) monotonic: Monotonic,
     /// Its outgoing HTTP requests.
     pub(super) outgoing: Outgoing,
+    /// Its timers' and response futures' pollables.
+    pub(super) watched: Watched,
 }
 
 impl AgentState {
@@ -196,6 +198,7 @@ impl AgentState {
             parked: None,
             monotonic,
             outgoing,
+            watched: Watched::default(),
         }
     }
 

@@ -26,7 +26,7 @@ use crate::{
     api::{self, AppSlot, AppState, Loaded, app, front},
     blocking::run_blocking,
     config::Config,
-    console::Console,
+    console::{Console, Streams},
     data_dir::DataDir,
     egress::Egress,
     health::{Part, Readiness},
@@ -38,7 +38,9 @@ use crate::{
     storage::Backend,
 };
 
-/// Longest wait at exit for agents' tasks, then for the database's other holders.
+/// Longest wait at exit for the runtime's blocking work, then for the database's other
+/// holders to let go (at once when idle; under load, the write group in flight and the
+/// guests' tasks being dropped).
 const SHUTDOWN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs the server on a multi-threaded tokio runtime until a shutdown signal.
@@ -73,15 +75,17 @@ pub fn serve(
     tracing::info!("wasmind loading (GET /readyz answers 200 once ready), bound to http://{addr}");
     // SIGINT/SIGTERM keep their default (exit at once) until the state is loaded: there
     // is nothing to save before that, and a long index replay should not hold them up.
-    let (loaded, signals) = tokio::sync::oneshot::channel::<(Signals, mcp::Closer)>();
+    let (loaded, signals) = tokio::sync::oneshot::channel::<(Signals, mcp::Closer, Streams)>();
     let front = front(readiness.clone(), slot.clone());
     let http = config.http.clone();
     let server = runtime.spawn(async move {
         let shutdown = async move {
-            if let Ok((signals, sessions)) = signals.await {
+            if let Ok((signals, sessions, streams)) = signals.await {
                 signals.recv().await;
-                // Open MCP event streams would otherwise hold the shutdown up.
+                // Open event streams (MCP sessions', the console's) are responses that
+                // would otherwise hold the shutdown up.
                 sessions.close();
+                streams.close();
             }
         };
         http::serve(listener, &front, &http, shutdown).await
@@ -89,6 +93,7 @@ pub fn serve(
     // Loads on this thread while the runtime's workers already answer health checks.
     let state = runtime.block_on(load_state(&dir, config, &readiness))?;
     let memory = state.memory.clone();
+    let streams = state.console.streams.clone();
     let (mcp, sessions, mcp_sessions) = mcp::router(state.clone());
     if let Some((_, admin)) = &admin_socket {
         admin.show_live(Arc::new(Counted(state.clone(), mcp_sessions)));
@@ -102,7 +107,7 @@ pub fn serve(
     let _ = slot.set(Loaded { api: router, keys });
     // Only now, with the API installed, may `/readyz` say ready.
     readiness.mark(Part::Runtime);
-    let _ = loaded.send((Signals::install(&runtime)?, sessions));
+    let _ = loaded.send((Signals::install(&runtime)?, sessions, streams));
     tracing::info!("wasmind ready, listening on http://{addr}");
     runtime.block_on(async move {
         server.await?.context("serving HTTP")?;
@@ -110,10 +115,16 @@ pub fn serve(
         run_blocking(move || memory.checkpoint()).await?;
         anyhow::Ok(())
     })?;
-    // Agents still winding down hold the services (and so the database): end them, then
-    // let the memory writer finish before the database closes.
-    runtime.shutdown_timeout(SHUTDOWN_PATIENCE);
+    // The database must have no other holder when it closes, or the next start repairs
+    // it. The state holds it (the memory writer's thread runs until the state's last
+    // handle goes; the agents' tasks hold it on the guests' threads, which stop with the
+    // agent runtime's last handle). Its handles are the loaded API's (in `slot`), the admin
+    // socket's live counts, and the runtime's tasks': let go of each, then wait for those
+    // threads to let go of the database. Live agents are not ended: their journals keep
+    // them, and the next start resumes them.
+    drop(slot);
     drop(admin_socket);
+    runtime.shutdown_timeout(SHUTDOWN_PATIENCE);
     dir.close(SHUTDOWN_PATIENCE);
     Ok(())
 }
@@ -186,7 +197,8 @@ async fn load_state(
         cluster,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let egress = Egress::new(config.egress.clone()).context("setting up egress")?;
+    let egress =
+        Egress::new(config.egress.clone(), config.plans.clone()).context("setting up egress")?;
     let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {
         memory: memory.clone(),

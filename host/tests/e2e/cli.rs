@@ -197,7 +197,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             let (ok, out, err) = cli(&["usage", "--data-dir", d]);
             let row = out.lines().nth(1).unwrap_or_default();
             let words: Vec<&str> = row.split_whitespace().collect();
-            match ok && words.len() == 11 && words[4..6].join(" ") == tokens {
+            match ok && words.len() == 13 && words[4..6].join(" ") == tokens {
                 true => Ok(out),
                 false => Err(format!("{out}{err}")),
             }
@@ -233,6 +233,8 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             "INPUT_TOKENS",
             "OUTPUT_TOKENS",
             "TOKENS/LIMIT",
+            "HTTP_REQUESTS/LIMIT",
+            "HTTP_BYTES/LIMIT",
             "KEYS",
             "UPLOADS/1H",
             "STREAMS",
@@ -253,7 +255,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
     );
     // The month's tokens against the free plan's, and the account's keys against its bound.
     let spent = input.as_u64().unwrap() + output.as_u64().unwrap();
-    assert_eq!((row[6], row[7]), (&*format!("{spent}/2000000"), "1/5"));
+    assert_eq!((row[6], row[9]), (&*format!("{spent}/2000000"), "1/5"));
 
     let (ok, out, _) = cli(&[
         "usage",

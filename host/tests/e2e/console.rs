@@ -331,7 +331,7 @@ pub(crate) fn read_events(response: reqwest::blocking::Response) -> Vec<Sse> {
     out
 }
 
-fn open_stream(server: &Server, path: &str) -> reqwest::blocking::Response {
+pub(crate) fn open_stream(server: &Server, path: &str) -> reqwest::blocking::Response {
     let response = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()

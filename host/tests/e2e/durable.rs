@@ -76,6 +76,11 @@ impl Setup {
         }
     }
 
+    /// The server's data dir.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn start(&self) -> (Server, Client) {
         let server = Server::start_with(&self.dir, &self.options);
         let c = server.client(&self.key);

@@ -17,8 +17,8 @@ use crate::{
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
 // The `hostile` guest's test runs beside the other sandbox tests, `reach`'s beside the other
-// durability tests.
-use crate::{durable::reach, hostile::hostile};
+// durability tests, `fetch`'s beside the other egress tests.
+use crate::{durable::reach, egress::fetch, hostile::hostile};
 
 macro_rules! assert_test_exists {
     ($name:ident) => {

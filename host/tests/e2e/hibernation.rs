@@ -60,7 +60,7 @@ fn setup_with(mind: &FakeMind, runtime: &str, more: &str) -> Setup {
 }
 
 /// The value of the unlabelled gauge `name` in a scrape of the server's `/metrics`.
-fn gauge(server: &Server, name: &str) -> u64 {
+pub(crate) fn gauge(server: &Server, name: &str) -> u64 {
     let text = reqwest::blocking::get(format!("{}/metrics", server.base))
         .unwrap()
         .text()

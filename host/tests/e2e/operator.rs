@@ -419,7 +419,9 @@ impl Drop for Loading {
 
 /// The agent component is read from a named pipe, so loading waits, deterministically,
 /// until the test writes it: meanwhile the server answers health, 503s the API, and takes
-/// keys over the admin socket. (Started with `--log-format json`: its lines are JSON.)
+/// keys over the admin socket — and logs none of those 503s as an error (a load balancer
+/// polling a starting server is no failure). (Started with `--log-format json`: its lines
+/// are JSON.)
 #[test]
 fn readiness_is_503_until_loading_ends() {
     let tmp = tempfile::tempdir().unwrap();
@@ -446,11 +448,16 @@ fn readiness_is_503_until_loading_ends() {
     let stderr = child.stderr.take().unwrap();
     let server = Loading(child);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let logged = errors.clone();
+    let reader = std::thread::spawn(move || {
         for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
             let Ok(line) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };
+            if line["level"] == "ERROR" {
+                logged.lock().unwrap().push(line.clone());
+            }
             let message = line["fields"]["message"].as_str().unwrap_or_default();
             if let Some(addr) = message.split("bound to ").nth(1) {
                 let _ = tx.send(addr.to_string());
@@ -482,6 +489,7 @@ fn readiness_is_503_until_loading_ends() {
     let refused = early.get("/api/v1/memory/list");
     refused.assert_error(503, "temporarily_unavailable");
     assert_eq!(refused.retry_after.as_deref(), Some("1"));
+    assert_eq!(anonymous.get("/readyz").status, 503);
 
     std::fs::write(&pipe, std::fs::read(crate::guests::NOTES_AGENT).unwrap()).unwrap();
     poll_until(Duration::from_secs(120), "ready", || {
@@ -493,4 +501,7 @@ fn readiness_is_503_until_loading_ends() {
     });
     assert_eq!(note(&early, "ready_now"), 201);
     drop(server);
+    reader.join().expect("the log reader");
+    let errors = errors.lock().unwrap();
+    assert!(errors.is_empty(), "logged as errors: {errors:#?}");
 }

@@ -90,6 +90,8 @@ fn keys_and_accounts_live_in_the_configured_database() {
             "10",
             "20",
             "30/500000000",
+            "0/2000000",
+            "0/214748364800",
             "0/100",
             "-",
             "-",

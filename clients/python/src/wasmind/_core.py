@@ -28,6 +28,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,16 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Config:
-    """What every request shares."""
+    """What every request shares. Its repr shows the API key redacted, so a client (or a
+    traceback, or a log line) that prints it never leaks the key."""
 
     base_url: str
     api_key: str | None
     retry: Retry | None
+
+    def __repr__(self) -> str:
+        key = None if self.api_key is None else REDACTED
+        return f"Config(base_url={self.base_url!r}, api_key={key}, retry={self.retry!r})"
 
     @staticmethod
     def of(base_url: str | None, api_key: str | None, retry: Retry | bool | None) -> Config:

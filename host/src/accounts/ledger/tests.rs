@@ -16,10 +16,14 @@ async fn months_add_up_apart(ledger: &dyn UsageLedger) {
         input_tokens: 1,
         output_tokens: 2,
         cpu_ms: 3,
+        http_requests: 2,
+        http_bytes: 300,
     };
     let second = MonthUsage {
         run_ms: 7,
         cpu_ms: 4,
+        http_requests: 1,
+        http_bytes: 50,
         ..MonthUsage::default()
     };
     ledger.add("a", nov, first).await.unwrap();
@@ -34,6 +38,8 @@ async fn months_add_up_apart(ledger: &dyn UsageLedger) {
         input_tokens: 1,
         output_tokens: 2,
         cpu_ms: 7,
+        http_requests: 3,
+        http_bytes: 350,
     };
     assert_eq!(ledger.month("a", nov).await.unwrap(), november);
     assert_eq!(ledger.month("a", dec).await.unwrap(), december);

@@ -69,12 +69,16 @@ pub async fn events(
     let slot = (state.console.streams)
         .open(&session.account, max)
         .map_err(|full| ApiError::stream_limit(session.plan, full))?;
+    let closed = state.console.streams.closed();
     let feed = Feed::open(state, watch, record).await;
-    // The stream holds its slot until it is dropped: ended, or its client gone.
-    let events = stream::unfold(feed, Feed::next).map(move |event| {
-        let _held = &slot;
-        Ok(event)
-    });
+    // The stream holds its slot until it is dropped: ended, its client gone, or the server
+    // shutting down.
+    let events = stream::unfold(feed, Feed::next)
+        .take_until(closed)
+        .map(move |event| {
+            let _held = &slot;
+            Ok(event)
+        });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 

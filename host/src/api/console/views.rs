@@ -129,6 +129,22 @@ pub struct TokensUsed {
     pub per_run: Option<u64>,
 }
 
+/// The agents' outgoing HTTP (`wasi:http`) this month (finished runs) against the plan's
+/// budgets: requests, and bytes (request and response bodies).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HttpUsed {
+    pub requests: u64,
+    /// The plan's `http_requests_per_month`.
+    pub requests_limit: u64,
+    /// The plan's `http_requests_per_run`.
+    pub requests_per_run: u64,
+    pub bytes: u64,
+    /// The plan's `http_bytes_per_month`.
+    pub bytes_limit: u64,
+    /// The plan's `http_bytes_per_run`.
+    pub bytes_per_run: u64,
+}
+
 /// The details of 402 `key_quota_exceeded`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -174,6 +190,8 @@ pub struct UsageReport {
     pub component_uploads: UploadsUsed,
     /// Mind tokens this month (finished runs and the host's jobs) against the plan.
     pub tokens: TokensUsed,
+    /// Agents' outgoing HTTP this month (finished runs) against the plan.
+    pub http: HttpUsed,
     /// CPU time the account's agents used this month, in seconds (finished runs).
     #[schema(minimum = 0)]
     pub cpu_seconds: f64,

@@ -82,7 +82,8 @@ fn instant(rule: &str) -> utoipa::openapi::ObjectBuilder {
 }
 
 const NOT_FUTURE: &str = "; not later than the server's clock (60 s of skew allowed)";
-const WINDOW_START: &str = "; earlier than `observed_before` when both are given";
+const WINDOW_START: &str =
+    "; a window that does not start before `observed_before` holds nothing (no results)";
 
 fn as_of() -> Schema {
     instant(NOT_FUTURE).into()

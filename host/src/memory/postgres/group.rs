@@ -20,7 +20,7 @@ use super::write::Txn;
 use crate::{
     clock::now_ms,
     memory::{
-        MemoryError, Result,
+        MemoryError, Quota, Result,
         backend::{PutOutcome, RunFence},
         input::PutInput,
     },
@@ -40,7 +40,7 @@ pub(super) struct Groups {
 pub(super) struct Pending {
     input: PutInput,
     embedding: Vec<f32>,
-    limit: u64,
+    quota: Quota,
     /// The agent's claim the put is made under, checked in its own savepoint.
     fence: Option<RunFence>,
     reply: oneshot::Sender<Result<PutOutcome>>,
@@ -51,14 +51,14 @@ impl Pending {
     pub(super) fn new(
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
         fence: Option<RunFence>,
     ) -> (Self, oneshot::Receiver<Result<PutOutcome>>) {
         let (reply, outcome) = oneshot::channel();
         let pending = Pending {
             input,
             embedding,
-            limit,
+            quota,
             fence,
             reply,
         };
@@ -80,11 +80,11 @@ impl Groups {
         self: &Arc<Self>,
         input: PutInput,
         embedding: Vec<f32>,
-        limit: u64,
+        quota: Quota,
         fence: Option<RunFence>,
     ) -> Result<PutOutcome> {
         let account = input.account.clone();
-        let (pending, outcome) = Pending::new(input, embedding, limit, fence);
+        let (pending, outcome) = Pending::new(input, embedding, quota, fence);
         let lead = match self.waiting.lock().entry(account.clone()) {
             Entry::Occupied(mut queue) => {
                 queue.get_mut().push(pending);
@@ -168,7 +168,7 @@ async fn run(pool: &PgPool, account: &str, group: &[Pending]) -> Result<Vec<Resu
     if let [alone] = group {
         // Alone in its transaction: when it fails, dropping the transaction rolls it back.
         let fence = alone.fence.as_ref();
-        let outcome = (txn.put_fenced(&alone.input, &alone.embedding, alone.limit, fence)).await;
+        let outcome = (txn.put_fenced(&alone.input, &alone.embedding, alone.quota, fence)).await;
         if outcome.is_err() {
             return Ok(vec![outcome]);
         }
@@ -177,7 +177,7 @@ async fn run(pool: &PgPool, account: &str, group: &[Pending]) -> Result<Vec<Resu
         for put in group {
             let fence = put.fence.as_ref();
             outcomes.push(
-                txn.put_apart(&put.input, &put.embedding, put.limit, fence)
+                txn.put_apart(&put.input, &put.embedding, put.quota, fence)
                     .await?,
             );
         }

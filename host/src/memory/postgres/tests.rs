@@ -701,7 +701,7 @@ async fn writes_while_an_account_gets_its_graph_leave_it_exact() {
     for i in 0..300 {
         let put = input("acme", "n", &format!("k{i}"), &format!("v{i}"));
         backend
-            .put(put, vec![0.5; DIMS], 10_000, None)
+            .put(put, vec![0.5; DIMS], Quota::memories(10_000), None)
             .await
             .unwrap();
     }
@@ -712,14 +712,14 @@ async fn writes_while_an_account_gets_its_graph_leave_it_exact() {
                 0 => {
                     let put = input("acme", "during", &format!("k{i}"), &format!("v{i}"));
                     backend
-                        .put(put, vec![0.25; DIMS], 10_000, None)
+                        .put(put, vec![0.25; DIMS], Quota::memories(10_000), None)
                         .await
                         .map(drop)
                 }
                 1 => {
                     let put = input("acme", "n", &format!("k{i}"), &format!("new v{i}"));
                     backend
-                        .put(put, vec![0.75; DIMS], 10_000, None)
+                        .put(put, vec![0.75; DIMS], Quota::memories(10_000), None)
                         .await
                         .map(drop)
                 }
@@ -805,7 +805,12 @@ async fn consolidation_replaces_its_originals_in_one_transaction() {
     let embedding = vec![0.125; DIMS];
     for key in ["a", "b", "c", "keep"] {
         backend
-            .put(input("acme", "n", key, key), embedding.clone(), 4, None)
+            .put(
+                input("acme", "n", key, key),
+                embedding.clone(),
+                Quota::memories(4),
+                None,
+            )
             .await
             .unwrap();
     }
@@ -876,7 +881,7 @@ async fn a_failed_write_leaves_nothing_behind() {
         .put(
             input("acme", "n", "kept", "kept"),
             vec![0.5; DIMS],
-            10,
+            Quota::memories(10),
             None,
         )
         .await
@@ -909,7 +914,12 @@ async fn a_group_of_puts_commits_together_and_a_failed_one_leaves_the_others_who
     let url = pg.database("group");
     let backend = Arc::new(node(&url).await);
     let put = |key: &str, value: &str, dims: usize| {
-        Pending::new(input("acme", "n", key, value), vec![0.5; dims], 2, None)
+        Pending::new(
+            input("acme", "n", key, value),
+            vec![0.5; dims],
+            Quota::memories(2),
+            None,
+        )
     };
     let (one, one_done) = put("one", "first", DIMS);
     // A vector of the wrong length: the database refuses the row after the put began.
@@ -944,7 +954,11 @@ async fn a_group_of_puts_commits_together_and_a_failed_one_leaves_the_others_who
         .map(|i| {
             let backend = backend.clone();
             let put = input("acme", "many", &format!("k{i}"), &format!("v{i}"));
-            tokio::spawn(async move { backend.put(put, vec![0.5; DIMS], 100, None).await })
+            tokio::spawn(async move {
+                backend
+                    .put(put, vec![0.5; DIMS], Quota::memories(100), None)
+                    .await
+            })
         })
         .collect();
     for put in puts {

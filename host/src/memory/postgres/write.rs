@@ -14,7 +14,7 @@ use super::{
     search::VectorSql,
 };
 use crate::memory::{
-    MemoryError, Result,
+    MemoryError, Quota, Result,
     backend::{Merge, Merged, PutOutcome, RunFence},
     index::index_terms,
     input::PutInput,
@@ -214,18 +214,24 @@ impl Txn {
         Ok(version.filter(|m| input.applied_as(m)))
     }
 
-    /// [`Txn::put`] under `fence` when given ([`Txn::fenced`]).
+    /// [`Txn::put`] under `fence` when given ([`Txn::fenced`]) and within `quota`, pruning
+    /// the key's older versions when it made one past those the quota keeps.
     pub(super) async fn put_fenced(
         &mut self,
         input: &PutInput,
         embedding: &[f32],
-        limit: u64,
+        quota: Quota,
         fence: Option<&RunFence>,
     ) -> Result<PutOutcome> {
         if let Some(fence) = fence {
             self.fenced(fence).await?;
         }
-        self.put(input, embedding, limit).await
+        let outcome = self.put(input, embedding, quota.memories).await?;
+        if outcome.prunes(quota) {
+            let key = [(input.namespace.clone(), input.key.clone())];
+            self.prune(&key, quota.keep()).await?;
+        }
+        Ok(outcome)
     }
 
     /// [`Txn::put_fenced`] inside a savepoint, beside other writes in the same
@@ -236,12 +242,12 @@ impl Txn {
         &mut self,
         input: &PutInput,
         embedding: &[f32],
-        limit: u64,
+        quota: Quota,
         fence: Option<&RunFence>,
     ) -> Result<Result<PutOutcome>> {
         sqlx::query("SAVEPOINT put").execute(&mut *self.tx).await?;
         let live = self.live;
-        let outcome = self.put_fenced(input, embedding, limit, fence).await;
+        let outcome = self.put_fenced(input, embedding, quota, fence).await;
         let end = match outcome {
             Ok(_) => "RELEASE SAVEPOINT put",
             Err(_) => {

@@ -11,7 +11,7 @@ use crate::{
     metrics::{names, testing::capture_async},
 };
 
-fn put(account: &str, key: &str, value: &str) -> PutInput {
+pub(crate) fn put(account: &str, key: &str, value: &str) -> PutInput {
     PutInput {
         account: account.into(),
         key: key.into(),

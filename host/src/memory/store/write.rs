@@ -10,7 +10,7 @@ use super::{
     OPLOG, OPLOG_FLOOR, TIMELINE, decode_embedding, encode_embedding, load,
 };
 use crate::memory::{
-    MemoryError, Result,
+    MemoryError, Quota, Result,
     backend::{Merge, Merged, PutOutcome},
     derived::{Changes, belongs_to_past, index_doc, past_doc},
     index::IndexOp,
@@ -255,6 +255,22 @@ impl<'t> Batch<'t> {
             next = memory.previous;
         }
         Ok(removed)
+    }
+
+    /// [`Batch::put`] within `quota`, pruning the key's older versions when it made one
+    /// past those the quota keeps.
+    pub fn put_pruned(
+        &mut self,
+        input: &PutInput,
+        embedding: &[f32],
+        quota: Quota,
+    ) -> Result<PutOutcome> {
+        let outcome = self.put(input, embedding, quota.memories)?;
+        if outcome.prunes(quota) {
+            let (account, namespace, key) = (&input.account, &input.namespace, &input.key);
+            self.prune(account, namespace, key, quota.keep())?;
+        }
+        Ok(outcome)
     }
 
     /// Removes the versions of (namespace, key) beyond its newest `keep` (at least 1) for

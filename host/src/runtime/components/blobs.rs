@@ -8,7 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use super::super::engine::write_atomically;
+use super::super::artifacts::write_atomically;
 
 /// The directory of component bytes.
 #[derive(Debug, Clone)]

@@ -183,7 +183,7 @@ impl Components {
         let sha256 = hex::encode(digest);
         if let Ok(false) = self.store.referenced(&sha256).await {
             self.cache.forget(&sha256);
-            let artifact = engine::artifact_path(&compiled.engine, &compiled.cache_dir, digest);
+            let artifact = compiled.artifacts.path(&compiled.engine, digest);
             if let Err(e) = std::fs::remove_file(artifact)
                 && e.kind() != std::io::ErrorKind::NotFound
             {
@@ -285,7 +285,7 @@ impl Components {
             engine::load(
                 &compiled.engine,
                 &compiled.linker,
-                &compiled.cache_dir,
+                &compiled.artifacts,
                 &digest,
                 || {
                     let bytes = tokio.block_on(store.bytes(&account, &sha256));
@@ -330,7 +330,7 @@ fn validate(
     engine::load(
         &compiled.engine,
         &compiled.linker,
-        &compiled.cache_dir,
+        &compiled.artifacts,
         digest,
         || Ok(bytes.to_vec()),
     )

@@ -47,7 +47,11 @@ use super::super::{
     park::{Pending, Waited},
     state::{AgentCtx, AgentState, Services},
 };
-use crate::egress::{Failure, Response};
+use crate::{
+    clock::now_ms,
+    egress::{Failure, Moved, Response},
+    metrics::names,
+};
 
 /// The journal's name of an exchange.
 pub const EXCHANGE: &str = "wasi:http.response";
@@ -64,8 +68,6 @@ pub struct Outgoing {
     pub(in crate::runtime) stage: Stage,
     /// Staged exchanges by the rep of their `future-incoming-response`.
     staged: HashMap<u32, Staged>,
-    /// Pollables subscribed to a future, by the pollable's rep: the future's rep.
-    subscribed: HashMap<u32, u32>,
 }
 
 impl Outgoing {
@@ -77,7 +79,6 @@ impl Outgoing {
                 max_request_bytes,
             },
             staged: HashMap::new(),
-            subscribed: HashMap::new(),
         }
     }
 }
@@ -144,21 +145,8 @@ impl WasiHttpHooks for Stage {
 }
 
 impl AgentState {
-    /// Makes the exchanges of the futures `pollables` are subscribed to, if not yet made.
-    pub(in crate::runtime) async fn observe_pollables(
-        &mut self,
-        pollables: &[u32],
-    ) -> wasmtime::Result<()> {
-        for pollable in pollables {
-            if let Some(future) = self.outgoing.subscribed.get(pollable).copied() {
-                self.observe(future).await?;
-            }
-        }
-        Ok(())
-    }
-
     /// Makes the exchange of the future `rep`, if it is staged, and makes it ready.
-    async fn observe(&mut self, rep: u32) -> wasmtime::Result<()> {
+    pub(in crate::runtime) async fn observe(&mut self, rep: u32) -> wasmtime::Result<()> {
         let Some(staged) = self.outgoing.staged.remove(&rep) else {
             return Ok(());
         };
@@ -168,7 +156,8 @@ impl AgentState {
         Ok(())
     }
 
-    /// The journaled exchange: answered from the journal on replay, else made live.
+    /// The journaled exchange: answered from the journal on replay, else made live. A
+    /// request that went out counts against the run's budgets, replayed or live.
     async fn exchange(&mut self, staged: Staged) -> wasmtime::Result<Result<Response, Failure>> {
         let body = match staged.body.await {
             Ok(body) => body,
@@ -180,10 +169,17 @@ impl AgentState {
         let made = (call.func(), call.args());
         let step = self.agent.journal.next_step();
         let head = (staged.method, staged.uri, staged.headers);
-        self.journaled(call, |s, outside| {
-            Box::pin(s.exchange_live(outside, made, step, head, body))
-        })
-        .await
+        let sent = body.len() as u64;
+        let outcome = self
+            .journaled(call, |s, outside| {
+                Box::pin(s.exchange_live(outside, made, step, head, body))
+            })
+            .await?;
+        if let Some(received) = moved(&outcome) {
+            self.usage.http_requests += 1;
+            self.usage.http_bytes += sent + received;
+        }
+        Ok(outcome)
     }
 
     async fn exchange_live(
@@ -198,13 +194,28 @@ impl AgentState {
         let plan = (outside.accounts.plan(&agent.account).await)
             .map_err(wasmtime::Error::msg)?
             .unwrap_or_default();
-        let url = match outside.egress.admit(plan, &uri) {
-            Ok(url) => url,
+        let month =
+            (outside.usage.month(&agent.account, now_ms()).await).map_err(wasmtime::Error::msg)?;
+        let run = Moved {
+            requests: self.usage.http_requests,
+            bytes: self.usage.http_bytes,
+        };
+        // The ledger has the month's ended runs; this one's requests so far are added.
+        let month = Moved {
+            requests: month.http_requests + run.requests,
+            bytes: month.http_bytes + run.bytes,
+        };
+        let egress = &outside.egress;
+        let admitted = (egress.admit(plan, &uri))
+            .and_then(|url| Ok((url, egress.budget(plan, body.len() as u64, run, month)?)));
+        let (url, max_response) = match admitted {
+            Ok(admitted) => admitted,
             Err(refusal) => {
                 refused(&outside, &agent, refusal.rule, &refusal.message, &uri).await?;
                 return Ok(Err(Failure::Denied(refusal.message)));
             }
         };
+        let sent = body.len() as u64;
         let Ok(method) = reqwest::Method::from_bytes(method.as_bytes()) else {
             return Ok(Err(Failure::Protocol(format!(
                 "{method:?} is not a method"
@@ -227,7 +238,9 @@ impl AgentState {
         let account = agent.account.clone();
         let since = Instant::now();
         let request = AbortOnDropHandle::new(tokio::spawn(async move {
-            egress.send(&account, method, url, map, body.to_vec()).await
+            egress
+                .send(&account, method, url, map, body.to_vec(), max_response)
+                .await
         }));
         let (func, args) = made;
         let in_flight = |request: AbortOnDropHandle<_>| Pending::Answer {
@@ -242,8 +255,14 @@ impl AgentState {
             Waited::Stopped => Err(Failure::Protocol("a stop was requested".into())),
             Waited::Parked(pending) => return Err(self.hibernate(pending)),
         };
-        if let Err(Failure::Refused(why)) = &outcome {
-            refused(&outside, &agent, "address", why, &uri).await?;
+        match &outcome {
+            Err(Failure::Refused(why)) => refused(&outside, &agent, "address", why, &uri).await?,
+            // Capped below `[egress] max_response_bytes`: by what the budgets left.
+            Err(Failure::TooLarge(cap)) if *cap < outside.egress.max_response_bytes() => {
+                let why = format!("the response is over the {cap} bytes the plan's budgets leave");
+                refused(&outside, &agent, "budget", &why, &uri).await?;
+            }
+            sent_out => metered(sent_out, sent),
         }
         // Never unjournaled: a response the journal has no room for is not given.
         let room = agent.journal.room();
@@ -256,6 +275,26 @@ impl AgentState {
             return Ok(Err(Failure::TooLarge(room)));
         }
         Ok(outcome)
+    }
+}
+
+/// Counts an exchange that went out in the metrics (a refusal is counted by `refused`).
+fn metered(outcome: &Result<Response, Failure>, sent: u64) {
+    let (outcome, received) = match outcome {
+        Ok(response) => ("answered", response.body_len()),
+        Err(_) => ("failed", 0),
+    };
+    metrics::counter!(names::AGENT_HTTP_REQUESTS, "outcome" => outcome).increment(1);
+    metrics::counter!(names::AGENT_HTTP_BYTES).increment(sent + received);
+}
+
+/// The response bytes of an exchange that went out (answered or failed on the way); none
+/// for a request refused before it was sent.
+fn moved(outcome: &Result<Response, Failure>) -> Option<u64> {
+    match outcome {
+        Ok(response) => Some(response.body_len()),
+        Err(Failure::Denied(_) | Failure::Refused(_)) => None,
+        Err(_) => Some(0),
     }
 }
 
@@ -274,10 +313,11 @@ fn joined(
 async fn refused(
     outside: &Services,
     agent: &AgentCtx,
-    rule: &str,
+    rule: &'static str,
     message: &str,
     url: &str,
 ) -> wasmtime::Result<()> {
+    metrics::counter!(names::AGENT_HTTP_REQUESTS, "outcome" => rule).increment(1);
     (outside.records)
         .append_log(
             &agent.account,
@@ -375,7 +415,7 @@ fn define(linker: &mut Linker<AgentState>, wasi: &str) -> wasmtime::Result<()> {
             let state = store.data_mut();
             let rep = future.rep();
             let pollable = wit::HostFutureIncomingResponse::subscribe(&mut state.http(), future)?;
-            state.outgoing.subscribed.insert(pollable.rep(), rep);
+            state.watched.response(pollable.rep(), rep);
             Ok((pollable,))
         },
     )?;

@@ -27,6 +27,7 @@ mod call;
 mod door;
 mod embedded;
 mod postgres;
+mod readiness;
 mod resume;
 mod sandbox;
 
@@ -40,6 +41,7 @@ use sha2::{Digest, Sha256};
 pub(super) use self::{
     call::Call,
     door::Door,
+    readiness::Watched,
     resume::{Cause, Resumed},
     sandbox::{Monotonic, WASI, add_to_linker as add_sandbox_to_linker, sandbox_clocks},
 };

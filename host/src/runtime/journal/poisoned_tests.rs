@@ -18,7 +18,8 @@ use wasmtime::{Store, component::types::ComponentItem};
 
 use super::{
     Door, EmbeddedJournal, Journal, JournalStore, Keep, Run,
-    sandbox::{BLOCK, MONOTONIC, POLL, RANDOM, READY, WALL},
+    readiness::{BLOCK, POLL, READY},
+    sandbox::{MONOTONIC, RANDOM, WALL},
 };
 use crate::{
     accounts::{Accounts, KeyStore, Ledger, Plans, TokenBudgets, UsageStore},
@@ -29,6 +30,7 @@ use crate::{
     },
     mind::{self, MindConfig},
     runtime::{
+        artifacts::Artifacts,
         bindings::AgentPre,
         config::RuntimeConfig,
         cpu::CpuMeter,
@@ -101,12 +103,12 @@ const LOCAL: &[(&str, &str, &str)] = &[
     (
         "wasi:clocks/monotonic-clock",
         "subscribe-duration",
-        "makes a pollable, whose readiness is journaled",
+        "makes a timer, whose readiness is journaled",
     ),
     (
         "wasi:clocks/monotonic-clock",
         "subscribe-instant",
-        "makes a pollable, whose readiness is journaled",
+        "makes a timer, whose readiness is journaled",
     ),
     (
         "wasi:random/insecure-seed",
@@ -153,7 +155,7 @@ async fn services(dir: &Path) -> Arc<Services> {
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
-        egress: Arc::new(Egress::new(EgressConfig::default()).unwrap()),
+        egress: Arc::new(Egress::new(EgressConfig::default(), Plans::default()).unwrap()),
         accounts: accounts.clone(),
         budgets: TokenBudgets::new(usage.clone(), accounts, Plans::default()),
         records,
@@ -216,13 +218,17 @@ fn imports(engine: &wasmtime::Engine, pre: &AgentPre<AgentState>) -> BTreeSet<(S
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replay_reaches_nothing_outside_and_every_import_is_journaled_or_fixed() {
     let dir = tempfile::tempdir().unwrap();
-    let compiled = engine::compile(&RuntimeConfig::default(), &dir.path().join("cache")).unwrap();
+    let cache = || Artifacts::open(&dir.path().join("cache")).unwrap();
+    let compiled = engine::compile(&RuntimeConfig::default(), cache()).unwrap();
     let wasm = std::fs::read(REACH).unwrap();
     let digest: [u8; 32] = Sha256::digest(&wasm).into();
-    let cache = dir.path().join("cache");
-    let pre = engine::load(&compiled.engine, &compiled.linker, &cache, &digest, || {
-        Ok(wasm)
-    })
+    let pre = engine::load(
+        &compiled.engine,
+        &compiled.linker,
+        &cache(),
+        &digest,
+        || Ok(wasm),
+    )
     .unwrap();
     let services = services(dir.path()).await;
     let store: Arc<dyn JournalStore> = services.journal.clone();

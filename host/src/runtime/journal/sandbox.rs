@@ -1,16 +1,14 @@
 //! The WASI functions whose answers come from outside the sandbox — the wall and monotonic
-//! clocks, random, and readiness (`poll`, a pollable's `ready` and `block`: whether time
-//! has passed) — as host functions of our own that go through the journal's one wrapper
-//! (`AgentState::journaled`) like the WIT imports: one entry per call, kept in
+//! clocks, random, and whether time has passed (`readiness`) — as host functions of our
+//! own that go through the journal's one wrapper (`AgentState::journaled`) like the WIT
+//! imports: one entry per call, kept in
 //! memory and stored with the next effect's entry or once the held ones pass
 //! [`FLUSH_BYTES`](super::FLUSH_BYTES), so a guest that reads the clock in a loop holds
 //! no more than that in the host's memory. They shadow wasmtime-wasi's own definitions in
 //! the linker: its `get-random-bytes` draws one `u32` per byte from the context's
 //! generator, which a journaled generator would see as one read per byte.
 //!
-//! A replay answers readiness from the journal at once: a guest that slept before a crash
-//! does not sleep again (`subscribe-duration` and `subscribe-instant` only make the
-//! pollables; the clocks' resolutions are fixed, 1 ns, whatever the host's).
+//! The clocks' resolutions are fixed, 1 ns, whatever the host's.
 //!
 //! A random read is bounded ([`MAX_RANDOM_BYTES`]): past it the run fails
 //! `random_limit_exceeded` before anything is drawn (wasmtime-wasi's own bound is 64 MiB,
@@ -26,20 +24,13 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Serialize, de::DeserializeOwned};
 use wasmtime::{
     StoreContextMut,
-    component::{Linker, LinkerInstance, Resource},
+    component::{Linker, LinkerInstance},
 };
 use wasmtime_wasi::{
-    HostMonotonicClock, WasiCtxBuilder, WasiView,
-    p2::{
-        DynPollable,
-        bindings::{
-            clocks::wall_clock::Datetime,
-            io::poll::{Host as _, HostPollable as _},
-        },
-    },
+    HostMonotonicClock, WasiCtxBuilder, p2::bindings::clocks::wall_clock::Datetime,
 };
 
-use super::{Call, Fault, Journal, args_hash};
+use super::{Call, Fault, Journal, args_hash, readiness};
 use crate::runtime::state::AgentState;
 
 /// The WASI 0.2 release wasmtime-wasi implements: the linker answers a guest's import of
@@ -50,9 +41,6 @@ pub(in crate::runtime) const WASI: &str = "0.2.12";
 pub(super) const WALL: &str = "wasi:clocks/wall-clock.now";
 pub(super) const MONOTONIC: &str = "wasi:clocks/monotonic-clock.now";
 pub(super) const RANDOM: &str = "wasi:random.bytes";
-pub(super) const POLL: &str = "wasi:io/poll.poll";
-pub(super) const READY: &str = "wasi:io/poll.pollable.ready";
-pub(super) const BLOCK: &str = "wasi:io/poll.pollable.block";
 
 /// Most random bytes one call may ask for.
 pub const MAX_RANDOM_BYTES: u64 = 64 << 10;
@@ -166,30 +154,6 @@ impl AgentState {
         }
     }
 
-    /// Which of `pollables` are ready, waited for live; answered at once on replay. The
-    /// outgoing requests whose futures they watch are made first (`host::http`).
-    async fn poll(&mut self, pollables: Vec<Resource<DynPollable>>) -> wasmtime::Result<Vec<u32>> {
-        let reps: Vec<u32> = pollables.iter().map(Resource::rep).collect();
-        self.observe_pollables(&reps).await?;
-        let call = Call::read(POLL, &pollables.len());
-        self.journaled(call, |s, _| Box::pin(s.ctx().table.poll(pollables)))
-            .await
-    }
-
-    async fn ready(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<bool> {
-        self.observe_pollables(&[pollable.rep()]).await?;
-        let call = Call::read(READY, &());
-        self.journaled(call, |s, _| Box::pin(s.ctx().table.ready(pollable)))
-            .await
-    }
-
-    async fn block(&mut self, pollable: Resource<DynPollable>) -> wasmtime::Result<()> {
-        self.observe_pollables(&[pollable.rep()]).await?;
-        let call = Call::read(BLOCK, &());
-        self.journaled(call, |s, _| Box::pin(s.ctx().table.block(pollable)))
-            .await
-    }
-
     async fn random_u64(&mut self) -> wasmtime::Result<u64> {
         let bytes = self.random_bytes(8).await?;
         Ok(u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
@@ -225,24 +189,7 @@ fn define(linker: &mut Linker<AgentState>) -> wasmtime::Result<()> {
     monotonic.func_wrap("resolution", |_: Store, (): ()| {
         Ok((u64::from(RESOLUTION.nanoseconds),))
     })?;
-    let mut poll = linker.instance(&format!("wasi:io/poll@{WASI}"))?;
-    type Pollables = (Vec<Resource<DynPollable>>,);
-    poll.func_wrap_async("poll", |mut store: Store, (pollables,): Pollables| {
-        Box::new(async move { Ok((store.data_mut().poll(pollables).await?,)) })
-    })?;
-    type This = (Resource<DynPollable>,);
-    poll.func_wrap_async(
-        "[method]pollable.ready",
-        |mut store: Store, (this,): This| {
-            Box::new(async move { Ok((store.data_mut().ready(this).await?,)) })
-        },
-    )?;
-    poll.func_wrap_async(
-        "[method]pollable.block",
-        |mut store: Store, (this,): This| {
-            Box::new(async move { store.data_mut().block(this).await })
-        },
-    )?;
+    readiness::define(linker, WASI)?;
     for (interface, prefix) in [("random", ""), ("insecure", "insecure-")] {
         let mut random = linker.instance(&format!("wasi:random/{interface}@{WASI}"))?;
         random_functions(&mut random, prefix)?;

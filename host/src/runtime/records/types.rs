@@ -117,6 +117,12 @@ pub struct Usage {
     /// read 0).
     #[serde(default)]
     pub cpu_ms: u64,
+    /// Outgoing HTTP requests the guest made (`wasi:http`), answered or refused.
+    #[serde(default)]
+    pub http_requests: u64,
+    /// Their bytes: request bodies sent and response bodies received.
+    #[serde(default)]
+    pub http_bytes: u64,
 }
 
 impl std::ops::AddAssign for Usage {
@@ -124,6 +130,8 @@ impl std::ops::AddAssign for Usage {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cpu_ms += other.cpu_ms;
+        self.http_requests += other.http_requests;
+        self.http_bytes += other.http_bytes;
     }
 }
 
@@ -132,7 +140,7 @@ impl From<crate::mind::Usage> for Usage {
         Usage {
             input_tokens: u64::from(u.input_tokens),
             output_tokens: u64::from(u.output_tokens),
-            cpu_ms: 0,
+            ..Usage::default()
         }
     }
 }
@@ -151,6 +159,8 @@ impl Usage {
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cpu_ms: self.cpu_ms,
+            http_requests: self.http_requests,
+            http_bytes: self.http_bytes,
         }
     }
 }

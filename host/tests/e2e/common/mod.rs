@@ -7,6 +7,7 @@ pub mod fake_anthropic;
 pub mod fake_embedder;
 pub mod fake_mind;
 pub mod fake_server;
+pub mod origin;
 #[path = "../../support/postgres.rs"]
 pub mod postgres;
 
@@ -137,6 +138,8 @@ pub struct Server {
     child: Child,
     pub base: String,
     log: Arc<Mutex<String>>,
+    /// The thread that copies its stderr into `log`; it ends when the process does.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 /// How a server is started.
@@ -228,7 +231,7 @@ impl Server {
         let (tx, rx) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 // The address ends the line in text logs and the message in JSON ones.
                 if let Some(rest) = line.split("listening on ").nth(1) {
@@ -239,7 +242,12 @@ impl Server {
             }
         });
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(base) => Ok(Server { child, base, log }),
+            Ok(base) => Ok(Server {
+                child,
+                base,
+                log,
+                reader: Some(reader),
+            }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -273,6 +281,31 @@ impl Server {
             .args(["-TERM", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+    }
+
+    /// Sends `signal` (`INT`, `TERM`) and waits for the exit and its last log line:
+    /// how long the exit took from the signal, and whether it was a success. A server
+    /// still running a minute later is killed, and the test fails.
+    pub fn stop_with(&mut self, signal: &str) -> (Duration, bool) {
+        let sent = std::time::Instant::now();
+        self.signal(signal);
+        let status = poll_until(Duration::from_secs(60), "the server's exit", || match self
+            .child
+            .try_wait()
+            .expect("waiting for the server")
+        {
+            Some(status) => Ok(status),
+            None if sent.elapsed() < Duration::from_secs(59) => Err("running".into()),
+            None => {
+                self.kill9();
+                Err(format!("still running:\n{}", self.log()))
+            }
+        });
+        let took = sent.elapsed();
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the log reader");
+        }
+        (took, status.success())
     }
 
     /// What the server has logged so far.
