@@ -73,6 +73,18 @@ impl Pair {
     fn ratio(&self, q: f64) -> f64 {
         self.p(Side::Postgres, q) / self.p(Side::Embedded, q)
     }
+
+    /// p50 and p99 embedded, p50 and p99 on postgres, and postgres ÷ embedded at both.
+    fn figures(&self) -> [f64; 6] {
+        let (e, p) = (Side::Embedded, Side::Postgres);
+        let (e50, e99, p50, p99) = (
+            self.p(e, 0.5),
+            self.p(e, 0.99),
+            self.p(p, 0.5),
+            self.p(p, 0.99),
+        );
+        [e50, e99, p50, p99, p50 / e50, p99 / e99]
+    }
 }
 
 /// One server of each backend with a key per account.
@@ -355,19 +367,8 @@ fn start(embedded: &Path, node: &Path, url: &str, quota: u64, names: &[String]) 
 
 /// The workload's rows at one size.
 fn measure(servers: &Servers, n: usize, size: usize, before: u64, texts: &mut Texts) -> Vec<Pair> {
-    let mut distinct = {
-        let mut seen = std::collections::HashSet::new();
-        move |texts: &mut Texts, n: usize| -> Vec<String> {
-            let mut out = Vec::with_capacity(n);
-            while out.len() < n {
-                let q = texts.query();
-                if seen.insert(q.clone()) {
-                    out.push(q);
-                }
-            }
-            out
-        }
-    };
+    let mut seen = std::collections::HashSet::new();
+    let mut distinct = |texts: &mut Texts, n: usize| texts.fresh_queries(&mut seen, n);
     // Warm up: connections, page caches, the query lanes.
     for mode in ["keyword", "hybrid"] {
         let qs = distinct(texts, 30);
@@ -422,15 +423,9 @@ fn measure(servers: &Servers, n: usize, size: usize, before: u64, texts: &mut Te
 
 /// `pair`'s row in the bench's table (`plain`: the same size's plain hybrid row).
 fn report(table: &mut Table, section: &str, pair: &Pair, plain: Option<&Pair>) {
-    let (e, p) = (Side::Embedded, Side::Postgres);
+    let [e50, e99, p50, p99, r50, r99] = pair.figures();
     let value = format!(
-        "embedded {:.2} / {:.2} ms, postgres {:.2} / {:.2} ms: ×{:.2} / ×{:.2}",
-        pair.p(e, 0.5),
-        pair.p(e, 0.99),
-        pair.p(p, 0.5),
-        pair.p(p, 0.99),
-        pair.ratio(0.5),
-        pair.ratio(0.99),
+        "embedded {e50:.2} / {e99:.2} ms, postgres {p50:.2} / {p99:.2} ms: ×{r50:.2} / ×{r99:.2}"
     );
     println!("  {:<58} {value}", pair.what);
     let (target, met) = match target(pair, plain) {
@@ -460,7 +455,6 @@ fn markdown(accounts: usize, results: &[(usize, Vec<Pair>)]) -> String {
     let mut out = String::from(
         "| accounts × memories | measurement | embedded p50 / p99 ms | postgres p50 / p99 ms | postgres ÷ embedded p50 / p99 | target | met |\n|---|---|---|---|---|---|---|\n",
     );
-    let (e, p) = (Side::Embedded, Side::Postgres);
     for (size, pairs) in results {
         let plain = pairs
             .iter()
@@ -471,15 +465,10 @@ fn markdown(accounts: usize, results: &[(usize, Vec<Pair>)]) -> String {
                 Some((target, false)) => (target, "**no**"),
                 None => (String::new(), ""),
             };
+            let [e50, e99, p50, p99, r50, r99] = pair.figures();
             out.push_str(&format!(
-                "| {accounts} × {size} | {} | {:.2} / {:.2} | {:.2} / {:.2} | ×{:.2} / ×{:.2} | {target} | {met} |\n",
+                "| {accounts} × {size} | {} | {e50:.2} / {e99:.2} | {p50:.2} / {p99:.2} | ×{r50:.2} / ×{r99:.2} | {target} | {met} |\n",
                 pair.what,
-                pair.p(e, 0.5),
-                pair.p(e, 0.99),
-                pair.p(p, 0.5),
-                pair.p(p, 0.99),
-                pair.ratio(0.5),
-                pair.ratio(0.99),
             ));
         }
     }
