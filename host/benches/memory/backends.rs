@@ -344,6 +344,9 @@ pub fn run(table: &mut Table, model: &Arc<dyn Embedder>) {
 fn start(embedded: &Path, node: &Path, url: &str, quota: u64, names: &[String]) -> Servers {
     let side = |path: &PathBuf, storage: Option<StorageConfig>| {
         let mut config = harness::config(EmbedderKind::Onnx, quota);
+        // Two servers in one process: the agent pool each reserves by default is most of
+        // the address space, which holds one of them only. This workload runs no agents.
+        config.runtime.max_agents = Some(100);
         if let Some(storage) = storage {
             config.storage = storage;
         }
