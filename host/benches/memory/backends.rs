@@ -430,7 +430,6 @@ fn report(table: &mut Table, section: &str, pair: &Pair, plain: Option<&Pair>) {
     let value = format!(
         "embedded {e50:.2} / {e99:.2} ms, postgres {p50:.2} / {p99:.2} ms: ×{r50:.2} / ×{r99:.2}"
     );
-    println!("  {:<58} {value}", pair.what);
     let (target, met) = match target(pair, plain) {
         Some((target, met)) => (target, Some(met)),
         None => (String::new(), None),
