@@ -16,7 +16,11 @@
 //! 7. only when asked for (`WASMIND_BENCH_PHASES=strangers`): 10,000 connections that send
 //!    half a request line, how soon the server closes them, and account B's reads meanwhile
 //!    (see `memory/strangers.rs`);
-//! 8. only when asked for (`WASMIND_BENCH_PHASES=backends`): both backends served over HTTP
+//! 8. only when asked for (`WASMIND_BENCH_PHASES=slow-readers`): 10,000 connections from one
+//!    address that ask for the 1.45 MB documentation bundle and read it a byte a second,
+//!    what the server does with them, and B's reads from another address meanwhile (see
+//!    `memory/slow_readers.rs`);
+//! 9. only when asked for (`WASMIND_BENCH_PHASES=backends`): both backends served over HTTP
 //!    side by side at 1,000, 10,000 and 100,000 memories in one account, every request sent
 //!    to both, with postgres ÷ embedded per row (see `memory/backends.rs`; its own settings
 //!    are listed there).
@@ -30,8 +34,9 @@
 //! Environment (all optional):
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
-//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers,backends` picks
-//!   phases (cold needs single's dir; the default is put, single, cold and multi);
+//! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers,`
+//!   `slow-readers,backends` picks phases (cold needs single's dir; the default is put,
+//!   single, cold and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
 //!   and HTTP without inference); `WASMIND_BENCH_FAIR_EMBEDDER=hash` does the same for the
@@ -42,6 +47,8 @@
 
 #[path = "memory/backends.rs"]
 mod backends;
+#[path = "memory/bystander.rs"]
+mod bystander;
 #[path = "memory/cold.rs"]
 mod cold;
 #[path = "memory/fair.rs"]
@@ -62,6 +69,8 @@ mod report;
 mod search;
 #[path = "shared.rs"]
 mod shared;
+#[path = "memory/slow_readers.rs"]
+mod slow_readers;
 #[path = "memory/strangers.rs"]
 mod strangers;
 #[path = "memory/text.rs"]
@@ -236,6 +245,10 @@ fn main() {
 
     if settings.wants("strangers") {
         strangers::run(&mut table);
+    }
+
+    if settings.wants("slow-readers") {
+        slow_readers::run(&mut table);
     }
 
     if settings.wants("backends") {

@@ -34,6 +34,7 @@ pub mod memory;
 pub mod metrics;
 pub mod mind;
 mod object;
+mod places;
 mod priority;
 mod private_file;
 pub mod runtime;

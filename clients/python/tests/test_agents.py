@@ -69,3 +69,7 @@ def test_components_upload_list_get_delete_and_run(client: Client) -> None:
     with pytest.raises(WasmindError) as bad:
         client.components.upload(b"definitely not wasm", name="junk", version="0.1.0")
     assert bad.value.code == "invalid_component" and bad.value.message
+
+
+def test_egress_is_deny_by_default(client: Client) -> None:
+    assert client.agents.egress() == {"plan": "lightyear", "entries": []}

@@ -1,8 +1,17 @@
-/** The agents API (`/api/v1/agents…`, §4.3): spawn, read, list, stop, logs, and following a run. */
+/** The agents API (`/api/v1/agents…`, §4.3): spawn, read, list, stop, logs, following a run, and where agents may reach. */
 import { type FollowEvent, type FollowOptions, follow } from "./follow.js";
 import { paginate } from "./paginate.js";
 import type { Transport } from "./transport.js";
-import type { Agent, AgentList, AgentLogEvent, AgentLogPage, SpawnedAgent, SpawnRequest, StopResult } from "./types.js";
+import type {
+  Agent,
+  AgentList,
+  AgentLogEvent,
+  AgentLogPage,
+  EgressList,
+  SpawnedAgent,
+  SpawnRequest,
+  StopResult,
+} from "./types.js";
 
 export interface PageOptions {
   /** Page size (agents: default 20, capped at 100; logs: default 100, capped at 1,000). */
@@ -53,6 +62,11 @@ export class AgentsApi {
       path: { id },
       query: { limit: options.limit, cursor: options.cursor },
     });
+  }
+
+  /** The hosts the account's agents may send HTTP requests to, each with the list it is on; every other request is refused. */
+  egress(): Promise<EgressList> {
+    return this.transport.call("get", "/api/v1/egress", {});
   }
 
   /**

@@ -32,6 +32,7 @@ export type AgentProgress = Schemas["AgentProgress"];
 export type AgentLogEvent = Schemas["AgentLogEvent"];
 export type AgentLogPage = Schemas["AgentLogPage"];
 export type StopResult = Schemas["StopResult"];
+export type EgressList = Schemas["EgressList"];
 export type Component = Schemas["Component"];
 export type ComponentList = Schemas["ComponentList"];
 export type { components, paths } from "./generated/openapi.js";

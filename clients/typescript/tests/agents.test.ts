@@ -156,3 +156,8 @@ test("an unknown agent is agent_not_found everywhere, follow included", async ()
   }
   await assert.rejects(client.agents.spawn({ task: "" }), { code: "invalid_task", details: { field: "task" } });
 });
+
+test("egress lists where the account's agents may reach: nothing unless the operator allowed it", async () => {
+  const client = server.client(server.createKey("egress"));
+  assert.deepEqual(await client.agents.egress(), { plan: "lightyear", entries: [] });
+});

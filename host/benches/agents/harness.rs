@@ -45,6 +45,7 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
         event_streams: u32::MAX,
         mcp_sessions: u32::MAX,
         component_uploads_per_hour: u32::MAX,
+        requests_in_flight: u32::MAX,
         http_requests_per_run: u64::MAX,
         http_bytes_per_run: u64::MAX,
         http_requests_per_month: u64::MAX,

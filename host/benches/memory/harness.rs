@@ -2,7 +2,7 @@
 //! wires it (`server::open_state` on a `DataDir`, then `api::app` on axum), and the HTTP
 //! client the measurements use.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -190,9 +190,10 @@ impl Client {
         Self::over(crate::shared::keep_alive_client(), base, key)
     }
 
-    /// A client whose every request opens a connection of its own.
-    pub fn connecting_each_time(base: &str, key: &str) -> Self {
-        Self::over(crate::shared::new_connection_client(), base, key)
+    /// Its connections from `source` (the default address when `None`), kept alive
+    /// (`kept`) or each request connecting anew, timed with its connection.
+    pub fn from(base: &str, key: &str, source: Option<IpAddr>, kept: bool) -> Self {
+        Self::over(crate::shared::client_from(source, kept), base, key)
     }
 
     fn over(http: reqwest::blocking::Client, base: &str, key: &str) -> Self {

@@ -19,78 +19,37 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use wasmind::memory::embed::EmbedderKind;
 
 use super::bench_dir;
-use super::harness::{self, Client, Server, lower_priority};
+use super::bystander::{self, Bystander};
+use super::harness::{self, Server, lower_priority};
 use super::report::{Table, percentile_ms};
 
 const SECTION: &str = "strangers: half-open connections (10,000, or as many as the fd limit fits)";
 const STRANGERS: usize = 10_000;
-/// B's reads of each kind, idle.
-const IDLE: usize = 300;
-/// B's pause after each pair of reads.
-const PAUSE: Duration = Duration::from_millis(20);
 /// A stranger's opening: half of a request line, never finished.
 const HALF_LINE: &[u8] = b"GET /api/v1/mem";
 
 pub fn run(table: &mut Table) {
     println!("\n== {SECTION} == ({})", harness::loadavg());
-    let (nofile, strangers_fit) = raise_nofile();
+    let strangers_fit = raise_nofile(table, SECTION, STRANGERS);
     let path = bench_dir("strangers");
     let _ = std::fs::remove_dir_all(&path);
     let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0));
     let timeout = Duration::from_secs_f64(opened.state.config.http.header_read_timeout_secs);
     let key = opened.key("acct-b");
     let server = Server::start(opened);
-    let b = Client::new(&server.base(), &key);
-    let get = "/api/v1/memory?key=note";
-    b.timed_post(
-        "/api/v1/memory",
-        &json!({ "key": "note", "value": "B's one note" }),
-        &[201],
-    );
-    let timed_get = |client: &Client| {
-        let started = Instant::now();
-        assert_eq!(client.get(get), 200);
-        started.elapsed()
-    };
-    // Its every request connects anew, and is timed with its connection.
-    let fresh_client = Client::connecting_each_time(&server.base(), &key);
-    // Idle and meanwhile, B reads at the same pace — a kept-alive read, a fresh one, a
-    // pause — so the two differ only by the strangers (back-to-back reads find the cores
-    // awake and the caches warm, and would flatter the idle figure).
-    let turn = |kept: &mut Vec<Duration>, fresh: &mut Vec<Duration>| {
-        kept.push(timed_get(&b));
-        fresh.push(timed_get(&fresh_client));
-        std::thread::sleep(PAUSE);
-    };
-    let (mut idle_kept, mut idle_fresh) = (Vec::new(), Vec::new());
-    for _ in 0..IDLE {
-        turn(&mut idle_kept, &mut idle_fresh);
-    }
+    let b = Bystander::new(&server.base(), &key, None);
+    let idle = b.idle();
 
     let addr = match std::env::var("WASMIND_BENCH_STRANGERS_AT").as_deref() {
         Ok("sink") => sink(timeout),
         Ok(other) => panic!("WASMIND_BENCH_STRANGERS_AT={other}: only `sink` is known"),
         Err(_) => server.addr,
     };
-    let flood = std::thread::spawn(move || strangers(addr, strangers_fit));
-    let (mut busy_kept, mut busy_fresh) = (Vec::new(), Vec::new());
-    while !flood.is_finished() {
-        turn(&mut busy_kept, &mut busy_fresh);
-    }
-    let flood = flood.join().expect("strangers");
-
-    table.value(
-        SECTION,
-        "open-file limit of the bench process",
-        nofile,
-        "",
-        None,
-    );
+    let (busy, flood) = b.meanwhile(move || strangers(addr, strangers_fit));
     table.value(
         SECTION,
         "strangers connected, and closed by the server",
@@ -116,38 +75,7 @@ pub fn run(table: &mut Table) {
         &format!("≤ header timeout ({:.0} s) + 1 s", timeout.as_secs_f64()),
         Some(secs(1.0) <= timeout.as_secs_f64() + 1.0),
     );
-    let p99 = |samples: &[Duration]| percentile_ms(samples, 0.99);
-    let tenth = |ms: f64| (ms * 10.0).round() / 10.0;
-    table.latency(
-        SECTION,
-        "B GET, kept-alive connection, idle",
-        &idle_kept,
-        None,
-    );
-    table.latency(
-        SECTION,
-        &format!(
-            "B GET, kept-alive connection, meanwhile ({} samples)",
-            busy_kept.len()
-        ),
-        &busy_kept,
-        Some(tenth(2.0 * p99(&idle_kept))),
-    );
-    table.latency(
-        SECTION,
-        "B GET, new connection each, idle",
-        &idle_fresh,
-        None,
-    );
-    table.latency(
-        SECTION,
-        &format!(
-            "B GET, new connection each, meanwhile ({} samples)",
-            busy_fresh.len()
-        ),
-        &busy_fresh,
-        Some(tenth(2.0 * p99(&idle_fresh))),
-    );
+    bystander::report(table, SECTION, &idle, &[("meanwhile", &busy)], 0.0);
     server.stop().close();
     let _ = std::fs::remove_dir_all(&path);
 }
@@ -235,14 +163,14 @@ async fn stranger(addr: SocketAddr) -> Option<Option<Duration>> {
     Some(closed.ok().map(|()| sent.elapsed()))
 }
 
-/// Raises this process's open-file limit as far as allowed: the server and the strangers
-/// share it here, so it needs two descriptors per stranger. Returns the limit, for the
-/// table, and how many strangers fit in it ([`STRANGERS`], or fewer under a lower hard
-/// limit: past it B's own connections would fail for want of a descriptor, which is this
-/// process's limit, not the server's behaviour).
-fn raise_nofile() -> (String, usize) {
+/// Raises this process's open-file limit as far as allowed: the server and the load's
+/// connections share it here, so it needs two descriptors per connection. Notes the limit
+/// in `section` of the table, and returns how many of `connections` fit in it (fewer under
+/// a lower hard limit: past it B's own connections would fail for want of a descriptor,
+/// which is this process's limit, not the server's behaviour).
+pub fn raise_nofile(table: &mut Table, section: &str, connections: usize) -> usize {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let wanted = (2 * STRANGERS + 1_000) as u64;
+    let wanted = (2 * connections + 1_000) as u64;
     let limit = getrlimit(Resource::Nofile);
     let raised = Rlimit {
         current: Some(wanted),
@@ -256,8 +184,15 @@ fn raise_nofile() -> (String, usize) {
         let _ = setrlimit(Resource::Nofile, soft);
     }
     let now = getrlimit(Resource::Nofile);
-    let fit = now.current.map_or(STRANGERS, |n| {
-        STRANGERS.min((n as usize).saturating_sub(1_000) / 2)
+    let fit = now.current.map_or(connections, |n| {
+        connections.min((n as usize).saturating_sub(1_000) / 2)
     });
-    (format!("{:?} (needs {wanted})", now.current), fit)
+    table.value(
+        section,
+        "open-file limit of the bench process",
+        format!("{:?} (needs {wanted})", now.current),
+        "",
+        None,
+    );
+    fit
 }

@@ -12,7 +12,7 @@ use super::store::{
     no_such_key, validate_account,
 };
 use super::{Plan, Plans, error::Result};
-use crate::{blocking::with_store, clock::now_ms, storage::StoreError};
+use crate::{blocking::with_store, clock::now_ms, egress::policy::Allow, storage::StoreError};
 
 /// account name → account record (JSON).
 const ACCOUNTS: TableDefinition<&str, &str> = TableDefinition::new("accounts");
@@ -25,6 +25,9 @@ const ACCOUNT_KEYS: TableDefinition<(&str, &str), &str> = TableDefinition::new("
 struct AccountRecord {
     plan: Plan,
     created_at: u64,
+    /// Hosts the operator lets this account's agents reach (`[egress]`'s entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    egress: Vec<Allow>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -134,6 +137,7 @@ impl KeyStore {
                 None => AccountRecord {
                     plan: plan.unwrap_or_default(),
                     created_at: now,
+                    egress: Vec::new(),
                 },
             };
             accounts.insert(account, serde_json::to_string(&record)?.as_str())?;
@@ -313,6 +317,33 @@ impl KeyStore {
         }))
     }
 
+    /// The hosts the operator lets `account`'s agents reach (none for an unknown account).
+    pub fn egress(&self, account: &str) -> Result<Vec<Allow>> {
+        let txn = self.db.begin_read()?;
+        let accounts = txn.open_table(ACCOUNTS)?;
+        let Some(guard) = accounts.get(account)? else {
+            return Ok(Vec::new());
+        };
+        Ok(serde_json::from_str::<AccountRecord>(guard.value())?.egress)
+    }
+
+    /// Replaces the hosts `account`'s agents may reach beyond its plan's.
+    pub fn set_egress(&self, account: &str, allow: Vec<Allow>) -> Result<Vec<Allow>> {
+        let txn = self.db.begin_write()?;
+        let mut record: AccountRecord = {
+            let accounts = txn.open_table(ACCOUNTS)?;
+            let guard = accounts
+                .get(account)?
+                .ok_or_else(|| no_such_account(account))?;
+            serde_json::from_str(guard.value())?
+        };
+        record.egress = allow;
+        txn.open_table(ACCOUNTS)?
+            .insert(account, serde_json::to_string(&record)?.as_str())?;
+        txn.commit()?;
+        Ok(record.egress)
+    }
+
     /// The plan of `account`; `None` when no such account exists.
     pub fn plan(&self, account: &str) -> Result<Option<Plan>> {
         let txn = self.db.begin_read()?;
@@ -379,6 +410,15 @@ impl AccountStore for KeyStore {
 
     async fn plan(&self, account: &str) -> Result<Option<Plan>> {
         KeyStore::plan(self, account)
+    }
+
+    async fn egress(&self, account: &str) -> Result<Vec<Allow>> {
+        KeyStore::egress(self, account)
+    }
+
+    async fn set_egress(&self, account: &str, allow: Vec<Allow>) -> Result<Vec<Allow>> {
+        let account = account.to_owned();
+        with_store(self, move |s| s.set_egress(&account, allow)).await
     }
 }
 

@@ -79,6 +79,7 @@ impl Default for Plans {
                 http_requests_per_month: 10_000,
                 http_bytes_per_month: 1 << 30,
                 component_uploads_per_hour: 10,
+                requests_in_flight: 128,
                 tokens_per_run: 200_000,
                 tokens_per_month: 2_000_000,
             },
@@ -100,6 +101,7 @@ impl Default for Plans {
                 http_requests_per_month: 200_000,
                 http_bytes_per_month: 20 << 30,
                 component_uploads_per_hour: 60,
+                requests_in_flight: 256,
                 tokens_per_run: 1_000_000,
                 tokens_per_month: 50_000_000,
             },
@@ -121,6 +123,7 @@ impl Default for Plans {
                 http_requests_per_month: 2_000_000,
                 http_bytes_per_month: 200 << 30,
                 component_uploads_per_hour: 300,
+                requests_in_flight: 512,
                 tokens_per_run: 4_000_000,
                 tokens_per_month: 500_000_000,
             },
@@ -191,6 +194,10 @@ pub struct PlanLimits {
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
+    /// Requests of an account in flight at once (on one node), from its authentication to
+    /// its answer's last byte, so an open event stream counts for as long as it is open;
+    /// past it 429 `request_limit_reached` with Retry-After.
+    pub requests_in_flight: u32,
     /// Outgoing HTTP requests (`wasi:http`) one agent's run may make; past it a request is
     /// refused (`HTTP-request-denied`, logged as the `budget` rule).
     pub http_requests_per_run: u64,
@@ -243,6 +250,7 @@ struct PlanTable {
     event_streams: Option<u32>,
     mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
+    requests_in_flight: Option<u32>,
     http_requests_per_run: Option<u64>,
     http_bytes_per_run: Option<u64>,
     http_requests_per_month: Option<u64>,
@@ -282,6 +290,9 @@ impl PlanTable {
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
+            requests_in_flight: self
+                .requests_in_flight
+                .unwrap_or(default.requests_in_flight),
         }
     }
 }
@@ -313,7 +324,8 @@ mod tests {
         let plans: Plans = toml::from_str(&format!(
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
-             tokens_per_month = 9000\nversions_per_key = 4\nmcp_sessions = 2\n"
+             tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n\
+             mcp_sessions = 2\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -341,6 +353,13 @@ mod tests {
             }
         );
         assert_eq!(plans.lightyear.versions_per_key, 100);
+        assert_eq!(
+            (
+                plans.free.requests_in_flight,
+                plans.lightyear.requests_in_flight
+            ),
+            (7, 512)
+        );
         assert_eq!(
             (
                 plans.free.event_streams,

@@ -14,6 +14,7 @@ use super::store::{
 use super::{AccountInfo, KeyInfo, Plan, Plans, Principal, error::Result};
 use crate::{
     clock::now_ms,
+    egress::policy::Allow,
     storage::{StoreError, bigint},
 };
 
@@ -276,6 +277,33 @@ impl AccountStore for PgAccounts {
             .map(|row| Ok(plan_of(&row, "plan")?))
             .transpose()
     }
+
+    async fn egress(&self, account: &str) -> Result<Vec<Allow>> {
+        let row = sqlx::query("SELECT egress::text AS egress FROM accounts WHERE account_id = $1")
+            .bind(account)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map_or(Ok(Vec::new()), |row| egress_of(&row))
+    }
+
+    async fn set_egress(&self, account: &str, allow: Vec<Allow>) -> Result<Vec<Allow>> {
+        let json = serde_json::to_string(&allow).map_err(StoreError::from)?;
+        let row = sqlx::query(
+            "UPDATE accounts SET egress = $2::jsonb WHERE account_id = $1
+             RETURNING egress::text AS egress",
+        )
+        .bind(account)
+        .bind(json)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map_or(Err(no_such_account(account)), |row| egress_of(&row))
+    }
+}
+
+/// The `egress` column of an accounts row.
+fn egress_of(row: &PgRow) -> Result<Vec<Allow>> {
+    let text: String = row.try_get("egress").map_err(StoreError::from)?;
+    Ok(serde_json::from_str(&text).map_err(StoreError::from)?)
 }
 
 /// Accounts by name with their unrevoked keys counted; `$1` limits it to one account.

@@ -16,7 +16,7 @@ use super::{
     AccountInfo, KeyInfo, Plan, Plans, Principal,
     error::{AccountError, Result},
 };
-use crate::{clock::iso8601, storage::StoreError};
+use crate::{clock::iso8601, egress::policy::Allow, storage::StoreError};
 
 /// How long a revoked key keeps its place under the plan's `keys`: the longest spawn-rate
 /// window. Spawn windows are per key (§8), so a key revoked and replaced at once would
@@ -152,6 +152,13 @@ pub trait AccountStore: Send + Sync + 'static {
 
     /// The plan of `account`; `None` when no such account exists.
     async fn plan(&self, account: &str) -> Result<Option<Plan>>;
+
+    /// The hosts the operator lets `account`'s agents reach beyond everyone's and its
+    /// plan's (`[egress]`); none for an unknown account.
+    async fn egress(&self, account: &str) -> Result<Vec<Allow>>;
+
+    /// Replaces them (the operator's); an unknown account is an error.
+    async fn set_egress(&self, account: &str, allow: Vec<Allow>) -> Result<Vec<Allow>>;
 }
 
 /// The account store a server or CLI command runs on; cheap to clone.

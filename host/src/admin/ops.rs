@@ -6,9 +6,12 @@ use redb::Database;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use crate::accounts::{
-    AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan, Plans,
-    UsageStore,
+use crate::{
+    accounts::{
+        AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan,
+        Plans, UsageStore,
+    },
+    egress::policy::Allow,
 };
 
 /// What the operator asks for.
@@ -30,6 +33,10 @@ pub enum Request {
         month: Option<String>,
         account: Option<String>,
     },
+    /// The hosts an account's agents may reach beyond everyone's and its plan's.
+    Egress { account: String },
+    /// Replaces them.
+    SetEgress { account: String, allow: Vec<Allow> },
 }
 
 impl Request {
@@ -43,6 +50,8 @@ impl Request {
             Request::ListAccounts => "list_accounts",
             Request::SetPlan { .. } => "set_plan",
             Request::Usage { .. } => "usage",
+            Request::Egress { .. } => "egress",
+            Request::SetEgress { .. } => "set_egress",
         }
     }
 }
@@ -70,6 +79,10 @@ pub enum Response {
     },
     Usage {
         rows: Vec<UsageRow>,
+    },
+    Egress {
+        account: String,
+        allow: Vec<Allow>,
     },
 }
 
@@ -170,6 +183,19 @@ impl Admin {
             Request::SetPlan { account, plan } => Response::PlanSet {
                 account: self.keys.set_plan(&account, plan).await?,
             },
+            Request::Egress { account } => Response::Egress {
+                allow: self.keys.egress(&account).await?,
+                account,
+            },
+            Request::SetEgress { account, allow } => {
+                for entry in &allow {
+                    entry.check().map_err(anyhow::Error::msg)?;
+                }
+                Response::Egress {
+                    allow: self.keys.set_egress(&account, allow).await?,
+                    account,
+                }
+            }
             Request::Usage { month, account } => {
                 let known: std::collections::HashMap<String, AccountInfo> = (self.keys)
                     .accounts()

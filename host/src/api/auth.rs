@@ -1,6 +1,7 @@
 //! Bearer-key authentication (§5): every route but the OpenAPI document needs
 //! `Authorization: Bearer <key>`; missing, malformed, unknown or revoked keys are 401
-//! `invalid_api_key`. The resulting `Principal` scopes everything the handler does.
+//! `invalid_api_key`. The resulting `Principal` scopes everything the handler does, and
+//! the request counts against its account's requests in flight (`super::in_flight`).
 
 use axum::{
     extract::FromRequestParts,
@@ -21,7 +22,11 @@ impl FromRequestParts<AppState> for Auth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        authenticate(&*state.keys, &parts.headers).await.map(Auth)
+        let who = authenticate(&*state.keys, &parts.headers).await?;
+        state
+            .in_flight
+            .admit(&parts.extensions, &who.account, who.plan)?;
+        Ok(Auth(who))
     }
 }
 

@@ -36,6 +36,7 @@ use super::{
     },
     console::{KeyQuotaDetails, StreamLimitDetails},
     error::ApiError,
+    in_flight::RequestLimitDetails,
     memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
 };
 
@@ -74,7 +75,10 @@ pub struct ErrorBody {
             `{ \"error\": { \"code\", \"message\", \"details\"? } }`. Clients must ignore \
             response fields they don't know: fields are added within v1. A path not listed \
             here answers 404 `route_not_found`; a listed path with a method not listed \
-            answers 405 `method_not_allowed`.",
+            answers 405 `method_not_allowed`. Any request may be answered 429 \
+            `connection_limit_reached` (with `Retry-After` and `details.maxConnectionsPerAddress`) \
+            before it is read, and its connection closed, when its client's address has the \
+            server's maximum of connections open.",
         license(name = "Apache-2.0", identifier = "Apache-2.0")
     ),
     paths(document, page, index, file),
@@ -92,6 +96,7 @@ pub struct ErrorBody {
         KeyQuotaDetails,
         StreamLimitDetails,
         UploadRateDetails,
+        RequestLimitDetails,
     )),
     tags(
         (name = "memory", description = "Long-term memory: write, read, search, tidy, move"),
@@ -155,8 +160,9 @@ impl Modify for IdToken {
 /// The document as served: the generated one, with the responses every keyed route shares
 /// (`shared_responses`), each error response's codes (listed in
 /// its description as "Codes: `a`, `b`.") made the `enum` of `error.code`, its details
-/// schema (named as "Details: Name.") required, and the answers to requests no route
-/// matches under `x-unmatched-requests`.
+/// schema (named as "Details: Name." or, for codes of different details, "Details: A or
+/// B.") required, and the answers to requests no route matches under
+/// `x-unmatched-requests`.
 pub fn finish(doc: &openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).expect("the OpenAPI document serializes");
     super::shared_responses::add(&mut doc);
@@ -202,13 +208,19 @@ fn listed<'a>(description: &'a str, label: &str) -> Vec<&'a str> {
 fn name_error_codes(response: &mut Value) {
     let description = response["description"].as_str().unwrap_or_default();
     let codes = listed(description, "Codes:");
-    let details = description
-        .split_once("Details: ")
-        .map(|(_, rest)| rest.trim_end_matches('.').to_string());
+    let details: Option<Vec<Value>> = description.split_once("Details: ").map(|(_, rest)| {
+        rest.trim_end_matches('.')
+            .split(" or ")
+            .map(|name| json!({ "$ref": format!("#/components/schemas/{name}") }))
+            .collect()
+    });
     let mut error =
         json!({ "type": "object", "properties": { "code": { "type": "string", "enum": codes } } });
-    if let Some(name) = details {
-        error["properties"]["details"] = json!({ "$ref": format!("#/components/schemas/{name}") });
+    if let Some(mut schemas) = details {
+        error["properties"]["details"] = match schemas.len() {
+            1 => schemas.remove(0),
+            _ => json!({ "anyOf": schemas }),
+        };
         error["required"] = json!(["details"]);
     }
     response["content"]["application/json"]["schema"] = json!({
@@ -276,11 +288,12 @@ pub async fn file(served: Served, Path(file): Path<String>) -> Response {
     asset(&served, &file)
 }
 
+/// The page's asset `file` (the bundle is 1.45 MB: answered without a copy).
 fn asset(served: &Served, file: &str) -> Response {
     match utoipa_swagger_ui::serve(file, served.page.clone()) {
         Ok(Some(found)) => (
             [(header::CONTENT_TYPE, found.content_type)],
-            found.bytes.into_owned(),
+            super::asset_body(found.bytes),
         )
             .into_response(),
         Ok(None) => super::not_found().into_response(),

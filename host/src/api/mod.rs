@@ -8,9 +8,11 @@ mod auth;
 mod console;
 mod cursor;
 mod doc;
+mod egress;
 mod error;
 mod extract;
 mod front;
+mod in_flight;
 mod memory;
 mod metrics;
 pub(crate) mod params;
@@ -19,15 +21,17 @@ mod schema;
 mod shared_responses;
 mod views;
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
-use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, routing::get};
+use axum::{Router, body::Bytes, extract::DefaultBodyLimit, http::StatusCode, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use auth::authenticate;
 pub use error::{ApiError, ApiResult};
 pub use front::{AppSlot, Loaded, front};
+pub(crate) use in_flight::hold as hold_in_flight;
+pub use in_flight::{InFlight, RequestLimitDetails};
 pub use metrics::mount as mount_metrics;
 
 use crate::{
@@ -59,6 +63,8 @@ pub struct AppState {
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).
     pub console: Arc<Console>,
+    /// Each account's requests in flight on this node, under its plan's bound.
+    pub in_flight: InFlight,
 }
 
 impl AppState {
@@ -84,6 +90,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(in_flight::hold))
         .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }
@@ -118,6 +125,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(egress::egress))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -133,6 +141,17 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
+        .routes(routes!(console::reads::egress))
+}
+
+/// An asset's bytes as a response body: one compiled into the binary is sent from there,
+/// not copied — a client reading a large one slowly (the documentation's bundle is 1.45 MB)
+/// would otherwise hold a copy as long as its connection; one made at run time is moved in.
+fn asset_body(bytes: Cow<'static, [u8]>) -> Bytes {
+    match bytes {
+        Cow::Borrowed(compiled) => Bytes::from_static(compiled),
+        Cow::Owned(made) => Bytes::from(made),
+    }
 }
 
 /// 404 `route_not_found`.

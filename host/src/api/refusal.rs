@@ -126,12 +126,12 @@ impl ApiError {
             "stream_limit_reached",
             format!(
                 "{} event streams are open, the {plan} plan's maximum; close one or wait until one ends",
-                full.open
+                full.held
             ),
         )
         .with_details(StreamLimitDetails {
             plan: plan.as_str(),
-            current_streams: full.open,
+            current_streams: full.held,
             max_streams: full.max,
         });
         e.retry_after = Some(RETRY_BUSY_SECS);

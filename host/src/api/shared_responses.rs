@@ -1,8 +1,10 @@
 //! The error responses every keyed route shares, declared once here rather than in each
 //! handler's `#[utoipa::path]`: a refused credential (401, in the words of the route's
-//! scheme), a JSON body over the limit (413), an unexpected error (500). A route that
-//! answers one of these statuses otherwise (a larger body limit, another credential rule)
-//! declares its own, which stands.
+//! scheme), a JSON body over the limit (413), the account's requests in flight at its
+//! plan's bound (429, `super::in_flight`), an unexpected error (500). A route that answers
+//! one of these statuses otherwise (a larger body limit, another credential rule, a 429 of
+//! its own) declares its own, which stands (and a 429 of its own names
+//! `request_limit_reached` too).
 
 use serde_json::{Map, Value, json};
 
@@ -16,6 +18,10 @@ const ID_TOKEN_REFUSED: &str = "No ID token (`missing_id_token`), or not a valid
     existing account: expired, untrusted issuer, another audience, bad signature, malformed, \
     or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, \
     `invalid_id_token`.";
+/// 429 of every keyed route.
+const IN_FLIGHT: &str = "The account has its plan's `requests_in_flight` requests in flight \
+    (event streams included); retry after Retry-After seconds. Codes: `request_limit_reached`. \
+    Details: RequestLimitDetails.";
 /// 500 of every keyed route.
 const INTERNAL: &str = "Unexpected error; the message quotes a request id that the server \
     log carries with the cause. Codes: `internal_error`.";
@@ -49,6 +55,13 @@ pub fn add(doc: &mut Value) {
         };
         insert(responses, "401", refused);
         insert(responses, "500", INTERNAL);
+        if !responses.contains_key("429") {
+            insert(responses, "429", IN_FLIGHT);
+            responses["429"]["headers"] = json!({ "Retry-After": {
+                "description": "seconds to wait",
+                "schema": { "type": "integer", "format": "int64", "minimum": 0 },
+            }});
+        }
         if json_body {
             insert(responses, "413", &too_large);
         }
@@ -108,6 +121,11 @@ mod tests {
         assert_eq!(described("/a", "post", "401"), API_KEY_REFUSED);
         assert_eq!(described("/a", "post", "500"), INTERNAL);
         assert_eq!(described("/a", "get", "401"), API_KEY_REFUSED);
+        assert_eq!(described("/a", "get", "429"), IN_FLIGHT);
+        assert!(
+            doc["paths"]["/a"]["get"]["responses"]["429"]["headers"]["Retry-After"].is_object()
+        );
+        assert_eq!(described("/console", "get", "429"), IN_FLIGHT);
         assert!(described("/a", "get", "413").is_null());
         assert_eq!(described("/console", "get", "401"), ID_TOKEN_REFUSED);
         assert_eq!(doc["paths"]["/open"]["get"]["responses"], json!({}));

@@ -150,13 +150,13 @@ impl Egress {
         self.config.max_request_bytes
     }
 
-    /// Whether an account on `plan` may send to `url`: the URL parsed as a URL parser does
-    /// (every spelling of an address is that address), on an allowlist, and its address,
-    /// when it names one, not refused.
-    pub fn admit(&self, plan: Plan, url: &str) -> Result<Url, Refusal> {
+    /// Whether an account on `plan`, with its own entries `own`, may send to `url`: the URL
+    /// parsed as a URL parser does (every spelling of an address is that address), on an
+    /// allowlist, and its address, when it names one, not refused.
+    pub fn admit(&self, plan: Plan, own: &[Allow], url: &str) -> Result<Url, Refusal> {
         let url = Url::parse(url)
             .map_err(|e| Refusal::new(Rule::Allowlist, format!("{url:?} is not a URL: {e}")))?;
-        if !policy::allowed(&self.config.allow, &self.config.plans, plan, &url) {
+        if !policy::allowed(&self.config.allow, &self.config.plans, plan, own, &url) {
             let host = url.host_str().unwrap_or_default();
             let port = url.port_or_known_default().unwrap_or_default();
             let message = format!(

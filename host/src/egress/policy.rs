@@ -1,16 +1,17 @@
 //! Where a guest's request may go: deny by default. The operator's `[egress] allow` lists
-//! hosts every account may reach, `[egress.plans.<tier>] allow` those of a plan's accounts;
+//! hosts every account may reach, `[egress.plans.<tier>] allow` those of a plan's accounts,
+//! and an account's own entries (`wasmind accounts allow-host`) those of one account;
 //! each entry names a host (`api.example.com`, or `*.example.com` for its subdomains), the
 //! ports (the scheme's own when none) and the schemes (`https` when none). A request whose
 //! scheme, host and port no entry allows is refused before anything is resolved or sent.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use url::{Host, Url};
 
 use crate::accounts::Plan;
 
 /// One allowlist entry.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Allow {
     /// A host name, an IP address, or `*.` and a domain (any of its subdomains).
@@ -135,9 +136,50 @@ impl Rule {
     }
 }
 
-/// Whether the account on `plan` may send to `url`: everyone's entries, then its plan's.
-pub fn allowed(everyone: &[Allow], plans: &PlansAllow, plan: Plan, url: &Url) -> bool {
-    (everyone.iter().chain(plans.of(plan))).any(|a| a.allows(url))
+/// Which list an entry is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `[egress] allow`: every account's.
+    Everyone,
+    /// `[egress.plans.<tier>] allow`: the account's plan's.
+    Plan,
+    /// The account's own (`wasmind accounts allow-host`).
+    Account,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Everyone => "everyone",
+            Source::Plan => "plan",
+            Source::Account => "account",
+        }
+    }
+}
+
+/// The entries that apply to an account on `plan` with entries of its own `own`, each
+/// with the list it is on: everyone's, its plan's, then its own.
+pub fn effective<'a>(
+    everyone: &'a [Allow],
+    plans: &'a PlansAllow,
+    plan: Plan,
+    own: &'a [Allow],
+) -> impl Iterator<Item = (Source, &'a Allow)> {
+    let tagged = |source, list: &'a [Allow]| list.iter().map(move |a| (source, a));
+    tagged(Source::Everyone, everyone)
+        .chain(tagged(Source::Plan, plans.of(plan)))
+        .chain(tagged(Source::Account, own))
+}
+
+/// Whether the account on `plan` with entries of its own `own` may send to `url`.
+pub fn allowed(
+    everyone: &[Allow],
+    plans: &PlansAllow,
+    plan: Plan,
+    own: &[Allow],
+    url: &Url,
+) -> bool {
+    effective(everyone, plans, plan, own).any(|(_, a)| a.allows(url))
 }
 
 #[cfg(test)]
@@ -193,7 +235,7 @@ mod tests {
     }
 
     #[test]
-    fn a_plans_entries_add_to_everyones() {
+    fn a_plans_and_an_accounts_entries_add_to_everyones() {
         let everyone = [allow("api.example.com", &[], &["https"])];
         let plans = PlansAllow {
             lightyear: PlanAllow {
@@ -202,9 +244,11 @@ mod tests {
             ..PlansAllow::default()
         };
         let big = Url::parse("https://big.example.com/").unwrap();
-        assert!(allowed(&everyone, &plans, Plan::Lightyear, &big));
-        assert!(!allowed(&everyone, &plans, Plan::Free, &big));
+        assert!(allowed(&everyone, &plans, Plan::Lightyear, &[], &big));
+        assert!(!allowed(&everyone, &plans, Plan::Free, &[], &big));
         let api = Url::parse("https://api.example.com/").unwrap();
-        assert!(allowed(&everyone, &plans, Plan::Free, &api));
+        assert!(allowed(&everyone, &plans, Plan::Free, &[], &api));
+        let own = [allow("big.example.com", &[], &["https"])];
+        assert!(allowed(&everyone, &plans, Plan::Free, &own, &big));
     }
 }

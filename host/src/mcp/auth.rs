@@ -1,33 +1,48 @@
 //! The API key on every request to `/mcp`: the REST API's check ([`authenticate`]), in front
 //! of the MCP service. A refused request is the REST API's 401 `invalid_api_key` envelope with
 //! `WWW-Authenticate: Bearer`, the answer MCP clients expect; an admitted one carries its
-//! [`Principal`](crate::accounts::Principal) in its extensions, where the tool handlers read it.
+//! [`Principal`](crate::accounts::Principal) in its extensions, where the tool handlers read it,
+//! and counts against its account's requests in flight as REST requests do (an event stream
+//! for as long as it is open): past the bound, the REST API's 429 `request_limit_reached`.
 
 use axum::{
     extract::{Request, State},
-    http::{HeaderValue, header},
+    http::{HeaderValue, StatusCode, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 
-use crate::{accounts::Accounts, api::authenticate};
+use crate::{
+    accounts::Accounts,
+    api::{InFlight, authenticate},
+};
 
-/// Admits a request with a live key (noting its principal), refuses any other with 401.
+/// Admits a request with a live key (noting its principal) under its account's bound on
+/// requests in flight; refuses any other with 401, or 429 at the bound.
 pub async fn require_key(
-    State(keys): State<Accounts>,
+    State((keys, in_flight)): State<(Accounts, InFlight)>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match authenticate(&*keys, request.headers()).await {
+    let admitted = match authenticate(&*keys, request.headers()).await {
+        Ok(who) => in_flight
+            .admit(request.extensions(), &who.account, who.plan)
+            .map(|()| who),
+        Err(refusal) => Err(refusal),
+    };
+    match admitted {
         Ok(who) => {
             request.extensions_mut().insert(who);
             next.run(request).await
         }
         Err(refusal) => {
+            let unauthorized = refusal.status == StatusCode::UNAUTHORIZED;
             let mut response = refusal.into_response();
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            if unauthorized {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
             response
         }
     }
@@ -45,15 +60,32 @@ mod tests {
     use tower::ServiceExt;
 
     use super::require_key;
-    use crate::accounts::{Accounts, KeyStore, Plans, Principal};
+    use crate::{
+        accounts::{Accounts, KeyStore, Plans, Principal},
+        api::{InFlight, hold_in_flight},
+    };
 
-    fn app(keys: Accounts) -> Router {
+    /// `/mcp` answering the account's name, `/mcp/stream` a body that never ends, as
+    /// `mcp::router` layers them; the free plan's account may have `in_flight` requests.
+    fn app(keys: Accounts, in_flight: u32) -> Router {
+        let mut plans = Plans::default();
+        plans.free.requests_in_flight = in_flight;
+        let endless = || async {
+            Body::from_stream(futures_util::stream::pending::<
+                Result<String, std::io::Error>,
+            >())
+        };
         Router::new()
             .route(
                 "/mcp",
                 post(|Extension(who): Extension<Principal>| async move { who.account.to_string() }),
             )
-            .layer(middleware::from_fn_with_state(keys, require_key))
+            .route("/mcp/stream", post(endless))
+            .layer(middleware::from_fn_with_state(
+                (keys, InFlight::new(plans)),
+                require_key,
+            ))
+            .layer(middleware::from_fn(hold_in_flight))
     }
 
     async fn call(app: &Router, key: Option<&str>) -> (StatusCode, Option<String>, String) {
@@ -75,15 +107,22 @@ mod tests {
         (status, challenge, String::from_utf8(body.to_vec()).unwrap())
     }
 
-    /// The key is checked on each request, so one revoked between two requests of a
-    /// session is refused on the second.
-    #[tokio::test]
-    async fn every_request_is_checked_and_a_revoked_key_is_refused_next_time() {
+    /// A key store in a fresh database (kept while the returned dir lives), and a key of
+    /// `acme` in it.
+    fn acme_key() -> (tempfile::TempDir, KeyStore, String) {
         let dir = tempfile::tempdir().unwrap();
         let db = std::sync::Arc::new(redb::Database::create(dir.path().join("db")).unwrap());
         let keys = KeyStore::new(db).unwrap();
         let (key, _) = keys.create("acme", None, &Plans::default()).unwrap();
-        let app = app(std::sync::Arc::new(keys.clone()));
+        (dir, keys, key)
+    }
+
+    /// The key is checked on each request, so one revoked between two requests of a
+    /// session is refused on the second.
+    #[tokio::test]
+    async fn every_request_is_checked_and_a_revoked_key_is_refused_next_time() {
+        let (_dir, keys, key) = acme_key();
+        let app = app(std::sync::Arc::new(keys.clone()), 8);
 
         let (status, challenge, body) = call(&app, Some(&key)).await;
         assert_eq!(
@@ -99,5 +138,25 @@ mod tests {
             let body: serde_json::Value = serde_json::from_str(&body).unwrap();
             assert_eq!(body["error"]["code"], "invalid_api_key", "{body}");
         }
+    }
+
+    /// An open stream holds its account's place; past the bound the answer is 429, not 401.
+    #[tokio::test]
+    async fn a_stream_counts_against_the_accounts_requests_in_flight() {
+        let (_dir, keys, key) = acme_key();
+        let app = app(std::sync::Arc::new(keys), 1);
+        let request = Request::post("/mcp/stream")
+            .header(header::AUTHORIZATION, format!("Bearer {key}"))
+            .body(Body::empty())
+            .unwrap();
+        let stream = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(stream.status(), StatusCode::OK);
+
+        let (status, challenge, body) = call(&app, Some(&key)).await;
+        assert_eq!((status, challenge), (StatusCode::TOO_MANY_REQUESTS, None));
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"]["code"], "request_limit_reached", "{body}");
+        drop(stream);
+        assert_eq!(call(&app, Some(&key)).await.0, StatusCode::OK);
     }
 }

@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 
-use crate::api::AppState;
+use crate::api::{AppState, hold_in_flight};
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
@@ -49,7 +49,7 @@ pub fn router(state: AppState) -> (Router, Closer, Arc<Sessions>) {
     // refuse the names a public deployment is reached by.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     let closer = Closer(config.cancellation_token.clone());
-    let keys = state.keys.clone();
+    let (keys, in_flight) = (state.keys.clone(), state.in_flight.clone());
     let manager = Arc::new(LocalSessionManager::default());
     let plans = state.config.plans.clone();
     let streams = state.console.streams.clone();
@@ -59,13 +59,18 @@ pub fn router(state: AppState) -> (Router, Closer, Arc<Sessions>) {
         manager,
         config,
     );
-    // The last layer runs first: the key is checked, then its hold on the session.
+    // The last layer runs first: a slot for the request's place in flight, the key (and
+    // the account's place), then its hold on the session.
     let router = Router::new()
         .route_service(PATH, service)
         .layer(middleware::from_fn_with_state(
             sessions.clone(),
             sessions::bind,
         ))
-        .layer(middleware::from_fn_with_state(keys, auth::require_key));
+        .layer(middleware::from_fn_with_state(
+            (keys, in_flight),
+            auth::require_key,
+        ))
+        .layer(middleware::from_fn(hold_in_flight));
     (router, closer, sessions)
 }

@@ -6,10 +6,13 @@
 //! (the CLI reaches the database) and its agents are leased from the database
 //! (`runtime::Cluster`).
 
+mod body_pace;
 mod door;
 mod http;
-mod idle_body;
+mod per_address;
 mod stores;
+mod tcp;
+mod write_idle;
 
 use std::{collections::BTreeMap, net::SocketAddr, path::Path, sync::Arc};
 
@@ -23,7 +26,7 @@ use self::stores::Stores;
 use crate::{
     accounts::{Plans, TokenBudgets},
     admin::{self, Admin, LiveCounts},
-    api::{self, AppSlot, AppState, Loaded, app, front},
+    api::{self, AppSlot, AppState, InFlight, Loaded, app, front},
     blocking::run_blocking,
     config::Config,
     console::{Console, Streams},
@@ -216,6 +219,7 @@ async fn load_state(
     let console = Console::open(own_key, &config.console, keys.clone())
         .context("setting up console sign-in")?;
     Ok(AppState {
+        in_flight: InFlight::new(config.plans.clone()),
         keys,
         console: Arc::new(console),
         memory,

@@ -1,7 +1,7 @@
 //! The console in a real browser (headless Chromium over WebDriver): a tenant signs in
 //! with the link `wasmind console login` prints, makes a key in the page and uses it over
 //! the public API, watches an agent's progress stream in without a reload, finds a memory
-//! in the memory browser, reads the usage, and revokes the key in the page, after which
+//! in the memory browser, reads the usage and the hosts its agents may reach, and revokes the key in the page, after which
 //! the public API refuses it. `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
 
 use std::time::Duration;
@@ -151,7 +151,19 @@ fn a_tenant_works_in_the_console() {
     assert!(version.contains("by rest · key_"), "{version}");
     browser.screenshot("memory");
 
-    // Usage against the free plan.
+    // Usage against the free plan, and the hosts acme's agents may reach: one the
+    // operator allowed for acme alone.
+    let (ok, _, stderr) = cli(&[
+        "accounts",
+        "allow-host",
+        "--data-dir",
+        tmp.path().join("data").to_str().unwrap(),
+        "--account",
+        "acme",
+        "--host",
+        "status.example.com",
+    ]);
+    assert!(ok, "allow-host failed: {stderr}");
     browser.click("#nav-usage");
     assert_eq!(browser.text("#usage-memories"), "1 of 1,000 memories");
     assert!(
@@ -160,6 +172,12 @@ fn a_tenant_works_in_the_console() {
             .contains("of 10 agent-hours")
     );
     assert!(browser.text("#usage-windows").contains(&key_id));
+    assert!(browser.text("#usage-http-requests").starts_with("0 of "));
+    let egress = browser.text("#usage-egress");
+    assert!(
+        egress.contains("status.example.com") && egress.contains("account"),
+        "{egress}"
+    );
     browser.screenshot("usage");
 
     // Revoking in the page: the next public call with the key is refused; acme's other

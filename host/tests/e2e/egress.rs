@@ -296,3 +296,93 @@ fn acme_console_usage(server: &crate::common::Server, dir: &std::path::Path) -> 
     let console = Client::new(&server.base, Some(&token));
     console.get("/api/v1/console/usage").body
 }
+
+/// `wasmind accounts <args> --data-dir <dir>`: its output.
+fn accounts(dir: &std::path::Path, args: &[&str]) -> String {
+    let mut all = vec!["accounts", args[0], "--data-dir", dir.to_str().unwrap()];
+    all.extend(&args[1..]);
+    let (ok, out, err) = crate::common::cli(&all);
+    assert!(ok, "{args:?}: {err}");
+    out
+}
+
+/// An account's own entry, set by the operator with `wasmind accounts allow-host` while
+/// the server runs, lets that account's agents (and no other's) reach the host from their
+/// next request, shows in GET /api/v1/egress and the console's, and `deny-host` takes it
+/// back.
+#[test]
+fn an_accounts_own_entry_admits_only_its_agents() {
+    let origin = Origin::start("127.0.0.2");
+    let config = "[egress]\nallow_ranges = [\"127.0.0.2/32\"]\n\
+                  allow = [{ host = \"api.example.com\" }]\n";
+    let options = crate::common::Options {
+        config: Some(config.into()),
+        ..crate::common::Options::hash_embedder()
+    };
+    let (tmp, server, keys) = server_with_keys(&[("acme", "free"), ("beta", "free")], &options);
+    let (acme, beta) = (server.client(&keys[0]), server.client(&keys[1]));
+    let dir = tmp.path().join("data");
+    let port = origin.port().to_string();
+    let allow = ["allow-host", "--account", "acme", "--host", "127.0.0.2"];
+    let out = accounts(
+        &dir,
+        &[&allow[..], &["--port", &port, "--scheme", "http"]].concat(),
+    );
+    assert!(out.contains("127.0.0.2"), "{out}");
+    let hosts = accounts(&dir, &["hosts", "--account", "acme"]);
+    assert!(
+        hosts.contains("127.0.0.2 ") && hosts.contains(&port),
+        "{hosts}"
+    );
+
+    let listed = acme.get("/api/v1/egress");
+    assert_eq!(listed.status, 200);
+    assert_eq!(
+        listed.body,
+        json!({ "plan": "free", "entries": [
+            { "host": "api.example.com", "ports": [], "schemes": ["https"], "from": "everyone" },
+            { "host": "127.0.0.2", "ports": [origin.port()], "schemes": ["http"], "from": "account" },
+        ]})
+    );
+    assert_eq!(
+        beta.get("/api/v1/egress").body["entries"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let (_, token) = crate::console::login(&dir, "acme", None);
+    let console = Client::new(&server.base, Some(&token));
+    assert_eq!(console.get("/api/v1/console/egress").body, listed.body);
+
+    let task = format!("get {}", origin.url("/mine"));
+    let guests = [&acme, &beta].map(|c| upload(c, FETCH, "fetch", "1.0.0"));
+    let run = |c: &Client, guest: &Value| {
+        let id = spawn_fetch(c, guest, &task);
+        let done = wait_terminal(c, &id);
+        assert_eq!(done["status"], "completed", "{done:#}");
+        (
+            done["final_result"].as_str().unwrap().to_string(),
+            refusals(c, &id),
+        )
+    };
+    let (answer, refused) = run(&acme, &guests[0]);
+    assert_eq!(answer, "200 hello /mine");
+    assert!(refused.is_empty(), "{refused:?}");
+    let (answer, refused) = run(&beta, &guests[1]);
+    assert!(answer.starts_with("error: "), "{answer}");
+    assert_eq!(refused[0].0, "allowlist", "{refused:?}");
+
+    accounts(
+        &dir,
+        &["deny-host", "--account", "acme", "--host", "127.0.0.2"],
+    );
+    let (answer, refused) = run(&acme, &guests[0]);
+    assert!(answer.starts_with("error: "), "{answer}");
+    assert_eq!(refused[0].0, "allowlist", "{refused:?}");
+    assert_eq!(
+        origin.requests().len(),
+        1,
+        "only acme's allowed request was sent"
+    );
+}

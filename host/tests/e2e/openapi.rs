@@ -90,6 +90,10 @@ const TINY_AGENT_PLANS: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_
     memories = 100\nagent_hours_per_month = 10.0\nevent_streams = 1\n\n\
     [runtime]\nmax_agents = 2\nstop_grace_secs = 1.0\n";
 
+/// A free plan whose accounts may have one request in flight.
+const ONE_IN_FLIGHT: &str = "[plans.free]\nspawns_per_minute = 5\nspawns_per_hour = 30\n\
+    concurrent_agents = 2\nmemories = 100\nagent_hours_per_month = 1.0\nrequests_in_flight = 1\n";
+
 const JSON: &str = "application/json";
 /// The body of a component upload; the one request body that is not JSON.
 const WASM: &str = "application/wasm";
@@ -1449,6 +1453,9 @@ fn the_document_is_true() {
     // ----- Agent admission refused: 402, 429 (both), 503 at host capacity -----
     drive_agent_limits(&mut spec);
 
+    // ----- Every keyed route past the account's requests in flight -----
+    drive_in_flight_limit(&mut spec);
+
     // ----- The embedding provider down (503 with Retry-After) -----
     let unavailable_seen = drive_unavailable_embedder(&mut spec);
 
@@ -1620,6 +1627,7 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
     let me = expect(spec.get(&t, "/api/v1/console/me"), 200);
     assert_eq!(me.body["account"], "acme");
     expect(spec.get(&t, "/api/v1/console/usage"), 200);
+    expect(spec.get(&t, "/api/v1/console/egress"), 200);
 
     // Keys: create, list, revoke; another account's key is not found.
     let created = expect(
@@ -1962,6 +1970,10 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
     );
     expect_error(&r, 400, "invalid_query");
 
+    // ----- GET /api/v1/egress -----
+    let listed = expect(spec.get(ada, "/api/v1/egress"), 200);
+    assert_eq!(listed.body["entries"], json!([]), "deny by default");
+
     // ----- GET /api/v1/agents/{id}/logs -----
     // The host writes the terminal event just after the terminal status.
     let logs_url = format!("{AGENTS}/{remember}/logs");
@@ -2149,6 +2161,64 @@ fn drive_agent_limits(spec: &mut Spec) {
         let again = expect(spec.delete(c, &format!("{AGENTS}/{id}")), 200);
         assert_eq!(again.body["status"], "stopped");
     }
+}
+
+/// Every keyed operation (API key or ID token) of an account with its plan's one request
+/// in flight — a body announced and stalled — is 429 `request_limit_reached`, before the
+/// route looks at its parameters or body.
+fn drive_in_flight_limit(spec: &mut Spec) {
+    use std::io::Write;
+
+    use crate::http::{assert_unanswered, put_head};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let key = create_key(&dir, "busy", "free");
+    let options = Options {
+        config: Some(ONE_IN_FLIGHT.into()),
+        hash_embedder: true,
+        ..Default::default()
+    };
+    let server = Server::start_with(&dir, &options);
+    let (_, token) = crate::console::login(&dir, "busy", None);
+    let (keyed, signed_in) = (server.client(&key), Client::new(&server.base, Some(&token)));
+    let mut held = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    held.write_all((put_head(&key, 100) + "{").as_bytes())
+        .unwrap();
+    // Nothing else of the account's is in flight, so it is admitted; it waits for its body.
+    let wait = Duration::from_millis(500);
+    assert_unanswered(&mut held, wait, "the stalled body was answered");
+    for (method, path) in spec.operations() {
+        let op = spec.operation(&method, &path).unwrap().clone();
+        if is_page(&path) || !spec.secured(&op) {
+            continue;
+        }
+        let console = spec.security(&op).to_string().contains("idToken");
+        let client = if console { &signed_in } else { &keyed };
+        // Any value stands for a path parameter: the route refuses before it reads one.
+        let url = path
+            .split('/')
+            .map(|part| if part.starts_with('{') { "x" } else { part })
+            .collect::<Vec<_>>()
+            .join("/");
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let content = &op["requestBody"]["content"];
+        let opaque = Conformance::Opaque;
+        let r = if content.get(WASM).is_some() {
+            spec.post_bytes(client, &url, b"\0asm", Some(WASM), opaque)
+        } else if content.get(JSON).is_some() {
+            spec.exchange(client, &method, &url, Some("{}"), opaque)
+        } else {
+            spec.exchange(client, &method, &url, None, opaque)
+        };
+        expect_error(&r, 429, "request_limit_reached");
+        assert_eq!(r.retry_after.as_deref(), Some("1"), "{method} {path}");
+        assert_eq!(
+            r.body["error"]["details"],
+            json!({ "plan": "free", "currentRequests": 1, "maxRequests": 1 }),
+            "{method} {path}"
+        );
+    }
+    drop(held);
 }
 
 /// The component routes: `c` and `bob` on liftoff, `small` on a free plan that keeps no

@@ -56,6 +56,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "agents.logs": Endpoint(
         "GET", "/api/v1/agents/{id}/logs", ("limit", "cursor"), response=models.AgentLogPage
     ),
+    "agents.egress": Endpoint("GET", "/api/v1/egress", response=models.EgressList),
     "components.upload": Endpoint(
         "POST",
         "/api/v1/agents/components",
@@ -316,6 +317,11 @@ class AgentOps:
         return self._core.pages(
             ENDPOINTS["agents.logs"], path={"id": agent_id}, query={"limit": page_size}
         )
+
+    def egress(self) -> Program[models.EgressList]:
+        """The hosts the account's agents may send HTTP requests to, each with the list it
+        is on (`everyone`, `plan`, `account`); every other request is refused."""
+        return self._core.call(self._core.request(ENDPOINTS["agents.egress"]))
 
     def follow(self, agent_id: str, *, interval: float = 1.0) -> Stream[Progress | End]:
         """Each new progress entry once, as it appears, then `End` with the final record.

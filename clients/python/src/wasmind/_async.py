@@ -144,6 +144,7 @@ class AsyncAgents(_Resource):
     list = _Iterate(AgentOps.list)
     stop = _Run(AgentOps.stop)
     logs = _Iterate(AgentOps.logs)
+    egress = _Run(AgentOps.egress)
     follow = _Iterate(AgentOps.follow)
 
 

@@ -213,6 +213,28 @@ class DeleteResult(TypedDict):
     versions_removed: int
 
 
+EgressEntry = TypedDict(
+    'EgressEntry',
+    {
+        'from': str,
+        'host': str,
+        'ports': list[int],
+        'schemes': list[str],
+    },
+)
+
+
+class EgressList(TypedDict):
+    """
+    The account's effective allowlist: a request whose scheme, host and port no entry
+    allows is refused (deny by default), and so is one to a non-public address unless the
+    operator allowed its range.
+    """
+
+    entries: list[EgressEntry]
+    plan: str
+
+
 class Error(TypedDict):
     """
     The error envelope of every error response.
@@ -408,6 +430,16 @@ class QuotaDetails(TypedDict):
 
     limit: int
     used: int
+
+
+class RequestLimitDetails(TypedDict):
+    """
+    `details` of 429 `request_limit_reached`.
+    """
+
+    currentRequests: int
+    maxRequests: int
+    plan: str
 
 
 class SearchBreakdown(TypedDict):

@@ -5,6 +5,8 @@
 //! the token as `?id_token=` instead ([`StreamAuth`]), because a browser's `EventSource`
 //! cannot set headers.
 
+use std::sync::Arc;
+
 use axum::{
     extract::FromRequestParts,
     http::{StatusCode, header, request::Parts},
@@ -43,11 +45,18 @@ fn bearer(parts: &Parts) -> Option<Result<&str, ApiError>> {
     )
 }
 
-async fn sign_in(state: &AppState, token: &str) -> Result<Session, ApiError> {
-    state.console.sign_in(token).await.map_err(|e| match e {
+/// The session `token` opens, its request admitted under the account's requests in
+/// flight (as an API key's are).
+async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session, ApiError> {
+    let session = state.console.sign_in(token).await.map_err(|e| match e {
         SignInError::Refused(refusal) => invalid(refusal.to_string()),
         SignInError::Storage(cause) => ApiError::internal(&format!("{cause:#}")),
-    })
+    })?;
+    let account = Arc::from(session.account.as_str());
+    state
+        .in_flight
+        .admit(&parts.extensions, &account, session.plan)?;
+    Ok(session)
 }
 
 impl FromRequestParts<AppState> for ConsoleAuth {
@@ -60,7 +69,7 @@ impl FromRequestParts<AppState> for ConsoleAuth {
         let token = bearer(parts).ok_or_else(|| {
             missing("missing Authorization header: send `Authorization: Bearer <ID token>`")
         })??;
-        sign_in(state, token).await.map(ConsoleAuth)
+        sign_in(state, parts, token).await.map(ConsoleAuth)
     }
 }
 
@@ -72,7 +81,7 @@ impl FromRequestParts<AppState> for StreamAuth {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return sign_in(state, token?).await.map(StreamAuth);
+            return sign_in(state, parts, token?).await.map(StreamAuth);
         }
         let pairs: Vec<(String, String)> =
             serde_urlencoded::from_str(parts.uri.query().unwrap_or("")).unwrap_or_default();
@@ -85,6 +94,6 @@ impl FromRequestParts<AppState> for StreamAuth {
                     "no ID token: send `Authorization: Bearer <ID token>` or `?id_token=<ID token>`",
                 )
             })?;
-        sign_in(state, &token).await.map(StreamAuth)
+        sign_in(state, parts, &token).await.map(StreamAuth)
     }
 }

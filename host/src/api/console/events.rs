@@ -53,7 +53,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     responses(
         (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = StreamEvent, content_type = "text/event-stream"),
         (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
-        (status = 429, description = "The account has its plan's `event_streams` open; close one, or wait until one ends. Codes: `stream_limit_reached`. Details: StreamLimitDetails.", body = ErrorEnvelope,
+        (status = 429, description = "The account has its plan's `event_streams` open (`stream_limit_reached`: close one, or wait until one ends), or its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `stream_limit_reached`, `request_limit_reached`. Details: StreamLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn events(

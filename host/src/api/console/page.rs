@@ -49,7 +49,7 @@ fn asset(name: &str) -> Response {
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        found.data.into_owned(),
+        super::super::asset_body(found.data),
     )
         .into_response()
 }

@@ -12,6 +12,7 @@ use super::{
         AppState, agents,
         agents::{AgentList, AgentView},
         doc::ErrorEnvelope,
+        egress::{EgressList, egress_in},
         error::ApiResult,
         extract::{Body, Query},
         memory,
@@ -145,6 +146,21 @@ pub async fn delete_memory(
     Query(q): Query<DeleteQuery>,
 ) -> ApiResult<Json<DeleteResponse>> {
     memory::delete_in(&state, &session.account, q)
+        .await
+        .map(Json)
+}
+
+/// The hosts the account's agents may send HTTP requests to (as GET /api/v1/egress).
+#[utoipa::path(operation_id = "console_egress", get, path = "/api/v1/console/egress", tag = "console",
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "the account's effective allowlist", body = EgressList),
+    ))]
+pub async fn egress(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+) -> ApiResult<Json<EgressList>> {
+    egress_in(&state, &session.account, session.plan)
         .await
         .map(Json)
 }

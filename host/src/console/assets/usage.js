@@ -1,6 +1,6 @@
 // Usage against the plan: agent-hours this month, live memories, concurrent agents, the
 // Mind's tokens, active API keys, open event streams, component uploads in the last hour,
-// and each key's spawn windows.
+// outgoing HTTP, each key's spawn windows, and the hosts the account's agents may reach.
 
 import { api } from './api.js';
 import { attempt, el, num } from './dom.js';
@@ -43,6 +43,15 @@ async function load() {
     el('td', {}, el('code', {}, w.key_id)),
     el('td', {}, windowName(w.window_secs)),
     el('td', {}, w.limit === null ? `${w.used}` : `${w.used} of ${w.limit}`))));
+  against('usage-http-requests',
+    { used: u.http.requests, limit: u.http.requests_limit }, 'requests');
+  against('usage-http-bytes', { used: u.http.bytes, limit: u.http.bytes_limit }, 'bytes');
+  const egress = await api('GET', 'egress');
+  $('usage-egress').tBodies[0].replaceChildren(...egress.entries.map((e) => el('tr', {},
+    el('td', {}, el('code', {}, e.host)),
+    el('td', {}, e.ports.length === 0 ? 'the scheme\'s own' : e.ports.join(', ')),
+    el('td', {}, e.schemes.join(', ')),
+    el('td', {}, e.from))));
 }
 
 export function show() {

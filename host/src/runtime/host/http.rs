@@ -191,9 +191,11 @@ impl AgentState {
         body: Bytes,
     ) -> wasmtime::Result<Result<Response, Failure>> {
         let agent = self.agent.clone();
-        let plan = (outside.accounts.plan(&agent.account).await)
+        let accounts = &outside.accounts;
+        let plan = (accounts.plan(&agent.account).await)
             .map_err(wasmtime::Error::msg)?
             .unwrap_or_default();
+        let own = (accounts.egress(&agent.account).await).map_err(wasmtime::Error::msg)?;
         let month =
             (outside.usage.month(&agent.account, now_ms()).await).map_err(wasmtime::Error::msg)?;
         let run = Moved {
@@ -206,7 +208,7 @@ impl AgentState {
             bytes: month.http_bytes + run.bytes,
         };
         let egress = &outside.egress;
-        let admitted = (egress.admit(plan, &uri))
+        let admitted = (egress.admit(plan, &own, &uri))
             .and_then(|url| Ok((url, egress.budget(plan, body.len() as u64, run, month)?)));
         let (url, max_response) = match admitted {
             Ok(admitted) => admitted,

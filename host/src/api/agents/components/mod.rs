@@ -145,7 +145,7 @@ impl From<UploadError> for ApiError {
         (status = 409, description = "The account has a component of that name and version. Codes: `component_exists`.", body = ErrorEnvelope),
         (status = 413, description = "The body is over the plan's `component_max_bytes`. Codes: `payload_too_large`.", body = ErrorEnvelope),
         (status = 415, description = "A Content-Type other than `application/wasm` (none is accepted). Codes: `unsupported_media_type`.", body = ErrorEnvelope),
-        (status = 429, description = "The account uploaded its plan's `component_uploads_per_hour` in the last hour (on this node); wait Retry-After seconds. Codes: `rate_limited`. Details: UploadRateDetails.", body = ErrorEnvelope,
+        (status = 429, description = "The account uploaded its plan's `component_uploads_per_hour` in the last hour (on this node; `rate_limited`), or has its plan's `requests_in_flight` requests in flight (`request_limit_reached`); wait Retry-After seconds. Codes: `rate_limited`, `request_limit_reached`. Details: UploadRateDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn upload(
