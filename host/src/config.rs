@@ -25,6 +25,7 @@ use crate::{
     runtime::{ClusterConfig, RuntimeConfig},
     server::HttpConfig,
     storage::StorageConfig,
+    tools::ToolsConfig,
 };
 
 /// Everything configurable, with documented defaults (see docs/operating.md, "Configuration").
@@ -53,6 +54,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// What agents may reach outside the sandbox.
     pub egress: EgressConfig,
+    /// Tenants' tools: where the key sealing their secrets is, how long a result may be.
+    pub tools: ToolsConfig,
 }
 
 impl Config {
@@ -101,6 +104,8 @@ impl Config {
             }
         }
         self.mind.key_from_vendor_variable(env);
+        self.tools.apply_env(env);
+        self.tools.check()?;
         self.cluster.check()?;
         self.http.check()?;
         self.egress.check()?;

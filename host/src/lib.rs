@@ -3,7 +3,8 @@
 //! Users reach it over a JSON REST API (`api`), authenticated by API keys that belong to
 //! accounts (`accounts`). Each account's memories live in redb with derived keyword and
 //! vector indexes (`memory`). Agents are WebAssembly components run in wasmtime sandboxes
-//! (`runtime`) that think with a reasoning model (`mind`). The operator runs it with the
+//! (`runtime`) that think with a reasoning model (`mind`) and call the tools their tenant
+//! registered (`tools`) through the egress door (`egress`). The operator runs it with the
 //! `wasmind` CLI (`cli`), whose key, account and usage commands reach a running server over
 //! the data dir's owner-only admin socket (`admin`), so they never need it stopped; load
 //! balancers ask `/healthz` and `/readyz` (`health`).
@@ -47,3 +48,4 @@ pub mod storage;
 #[allow(dead_code)]
 mod test_postgres;
 mod text;
+pub mod tools;

@@ -39,10 +39,16 @@ pub fn run(grace: f64, mind: &FakeMind, table: &mut Table) {
     ));
     let client = server.client();
     let hostile = client.upload(&guests::hostile(), "hostile");
+    // Explicit memory: no extraction after the run asks the (hanging) fake Mind.
+    let spawn = |task: &str| {
+        let body = json!({ "task": task, "name": "greedy", "agent": hostile,
+                           "memory_mode": "explicit" });
+        let reply = client.post("/api/v1/agents", &body);
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        id_of(&reply)
+    };
     // A first run of the guest, so its code, instance pool and fiber stack are warm.
-    let (reply, _, _) = client.spawn_agent("work 1", Some(&hostile));
-    assert_eq!(reply.status, 201, "{}", reply.body);
-    let id = id_of(&reply);
+    let id = spawn("work 1");
     let warm = wait_until(Duration::from_secs(60), || {
         server.record(&id).is_some_and(|r| r.status.is_terminal())
     });
@@ -51,11 +57,7 @@ pub fn run(grace: f64, mind: &FakeMind, table: &mut Table) {
         std::thread::sleep(Duration::from_millis(500));
         let idle = rss_kib();
         let began = Instant::now();
-        let body = json!({ "task": task, "name": "greedy", "agent": hostile,
-                           "memory_mode": "explicit" });
-        let reply = client.post("/api/v1/agents", &body);
-        assert_eq!(reply.status, 201, "{}", reply.body);
-        let id = id_of(&reply);
+        let id = spawn(task);
         let mut peak = idle;
         while !server.record(&id).is_some_and(|r| r.status.is_terminal()) {
             peak = peak.max(rss_kib());

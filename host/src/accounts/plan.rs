@@ -74,6 +74,7 @@ impl Default for Plans {
                 versions_per_key: 10,
                 event_streams: 5,
                 mcp_sessions: 5,
+                tools: 10,
                 http_requests_per_run: 100,
                 http_bytes_per_run: 10 << 20,
                 http_requests_per_month: 10_000,
@@ -96,6 +97,7 @@ impl Default for Plans {
                 versions_per_key: 50,
                 event_streams: 20,
                 mcp_sessions: 20,
+                tools: 50,
                 http_requests_per_run: 1_000,
                 http_bytes_per_run: 100 << 20,
                 http_requests_per_month: 200_000,
@@ -118,6 +120,7 @@ impl Default for Plans {
                 versions_per_key: 100,
                 event_streams: 100,
                 mcp_sessions: 100,
+                tools: 200,
                 http_requests_per_run: 10_000,
                 http_bytes_per_run: 1 << 30,
                 http_requests_per_month: 2_000_000,
@@ -194,6 +197,9 @@ pub struct PlanLimits {
     /// Component uploads (each validated and compiled) per account in any rolling hour
     /// (on one node); past it 429 `rate_limited` with Retry-After.
     pub component_uploads_per_hour: u32,
+    /// Tools (HTTP endpoints and MCP servers) an account may register; past it 402
+    /// `tool_quota_exceeded`.
+    pub tools: u32,
     /// Requests of an account in flight at once (on one node), from its authentication to
     /// its answer's last byte, so an open event stream counts for as long as it is open;
     /// past it 429 `request_limit_reached` with Retry-After.
@@ -250,6 +256,7 @@ struct PlanTable {
     event_streams: Option<u32>,
     mcp_sessions: Option<u32>,
     component_uploads_per_hour: Option<u32>,
+    tools: Option<u32>,
     requests_in_flight: Option<u32>,
     http_requests_per_run: Option<u64>,
     http_bytes_per_run: Option<u64>,
@@ -290,6 +297,7 @@ impl PlanTable {
             component_uploads_per_hour: self
                 .component_uploads_per_hour
                 .unwrap_or(default.component_uploads_per_hour),
+            tools: self.tools.unwrap_or(default.tools),
             requests_in_flight: self
                 .requests_in_flight
                 .unwrap_or(default.requests_in_flight),
@@ -325,7 +333,7 @@ mod tests {
             "[lightyear]\n{FIVE}\n[free]\n{FIVE}component_max_bytes = 1024\ncomponents = 2\n\
              cpu_seconds_per_run = 1.5\nkeys = 3\ntokens_per_run = 1000\n\
              tokens_per_month = 9000\nversions_per_key = 4\nrequests_in_flight = 7\n\
-             mcp_sessions = 2\n"
+             mcp_sessions = 2\ntools = 3\n"
         ))
         .unwrap();
         assert_eq!(plans.lightyear.component_max_bytes, 64 << 20);
@@ -371,6 +379,7 @@ mod tests {
             (plans.free.mcp_sessions, plans.lightyear.mcp_sessions),
             (2, 100)
         );
+        assert_eq!((plans.free.tools, plans.lightyear.tools), (3, 200));
         assert_eq!(
             (plans.free.component_max_bytes, plans.free.components),
             (1024, 2)

@@ -38,6 +38,7 @@ use super::{
     error::ApiError,
     in_flight::RequestLimitDetails,
     memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
+    tools::ToolDeniedDetails,
 };
 
 /// The error envelope of every error response.
@@ -96,11 +97,14 @@ pub struct ErrorBody {
         KeyQuotaDetails,
         StreamLimitDetails,
         UploadRateDetails,
+        ToolDeniedDetails,
         RequestLimitDetails,
     )),
     tags(
         (name = "memory", description = "Long-term memory: write, read, search, tidy, move"),
         (name = "agents", description = "Sandboxed agents: spawn, watch, stop"),
+        (name = "tools", description = "The tools an account's agents may call: HTTP \
+            endpoints and remote MCP servers, reached through the host's egress policy"),
         (name = "console", description = "The console's API: the signed-in account's keys, \
             agents (with a live event stream), memories and usage; signed in with an ID token, \
             not an API key"),

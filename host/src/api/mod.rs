@@ -19,6 +19,7 @@ pub(crate) mod params;
 mod refusal;
 mod schema;
 mod shared_responses;
+pub(crate) mod tools;
 mod views;
 
 use std::{borrow::Cow, sync::Arc};
@@ -41,6 +42,7 @@ use crate::{
     memory::MemoryService,
     mind::Mind,
     runtime::{AgentStore, Runtime},
+    tools::Tools,
 };
 
 /// Largest request body accepted, except for import.
@@ -63,6 +65,8 @@ pub struct AppState {
     pub mind: Arc<dyn Mind>,
     /// Console sign-in (ID tokens).
     pub console: Arc<Console>,
+    /// Tenants' registered tools.
+    pub tools: Arc<Tools>,
     /// Each account's requests in flight on this node, under its plan's bound.
     pub in_flight: InFlight,
 }
@@ -125,6 +129,10 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agents::spawn, agents::list))
         .routes(routes!(agents::get, agents::stop))
         .routes(routes!(agents::logs))
+        .routes(routes!(tools::create, tools::list))
+        .routes(routes!(tools::get, tools::delete))
+        .routes(routes!(tools::refresh))
+        .routes(routes!(tools::call))
         .routes(routes!(egress::egress))
         .routes(routes!(console::account::me))
         .routes(routes!(
@@ -141,6 +149,7 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
+        .routes(routes!(console::reads::list_tools))
         .routes(routes!(console::reads::egress))
 }
 

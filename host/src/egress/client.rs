@@ -88,6 +88,27 @@ impl Client {
         Ok(Self { http, addresses })
     }
 
+    /// The client itself (a handle on the same pool and resolver).
+    pub fn http(&self) -> reqwest::Client {
+        self.http.clone()
+    }
+
+    /// Resolves `url`'s host as the client would and checks its addresses: why it would
+    /// be refused, before a protocol's client (whose errors hide the resolver's reason)
+    /// connects. That client's own resolution is checked again all the same.
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), Failure> {
+        self.check_literal(url)
+            .map_err(|r| Failure::Refused(format!("{r}, which is refused")))?;
+        let Some(Host::Domain(host)) = url.host() else {
+            return Ok(());
+        };
+        match passed(&self.addresses, host).await {
+            Ok(_) => Ok(()),
+            Err(NoAddress::Refused(r)) => Err(Failure::Refused(r)),
+            Err(NoAddress::Dns(d)) => Err(Failure::Dns(d)),
+        }
+    }
+
     /// Checks the address of a URL that names one, as a client would not resolve it.
     pub fn check_literal(&self, url: &Url) -> Result<(), Refused> {
         match url.host() {
@@ -174,32 +195,36 @@ impl Resolve for Checked {
     fn resolve(&self, name: Name) -> Resolving {
         let addresses = self.0.clone();
         Box::pin(async move {
-            let host = name.as_str().to_string();
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await
-                .map_err(|e| NoAddress::Dns(format!("{host}: {e}")))?
-                .collect();
-            let mut refusals = Vec::new();
-            let passed: Vec<SocketAddr> = (resolved.into_iter())
-                .filter(|a| match addresses.check(a.ip()) {
-                    Ok(()) => true,
-                    Err(r) => {
-                        refusals.push(r.to_string());
-                        false
-                    }
-                })
-                .collect();
-            if passed.is_empty() {
-                let why = match refusals.is_empty() {
-                    true => NoAddress::Dns(format!("{host} has no address")),
-                    false => NoAddress::Refused(format!(
-                        "{host} resolves only to refused addresses ({})",
-                        refusals.join(", ")
-                    )),
-                };
-                return Err(why.into());
-            }
+            let passed = passed(&addresses, name.as_str()).await?;
             Ok(Box::new(passed.into_iter()) as Addrs)
         })
     }
+}
+
+/// The addresses of `host` that pass the check, or why none does.
+async fn passed(addresses: &Addresses, host: &str) -> Result<Vec<SocketAddr>, NoAddress> {
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|e| NoAddress::Dns(format!("{host}: {e}")))?
+        .collect();
+    let mut refusals = Vec::new();
+    let passed: Vec<SocketAddr> = (resolved.into_iter())
+        .filter(|a| match addresses.check(a.ip()) {
+            Ok(()) => true,
+            Err(r) => {
+                refusals.push(r.to_string());
+                false
+            }
+        })
+        .collect();
+    if passed.is_empty() {
+        return Err(match refusals.is_empty() {
+            true => NoAddress::Dns(format!("{host} has no address")),
+            false => NoAddress::Refused(format!(
+                "{host} resolves only to refused addresses ({})",
+                refusals.join(", ")
+            )),
+        });
+    }
+    Ok(passed)
 }

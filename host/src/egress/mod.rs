@@ -8,6 +8,10 @@
 //! ([`client`]: to checked addresses only, redirects never followed, the response read
 //! whole within its cap and timeouts). The runtime journals each exchange around this
 //! (`runtime::host::http`), so a replayed agent never sends a request again.
+//!
+//! Tenants' registered tools (`crate::tools`) go out through the same door: an HTTP tool's
+//! request through [`Egress::send`], an MCP server's session on the door's own
+//! client ([`Egress::client`]) in one of the account's places ([`Egress::place`]).
 
 mod address;
 mod client;
@@ -17,7 +21,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use parking_lot::Mutex;
 use serde::Deserialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use url::Url;
 
 pub use self::client::{Failure, Response};
@@ -170,6 +174,36 @@ impl Egress {
         Ok(url)
     }
 
+    /// The longest a whole exchange may take (`[egress] total_timeout_secs`).
+    pub fn total_timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.config.total_timeout_secs)
+    }
+
+    /// The door's HTTP client: it connects only to addresses that pass the check, follows
+    /// no redirect and uses no proxy. For a protocol's client (an MCP session) that makes
+    /// its own requests to a URL [`Egress::admit`] allowed, in a [`Egress::place`].
+    pub fn client(&self) -> reqwest::Client {
+        self.client.http()
+    }
+
+    /// Resolves `url`'s host and checks its addresses (an address in the URL too): a
+    /// refusal named before a protocol's client connects (see [`Egress::client`]).
+    pub async fn check_resolved(&self, url: &Url) -> Result<(), Failure> {
+        self.client.check_resolved(url).await
+    }
+
+    /// One of `account`'s places for a request in flight, waited for when all are taken.
+    pub async fn place(&self, account: &str) -> OwnedSemaphorePermit {
+        let places = {
+            let mut places = self.places.lock();
+            let cap = self.config.max_concurrent_per_account as usize;
+            (places.entry(account.to_string()))
+                .or_insert_with(|| Arc::new(Semaphore::new(cap)))
+                .clone()
+        };
+        places.acquire_owned().await.expect("never closed")
+    }
+
     /// The response bytes one more request of an account on `plan` may receive, having
     /// `body` bytes to send, its run and its month having moved `run` and `month`: refused
     /// (rule `budget`) once a count of the plan's is spent. The response cap is the
@@ -233,17 +267,10 @@ impl Egress {
         body: Vec<u8>,
         max_response_bytes: u64,
     ) -> Result<Response, Failure> {
-        let places = {
-            let mut places = self.places.lock();
-            let cap = self.config.max_concurrent_per_account as usize;
-            (places.entry(account.to_string()))
-                .or_insert_with(|| Arc::new(Semaphore::new(cap)))
-                .clone()
-        };
-        let _place = places.acquire().await.expect("never closed");
+        let _place = self.place(account).await;
         let limits = Limits {
             first_byte: Duration::from_secs_f64(self.config.first_byte_timeout_secs),
-            total: Duration::from_secs_f64(self.config.total_timeout_secs),
+            total: self.total_timeout(),
             max_response_bytes,
         };
         (self.client).send(method, url, headers, body, limits).await

@@ -70,13 +70,16 @@ pub fn tools() -> Vec<Tool> {
         ),
     ]
     .into_iter()
-    .map(|(name, description, schema)| {
-        let Value::Object(schema) = schema else {
-            unreachable!("every agent tool's schema is an object")
-        };
-        Tool::new(name, description, schema)
-    })
+    .map(|(name, description, schema)| tool(name, description, schema))
     .collect()
+}
+
+/// An MCP tool of its name, description and input schema (an object schema).
+pub(super) fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
+    let Value::Object(schema) = schema else {
+        unreachable!("every tool's input schema is an object")
+    };
+    Tool::new(name, description, schema)
 }
 
 /// Whether `name` is an agent tool.
@@ -146,6 +149,12 @@ pub async fn call(
             .await
         }
     };
+    answer(outcome)
+}
+
+/// An operation's outcome as a tool result: the JSON (as text and as structured content),
+/// or the refusal.
+pub(super) fn answer(outcome: ApiResult<Value>) -> CallToolResult {
     match outcome {
         Ok(result) => {
             let mut ok = CallToolResult::success(vec![ContentBlock::text(result.to_string())]);
@@ -158,7 +167,7 @@ pub async fn call(
 
 /// Reads the arguments as `A` (a bad one is refused as the REST body's field would be), then
 /// runs the operation and renders its result as JSON.
-async fn run<A: Fields, T: Serialize, F: Future<Output = ApiResult<T>>>(
+pub(super) async fn run<A: Fields, T: Serialize, F: Future<Output = ApiResult<T>>>(
     args: JsonObject,
     operation: impl FnOnce(A) -> F,
 ) -> ApiResult<Value> {

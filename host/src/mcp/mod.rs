@@ -1,8 +1,8 @@
 //! The MCP server at `/mcp` (Model Context Protocol, streamable HTTP transport, built with
-//! the official SDK `rmcp`): any MCP client reaches an account's memory and agents with the
-//! account's API key. A thin adapter: the memory tools are the guest SDK's own, run over
-//! the host side agents reach ([`crate::runtime::account_memory`]); the agent tools are the
-//! runtime's operations the REST routes call too. `/mcp` is not a JSON API route, so it is
+//! the official SDK `rmcp`): any MCP client reaches an account's memory, agents and tools
+//! with the account's API key. A thin adapter: the memory tools are the guest SDK's own, run over
+//! the host side agents reach ([`crate::runtime::account_memory`]); the agent and tool tools
+//! are the operations the REST routes call too. `/mcp` is not a JSON API route, so it is
 //! not in the OpenAPI document.
 //!
 //! Every HTTP request to `/mcp` is authenticated ([`auth`]), not just a session's first:
@@ -15,6 +15,7 @@ mod auth;
 mod memory;
 mod server;
 mod sessions;
+mod tools;
 
 pub use sessions::Sessions;
 

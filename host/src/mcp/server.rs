@@ -1,5 +1,6 @@
-//! The MCP server handler: wasmind's identity, its tools (the memory tools, then the agent
-//! tools), and each call dispatched for the principal of the HTTP request that carries it.
+//! The MCP server handler: wasmind's identity, its tools (the memory tools, the agent
+//! tools, then the tool tools), and each call dispatched for the principal of the HTTP
+//! request that carries it.
 
 use axum::http::request::Parts;
 use rmcp::{
@@ -11,7 +12,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use super::{agents, memory};
+use super::{agents, memory, tools};
 use crate::{accounts::Principal, api::AppState};
 
 /// One MCP session's handler; every call reads its caller from its own request.
@@ -43,7 +44,9 @@ impl ServerHandler for Wasmind {
             .with_server_info(Implementation::new("wasmind", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Long-term memory of your account (service_memory_put, _get, _list, _delete, \
-                 _search) and its agents (agent_spawn, agent_get, agent_stop, agent_list).",
+                 _search), its agents (agent_spawn, agent_get, agent_stop, agent_list) and the \
+                 tools its agents may call (tool_list, tool_register, tool_delete, \
+                 tool_refresh).",
             )
     }
 
@@ -52,9 +55,10 @@ impl ServerHandler for Wasmind {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut tools = memory::tools();
-        tools.extend(agents::tools());
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut all = memory::tools();
+        all.extend(agents::tools());
+        all.extend(tools::tools());
+        Ok(ListToolsResult::with_all_items(all))
     }
 
     async fn call_tool(
@@ -69,6 +73,8 @@ impl ServerHandler for Wasmind {
             memory::call(&self.state, &who, name, args).await
         } else if agents::serves(name) {
             agents::call(&self.state, &who, name, args).await
+        } else if tools::serves(name) {
+            tools::call(&self.state, &who, name, args).await
         } else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {name:?}; tools/list names the tools"),

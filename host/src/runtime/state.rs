@@ -27,6 +27,7 @@ use crate::{
     egress::Egress,
     memory::{MemoryService, Quota, RunFence},
     mind::{Message, Mind},
+    tools::Tools,
 };
 
 /// Bytes of a guest's stderr kept (the tail explains a panic).
@@ -38,6 +39,8 @@ pub struct Services {
     pub mind: Arc<dyn Mind>,
     /// Where agents' outgoing requests go out, and the accounts whose plans say where.
     pub egress: Arc<Egress>,
+    /// The tools the account registered (each call through `egress`).
+    pub tools: Arc<Tools>,
     pub accounts: Accounts,
     pub records: AgentStore,
     pub usage: Ledger,

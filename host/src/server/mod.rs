@@ -39,6 +39,7 @@ use crate::{
     mind::{self, MindCheck, MindStatus},
     runtime::{Runtime, Services},
     storage::Backend,
+    tools::{Tools, ToolsParts},
 };
 
 /// Longest wait at exit for the runtime's blocking work, then for the database's other
@@ -198,15 +199,27 @@ async fn load_state(
         keys,
         own_key,
         cluster,
+        tools,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
-    let egress =
-        Egress::new(config.egress.clone(), config.plans.clone()).context("setting up egress")?;
+    let egress = Egress::new(config.egress.clone(), config.plans.clone());
+    let egress = Arc::new(egress.context("setting up egress")?);
+    let parts = ToolsParts {
+        store: tools,
+        egress: egress.clone(),
+        accounts: keys.clone(),
+        usage: usage.clone(),
+    };
+    let tools = Tools::open(parts, &config.tools, dir.path())
+        .await
+        .context("setting up tools")?;
+    let tools = Arc::new(tools);
     let budgets = TokenBudgets::new(usage.clone(), keys.clone(), config.plans.clone());
     let services = Arc::new(Services {
         memory: memory.clone(),
         mind: mind.clone(),
-        egress: Arc::new(egress),
+        egress,
+        tools: tools.clone(),
         accounts: keys.clone(),
         records: records.clone(),
         usage: usage.clone(),
@@ -229,6 +242,7 @@ async fn load_state(
         usage,
         budgets,
         mind,
+        tools,
     })
 }
 

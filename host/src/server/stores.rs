@@ -18,6 +18,7 @@ use crate::{
     },
     runtime::{AgentStore, Cluster, EmbeddedJournal, JournalStore, PgJournal, node_id},
     storage::{self, Backend},
+    tools::{EmbeddedTools, PgTools, ToolBackend},
 };
 
 /// What the domains keep their state in.
@@ -32,6 +33,8 @@ pub(super) struct Stores {
     pub own_key: OwnKey,
     /// This node, on the postgres backend.
     pub cluster: Option<Cluster>,
+    /// Tenants' registered tools.
+    pub tools: Arc<dyn ToolBackend>,
 }
 
 /// The embedder's service with the cross-encoder, whose files must be there (they are
@@ -79,6 +82,7 @@ impl Stores {
                     keys: Arc::new(KeyStore::new(dir.db().clone())?),
                     own_key: OwnKey::load_or_create(dir.path())?,
                     cluster: None,
+                    tools: Arc::new(EmbeddedTools::open(dir.db().clone())?),
                 })
             }
             Backend::Postgres => {
@@ -101,6 +105,7 @@ impl Stores {
                     usage: Arc::new(PgUsage::new(pool.clone())),
                     keys: Arc::new(PgAccounts::new(pool.clone())),
                     own_key: OwnKey::load_or_create_in(&pool).await?,
+                    tools: Arc::new(PgTools::new(pool.clone())),
                     cluster: Some(Cluster::new(pool, node, &config.cluster)),
                 })
             }

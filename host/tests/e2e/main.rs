@@ -41,4 +41,5 @@ mod persistence;
 mod postgres_cli;
 mod quota;
 mod shutdown;
+mod tools;
 mod transfer;

@@ -216,6 +216,13 @@ fn memory_and_agents(via: Via) {
         call("service_memory_list", &json!({})),
         call("agent_spawn", &json!({"task": "Say hello", "memory_mode": "off"})),
         call("agent_spawn", &json!({"task": "Say hello again"})),
+        call("tool_register", &json!({
+            "name": "weather", "kind": "http", "description": "The weather",
+            "parameters": {"type": "object"}, "endpoint": {"url": "https://api.example.com/w"},
+            "secret_header": {"name": "X-Api-Key", "value": "sk-mcp-secret-7"},
+        })),
+        call("tool_list", &json!({})),
+        call("tool_call", &json!({"name": "weather", "arguments": {}})),
     ]);
     let r = results(&session(via, &server, &acme, &steps));
 
@@ -234,9 +241,24 @@ fn memory_and_agents(via: Via) {
             "service_memory_list",
             "service_memory_put",
             "service_memory_search",
+            "tool_call",
+            "tool_delete",
+            "tool_list",
+            "tool_refresh",
+            "tool_register",
         ]
     );
     assert_memory_contract(tools);
+    // Tools: registered, listed, the secret in neither; a call the egress policy refuses
+    // (no allowlist here) is a tool error naming the code.
+    assert_eq!(ok(&r[9])["has_secret"], true, "{}", r[9]);
+    assert_eq!(ok(&r[10])["data"][0]["name"], "weather", "{}", r[10]);
+    assert!(
+        !r[9].to_string().contains("sk-mcp-secret-7")
+            && !r[10].to_string().contains("sk-mcp-secret-7")
+    );
+    assert_eq!(r[11]["isError"], true);
+    assert!(text(&r[11]).starts_with("tool_denied: "), "{}", r[11]);
 
     let put = ok(&r[1]);
     assert!(

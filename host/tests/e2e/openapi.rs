@@ -31,6 +31,8 @@ use serde_json::{Value, json};
 use crate::common::{
     Client, Options, Resp, Server, create_key,
     fake_mind::{FakeMind, Reply},
+    mcp_origin::McpOrigin,
+    origin::Origin,
     server_with_keys,
 };
 
@@ -869,8 +871,22 @@ fn schema_checker_sanity() {
 
 #[test]
 fn the_document_is_true() {
+    // Tools' endpoints on 127.0.0.2, allowed for the plans of the accounts that call them
+    // (ada's, lightyear, keeps the default's empty list); the free plan keeps one tool and
+    // sends one request a month.
+    let (origin, mcp) = (Origin::start("127.0.0.2"), McpOrigin::start("127.0.0.2"));
+    let allow = format!(
+        "allow = [{{ host = \"127.0.0.2\", ports = [{}, {}], schemes = [\"http\"] }}]\n",
+        origin.port(),
+        mcp.port()
+    );
+    let config = format!(
+        "{TINY_FREE_PLAN}tools = 1\nhttp_requests_per_month = 1\n\n\
+         [egress]\nallow_ranges = [\"127.0.0.2/32\"]\n\
+         [egress.plans.free]\n{allow}[egress.plans.liftoff]\n{allow}"
+    );
     let options = Options {
-        config: Some(TINY_FREE_PLAN.into()),
+        config: Some(config),
         hash_embedder: true,
         ..Default::default()
     };
@@ -1465,6 +1481,9 @@ fn the_document_is_true() {
     // ----- Agent components -----
     drive_components(&mut spec, &c, &bob, &small);
 
+    // ----- Tools a tenant registers -----
+    drive_tools(&mut spec, &c, &small, &origin, &mcp);
+
     // ----- The console's API -----
     drive_console(&mut spec, &server.base, &tmp.path().join("data"), &c);
 
@@ -1520,6 +1539,152 @@ fn the_document_is_true() {
         missing.is_empty(),
         "documented but not exercised (drive it here, or fix the document):\n{}",
         missing.join("\n")
+    );
+}
+
+/// `/api/v1/tools…`: registration (every bad field, the quota, a name taken), reads,
+/// deletion, an MCP server listed, and calls answered, refused by the policy, failed and
+/// past the month's HTTP budget.
+fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp: &McpOrigin) {
+    const TOOLS: &str = "/api/v1/tools";
+    let http = |name: &str, url: &str| {
+        json!({
+            "name": name, "kind": "http", "description": "The weather in a city",
+            "parameters": { "type": "object", "properties": { "city": { "type": "string" } } },
+            "endpoint": { "url": url, "method": "POST" }, "timeout_secs": 5,
+            "secret_header": { "name": "X-Api-Key", "value": "sk-openapi" },
+        })
+    };
+    let weather = http("weather", &origin.url("/weather"));
+    let made = expect(spec.post(c, TOOLS, &weather), 201);
+    assert_eq!(made.body["has_secret"], true);
+    expect_error(&spec.post(c, TOOLS, &weather), 409, "tool_exists");
+    let with = |field: &str, value: Value| {
+        let mut body = weather.clone();
+        body[field] = value;
+        body
+    };
+    for (body, code) in [
+        (with("name", json!("Weather")), "invalid_name"),
+        (with("kind", json!("grpc")), "invalid_kind"),
+        (with("description", json!(" ")), "invalid_description"),
+        (
+            with("parameters", json!({ "type": "string" })),
+            "invalid_parameters",
+        ),
+        (
+            with("endpoint", json!("https://x.example/")),
+            "invalid_endpoint",
+        ),
+        (with("timeout_secs", json!(10_000)), "invalid_timeout_secs"),
+        (
+            with("secret_header", json!({ "name": "X Key", "value": "x" })),
+            "invalid_secret_header",
+        ),
+        (json!({ "name": "docs", "kind": "mcp" }), "invalid_url"),
+        (
+            json!({ "name": "docs", "kind": "mcp", "url": mcp.url(), "bearer": "" }),
+            "invalid_bearer",
+        ),
+    ] {
+        expect_error(&spec.post(c, TOOLS, &body), 400, code);
+    }
+    expect_error(&spec.post_raw(c, TOOLS, "[]"), 400, "invalid_body");
+    let huge = with("description", json!("x".repeat(1_100_000)));
+    expect_error(&spec.post(c, TOOLS, &huge), 413, "payload_too_large");
+
+    // Reads.
+    let listed = expect(spec.get(c, TOOLS), 200);
+    assert_eq!(listed.body["data"][0]["name"], "weather");
+    expect(spec.get(c, &format!("{TOOLS}/weather")), 200);
+    expect_error(
+        &spec.get(c, &format!("{TOOLS}/nothing")),
+        404,
+        "tool_not_found",
+    );
+
+    // An MCP server, listed; one the policy refuses; one that does not speak MCP.
+    let refresh = |spec: &mut Spec, name: &str| {
+        let url = format!("{TOOLS}/{name}/refresh");
+        spec.exchange(c, &Method::POST, &url, None, Conformance::Strict)
+    };
+    let server = json!({ "name": "calc", "kind": "mcp", "url": mcp.url(), "bearer": "tok" });
+    expect(spec.post(c, TOOLS, &server), 201);
+    let refreshed = expect(refresh(spec, "calc"), 200);
+    assert_eq!(refreshed.body["tools"][0]["name"], "mcp_calc_add");
+    let denied = json!({ "name": "denied", "kind": "mcp", "url": "http://127.0.0.1:9/mcp" });
+    expect(spec.post(c, TOOLS, &denied), 201);
+    let r = refresh(spec, "denied");
+    expect_error(&r, 403, "tool_denied");
+    let mute = json!({ "name": "mute", "kind": "mcp", "url": origin.url("/mcp") });
+    expect(spec.post(c, TOOLS, &mute), 201);
+    let r = refresh(spec, "mute");
+    expect_error(&r, 502, "tool_failed");
+    let r = refresh(spec, "weather");
+    expect_error(&r, 409, "not_an_mcp_server");
+    let r = refresh(spec, "nothing");
+    expect_error(&r, 404, "tool_not_found");
+
+    // Calls.
+    let call = |name: &str| format!("{TOOLS}/{name}/call");
+    let arguments = json!({ "arguments": { "city": "Oslo" } });
+    let r = expect(spec.post(c, &call("weather"), &arguments), 200);
+    assert_eq!(r.body["result"], "got: {\"city\":\"Oslo\"}");
+    let sum = json!({ "arguments": { "a": 1, "b": 2 } });
+    expect(spec.post(c, &call("mcp_calc_add"), &sum), 200);
+    expect_error(
+        &spec.post(c, &call("weather"), &json!({})),
+        400,
+        "invalid_arguments",
+    );
+    expect_error(
+        &spec.post_raw(c, &call("weather"), "[]"),
+        400,
+        "invalid_body",
+    );
+    let big = json!({ "arguments": { "city": "x".repeat(1_100_000) } });
+    expect_error(
+        &spec.post(c, &call("weather"), &big),
+        413,
+        "payload_too_large",
+    );
+    expect_error(
+        &spec.post(c, &call("nothing"), &arguments),
+        404,
+        "tool_not_found",
+    );
+    let canary = http("canary", "http://127.0.0.1:9/steal");
+    expect(spec.post(c, TOOLS, &canary), 201);
+    expect_error(
+        &spec.post(c, &call("canary"), &arguments),
+        403,
+        "tool_denied",
+    );
+    let fail = json!({ "arguments": {} });
+    expect_error(
+        &spec.post(c, &call("mcp_calc_fail"), &fail),
+        502,
+        "tool_failed",
+    );
+
+    // The free plan: one tool, one request a month.
+    let own = http("weather", &origin.url("/small"));
+    expect(spec.post(small, TOOLS, &own), 201);
+    let second = http("second", &origin.url("/small"));
+    let r = spec.post(small, TOOLS, &second);
+    expect_error(&r, 402, "tool_quota_exceeded");
+    assert_eq!(r.body["error"]["details"]["limit"], 1);
+    expect(spec.post(small, &call("weather"), &arguments), 200);
+    let r = spec.post(small, &call("weather"), &arguments);
+    expect_error(&r, 402, "http_budget_exceeded");
+    assert_eq!(r.body["error"]["details"]["rule"], "budget");
+
+    // Deletion.
+    expect(spec.delete(c, &format!("{TOOLS}/canary")), 200);
+    expect_error(
+        &spec.delete(c, &format!("{TOOLS}/canary")),
+        404,
+        "tool_not_found",
     );
 }
 
@@ -1628,6 +1793,8 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
     assert_eq!(me.body["account"], "acme");
     expect(spec.get(&t, "/api/v1/console/usage"), 200);
     expect(spec.get(&t, "/api/v1/console/egress"), 200);
+    let tools = expect(spec.get(&t, "/api/v1/console/tools"), 200);
+    assert!(tools.body["data"].as_array().is_some(), "{:#}", tools.body);
 
     // Keys: create, list, revoke; another account's key is not found.
     let created = expect(

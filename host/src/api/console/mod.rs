@@ -1,7 +1,7 @@
 //! The console's HTTP side: its API under `/api/v1/console/` (signed in with an ID token,
-//! `auth`), the account's own routes (`account`: who, keys, usage), its views of agents and
-//! memories (`reads`, the public routes' bodies), one agent's live event stream (`events`,
-//! SSE) and the page itself (`page`). Sign-in rules are the domain's (`crate::console`).
+//! `auth`), the account's own routes (`account`: who, keys, usage), its views of agents,
+//! memories and tools (`reads`, the public routes' bodies), one agent's live event stream
+//! (`events`, SSE) and the page itself (`page`). Sign-in rules are the domain's (`crate::console`).
 
 pub mod account;
 mod auth;

@@ -1,4 +1,4 @@
-//! The console's views of the account's agents and memories: the public routes' own
+//! The console's views of the account's agents, memories and tools: the public routes' own
 //! bodies (`*_in`, which take the account a request is scoped to), reached with an ID
 //! token instead of an API key. Same requests, same answers, same errors.
 
@@ -20,6 +20,7 @@ use super::{
             DeleteQuery, DeleteResponse, History, HistoryQuery, MemoryList, Namespaces, SearchBody,
             SearchResponse,
         },
+        tools::{self, ToolList},
     },
     auth::ConsoleAuth,
 };
@@ -148,6 +149,19 @@ pub async fn delete_memory(
     memory::delete_in(&state, &session.account, q)
         .await
         .map(Json)
+}
+
+/// The account's tools, by name (as GET /api/v1/tools).
+#[utoipa::path(operation_id = "console_list_tools", get, path = "/api/v1/console/tools", tag = "console",
+    security(("idToken" = [])),
+    responses(
+        (status = 200, description = "every tool of the account", body = ToolList),
+    ))]
+pub async fn list_tools(
+    State(state): State<AppState>,
+    ConsoleAuth(session): ConsoleAuth,
+) -> ApiResult<Json<ToolList>> {
+    tools::list_in(&state, &session.account).await.map(Json)
 }
 
 /// The hosts the account's agents may send HTTP requests to (as GET /api/v1/egress).

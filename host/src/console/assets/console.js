@@ -5,10 +5,11 @@ import { api, clearToken, onUnauthorized, setToken, token } from './api.js';
 import * as agents from './agents.js';
 import * as keys from './keys.js';
 import * as memory from './memory.js';
+import * as tools from './tools.js';
 import * as usage from './usage.js';
 
 const $ = (id) => document.getElementById(id);
-const sections = { keys, agents, memory, usage };
+const sections = { keys, agents, memory, tools, usage };
 let current = null;
 
 /** Takes a token from the fragment into sessionStorage and out of the address bar. */

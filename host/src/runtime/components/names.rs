@@ -16,22 +16,7 @@ pub const ID_PREFIX: &str = "cmp_";
 /// A component name is snake_case: a lowercase letter, then lowercase letters, digits or
 /// underscores, at most [`MAX_NAME_CHARS`]. The message says what to fix.
 pub fn check_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    let snake = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if name.len() > MAX_NAME_CHARS {
-        return Err(format!(
-            "name is {} characters; the limit is {MAX_NAME_CHARS}",
-            name.len()
-        ));
-    }
-    if !snake {
-        return Err(format!(
-            "name {name:?} must be snake_case: a lowercase letter, then lowercase letters, \
-             digits or underscores"
-        ));
-    }
-    Ok(())
+    crate::text::check_snake_case(name, MAX_NAME_CHARS)
 }
 
 /// A version is semantic (`MAJOR.MINOR.PATCH`, then optionally `-pre` and `+build`), its

@@ -41,6 +41,7 @@ use crate::{
         stop::StopSignal,
         timings::Recorder,
     },
+    tools::{EmbeddedTools, Tools, ToolsConfig, ToolsParts},
 };
 
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
@@ -152,10 +153,26 @@ async fn services(dir: &Path) -> Arc<Services> {
     records.create(record(AGENT, ACCOUNT)).await.unwrap();
     let accounts: Accounts = Arc::new(KeyStore::new(db.clone()).unwrap());
     let usage: Ledger = Arc::new(UsageStore::new(db.clone()).unwrap());
+    let egress = Arc::new(Egress::new(EgressConfig::default(), Plans::default()).unwrap());
+    // The key outside what stands for the data dir here (the indexes' folder).
+    let config = ToolsConfig {
+        secret_key_file: Some(dir.join("keys/tools.key")),
+        ..ToolsConfig::default()
+    };
+    let store = Arc::new(EmbeddedTools::open(db.clone()).unwrap());
+    let index = dir.join("index");
+    let parts = ToolsParts {
+        store,
+        egress: egress.clone(),
+        accounts: accounts.clone(),
+        usage: usage.clone(),
+    };
+    let tools = Tools::open(parts, &config, &index);
     Arc::new(Services {
         memory,
         mind: mind::from_config(&MindConfig::default()).unwrap(),
-        egress: Arc::new(Egress::new(EgressConfig::default(), Plans::default()).unwrap()),
+        egress,
+        tools: Arc::new(tools.await.unwrap()),
         accounts: accounts.clone(),
         budgets: TokenBudgets::new(usage.clone(), accounts, Plans::default()),
         records,

@@ -34,6 +34,7 @@ fn limits(concurrent: u32, per_minute: u32, per_hour: u32, hours: f64) -> PlanLi
         event_streams: 5,
         mcp_sessions: 5,
         component_uploads_per_hour: 10,
+        tools: 10,
         requests_in_flight: 100,
         http_requests_per_run: 10,
         http_bytes_per_run: 1 << 20,

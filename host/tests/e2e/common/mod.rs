@@ -7,6 +7,7 @@ pub mod fake_anthropic;
 pub mod fake_embedder;
 pub mod fake_mind;
 pub mod fake_server;
+pub mod mcp_origin;
 pub mod origin;
 #[path = "../../support/postgres.rs"]
 pub mod postgres;
@@ -211,6 +212,8 @@ impl Server {
         .env("WASMIND_LOG", "info")
         .env_remove("WASMIND_CONFIG")
         .env("WASMIND_ARTIFACT_CACHE_DIR", shared_artifacts())
+        // Beside the data dir, not in it (nor in the tester's own config dir).
+        .env("WASMIND_TOOLS_KEY_FILE", dir.with_extension("tools.key"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
         if options.hash_embedder {

@@ -32,6 +32,8 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub idempotency_key: Option<String>,
+    /// Every header, its name lowercase.
+    pub headers: Vec<(String, String)>,
     pub body: String,
 }
 
@@ -52,30 +54,14 @@ pub struct Origin {
 impl Origin {
     /// An origin listening on `ip` (a port of its own).
     pub fn start(ip: &str) -> Self {
-        let listener = std::net::TcpListener::bind((ip, 0)).expect("binding the origin");
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (release, released) = watch::channel(false);
-        let (stop, stopped) = oneshot::channel::<()>();
         let shared = Shared {
             seen: seen.clone(),
             released,
         };
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let app = Router::new().fallback(answer).with_state(shared);
-                let served = axum::serve(listener, app).with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                });
-                let _ = served.await;
-            });
-        });
+        let app = move || Router::new().fallback(answer).with_state(shared);
+        let (addr, stop, thread) = serve_on_thread(ip, app, || ());
         Self {
             addr,
             seen,
@@ -129,6 +115,34 @@ impl Drop for Origin {
     }
 }
 
+/// Serves the router `app` makes on `ip` (a port of its own), on a thread and tokio runtime
+/// of its own, until the sender is used: then `on_stop` runs and the server ends gracefully.
+pub fn serve_on_thread(
+    ip: &str,
+    app: impl FnOnce() -> Router + Send + 'static,
+    on_stop: impl FnOnce() + Send + 'static,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("binding a test server");
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let served = axum::serve(listener, app()).with_graceful_shutdown(async move {
+                let _ = stopped.await;
+                on_stop();
+            });
+            let _ = served.await;
+        });
+    });
+    (addr, stop, thread)
+}
+
 #[derive(serde::Deserialize)]
 struct To {
     to: Option<String>,
@@ -149,6 +163,9 @@ async fn answer(
         path: path.clone(),
         idempotency_key: (headers.get("idempotency-key"))
             .map(|k| k.to_str().unwrap_or_default().to_string()),
+        headers: (headers.iter())
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+            .collect(),
         body: body.clone(),
     });
     match path.as_str() {
