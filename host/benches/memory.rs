@@ -19,7 +19,11 @@
 //! 8. only when asked for (`WASMIND_BENCH_PHASES=slow-readers`): 10,000 connections from one
 //!    address that ask for the 1.45 MB documentation bundle and read it a byte a second,
 //!    what the server does with them, and B's reads from another address meanwhile (see
-//!    `memory/slow_readers.rs`).
+//!    `memory/slow_readers.rs`);
+//! 9. only when asked for (`WASMIND_BENCH_PHASES=backends`): both backends served over HTTP
+//!    side by side at 1,000, 10,000 and 100,000 memories in one account, every request sent
+//!    to both, with postgres ÷ embedded per row (see `memory/backends.rs`; its own settings
+//!    are listed there).
 //!
 //! The search data sets are loaded through `MemoryService::import` and served with the
 //! embedder that loaded them (a data dir refuses another one's vectors): one account with
@@ -31,8 +35,8 @@
 //! - `WASMIND_BENCH_SCALE=N` divides the data set sizes (quick run: 20);
 //! - `WASMIND_BENCH_SINGLE`, `WASMIND_BENCH_ACCOUNTS`, `WASMIND_BENCH_PER_ACCOUNT` set them;
 //! - `WASMIND_BENCH_PHASES=put,single,cold,multi,postgres,fair,fair-postgres,strangers,`
-//!   `slow-readers` picks phases (cold needs single's dir; the default is put, single, cold
-//!   and multi);
+//!   `slow-readers,backends` picks phases (cold needs single's dir; the default is put,
+//!   single, cold and multi);
 //! - `WASMIND_BENCH_PUT_SECS` (10), `WASMIND_BENCH_CLIENTS` (16), `WASMIND_BENCH_PUTS` (300);
 //! - `WASMIND_BENCH_PUT_EMBEDDER=hash` serves the HTTP puts with the hash embedder (storage
 //!   and HTTP without inference); `WASMIND_BENCH_FAIR_EMBEDDER=hash` does the same for the
@@ -41,6 +45,8 @@
 //!   `WASMIND_BENCH_REUSE=1` reuses kept ones instead of loading again;
 //! - `WASMIND_BIN` (the `wasmind` binary cargo built for this profile), `WASMIND_MODEL_DIR`.
 
+#[path = "memory/backends.rs"]
+mod backends;
 #[path = "memory/bystander.rs"]
 mod bystander;
 #[path = "memory/cold.rs"]
@@ -55,6 +61,8 @@ mod load;
 mod postgres;
 #[path = "memory/put.rs"]
 mod put;
+#[path = "memory/remembered.rs"]
+mod remembered;
 #[path = "memory/report.rs"]
 mod report;
 #[path = "memory/search.rs"]
@@ -241,6 +249,10 @@ fn main() {
 
     if settings.wants("slow-readers") {
         slow_readers::run(&mut table);
+    }
+
+    if settings.wants("backends") {
+        backends::run(&mut table, &model);
     }
 
     drop(model);

@@ -107,18 +107,25 @@ impl Opened {
         state.memory.checkpoint().expect("checkpoint");
         drop(state);
         runtime.shutdown_timeout(Duration::from_secs(10));
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while Arc::strong_count(dir.db()) > 1 {
-            assert!(
-                Instant::now() < deadline,
-                "the server state did not release the database"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // The writer thread drops its index handles beside the database; give it a moment.
-        std::thread::sleep(Duration::from_millis(200));
-        drop(dir);
+        release(dir);
     }
+}
+
+/// Waits until nothing else holds `dir`'s database (the memory service's writer thread
+/// lets go of it after its owner is dropped), then closes it, so the same dir can be
+/// opened again in this process.
+pub fn release(dir: DataDir) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Arc::strong_count(dir.db()) > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the memory service did not release the database"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The writer thread drops its index handles beside the database; give it a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    drop(dir);
 }
 
 /// The API served over loopback HTTP on the opened state's runtime, behind the same

@@ -70,17 +70,17 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let accounts = load(table, &rt, &section, &memory, 1, settings.single);
     let before = rewrite(&rt, &memory, &accounts[0], settings.single);
     // What the first search starts in the background for an account this size, done
-    // before measuring so the searches take the index path throughout.
+    // before measuring so the searches take the graph path throughout.
     let started = Instant::now();
     rt.block_on(backend.index_now(&accounts[0]))
-        .expect("index the account");
+        .expect("give the account its graph");
     let secs = started.elapsed().as_secs_f64();
-    // Indexing rewrote every row: vacuum now rather than have autovacuum do it (and its
-    // pass over the HNSW index) in the middle of the measured searches.
-    pg.psql("single", "VACUUM (ANALYZE) memories");
+    // The rewrites left dead rows: vacuum now rather than have autovacuum do it in the
+    // middle of the measured searches.
+    pg.psql("single", "VACUUM (ANALYZE)");
     table.value(
         &section,
-        "putting the loaded account into the HNSW index (setup)",
+        "giving the loaded account its graph (setup)",
         format!(
             "{} memories in {secs:.0} s ({:.0}/s)",
             settings.single,

@@ -50,16 +50,7 @@ pub fn run(
     let client = Client::new(&server.base(), &keys[0].1);
     let mut texts = Texts::new(section.len() as u64 * 7919);
     let mut seen = HashSet::new();
-    let mut distinct = |n: usize, texts: &mut Texts| -> Vec<String> {
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            let q = texts.query();
-            if seen.insert(q.clone()) {
-                out.push(q);
-            }
-        }
-        out
-    };
+    let mut distinct = |n: usize, texts: &mut Texts| texts.fresh_queries(&mut seen, n);
     let pick = |texts: &mut Texts| -> &str {
         let i = texts.rng().range(0, keys.len() - 1);
         &keys[i].1

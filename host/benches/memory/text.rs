@@ -2,6 +2,8 @@
 //! a frequency-ordered word list, so BM25 sees realistic term frequencies (a few very common
 //! words, a long tail of rare ones) and MiniLM sees ordinary English tokens.
 
+use std::collections::HashSet;
+
 /// About 900 English words, most frequent first (function words lead, as in real text; the
 /// keyword analyzer drops those as stop words).
 const WORDS: &str = "
@@ -177,6 +179,19 @@ impl Texts {
             0 => first,
             _ => format!("{first} {}", self.sentence(4, 14)),
         }
+    }
+
+    /// `n` queries none of which is in `seen` (they are added to it): a bench's never-seen
+    /// queries, which no cache has answered before.
+    pub fn fresh_queries(&mut self, seen: &mut HashSet<String>, n: usize) -> Vec<String> {
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let q = self.query();
+            if seen.insert(q.clone()) {
+                out.push(q);
+            }
+        }
+        out
     }
 
     /// A search query of 2 to 6 content words.

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 
 use super::{
     ImportReport, ListQuery, Quota, Result,
@@ -234,6 +235,19 @@ pub trait MemoryBackend: Send + Sync {
     /// tantivy and usearch indexes of them; on postgres the table's index of the versions
     /// no longer counted), never a scan of the account.
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>>;
+
+    /// [`candidates`](Self::candidates) of a query whose embedding is still being made:
+    /// `vector` gives it (`q.vector` is not read). A backend that can start on the rest
+    /// meanwhile does — postgres asks for the keyword candidates on another connection
+    /// while the embedder works; by default the embedding is awaited first.
+    async fn candidates_embedding<'a>(
+        &'a self,
+        mut q: CandidateQuery,
+        vector: BoxFuture<'a, Result<Arc<Vec<f32>>>>,
+    ) -> Result<Vec<(Memory, Candidate)>> {
+        q.vector = Some(vector.await?);
+        self.candidates(&q).await
+    }
 
     /// Up to `k` nearest other memories of each of `ids` at or above `threshold`:
     /// `(memory, neighbour, cosine)`.

@@ -9,6 +9,7 @@
 
 mod group;
 mod indexer;
+mod past;
 mod rows;
 mod search;
 mod write;
@@ -16,12 +17,16 @@ mod write;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::{
+    FutureExt,
+    future::{self, BoxFuture},
+};
 use sqlx::{AssertSqlSafe, PgPool, Row};
 
 use self::group::Groups;
-use self::indexer::Indexer;
+use self::indexer::{Indexer, Job};
 use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_columns};
-use self::search::VectorSql;
+use self::search::{VectorSql, Vectors};
 use self::write::Txn;
 use super::{
     ImportReport, ListQuery, MemoryError, Quota, Result,
@@ -38,20 +43,28 @@ use crate::{
     storage::{bigint, unsigned},
 };
 
-/// Accounts holding at most this many counted memories are searched exactly (see
-/// [`search`]); measured in BENCHMARKS.md.
-const EXACT_UP_TO: u64 = 10_000;
+/// Accounts holding more counted memories than this get a graph of their own (see
+/// [`indexer`]); smaller ones are searched by an exact scan of their rows, which at this
+/// size costs what a graph search costs (BENCHMARKS.md, "The postgres backend as fast as
+/// one node").
+const GRAPH_PAST: u64 = 2_000;
+
+/// A graph is brought up to date once more than this many memories were written to its
+/// account since; a search scans those exactly meanwhile.
+const TAIL_UP_TO: u64 = 500;
 
 /// Memories in PostgreSQL with pgvector.
 pub struct PgMemory {
     pool: PgPool,
     /// Concurrent puts of an account, committed together.
     groups: Arc<Groups>,
-    /// Accounts being put into the vector index.
+    /// Accounts being given a graph, or theirs brought up to date.
     indexer: Arc<Indexer>,
     vectors: VectorSql,
-    /// Accounts with at most this many counted memories are searched exactly.
-    exact_up_to: u64,
+    /// Accounts with more counted memories than this get a graph.
+    graph_past: u64,
+    /// Graphs are brought up to date past this many memories written since.
+    tail_up_to: u64,
 }
 
 impl PgMemory {
@@ -85,20 +98,24 @@ impl PgMemory {
                 .await?;
         }
         tx.commit().await?;
+        retire_index(&pool, dims).await?;
         Ok(Self {
             groups: Groups::new(pool.clone()),
-            indexer: Indexer::new(pool.clone()),
+            indexer: Indexer::new(pool.clone(), dims),
             pool,
             vectors: VectorSql::new(dims),
-            exact_up_to: EXACT_UP_TO,
+            graph_past: GRAPH_PAST,
+            tail_up_to: TAIL_UP_TO,
         })
     }
 
-    /// Below how many counted memories an account is searched exactly (tests use 0 to
-    /// exercise the index on small data).
+    /// Past how many counted memories an account gets a graph, and past how many written
+    /// since a graph is brought up to date (tests use small ones to exercise graphs on
+    /// small data).
     #[cfg(test)]
-    pub(crate) fn exact_up_to(mut self, memories: u64) -> Self {
-        self.exact_up_to = memories;
+    pub(crate) fn graph_past(mut self, memories: u64, tail: u64) -> Self {
+        self.graph_past = memories;
+        self.tail_up_to = tail;
         self
     }
 
@@ -131,26 +148,116 @@ impl PgMemory {
         Ok(())
     }
 
-    /// Whether `account`'s vector searches scan it exactly: it is not in the vector index.
-    /// One past the exact-scan size is put there in the background meanwhile.
-    async fn exact(&self, account: &str) -> Result<bool> {
-        let row: Option<(i64, bool)> =
-            sqlx::query_as("SELECT live, indexed FROM memory_accounts WHERE account_id = $1")
-                .bind(account)
-                .fetch_optional(&self.pool)
-                .await?;
-        let (live, indexed) = row.map_or((0, false), |(live, indexed)| (unsigned(live), indexed));
-        if !indexed && live > self.exact_up_to {
-            self.indexer.start(account);
+    /// Where `account`'s vectors are searched. An account past the exact-scan size without
+    /// a graph, or whose graph lags more than [`TAIL_UP_TO`] memories behind, is indexed in
+    /// the background meanwhile.
+    async fn vectors(&self, account: &str) -> Result<Vectors> {
+        let row: Option<(i64, Option<i64>, i64, i64)> = sqlx::query_as(
+            "SELECT live, graph, graphed_upto, ungraphed FROM memory_accounts \
+             WHERE account_id = $1",
+        )
+        .bind(account)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some((live, graph, upto, ungraphed)) = row else {
+            return Ok(Vectors {
+                graph: None,
+                upto: 0,
+            });
+        };
+        let due = match graph {
+            None => unsigned(live) > self.graph_past,
+            Some(_) => unsigned(ungraphed) > self.tail_up_to,
+        };
+        if due {
+            let job = Job::Graph {
+                past: self.graph_past,
+            };
+            self.indexer.start(account, job);
         }
-        Ok(!indexed)
+        Ok(Vectors {
+            graph,
+            upto: graph.map_or(0, |_| upto),
+        })
     }
 
-    /// Puts `account` into the vector index now, whatever its size (what a search starts
-    /// in the background once the account is past the exact-scan size): for a loader that
-    /// wants the index path from the first search.
+    /// A search's candidates, its query's embedding given by `vector` when it has one. The
+    /// lists come from different connections at once, so a hybrid search waits for the
+    /// slowest, not for all — and the keyword list is asked for at once, while the query
+    /// is still being embedded.
+    ///
+    /// With `as_of`, the live memories already written then come from the indexes as
+    /// always, and the past versions live then from their own index (`memories_ended`),
+    /// scored exactly as a scan scores them (BM25 over those versions alone, as the
+    /// embedded index of the past keeps statistics of its own; see [`Self::past`]).
+    async fn gather(
+        &self,
+        mut q: CandidateQuery,
+        vector: Option<BoxFuture<'_, Result<Arc<Vec<f32>>>>>,
+    ) -> Result<Vec<(Memory, Candidate)>> {
+        let keyword = async {
+            match q.keywords {
+                true => search::keyword(&self.pool, &q).await,
+                false => Ok(Vec::new()),
+            }
+        };
+        let rest = async {
+            let (vector, at) = match vector {
+                Some(vector) => {
+                    let (vector, at) = tokio::try_join!(vector, self.vectors(&q.account))?;
+                    (Some(vector), Some(at))
+                }
+                None => (None, None),
+            };
+            let q = CandidateQuery {
+                vector: vector.clone(),
+                ..q.clone()
+            };
+            let semantic = async {
+                match (&vector, at) {
+                    (Some(v), Some(at)) => {
+                        search::vector(&self.pool, &self.vectors, at, &q, v).await
+                    }
+                    _ => Ok(Vec::new()),
+                }
+            };
+            let (semantic, past) = tokio::try_join!(semantic, self.past(&q))?;
+            Ok((vector, semantic, past))
+        };
+        let (keyword, (vector, semantic, past)) = tokio::try_join!(keyword, rest)?;
+        q.vector = vector;
+        let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let rows = search::rows(&self.pool, &q, &ids).await?;
+        let mut found = search::merged(&keyword, &semantic, rows);
+        found.extend(past);
+        Ok(found)
+    }
+
+    /// With `as_of`, the best candidates of the versions of the past live then, ranked in
+    /// the database ([`search::PAST_BEST`]) — or, while the account still has versions
+    /// retired before their ends and postings were kept (filled in meanwhile, in the
+    /// background), all of them read and ranked here, as before.
+    async fn past(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
+        let Some(at) = q.as_of else {
+            return Ok(Vec::new());
+        };
+        if search::past_ended(&self.pool, &q.account).await? {
+            return search::past_best(&self.pool, q, at).await;
+        }
+        self.indexer.start(&q.account, Job::Past);
+        let (memories, cosines) = search::past(&self.pool, q, at).await?.into_iter().unzip();
+        let query = q.keywords.then(|| q.query.clone());
+        let scored = scan::candidates_apart(memories, cosines, query).await?;
+        Ok(scan::best(scored, q.k))
+    }
+
+    /// Gives `account` a graph now, whatever its size, and brings it up to date (what a
+    /// search starts in the background once the account is past the exact-scan size): for
+    /// a loader that wants the graph from the first search.
     pub async fn index_now(&self, account: &str) -> Result<()> {
-        indexer::index_account(&self.pool, account).await
+        indexer::index_account(&self.pool, self.vectors.dims(), account, 0).await
     }
 }
 
@@ -376,45 +483,17 @@ impl MemoryBackend for PgMemory {
             .await
     }
 
-    /// With `as_of`, the live memories already written then come from the indexes as
-    /// always, and the past versions live then from the past's own index
-    /// (`memories_past`), scored exactly as a scan scores them (BM25 over those versions
-    /// alone, as the embedded index of the past keeps statistics of its own).
     async fn candidates(&self, q: &CandidateQuery) -> Result<Vec<(Memory, Candidate)>> {
-        // The lists come from different connections at once: a hybrid search waits for
-        // the slowest, not for all.
-        let past = async {
-            let Some(at) = q.as_of else {
-                return Ok(Vec::new());
-            };
-            let (memories, cosines) = search::past(&self.pool, q, at).await?.into_iter().unzip();
-            let query = q.keywords.then(|| q.query.clone());
-            let scored = scan::candidates_apart(memories, cosines, query).await?;
-            Ok(scan::best(scored, q.k))
-        };
-        let keyword = async {
-            match q.keywords {
-                true => search::keyword(&self.pool, q).await,
-                false => Ok(Vec::new()),
-            }
-        };
-        let semantic = async {
-            match &q.vector {
-                Some(v) => {
-                    let exact = self.exact(&q.account).await?;
-                    search::vector(&self.pool, &self.vectors, exact, q, v).await
-                }
-                None => Ok(Vec::new()),
-            }
-        };
-        let (keyword, semantic, past) = tokio::try_join!(keyword, semantic, past)?;
-        let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let rows = search::rows(&self.pool, q, &ids).await?;
-        let mut found = search::merged(&keyword, &semantic, rows);
-        found.extend(past);
-        Ok(found)
+        let vector = q.vector.clone().map(|v| future::ready(Ok(v)).boxed());
+        self.gather(q.clone(), vector).await
+    }
+
+    async fn candidates_embedding<'a>(
+        &'a self,
+        q: CandidateQuery,
+        vector: BoxFuture<'a, Result<Arc<Vec<f32>>>>,
+    ) -> Result<Vec<(Memory, Candidate)>> {
+        self.gather(q, Some(vector)).await
     }
 
     async fn neighbours(
@@ -424,23 +503,43 @@ impl MemoryBackend for PgMemory {
         k: usize,
         threshold: f32,
     ) -> Result<Vec<(u64, u64, f32)>> {
-        let exact = self.exact(account).await?;
-        search::neighbours(
-            &self.pool,
-            &self.vectors,
-            exact,
-            account,
-            &ids,
-            k,
-            threshold,
-        )
-        .await
+        let at = self.vectors(account).await?;
+        search::neighbours(&self.pool, &self.vectors, at, account, &ids, k, threshold).await
     }
 
     /// Nothing to do: every write is durable in PostgreSQL when it returns.
     fn checkpoint(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// Drops the HNSW index of earlier versions over large accounts' rows in the memories
+/// table, which the graphs replace ([`VectorSql::retired_index`]), when it is there: once,
+/// under a session-level advisory lock so nodes starting together do not collide. It waits
+/// for the transactions using the table, as `CONCURRENTLY` does, without holding up any.
+async fn retire_index(pool: &PgPool, dims: usize) -> Result<()> {
+    let index = format!("memories_indexed_hnsw_{dims}");
+    let there: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_class WHERE relname = $1)")
+            .bind(&index)
+            .fetch_one(pool)
+            .await?;
+    if !there {
+        return Ok(());
+    }
+    let mut conn = pool.acquire().await?;
+    sqlx::query("SELECT pg_advisory_lock(hashtext('wasmind.memory_embedder'))")
+        .execute(&mut *conn)
+        .await?;
+    let dropped = sqlx::query(AssertSqlSafe(VectorSql::retired_index(dims)))
+        .execute(&mut *conn)
+        .await;
+    sqlx::query("SELECT pg_advisory_unlock(hashtext('wasmind.memory_embedder'))")
+        .execute(&mut *conn)
+        .await?;
+    dropped?;
+    tracing::info!(%index, "dropped the HNSW index the accounts' graphs replace");
+    Ok(())
 }
 
 #[cfg(test)]

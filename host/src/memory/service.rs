@@ -2,6 +2,8 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 
+use futures_util::FutureExt;
+
 use super::MemoryConfig;
 use super::{
     Class, MemoryError, PutInput, Quota, Result,
@@ -382,19 +384,20 @@ impl MemoryService {
         if q.time.is_empty_window() {
             return Ok(Vec::new());
         }
-        let vector = match q.mode.uses_vectors() {
-            true => Some(self.inner.embed.embed_query(account, &q.query).await?),
-            false => None,
-        };
-        let indexed = !q.time.has_window();
         // A reranked search first ranks the pool the cross-encoder reads.
         let ranked = match q.rerank {
             true => search::rerank_pool(q.limit),
             false => q.limit,
         };
-        let found = match indexed {
-            true => self.candidates(account, &q, ranked, vector, now).await?,
-            false => self.scan(account, &q, vector, now).await?,
+        let found = match q.time.has_window() {
+            false => self.candidates(account, &q, ranked, now).await?,
+            true => {
+                let vector = match q.mode.uses_vectors() {
+                    true => Some(self.inner.embed.embed_query(account, &q.query).await?),
+                    false => None,
+                };
+                self.scan(account, &q, vector, now).await?
+            }
         };
         // Scored at the instant looked at: decay is measured from then.
         let now = q.time.as_of.unwrap_or(now);
@@ -434,29 +437,33 @@ impl MemoryService {
     }
 
     /// A search's candidates from the indexes, enough to rank its best `ranked`: of the
-    /// live versions, and of the past when it is `as_of`.
+    /// live versions, and of the past when it is `as_of`. The query is embedded while the
+    /// backend starts on what needs no vector.
     async fn candidates(
         &self,
         account: &str,
         q: &SearchQuery,
         ranked: usize,
-        vector: Option<Arc<Vec<f32>>>,
         now: u64,
     ) -> Result<Vec<(Memory, Candidate)>> {
-        self.inner
-            .backend
-            .candidates(&CandidateQuery {
-                account: account.to_string(),
-                namespace: q.namespace.clone(),
-                tags: q.tags.clone(),
-                query: q.query.clone(),
-                keywords: q.mode.uses_keywords(),
-                vector,
-                k: search::candidates_for(ranked),
-                now: q.time.as_of.unwrap_or(now),
-                as_of: q.time.as_of,
-            })
-            .await
+        let query = CandidateQuery {
+            account: account.to_string(),
+            namespace: q.namespace.clone(),
+            tags: q.tags.clone(),
+            query: q.query.clone(),
+            keywords: q.mode.uses_keywords(),
+            vector: None,
+            k: search::candidates_for(ranked),
+            now: q.time.as_of.unwrap_or(now),
+            as_of: q.time.as_of,
+        };
+        let backend = &self.inner.backend;
+        if !q.mode.uses_vectors() {
+            return backend.candidates(&query).await;
+        }
+        let embed = &self.inner.embed;
+        let vector = async move { Ok(embed.embed_query(account, &q.query).await?) };
+        backend.candidates_embedding(query, vector.boxed()).await
     }
 
     /// A search's candidates when no index answers it (an observation window: no index

@@ -14,14 +14,19 @@
 //! tantivy counts a deleted document in N and n until a merge drops it, here a document
 //! leaves the statistics when it stops being live.
 //!
-//! **Vectors.** An account holding at most [`PgMemory::exact_up_to`](super::PgMemory)
-//! memories is scanned exactly (its rows through the `memories_counted` index, every
-//! distance computed): at that size it is as fast as an index and never misses. A larger
-//! account is put into the HNSW index (see [`indexer`](super::indexer); only such
-//! accounts' rows are in it) and, once it is, searched through it, with
-//! `hnsw.iterative_scan = relaxed_order` so that the filter on the account (and namespace,
-//! tags, expiry) keeps scanning until `k` rows pass it, the rows re-sorted afterwards
-//! (relaxed order may return them slightly out of order).
+//! **Vectors.** An account is searched through a graph of its own once it has one (see
+//! [`indexer`](super::indexer)): its table `memory_graph_<n>` holds its vectors alone, with
+//! an HNSW index over them, so a search walks no other account's vectors however many share
+//! the database. The rows an account gained since its graph was last brought up to date
+//! (the tail, ids above `graphed_upto`; a few hundred at most while it is searched) are
+//! scanned exactly in the same statement, and the two lists merged. An account without a
+//! graph — at most [`GRAPH_PAST`](super::GRAPH_PAST) memories — is all tail: its rows are
+//! scanned exactly (through the `memories_counted` index, every distance computed), which at
+//! that size costs what a graph search costs and never misses. The graph's rows are checked
+//! against the account's live memories (and the search's namespace, tags, expiry and
+//! `as_of`) as the HNSW scan yields them, with `hnsw.iterative_scan = relaxed_order` so that
+//! it keeps scanning until `k` pass; the merged rows are sorted afterwards (relaxed order may
+//! yield them slightly out of order).
 
 use std::sync::Arc;
 
@@ -31,7 +36,7 @@ use sqlx::{
     query::Query,
 };
 
-use super::rows::{cosine_to, memories_with_cosines, memory_columns};
+use super::rows::{cosine_to, memories_with_cosines, memory, memory_columns};
 use crate::{
     memory::{
         Result, backend::CandidateQuery, index::query_terms, record::Memory, search::Candidate,
@@ -87,61 +92,135 @@ CROSS JOIN LATERAL (
 ) passes
 ORDER BY s.bm25 DESC, s.id DESC LIMIT $6";
 
-/// The vector queries, built once for the recorded embedder's dimensions: the HNSW index
-/// is on `embedding::vector(dims)`, and only that expression in an `ORDER BY` uses it.
+/// Where an account's vectors are: its graph's table (`memory_graph_<graph>`) when it has
+/// one, holding every counted memory with an id up to `upto`; the rows above are its tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Vectors {
+    pub(super) graph: Option<i64>,
+    pub(super) upto: i64,
+}
+
+/// The filters of a search on a memories row `m` (bound as in [`VectorSql::search`]).
+macro_rules! search_filters {
+    ($m:literal) => {
+        concat!(
+            $m,
+            ".counted AND (",
+            $m,
+            ".expires_at IS NULL OR ",
+            $m,
+            ".expires_at > $3) \
+             AND ($4::text IS NULL OR ",
+            $m,
+            ".namespace = $4) AND ",
+            $m,
+            ".tags @> $5 \
+             AND ($7::int8 IS NULL OR ",
+            $m,
+            ".updated_at <= $7)"
+        )
+    };
+}
+
+/// The vector queries for the recorded embedder's dimensions (a graph's column is a
+/// `vector(dims)`). The query vector is made from its `real[]` once per statement, in a
+/// subquery (see [`cosine_to`]).
 pub(super) struct VectorSql {
-    pub(super) search_exact: Arc<str>,
-    pub(super) search_index: Arc<str>,
-    pub(super) neighbours_exact: Arc<str>,
-    pub(super) neighbours_index: Arc<str>,
+    dims: usize,
+    search_exact: Arc<str>,
+    neighbours_exact: Arc<str>,
 }
 
 impl VectorSql {
     pub(super) fn new(dims: usize) -> Self {
-        // `only` keeps an index path to the rows in the (partial) index.
-        let search = |order: &str, only: &str| -> Arc<str> {
-            format!(
-                "SELECT id, (1 - (embedding <=> $2::real[]::vector))::float4 AS cosine FROM ( \
-                    SELECT id, embedding, {order} AS distance FROM memories \
-                    WHERE account_id = $1 AND counted {only} \
-                    AND (expires_at IS NULL OR expires_at > $3) \
-                    AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
-                    AND ($7::int8 IS NULL OR updated_at <= $7) \
-                    ORDER BY {order} LIMIT $6 \
-                 ) found ORDER BY distance, id DESC"
-            )
-            .into()
-        };
-        let neighbours = |order: &str, only: &str| -> Arc<str> {
-            format!(
-                "SELECT m.id AS memory, n.id AS neighbour, n.cosine FROM memories m \
-                 CROSS JOIN LATERAL ( \
-                    SELECT o.id, (1 - (o.embedding <=> m.embedding))::float4 AS cosine \
-                    FROM memories o WHERE o.account_id = $1 AND o.counted {only} AND o.id <> m.id \
-                    ORDER BY {order} LIMIT $3 \
-                 ) n WHERE m.account_id = $1 AND m.id = ANY($2) AND n.cosine >= $4"
-            )
-            .into()
-        };
         Self {
-            search_exact: search("embedding <=> $2::real[]::vector", ""),
-            search_index: search(
-                &format!("embedding::vector({dims}) <=> $2::real[]::vector({dims})"),
-                "AND indexed",
-            ),
-            neighbours_exact: neighbours("o.embedding <=> m.embedding", ""),
-            neighbours_index: neighbours(
-                &format!("o.embedding::vector({dims}) <=> m.embedding::vector({dims})"),
-                "AND o.indexed",
-            ),
+            dims,
+            search_exact: format!(
+                "SELECT id, (1 - distance)::float4 AS cosine FROM ({}) found \
+                 ORDER BY distance, id DESC",
+                Self::SEARCH_TAIL
+            )
+            .into(),
+            neighbours_exact: Self::neighbours_of(Self::NEIGHBOURS_TAIL).into(),
         }
     }
 
+    /// The dimensions of the embedder's vectors.
+    pub(super) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The account's rows above `$8` nearest `$2`, exactly: the best `$6` of them.
+    const SEARCH_TAIL: &str = concat!(
+        "SELECT id, embedding <=> (SELECT $2::real[]::vector) AS distance FROM memories m \
+         WHERE account_id = $1 AND id > $8 AND ",
+        search_filters!("m"),
+        " ORDER BY distance LIMIT $6"
+    );
+
+    /// The account's rows above `$5` nearest `m`'s, exactly: the best `$3` of them.
+    const NEIGHBOURS_TAIL: &str = "SELECT o.id, o.embedding <=> m.embedding AS distance \
+        FROM memories o WHERE o.account_id = $1 AND o.counted AND o.id > $5 AND o.id <> m.id \
+        ORDER BY distance LIMIT $3";
+
+    /// Top `$6` (id, cosine) of account `$1`'s live memories nearest `$2` (`real[]`) at `$3`,
+    /// in namespace `$4` (NULL: any) with tags `$5`, written by `$7` (NULL: any time), above
+    /// id `$8` only when there is no `graph` — else from the graph and above `$8` both.
+    pub(super) fn search(&self, graph: Option<i64>) -> Arc<str> {
+        let Some(graph) = graph else {
+            return self.search_exact.clone();
+        };
+        let dims = self.dims;
+        format!(
+            "SELECT id, (1 - min(distance))::float4 AS cosine FROM ( \
+                (SELECT g.id, g.embedding <=> (SELECT $2::real[]::vector({dims})) AS distance \
+                 FROM memory_graph_{graph} g WHERE EXISTS ( \
+                    SELECT 1 FROM memories m WHERE m.account_id = $1 AND m.id = g.id AND {filters}) \
+                 ORDER BY g.embedding <=> (SELECT $2::real[]::vector({dims})) LIMIT $6) \
+                UNION ALL ({tail}) \
+             ) found GROUP BY id ORDER BY min(distance), id DESC LIMIT $6",
+            filters = search_filters!("m"),
+            tail = Self::SEARCH_TAIL,
+        )
+        .into()
+    }
+
+    /// `(memory, neighbour, cosine)`: up to `$3` nearest other counted memories of each of
+    /// account `$1`'s `$2` at or above `$4`, from the `graph` and above id `$5`.
+    pub(super) fn neighbours(&self, graph: Option<i64>) -> Arc<str> {
+        let Some(graph) = graph else {
+            return self.neighbours_exact.clone();
+        };
+        let dims = self.dims;
+        Self::neighbours_of(&format!(
+            "SELECT id, min(distance) AS distance FROM ( \
+                (SELECT g.id, g.embedding <=> m.embedding::vector({dims}) AS distance \
+                 FROM memory_graph_{graph} g WHERE g.id <> m.id AND EXISTS ( \
+                    SELECT 1 FROM memories c WHERE c.account_id = $1 AND c.id = g.id AND c.counted) \
+                 ORDER BY g.embedding <=> m.embedding::vector({dims}) LIMIT $3) \
+                UNION ALL ({tail}) \
+             ) found GROUP BY id",
+            tail = Self::NEIGHBOURS_TAIL,
+        ))
+        .into()
+    }
+
+    /// The neighbours statement around `nearest`, the (id, distance) candidates of `m`.
+    fn neighbours_of(nearest: &str) -> String {
+        format!(
+            "SELECT m.id AS memory, n.id AS neighbour, n.cosine FROM memories m \
+             CROSS JOIN LATERAL ( \
+                SELECT id, (1 - distance)::float4 AS cosine FROM ({nearest}) c \
+                ORDER BY distance, id DESC LIMIT $3 \
+             ) n WHERE m.account_id = $1 AND m.id = ANY($2) AND n.cosine >= $4"
+        )
+    }
+
     /// The statements fitting the memories table to the recorded embedder's `dims`: every
-    /// vector of that length (most rows are in no index whose expression would check it),
-    /// and the HNSW index the `*_index` queries use over the rows of indexed accounts, in
-    /// place of the one over every row that came before it.
-    pub(super) fn schema(dims: usize) -> [String; 3] {
+    /// vector of that length (most rows are in no index whose expression would check it).
+    /// The HNSW indexes of earlier versions over the memories table itself go too: the one
+    /// over every row here, the one over large accounts' rows by [`Self::retired_index`].
+    pub(super) fn schema(dims: usize) -> [String; 2] {
         let check = format!("memories_embedding_dims_{dims}");
         [
             format!(
@@ -153,18 +232,49 @@ impl VectorSql {
                  END $$"
             ),
             format!("DROP INDEX IF EXISTS memories_hnsw_{dims}"),
-            format!(
-                "CREATE INDEX IF NOT EXISTS {} ON memories \
-                 USING hnsw ((embedding::vector({dims})) vector_cosine_ops) \
-                 WHERE counted AND indexed",
-                Self::index_name(dims)
-            ),
         ]
     }
 
-    /// The HNSW index's name.
-    pub(super) fn index_name(dims: usize) -> String {
-        format!("memories_indexed_hnsw_{dims}")
+    /// Dropping the HNSW index over the memories of large accounts, which the graphs
+    /// replace: `CONCURRENTLY`, so the table's reads and writes go on meanwhile (it cannot
+    /// run in a transaction). While it stood, every update of such a row — a new version,
+    /// an access counted — was a graph insertion.
+    pub(super) fn retired_index(dims: usize) -> String {
+        format!("DROP INDEX CONCURRENTLY IF EXISTS memories_indexed_hnsw_{dims}")
+    }
+
+    /// The table of graph `graph`, for vectors of `dims` (filled before its index is built:
+    /// a bulk build costs a fraction of inserting the rows one by one into the graph).
+    pub(super) fn graph_table(dims: usize, graph: i64) -> String {
+        format!(
+            "CREATE TABLE memory_graph_{graph} (id bigint PRIMARY KEY, embedding vector({dims}) NOT NULL)"
+        )
+    }
+
+    /// The HNSW index of graph `graph`'s table.
+    pub(super) fn graph_index(graph: i64) -> String {
+        format!(
+            "CREATE INDEX memory_graph_{graph}_hnsw ON memory_graph_{graph} \
+             USING hnsw (embedding vector_cosine_ops)"
+        )
+    }
+
+    /// Deleting from graph `graph`'s table the rows (with ids in `range`, `(from, to]`, when
+    /// given) whose memory of account `$1` is no longer counted.
+    pub(super) fn uncounted(graph: i64, range: Option<(i64, i64)>) -> String {
+        let within = range.map_or_else(String::new, |(from, to)| {
+            format!("g.id > {from} AND g.id <= {to} AND ")
+        });
+        format!(
+            "DELETE FROM memory_graph_{graph} g WHERE {within}NOT EXISTS ( \
+                SELECT 1 FROM memories m WHERE m.account_id = $1 AND m.id = g.id AND m.counted)"
+        )
+    }
+
+    /// Deleting rows `$1` (`bigint[]`) from graph `graph`'s table: a write's, whose memories
+    /// stopped being counted.
+    pub(super) fn delete(graph: i64) -> String {
+        format!("DELETE FROM memory_graph_{graph} WHERE id = ANY($1)")
     }
 }
 
@@ -220,27 +330,24 @@ async fn bm25(
     Ok((hits, postings))
 }
 
-/// Top `k` (id, cosine) of the account's live memories nearest `vector`.
+/// Top `k` (id, cosine) of the account's live memories nearest `vector`, from `at`.
 pub(super) async fn vector(
     pool: &PgPool,
     sql: &VectorSql,
-    exact: bool,
+    at: Vectors,
     q: &CandidateQuery,
     vector: &[f32],
 ) -> Result<Vec<(u64, f32)>> {
-    let statement = match exact {
-        true => &sql.search_exact,
-        false => &sql.search_index,
-    };
-    let query = sqlx::query(AssertSqlSafe(statement.clone()))
+    let query = sqlx::query(AssertSqlSafe(sql.search(at.graph)))
         .bind(&q.account)
         .bind(vector)
         .bind(bigint(q.now))
         .bind(q.namespace.as_deref())
         .bind(&q.tags)
         .bind(bigint(q.k))
-        .bind(q.as_of.map(bigint));
-    let rows = fetch_nearest(pool, (!exact).then_some(q.k), query).await?;
+        .bind(q.as_of.map(bigint))
+        .bind(at.upto);
+    let rows = fetch_nearest(pool, at.graph.map(|_| q.k), query).await?;
     Ok(rows
         .iter()
         .map(|r| (unsigned(r.get("id")), r.get("cosine")))
@@ -248,26 +355,23 @@ pub(super) async fn vector(
 }
 
 /// `(memory, neighbour, cosine)`: up to `k` nearest other counted memories of each of
-/// `ids` at or above `threshold`.
+/// `ids` at or above `threshold`, from `at`.
 pub(super) async fn neighbours(
     pool: &PgPool,
     sql: &VectorSql,
-    exact: bool,
+    at: Vectors,
     account: &str,
     ids: &[u64],
     k: usize,
     threshold: f32,
 ) -> Result<Vec<(u64, u64, f32)>> {
-    let statement = match exact {
-        true => &sql.neighbours_exact,
-        false => &sql.neighbours_index,
-    };
-    let query = sqlx::query(AssertSqlSafe(statement.clone()))
+    let query = sqlx::query(AssertSqlSafe(sql.neighbours(at.graph)))
         .bind(account)
         .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
         .bind(bigint(k))
-        .bind(threshold);
-    let rows = fetch_nearest(pool, (!exact).then_some(k), query).await?;
+        .bind(threshold)
+        .bind(at.upto);
+    let rows = fetch_nearest(pool, at.graph.map(|_| k), query).await?;
     Ok(rows
         .iter()
         .map(|r| {
@@ -280,11 +384,11 @@ pub(super) async fn neighbours(
         .collect())
 }
 
-/// Runs a nearest-neighbour `query`: through the HNSW index for `k` when given, which
+/// Runs a nearest-neighbour `query`: through a graph's HNSW index for `k` when given, which
 /// takes a transaction for [`use_index`]'s settings, else (an exact scan) as one statement.
-/// The exact path, most accounts', is two statements fewer for the database (a
-/// transaction's `BEGIN` and `COMMIT`); its latency did not measurably change
-/// (BENCHMARKS.md, "Fair memory work, fourth pass").
+/// The exact path is two statements fewer for the database (a transaction's `BEGIN` and
+/// `COMMIT`); its latency did not measurably change (BENCHMARKS.md, "Fair memory work,
+/// fourth pass").
 async fn fetch_nearest(
     pool: &PgPool,
     index_k: Option<usize>,
@@ -358,9 +462,99 @@ pub(super) async fn past(
     memories_with_cosines(&rows)
 }
 
-/// Makes the next query of `tx` go through the HNSW index with its filter: the planner
-/// is told not to sort (else, guessing the account's rows few, it scans and sorts them
-/// all), the scan is iterative, and its candidate list no shorter than what is asked for.
+/// The best candidates of the versions of the account's past live at `$2` that pass the
+/// namespace (`$4`) and tags (`$5`) — written by `$2` and ended after it (`memories_ended`)
+/// — ranked in the database as [`scan`](crate::memory::scan) ranks them: the `$6` nearest
+/// `$3` (when given) and the `$6` best by BM25 of terms `$7` over those versions alone
+/// (their own count, lengths and document frequencies, from the past's postings), each
+/// row with its cosine and its BM25 (NULL when it holds no term). Only these rows leave the
+/// database, where before every version live then did, to be analysed in Rust.
+pub(super) const PAST_BEST: &str = concat!(
+    "WITH s AS MATERIALIZED ( \
+        SELECT id, key_norm, value_norm, \
+               CASE WHEN $3::real[] IS NULL THEN NULL \
+                    ELSE embedding <=> (SELECT $3::real[]::vector) END AS distance \
+        FROM memories WHERE account_id = $1 AND NOT counted AND ended_at > $2 \
+        AND updated_at <= $2 AND ($4::text IS NULL OR namespace = $4) AND tags @> $5 \
+     ), totals AS ( \
+        SELECT greatest(count(*), 1)::float8 AS n, \
+               greatest(sum(key_norm), 1)::float8 / greatest(count(*), 1) AS key_avg, \
+               greatest(sum(value_norm), 1)::float8 / greatest(count(*), 1) AS value_avg \
+        FROM s \
+     ), postings AS MATERIALIZED ( \
+        SELECT t.field, t.term, t.id, t.tf, t.norm FROM memory_past_terms t \
+        WHERE t.account_id = $1 AND t.field = ANY('{0,1}'::smallint[]) AND t.term = ANY($7) \
+        AND t.id IN (SELECT id FROM s) \
+     ), weights AS MATERIALIZED ( \
+        SELECT p.field, p.term, \
+               ln(1 + (totals.n - count(*) + 0.5::float8) / (count(*) + 0.5::float8)) \
+                   * 2.2::float8 AS weight, \
+               0.9::float8 / CASE p.field WHEN 0 THEN totals.key_avg ELSE totals.value_avg END \
+                   AS per_norm \
+        FROM postings p, totals GROUP BY p.field, p.term, totals.n, totals.key_avg, totals.value_avg \
+     ), scored AS ( \
+        SELECT p.id, sum(w.weight * p.tf / (p.tf + 0.3::float8 + w.per_norm * p.norm))::float4 \
+               AS bm25 \
+        FROM postings p JOIN weights w ON w.field = p.field AND w.term = p.term GROUP BY p.id \
+     ), best AS ( \
+        (SELECT id FROM s WHERE distance IS NOT NULL ORDER BY distance, id LIMIT $6) \
+        UNION (SELECT id FROM scored ORDER BY bm25 DESC, id LIMIT $6) \
+     ) SELECT ",
+    memory_columns!(),
+    ", cosine, bm25 FROM ( \
+        SELECT m.*, (1 - s.distance)::float4 AS cosine, scored.bm25 FROM best \
+        JOIN s ON s.id = best.id JOIN memories m ON m.account_id = $1 AND m.id = best.id \
+        LEFT JOIN scored ON scored.id = best.id \
+     ) found ORDER BY id"
+);
+
+/// [`PAST_BEST`] for `q` at `at`.
+pub(super) async fn past_best(
+    pool: &PgPool,
+    q: &CandidateQuery,
+    at: u64,
+) -> Result<Vec<(Memory, Candidate)>> {
+    let terms: Vec<String> = match q.keywords {
+        true => query_terms(&q.query).into_iter().collect(),
+        false => Vec::new(),
+    };
+    let rows = sqlx::query(PAST_BEST)
+        .bind(&q.account)
+        .bind(bigint(at))
+        .bind(q.vector.as_deref().map(Vec::as_slice))
+        .bind(q.namespace.as_deref())
+        .bind(&q.tags)
+        .bind(bigint(q.k))
+        .bind(&terms)
+        .fetch_all(pool)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let candidate = Candidate {
+                cosine: r.try_get("cosine")?,
+                bm25: r.try_get("bm25")?,
+            };
+            Ok((memory(r)?, candidate))
+        })
+        .collect()
+}
+
+/// Whether every version of `account`'s past has its end and its postings (see
+/// [`PAST_BEST`]): false while some retired before those existed are left to fill in.
+pub(super) async fn past_ended(pool: &PgPool, account: &str) -> Result<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT NOT EXISTS ( \
+            SELECT 1 FROM memories WHERE account_id = $1 AND NOT counted AND ended_at IS NULL)",
+    )
+    .bind(account)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Makes the next query of `tx` go through a graph's HNSW index with its filter: the
+/// planner is told not to sort (else, for a graph it guesses small, it may read and sort
+/// every row of it), the scan is iterative, and its candidate list no shorter than what is
+/// asked for.
 pub(super) async fn use_index(tx: &mut Transaction<'static, Postgres>, k: usize) -> Result<()> {
     let ef_search = k.clamp(100, 1000).to_string();
     sqlx::query(

@@ -11,7 +11,7 @@ use super::{
     group::{self, Pending},
 };
 use crate::clock::now_ms;
-use crate::memory::service::tests::{instant, travel_through_versions};
+use crate::memory::service::tests::{found_at, instant, travel_through_versions};
 use crate::memory::{
     Deleted, Door, ListQuery, Memory, MemoryBackend, MemoryError, MemoryService, Mode, Provenance,
     PutInput, Quota, SearchQuery, Source, TimeFilter,
@@ -242,7 +242,10 @@ async fn transcript(s: &MemoryService) -> Vec<String> {
 }
 
 /// What `script` says of each backend: the embedded one (in a temporary dir), then
-/// PostgreSQL (its database `name`).
+/// PostgreSQL (its database `name`). On PostgreSQL it runs twice: as configured, where
+/// these small accounts are scanned exactly, and on a node that gives every account a graph
+/// from its first memory and brings it up to date at every search, in the background while
+/// the script goes on — which must say the same.
 async fn on_both(
     name: &str,
     script: impl AsyncFn(&MemoryService) -> Vec<String>,
@@ -251,6 +254,9 @@ async fn on_both(
     let embedded = script(&embedded(&dir)).await;
     let pg = Postgres::start();
     let postgres = script(&service(node(&pg.database(name)).await)).await;
+    let graphs = node(&pg.database(&format!("{name}_graphs"))).await;
+    let graphed = script(&service(graphs.graph_past(0, 0))).await;
+    assert_eq!(graphed, postgres, "the same script on accounts with graphs");
     (embedded, postgres)
 }
 
@@ -374,12 +380,24 @@ async fn a_write_on_one_node_is_read_on_another_and_the_quota_holds_across_nodes
     assert_eq!(b.export("acme").await.unwrap().len(), 8);
 }
 
+/// The graph of account `account` in `db` and how many rows it has, or "none".
+fn graph_rows(pg: &Postgres, db: &str, account: &str) -> String {
+    let graph = pg.psql(
+        db,
+        &format!("SELECT graph FROM memory_accounts WHERE account_id = '{account}'"),
+    );
+    match graph.as_str() {
+        "" => "none".into(),
+        graph => pg.psql(db, &format!("SELECT count(*) FROM memory_graph_{graph}")),
+    }
+}
+
 #[tokio::test]
-async fn the_vector_index_finds_what_an_exact_scan_finds() {
+async fn a_graph_finds_what_an_exact_scan_finds() {
     let pg = Postgres::start();
     let url = pg.database("vectors");
     let exact = service(node(&url).await);
-    let indexed = node(&url).await.exact_up_to(0);
+    let graphed = node(&url).await.graph_past(0, 1_000);
     for account in ["acme", "globex"] {
         for chunk in 0..10 {
             let items = (0..100)
@@ -399,15 +417,23 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                 .unwrap();
         }
     }
-    // Only an account put into the index has rows in it.
-    indexed.index_now("acme").await.unwrap();
-    let in_index = "SELECT account_id || ':' || count(*) FILTER (WHERE indexed) || '/' || count(*) \
-        FROM memories WHERE counted GROUP BY account_id ORDER BY account_id";
-    assert_eq!(
-        pg.psql("vectors", in_index),
-        "acme:1000/1000\nglobex:0/1000"
-    );
-    let indexed = service(indexed);
+    // Only an account given a graph has one, holding its rows alone.
+    graphed.index_now("acme").await.unwrap();
+    assert_eq!(graph_rows(&pg, "vectors", "acme"), "1000");
+    assert_eq!(graph_rows(&pg, "vectors", "globex"), "none");
+    // Rows written since are its tail, searched beside the graph.
+    for n in 0..5 {
+        let text = format!("a later note {n} on topic {n} and {n}");
+        exact
+            .put(
+                input("acme", "default", &format!("late{n}"), &text),
+                Quota::memories(10_000),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(graph_rows(&pg, "vectors", "acme"), "1000");
+    let graphed = service(graphed);
     let (mut found, mut wanted) = (0, 0);
     for topic in 0..20 {
         let q = SearchQuery {
@@ -418,16 +444,29 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
             hits.into_iter().map(|h| h.memory.key).collect()
         };
         let truth = keys(exact.search("acme", q.clone()).await.unwrap());
-        let got = keys(indexed.search("acme", q).await.unwrap());
+        let got = keys(graphed.search("acme", q).await.unwrap());
         assert_eq!(got.len(), 10);
         wanted += truth.len();
         found += got.iter().filter(|k| truth.contains(k)).count();
     }
     let recall = found as f64 / wanted as f64;
-    assert!(recall >= 0.95, "recall@10 of the index path: {recall}");
+    assert!(recall >= 0.95, "recall@10 of the graph path: {recall}");
+    let late = SearchQuery {
+        limit: 1,
+        ..query("a later note 3 on topic 3 and 3", Mode::Semantic)
+    };
+    let hit = graphed.search("acme", late).await.unwrap();
+    assert_eq!(hit[0].memory.key, "late3", "the tail is searched");
 
-    // And the index path is the HNSW index's, the exact one a scan of the account.
+    // And the graph path walks the graph's HNSW index, the exact one no graph.
     let backend = node(&url).await;
+    let graph: i64 = pg
+        .psql(
+            "vectors",
+            "SELECT graph FROM memory_accounts WHERE account_id = 'acme'",
+        )
+        .parse()
+        .unwrap();
     let plan = |sql: Arc<str>, indexed: bool| {
         let pool = backend.pool.clone();
         async move {
@@ -444,6 +483,7 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                 .bind(Vec::<String>::new())
                 .bind(10i64)
                 .bind(None::<i64>)
+                .bind(1_000i64)
                 .fetch_all(&mut *tx)
                 .await
                 .unwrap()
@@ -453,11 +493,11 @@ async fn the_vector_index_finds_what_an_exact_scan_finds() {
                 .join("\n")
         }
     };
-    let hnsw = super::search::VectorSql::index_name(DIMS);
-    let indexed = plan(backend.vectors.search_index.clone(), true).await;
+    let hnsw = format!("memory_graph_{graph}_hnsw");
+    let indexed = plan(backend.vectors.search(Some(graph)), true).await;
     assert!(indexed.contains(&hnsw), "{indexed}");
-    let exact = plan(backend.vectors.search_exact.clone(), false).await;
-    assert!(!exact.contains(&hnsw), "{exact}");
+    let exact = plan(backend.vectors.search(None), false).await;
+    assert!(!exact.contains("hnsw"), "{exact}");
 }
 
 /// The plan of `sql` with the parameters `bind` gives, sequential scans forbidden: tables
@@ -564,21 +604,40 @@ async fn expired_memories_crowding_the_best_scores_leave_the_live_ones_found() {
     assert_eq!(later, live);
 }
 
+/// Waits until `sql` in `db` says `want`.
+async fn until(pg: &Postgres, db: &str, sql: &str, want: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let got = pg.psql(db, sql);
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{sql}: {got}, not {want}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
-async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() {
+async fn an_account_past_the_exact_size_gets_a_graph_in_the_background() {
     let pg = Postgres::start();
     let url = pg.database("grow");
-    let grown = service(node(&url).await.exact_up_to(40));
+    let grown = service(node(&url).await.graph_past(40, 5));
     let scanned = service(node(&url).await);
-    for i in 0..50 {
-        let text = format!("note {i} about topic {} and {}", i % 7, i % 5);
+    let put = async |key: &str, text: &str| {
         grown
-            .put(
-                input("acme", "default", &format!("k{i}"), &text),
-                Quota::memories(1_000),
-            )
+            .put(input("acme", "default", key, text), Quota::memories(1_000))
             .await
             .unwrap();
+    };
+    for i in 0..50 {
+        put(
+            &format!("k{i}"),
+            &format!("note {i} about topic {} and {}", i % 7, i % 5),
+        )
+        .await;
     }
     grown
         .put(
@@ -587,10 +646,10 @@ async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() 
         )
         .await
         .unwrap();
-    let indexed_rows = "SELECT count(*) FROM memories WHERE indexed";
-    assert_eq!(pg.psql("grow", indexed_rows), "0", "puts skip the index");
+    let graphs = "SELECT count(graph) FROM memory_accounts";
+    assert_eq!(pg.psql("grow", graphs), "0", "puts make no graph");
 
-    // The first search past the size is answered (by a scan) and starts the indexing.
+    // The first search past the size is answered (by a scan) and starts the graph.
     let q = SearchQuery {
         limit: 5,
         ..query("topic 3 and 4", Mode::Semantic)
@@ -600,36 +659,45 @@ async fn an_account_past_the_exact_size_goes_into_the_index_in_the_background() 
     };
     let truth = keys(scanned.search("acme", q.clone()).await.unwrap());
     assert_eq!(keys(grown.search("acme", q.clone()).await.unwrap()), truth);
-    let account_indexed = "SELECT indexed FROM memory_accounts WHERE account_id = 'acme'";
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while pg.psql("grow", account_indexed) != "t" {
-        assert!(std::time::Instant::now() < deadline, "never indexed");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        pg.psql("grow", indexed_rows),
-        "50",
-        "every row of acme, none of small"
-    );
+    until(&pg, "grow", graphs, "1").await;
+    assert_eq!(graph_rows(&pg, "grow", "acme"), "50", "every row of acme");
+    assert_eq!(graph_rows(&pg, "grow", "small"), "none");
 
-    // From now on its new rows go in as written, and its searches use the index.
-    grown
-        .put(
-            input("acme", "default", "late", "note about topic 3 and 4"),
-            Quota::memories(1_000),
-        )
-        .await
-        .unwrap();
-    assert_eq!(pg.psql("grow", indexed_rows), "51");
+    // New rows are the tail until more than 5 were written since; then a search brings
+    // the graph up to date. A deleted memory leaves the graph.
+    for i in 0..4 {
+        put(&format!("late{i}"), "note about topic 3 and 4").await;
+    }
     let truth = keys(scanned.search("acme", q.clone()).await.unwrap());
-    assert_eq!(keys(grown.search("acme", q).await.unwrap()), truth);
+    assert_eq!(keys(grown.search("acme", q.clone()).await.unwrap()), truth);
+    assert_eq!(graph_rows(&pg, "grow", "acme"), "50");
+    for i in 4..7 {
+        put(&format!("late{i}"), "note about topic 3 and 4").await;
+    }
+    grown.delete("acme", "default", "k3", false).await.unwrap();
+    grown.search("acme", q.clone()).await.unwrap();
+    let mark = "SELECT ungraphed FROM memory_accounts WHERE account_id = 'acme'";
+    until(&pg, "grow", mark, "0").await;
+    assert_eq!(graph_rows(&pg, "grow", "acme"), "56");
+    let scored = |hits: Vec<crate::memory::SearchHit>| -> Vec<(String, f64)> {
+        hits.into_iter().map(|h| (h.memory.key, h.score)).collect()
+    };
+    let truth = scored(scanned.search("acme", q.clone()).await.unwrap());
+    let got = scored(grown.search("acme", q).await.unwrap());
+    let keys = |hits: &[(String, f64)]| -> Vec<String> {
+        hits.iter().map(|(key, _)| key.clone()).collect()
+    };
+    assert_eq!(keys(&got), keys(&truth), "{got:?} {truth:?}");
 }
 
+/// Writes racing a graph's build and its catching up — new memories, new versions and
+/// deletes — leave it holding exactly the account's counted memories once it is up to date.
 #[tokio::test]
-async fn rows_written_while_an_account_is_indexed_are_indexed_too() {
+async fn writes_while_an_account_gets_its_graph_leave_it_exact() {
     let pg = Postgres::start();
     let url = pg.database("racing");
     let backend = Arc::new(node(&url).await);
+    let deleter = service(node(&url).await);
     for i in 0..300 {
         let put = input("acme", "n", &format!("k{i}"), &format!("v{i}"));
         backend
@@ -637,13 +705,29 @@ async fn rows_written_while_an_account_is_indexed_are_indexed_too() {
             .await
             .unwrap();
     }
-    let writes = (0..40).map(|i| {
-        let backend = backend.clone();
-        let put = input("acme", "during", &format!("k{i}"), &format!("v{i}"));
+    let writes = (0..60).map(|i| {
+        let (backend, deleter) = (backend.clone(), deleter.clone());
         tokio::spawn(async move {
-            backend
-                .put(put, vec![0.25; DIMS], Quota::memories(10_000), None)
-                .await
+            match i % 3 {
+                0 => {
+                    let put = input("acme", "during", &format!("k{i}"), &format!("v{i}"));
+                    backend
+                        .put(put, vec![0.25; DIMS], Quota::memories(10_000), None)
+                        .await
+                        .map(drop)
+                }
+                1 => {
+                    let put = input("acme", "n", &format!("k{i}"), &format!("new v{i}"));
+                    backend
+                        .put(put, vec![0.75; DIMS], Quota::memories(10_000), None)
+                        .await
+                        .map(drop)
+                }
+                _ => deleter
+                    .delete("acme", "n", &format!("k{i}"), false)
+                    .await
+                    .map(drop),
+            }
         })
     });
     let writes: Vec<_> = writes.collect();
@@ -651,9 +735,18 @@ async fn rows_written_while_an_account_is_indexed_are_indexed_too() {
     for write in writes {
         write.await.unwrap().unwrap();
     }
-    let counts = "SELECT count(*) FILTER (WHERE indexed) || '/' || count(*) FROM memories \
-        WHERE account_id = 'acme' AND counted";
-    assert_eq!(pg.psql("racing", counts), "340/340");
+    backend.index_now("acme").await.unwrap();
+    let graph = pg.psql(
+        "racing",
+        "SELECT graph FROM memory_accounts WHERE account_id = 'acme'",
+    );
+    let apart = format!(
+        "SELECT count(*) FROM memory_graph_{graph} g \
+         FULL JOIN (SELECT id FROM memories WHERE account_id = 'acme' AND counted) m USING (id) \
+         WHERE g.id IS NULL OR m.id IS NULL"
+    );
+    assert_eq!(pg.psql("racing", &apart), "0");
+    assert_eq!(graph_rows(&pg, "racing", "acme"), "300");
 }
 
 #[tokio::test]
@@ -1235,15 +1328,80 @@ async fn an_as_of_search_finds_from_the_indexes_what_a_scan_finds() {
     let pg = Postgres::start();
     let s = service(node(&pg.database("past")).await);
     travel_through_versions(&s).await;
+    let s = service(node(&pg.database("past_graphs")).await.graph_past(0, 0));
+    travel_through_versions(&s).await;
 }
 
-/// The past is read through its own index: an `as_of` search costs what the account's
-/// past holds, not a visit to every row of the account.
+/// An account whose past was retired before versions' ends and the past's postings were
+/// kept (a database from before migration 0018, made here by clearing both) is searched
+/// `as_of` as before — every version live then read and ranked in Rust — while its past is
+/// filled in in the background; the ends and postings filled in are those the writes
+/// record, and the searches find the same throughout.
+#[tokio::test]
+async fn a_past_from_before_its_ends_were_kept_is_filled_in() {
+    let pg = Postgres::start();
+    let db = "past_fill";
+    let s = service(node(&pg.database(db)).await);
+    let instants = travel_through_versions(&s).await;
+    let recorded = || {
+        let ends = pg.psql(
+            db,
+            "SELECT string_agg(id || ':' || ended_at, ',' ORDER BY id) FROM memories \
+             WHERE NOT counted",
+        );
+        let postings = pg.psql(
+            db,
+            "SELECT md5(string_agg(concat_ws(':', account_id, field, term, id, tf, norm), ',' \
+             ORDER BY account_id, field, term, id)) FROM memory_past_terms",
+        );
+        (ends, postings)
+    };
+    let written = recorded();
+    let mut found = Vec::new();
+    for &at in &instants {
+        found.push(found_at(&s, at, false).await);
+    }
+    pg.psql(
+        db,
+        "UPDATE memories SET ended_at = NULL WHERE NOT counted; DELETE FROM memory_past_terms",
+    );
+    for (&at, before) in instants.iter().zip(&found) {
+        assert_eq!(&found_at(&s, at, false).await, before, "as of {at}");
+    }
+    until(
+        &pg,
+        db,
+        "SELECT count(*) FROM memories WHERE NOT counted AND ended_at IS NULL",
+        "0",
+    )
+    .await;
+    assert_eq!(recorded(), written);
+    for (&at, before) in instants.iter().zip(&found) {
+        assert_eq!(&found_at(&s, at, false).await, before, "as of {at}");
+    }
+}
+
+/// The past is read through its own indexes: an `as_of` search costs what the account's
+/// past holds, not a visit to every row of the account — ranked in the database through
+/// `memories_ended`, or (an account with versions retired before their ends were kept)
+/// read whole through `memories_past` or `memories_ended`, both of the versions no longer
+/// counted.
 #[tokio::test]
 async fn the_past_is_read_through_its_index() {
     let pg = Postgres::start();
     let backend = node(&pg.database("past_plan")).await;
-    let plan = plan_without_seqscans(&backend, super::search::PAST, |q| {
+    let best = plan_without_seqscans(&backend, super::search::PAST_BEST, |q| {
+        q.bind("acme")
+            .bind(0i64)
+            .bind(None::<Vec<f32>>)
+            .bind(None::<String>)
+            .bind(Vec::<String>::new())
+            .bind(10i64)
+            .bind(vec!["word".to_string()])
+    })
+    .await;
+    assert!(best.contains("memories_ended"), "{best}");
+    let whole = plan_without_seqscans(&backend, super::search::PAST, |q| {
         q.bind("acme")
             .bind(0i64)
             .bind(None::<Vec<f32>>)
@@ -1251,5 +1409,12 @@ async fn the_past_is_read_through_its_index() {
             .bind(Vec::<String>::new())
     })
     .await;
-    assert!(plan.contains("memories_past"), "{plan}");
+    let outer = whole
+        .lines()
+        .find(|l| l.contains(" on memories m"))
+        .unwrap_or("");
+    assert!(
+        outer.contains("memories_past") || outer.contains("memories_ended"),
+        "{whole}"
+    );
 }

@@ -6,10 +6,13 @@
 
 use std::collections::HashMap;
 
-use sqlx::{PgPool, Postgres, Row, Transaction};
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
 use tantivy::fieldnorm::FieldNormReader;
 
-use super::rows::{memories, memory, memory_columns};
+use super::{
+    rows::{memories, memory, memory_columns},
+    search::VectorSql,
+};
 use crate::memory::{
     MemoryError, Quota, Result,
     backend::{Merge, Merged, PutOutcome, RunFence},
@@ -20,23 +23,38 @@ use crate::memory::{
 use crate::storage::{bigint, unsigned};
 
 /// Field numbers of `memory_terms`.
-const KEY_FIELD: i16 = 0;
-const VALUE_FIELD: i16 = 1;
+pub(super) const KEY_FIELD: i16 = 0;
+pub(super) const VALUE_FIELD: i16 = 1;
 
 /// Locks `account`'s counter row for the rest of `tx` — what every write of the account
-/// does first — and reads its counted memories and whether it is in the vector index;
-/// `None` when the account has never been written.
+/// does first — and reads its counted memories and its graph (see `indexer`), if it has
+/// one; `None` when the account has never been written.
 pub(super) async fn lock_account(
     tx: &mut Transaction<'static, Postgres>,
     account: &str,
-) -> Result<Option<(u64, bool)>> {
-    let row: Option<(i64, bool)> = sqlx::query_as(
-        "SELECT live, indexed FROM memory_accounts WHERE account_id = $1 FOR UPDATE",
+) -> Result<Option<(u64, Option<i64>)>> {
+    let row: Option<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT live, graph FROM memory_accounts WHERE account_id = $1 FOR UPDATE")
+            .bind(account)
+            .fetch_optional(&mut **tx)
+            .await?;
+    Ok(row.map(|(live, graph)| (unsigned(live), graph)))
+}
+
+/// Takes `what` (a kind of background work) of `account` for the rest of `tx`, with a
+/// transaction-level advisory lock; false when another session has it.
+pub(super) async fn claim(
+    tx: &mut Transaction<'static, Postgres>,
+    what: &str,
+    account: &str,
+) -> Result<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext($1), hashtext($2))")
+            .bind(what)
+            .bind(account)
+            .fetch_one(&mut **tx)
+            .await?,
     )
-    .bind(account)
-    .fetch_optional(&mut **tx)
-    .await?;
-    Ok(row.map(|(live, indexed)| (unsigned(live), indexed)))
 }
 
 /// A write transaction of one account, its counter row locked.
@@ -46,8 +64,8 @@ pub(super) struct Txn {
     now: u64,
     /// The account's counted memories (the quota's used), kept in step with the row.
     live: u64,
-    /// Whether the account's rows go into the vector index (see `indexer`).
-    indexed: bool,
+    /// The account's graph, whose rows go when their memories stop being counted.
+    graph: Option<i64>,
 }
 
 impl Txn {
@@ -65,13 +83,13 @@ impl Txn {
             .await?;
             row = lock_account(&mut tx, account).await?;
         }
-        let (live, indexed) = row.unwrap_or((0, false));
+        let (live, graph) = row.unwrap_or((0, None));
         let mut txn = Self {
             tx,
             account: account.to_string(),
             now,
             live,
-            indexed,
+            graph,
         };
         txn.reap().await?;
         Ok(txn)
@@ -326,12 +344,18 @@ impl Txn {
         }
         let ids: Vec<u64> = ids.into_iter().map(unsigned).collect();
         self.unlist(&ids).await?;
-        sqlx::query("DELETE FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3")
-            .bind(&self.account)
-            .bind(namespace)
-            .bind(key)
-            .execute(&mut *self.tx)
-            .await?;
+        sqlx::query(
+            "WITH gone AS ( \
+                DELETE FROM memories WHERE account_id = $1 AND namespace = $2 AND key = $3 \
+                RETURNING id \
+             ) DELETE FROM memory_past_terms t USING gone \
+             WHERE t.account_id = $1 AND t.id = gone.id",
+        )
+        .bind(&self.account)
+        .bind(namespace)
+        .bind(key)
+        .execute(&mut *self.tx)
+        .await?;
         Ok(ids.len())
     }
 
@@ -355,6 +379,9 @@ impl Txn {
                 DELETE FROM memories m USING old \
                 WHERE m.account_id = $1 AND m.id = old.id AND NOT m.counted \
                 RETURNING m.id \
+             ), postings AS ( \
+                DELETE FROM memory_past_terms t USING gone \
+                WHERE t.account_id = $1 AND t.id = gone.id \
              ), cut AS ( \
                 UPDATE memories SET previous = NULL \
                 WHERE account_id = $1 AND previous IN (SELECT id FROM gone) \
@@ -432,10 +459,10 @@ impl Txn {
                 INSERT INTO memories (account_id, id, memory_id, namespace, key, value, tags, \
                     importance, source, created_at, updated_at, access_count, expires_at, \
                     is_latest, deleted_at, version, previous, consolidated_into, counted, \
-                    indexed, key_norm, value_norm, embedding, provenance, observed_at) \
+                    key_norm, value_norm, embedding, provenance, observed_at) \
                 VALUES ($1, nextval('memory_ids'), $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-                    $12, true, NULL, $13, $14, NULL, true, $21, $15, $16, $17::real[]::vector, \
-                    $22::jsonb, $23) \
+                    $12, true, NULL, $13, $14, NULL, true, $15, $16, $17::real[]::vector, \
+                    $21::jsonb, $22) \
                 RETURNING id \
              ), given AS ( \
                 SELECT * FROM unnest($18::smallint[], $19::text[], $20::int[]) AS g(field, term, tf) \
@@ -450,7 +477,8 @@ impl Txn {
                 DO UPDATE SET docs = memory_term_stats.docs + 1 \
              ), totals AS ( \
                 UPDATE memory_accounts SET live = live + 1, key_tokens = key_tokens + $15, \
-                    value_tokens = value_tokens + $16 WHERE account_id = $1 \
+                    value_tokens = value_tokens + $16, ungraphed = ungraphed + 1 \
+                WHERE account_id = $1 \
              ) SELECT id FROM row",
         )
         .bind(&m.account)
@@ -473,7 +501,6 @@ impl Txn {
         .bind(&fields)
         .bind(&terms)
         .bind(&tfs)
-        .bind(self.indexed)
         .bind(m.provenance.as_ref().map(serde_json::to_string).transpose()?)
         .bind(m.observed_at.map(bigint))
         .fetch_one(&mut *self.tx)
@@ -482,17 +509,29 @@ impl Txn {
         Ok(unsigned(row.get("id")))
     }
 
-    /// Takes `ids` out of the counted set (those in it): their terms go, and their share
-    /// of the account's statistics with them.
+    /// Takes `ids` out of the counted set (those in it), each ended now (or when it expired,
+    /// if that was earlier): their terms go to the past's (`memory_past_terms`), their share
+    /// of the account's statistics with them, and their rows of the account's graph.
     async fn unlist(&mut self, ids: &[u64]) -> Result<()> {
+        let ids: Vec<i64> = ids.iter().map(|&id| bigint(id)).collect();
+        if let Some(graph) = self.graph {
+            sqlx::query(AssertSqlSafe(VectorSql::delete(graph)))
+                .bind(&ids)
+                .execute(&mut *self.tx)
+                .await?;
+        }
         let gone: i64 = sqlx::query_scalar(
             "WITH gone AS ( \
-                UPDATE memories SET counted = false \
+                UPDATE memories SET counted = false, ended_at = least($3, expires_at) \
                 WHERE account_id = $1 AND id = ANY($2) AND counted \
                 RETURNING id, key_norm, value_norm \
              ), postings AS ( \
                 DELETE FROM memory_terms t USING gone \
-                WHERE t.account_id = $1 AND t.id = gone.id RETURNING t.field, t.term \
+                WHERE t.account_id = $1 AND t.id = gone.id \
+                RETURNING t.field, t.term, t.id, t.tf, t.norm \
+             ), past AS ( \
+                INSERT INTO memory_past_terms (account_id, field, term, id, tf, norm) \
+                SELECT $1, field, term, id, tf, norm FROM postings ON CONFLICT DO NOTHING \
              ), stats AS ( \
                 UPDATE memory_term_stats s SET docs = s.docs - n.docs \
                 FROM (SELECT field, term, count(*) AS docs FROM postings GROUP BY field, term) n \
@@ -505,7 +544,8 @@ impl Txn {
              ) SELECT count(*) FROM gone",
         )
         .bind(&self.account)
-        .bind(ids.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
+        .bind(&ids)
+        .bind(bigint(self.now))
         .fetch_one(&mut *self.tx)
         .await?;
         self.live = self.live.saturating_sub(unsigned(gone));
@@ -514,16 +554,16 @@ impl Txn {
 }
 
 /// One field's analyzed terms as the keyword index would store them.
-struct Analyzed {
-    field: i16,
+pub(super) struct Analyzed {
+    pub(super) field: i16,
     /// Distinct terms with their frequencies.
-    freqs: HashMap<String, i32>,
+    pub(super) freqs: HashMap<String, i32>,
     /// The token count quantized as tantivy's fieldnorms are (BM25's length).
-    norm: i32,
+    pub(super) norm: i32,
 }
 
 impl Analyzed {
-    fn new(field: i16, text: &str) -> Self {
+    pub(super) fn new(field: i16, text: &str) -> Self {
         let tokens = index_terms(text);
         let count = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
         let mut freqs = HashMap::with_capacity(tokens.len());

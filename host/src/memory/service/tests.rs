@@ -208,7 +208,11 @@ fn a_consolidation_s_fields_are_checked_by_the_domain_and_default_when_absent() 
 
 /// Keys and values of a search as of `at`, sorted: from the indexes (live and past), or
 /// from a scan of every version (an observation window that keeps all sends it there).
-async fn found_at(service: &MemoryService, at: u64, scanned: bool) -> Vec<(String, String)> {
+pub(crate) async fn found_at(
+    service: &MemoryService,
+    at: u64,
+    scanned: bool,
+) -> Vec<(String, String)> {
     let time = crate::memory::TimeFilter {
         as_of: Some(at),
         observed_after: scanned.then_some(0),
