@@ -29,6 +29,9 @@ pub struct ServerOptions {
 pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     let mut config = Config::default();
     config.embedder.kind = EmbedderKind::Hash;
+    // The key sealing tools' secrets, outside every data dir (made on first use); `serve`
+    // fills in the operator's default from the environment, `open_state` does not.
+    config.tools.secret_key_file = Some(std::env::temp_dir().join("wasmind-bench-tools.key"));
     config.plans.lightyear = PlanLimits {
         spawns_per_minute: 1_000_000_000,
         spawns_per_hour: 1_000_000_000,
