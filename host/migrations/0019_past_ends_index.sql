@@ -1,8 +1,9 @@
--- no-transaction
--- The versions of the past by when they ended (0018), for `as_of` searches. Built without
--- holding the table's writes (`CONCURRENTLY`, which cannot run in a transaction: so this
--- file is its one statement). A build that was interrupted leaves an invalid index that
--- `IF NOT EXISTS` would take for done: drop it (`DROP INDEX CONCURRENTLY memories_ended`)
--- and start a node again (docs/postgres.md, "Migrations").
-CREATE INDEX CONCURRENTLY IF NOT EXISTS memories_ended ON memories (account_id, ended_at)
+-- The versions of the past by when they ended (0018), for `as_of` searches. A plain
+-- `CREATE INDEX`, in the migration's transaction: `CONCURRENTLY` waits for every other
+-- session's snapshot, among them those of nodes starting at the same time and waiting for
+-- sqlx's migration lock, which wait for it in turn (PostgreSQL ends one: "deadlock
+-- detected"). On a large `memories` table it holds the table's writes while it builds, so
+-- apply it at a quiet time, or create it `CONCURRENTLY` by hand first with the same name
+-- and definition (docs/postgres.md, "Migrations").
+CREATE INDEX IF NOT EXISTS memories_ended ON memories (account_id, ended_at)
     WHERE NOT counted
