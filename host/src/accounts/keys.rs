@@ -278,18 +278,7 @@ impl KeyStore {
     /// Moves an existing account to `plan`; its keys act on the new plan from their next
     /// request, as [`KeyStore::authenticate`] reads the plan afresh each time.
     pub fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
-        let txn = self.db.begin_write()?;
-        let mut record: AccountRecord = {
-            let accounts = txn.open_table(ACCOUNTS)?;
-            let guard = accounts
-                .get(account)?
-                .ok_or_else(|| no_such_account(account))?;
-            serde_json::from_str(guard.value())?
-        };
-        record.plan = plan;
-        txn.open_table(ACCOUNTS)?
-            .insert(account, serde_json::to_string(&record)?.as_str())?;
-        txn.commit()?;
+        self.edit_account(account, |record| record.plan = plan)?;
         let info = self
             .accounts()?
             .into_iter()
@@ -329,6 +318,19 @@ impl KeyStore {
 
     /// Replaces the hosts `account`'s agents may reach beyond its plan's.
     pub fn set_egress(&self, account: &str, allow: Vec<Allow>) -> Result<Vec<Allow>> {
+        self.edit_account(account, |record| {
+            record.egress = allow;
+            record.egress.clone()
+        })
+    }
+
+    /// Rewrites an existing account's record as `edit` leaves it, in one write transaction
+    /// (an unknown account is an error); what `edit` returns.
+    fn edit_account<T>(
+        &self,
+        account: &str,
+        edit: impl FnOnce(&mut AccountRecord) -> T,
+    ) -> Result<T> {
         let txn = self.db.begin_write()?;
         let mut record: AccountRecord = {
             let accounts = txn.open_table(ACCOUNTS)?;
@@ -337,11 +339,11 @@ impl KeyStore {
                 .ok_or_else(|| no_such_account(account))?;
             serde_json::from_str(guard.value())?
         };
-        record.egress = allow;
+        let out = edit(&mut record);
         txn.open_table(ACCOUNTS)?
             .insert(account, serde_json::to_string(&record)?.as_str())?;
         txn.commit()?;
-        Ok(record.egress)
+        Ok(out)
     }
 
     /// The plan of `account`; `None` when no such account exists.
