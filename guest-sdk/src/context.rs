@@ -3,7 +3,7 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::{Memory, Mind, Progress};
+use crate::{Memory, Mind, Progress, Tools};
 
 /// Whether a stop was requested: the host's `control` import, or a test flag.
 pub(crate) trait ControlBackend: Send + Sync {
@@ -20,6 +20,7 @@ pub struct Context {
     mind: Mind,
     memory: Memory,
     progress: Progress,
+    tools: Tools,
     control: Arc<dyn ControlBackend>,
 }
 
@@ -36,14 +37,22 @@ impl Context {
         mind: Mind,
         memory: Memory,
         progress: Progress,
+        tools: Tools,
         control: Arc<dyn ControlBackend>,
     ) -> Self {
         Self {
             mind,
             memory,
             progress,
+            tools,
             control,
         }
+    }
+
+    /// This context with `tools` in place of its tools.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn with_tools(self, tools: Tools) -> Self {
+        Self { tools, ..self }
     }
 
     /// The Mind: chat completion with tool calls.
@@ -89,6 +98,21 @@ impl Context {
     /// ```
     pub fn progress(&self) -> &Progress {
         &self.progress
+    }
+
+    /// The tools the account registered, as offered to this agent (its spawn's `tools`
+    /// field may name fewer): HTTP endpoints and MCP servers' tools that the host calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wasmind_sdk::testing::TestContext;
+    ///
+    /// let t = TestContext::default();
+    /// assert!(t.ctx().tools().list().is_empty());
+    /// ```
+    pub fn tools(&self) -> &Tools {
+        &self.tools
     }
 
     /// True once a stop was requested: finish promptly (the host interrupts the agent about

@@ -8,12 +8,13 @@ use serde_json::Value;
 use crate::{
     Breakdown, Completion, Context, ListRequest, LogKind, Memory, MemoryError, MemoryRecord,
     Message, Mind, MindError, Progress, PutRequest, PutResult, Role, SearchHit, SearchRequest,
-    ToolCall, ToolSpec, Usage,
+    ToolCall, ToolError, ToolSpec, Tools, Usage,
     context::ControlBackend,
     memory::MemoryBackend,
     mind::MindBackend,
     progress::ProgressBackend,
-    wit::wasmind::agent::{control, memory as wm, mind as wi, progress as wp},
+    registered::ToolsBackend,
+    wit::wasmind::agent::{control, memory as wm, mind as wi, progress as wp, tools as wt},
 };
 
 /// The host's imports, as every backend at once.
@@ -26,6 +27,7 @@ pub(crate) fn context() -> Context {
         Mind::new(host.clone()),
         Memory::new(host.clone()),
         Progress::new(host.clone()),
+        Tools::new(host.clone()),
         host,
     )
 }
@@ -196,6 +198,29 @@ impl ProgressBackend for Host {
         };
         let data = data.map(|d| d.to_string());
         wp::log(kind, message, data.as_deref());
+    }
+}
+
+impl ToolsBackend for Host {
+    fn list(&self) -> Vec<ToolSpec> {
+        (wt::list().into_iter())
+            .map(|t| ToolSpec {
+                name: t.name,
+                description: t.description,
+                parameters: serde_json::from_str(&t.parameters_json)
+                    .unwrap_or(Value::String(t.parameters_json)),
+            })
+            .collect()
+    }
+
+    fn call(&self, name: &str, arguments_json: &str) -> Result<String, ToolError> {
+        wt::call(name, arguments_json).map_err(|e| match e {
+            wt::ToolError::Unknown(m) => ToolError::Unknown(m),
+            wt::ToolError::InvalidArguments(m) => ToolError::InvalidArguments(m),
+            wt::ToolError::Denied(m) => ToolError::Denied(m),
+            wt::ToolError::Failed(m) => ToolError::Failed(m),
+            wt::ToolError::Stopped => ToolError::Stopped,
+        })
     }
 }
 

@@ -3,8 +3,10 @@
 //! An agent is a function `fn(&Context, &str) -> Result<String, String>`: it receives its
 //! task (the user's message) and returns its final answer, or why it could not produce one.
 //! Everything it can do beyond computing goes through the [`Context`]: the [`Mind`] (chat
-//! completion with tool calls), the account's long-term [`Memory`], [`Progress`] reports
-//! and log events, and [`Context::stop_requested`]. [`export_agent!`] turns the function
+//! completion with tool calls), the account's long-term [`Memory`], the [`Tools`] the
+//! account registered, [`Progress`] reports and log events, and
+//! [`Context::stop_requested`]. Outgoing HTTP is `wasi:http`: use a standard client over
+//! it (e.g. `wstd`); the host sends each request under the account's egress policy. [`export_agent!`] turns the function
 //! into the component's `run` export.
 //!
 //! The five memory tools of the specification (`service_memory_put` …) are ready to offer
@@ -38,6 +40,7 @@ pub mod limits;
 mod memory;
 mod mind;
 mod progress;
+mod registered;
 mod tool_loop;
 mod tools;
 
@@ -71,6 +74,7 @@ pub use memory::{
 };
 pub use mind::{Completion, Message, Mind, MindError, Role, ToolCall, ToolSpec, Usage};
 pub use progress::{LogKind, Progress};
+pub use registered::{ToolError, Tools};
 pub use tool_loop::ToolLoop;
 pub use tools::{
     MEMORY_TOOL_NAMES, call_memory_tool, is_memory_tool, memory_tools, run_memory_tool,

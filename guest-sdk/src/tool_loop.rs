@@ -13,8 +13,9 @@ use crate::{
 /// What the loop returns when a stop was requested.
 const STOPPED: &str = "stopped";
 
-/// The loop of a tool-using agent, over the memory tools and the author's own
-/// ([`tool`](Self::tool)).
+/// The loop of a tool-using agent, over the memory tools, the author's own
+/// ([`tool`](Self::tool)) and, when asked ([`account_tools`](Self::account_tools)), the
+/// tools the account registered.
 ///
 /// Each step it checks [`Context::stop_requested`], asks the Mind with the conversation so
 /// far, logs the Mind's text as `thinking`, and runs every tool call it made (progress entry
@@ -54,6 +55,8 @@ pub struct ToolLoop {
     tools: Vec<ToolSpec>,
     /// The author's tools, by name; the memory tools are not here.
     own: Vec<OwnTool>,
+    /// Whether the account's registered tools are offered too.
+    account_tools: bool,
 }
 
 /// What an author's tool does with its arguments: the text the Mind reads, or why it failed.
@@ -87,7 +90,35 @@ impl ToolLoop {
             max_steps: 20,
             tools: memory_tools(),
             own: Vec::new(),
+            account_tools: false,
         }
+    }
+
+    /// Offers the Mind the tools the account registered too ([`Context::tools`], listed
+    /// once when the loop starts), after the memory tools and the author's: a registered
+    /// tool whose name one of those has is not offered. Their calls are made by the host;
+    /// a failure goes back to the Mind as `Tool <name> failed: <why>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use wasmind_sdk::{Completion, ToolCall, ToolLoop, ToolSpec, testing::{FakeTools, ScriptedMind, TestContext}};
+    ///
+    /// let weather = ToolSpec::new("weather", "Today's weather in a city", json!({"type": "object"}));
+    /// let t = TestContext::new(ScriptedMind::new([
+    ///     Completion::call(ToolCall::new("c1", "weather", &json!({"city": "Oslo"}))),
+    ///     Completion::text("Sunny in Oslo."),
+    /// ]))
+    /// .with_tools(FakeTools::new().tool(weather, |_| Ok("sunny".into())));
+    /// let answer = ToolLoop::new("You answer.").account_tools().run(t.ctx(), "Weather in Oslo?");
+    /// assert_eq!(answer.as_deref(), Ok("Sunny in Oslo."));
+    /// assert_eq!(t.mind().requests()[0].tools.len(), 6);
+    /// assert_eq!(t.mind().requests()[1].messages[3].content, "sunny");
+    /// ```
+    pub fn account_tools(mut self) -> Self {
+        self.account_tools = true;
+        self
     }
 
     /// Offers the Mind one more tool beside the memory tools: `spec` says what it is (name,
@@ -170,11 +201,12 @@ impl ToolLoop {
             Message::system(self.system_prompt.clone()),
             Message::user(task),
         ];
+        let tools = self.offered(ctx);
         for step in 1..=self.max_steps {
             if ctx.stop_requested() {
                 return Err(stopped(ctx));
             }
-            let completion = match ctx.mind().complete(&messages, &self.tools) {
+            let completion = match ctx.mind().complete(&messages, &tools) {
                 Ok(c) => c,
                 Err(_) if ctx.stop_requested() => return Err(stopped(ctx)),
                 Err(MindError::Stopped) => return Err(stopped(ctx)),
@@ -205,7 +237,7 @@ impl ToolLoop {
                 if ctx.stop_requested() {
                     return Err(stopped(ctx));
                 }
-                let result = self.call_tool(ctx, call);
+                let result = self.call_tool(ctx, &tools, call);
                 messages.push(Message::tool(call.id.clone(), result));
             }
         }
@@ -217,8 +249,22 @@ impl ToolLoop {
         Err(message)
     }
 
+    /// The tools offered: the memory tools and the author's, then the account's not
+    /// shadowed by them when asked for.
+    fn offered(&self, ctx: &Context) -> Vec<ToolSpec> {
+        let mut tools = self.tools.clone();
+        if self.account_tools {
+            let registered = ctx.tools().list();
+            let fresh: Vec<ToolSpec> = (registered.into_iter())
+                .filter(|t| !self.tools.iter().any(|o| o.name == t.name))
+                .collect();
+            tools.extend(fresh);
+        }
+        tools
+    }
+
     /// Runs one tool call, with its progress entry and log events; returns the result text.
-    fn call_tool(&self, ctx: &Context, call: &ToolCall) -> String {
+    fn call_tool(&self, ctx: &Context, tools: &[ToolSpec], call: &ToolCall) -> String {
         let progress = ctx.progress();
         progress.report("tool_use", &call.name);
         let arguments = call
@@ -229,14 +275,17 @@ impl ToolLoop {
             &call.name,
             Some(json!({ "id": call.id, "name": call.name, "arguments": arguments })),
         );
-        let offered = self.tools.iter().any(|t| t.name == call.name);
+        let offered = tools.iter().any(|t| t.name == call.name);
         let own = self.own.iter().find(|t| t.name == call.name);
         let result = if let Some(tool) = own {
             run_own(tool, call)
         } else if offered && is_memory_tool(&call.name) {
             call_memory_tool(ctx.memory(), call)
+        } else if offered {
+            (ctx.tools().call_json(&call.name, &call.arguments_json))
+                .unwrap_or_else(|e| format!("Tool {} failed: {e}", call.name))
         } else {
-            let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             format!(
                 "Unknown tool {:?}: the tools available are {}.",
                 call.name,

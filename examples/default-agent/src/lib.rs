@@ -1,5 +1,6 @@
-//! The agent every spawn runs: the task is the user message, the memory tools are offered
-//! to the Mind, and the SDK's tool loop works until the Mind answers.
+//! The agent every spawn runs: the task is the user message, the memory tools and the
+//! tools the account registered (those its spawn's `tools` field names, when it has one)
+//! are offered to the Mind, and the SDK's tool loop works until the Mind answers.
 
 use wasmind_sdk::{Context, ToolLoop};
 
@@ -19,9 +20,12 @@ characters, optional namespace, tags and importance 1-10). Save what the task as
 remember and durable facts you learn; do not save chatter.
 - service_memory_delete: remove a memory that is wrong or no longer true.
 
-A tool result that begins with \"Service Memory failed:\" says what went wrong: fix the call \
-and retry, or carry on without memory. When you are done, reply with your final answer and \
-no tool calls.";
+Any other tools offered are the user's own (web services and the like): use them as their \
+descriptions say when the task needs them.
+
+A tool result that begins with \"Service Memory failed:\" or \"Tool … failed:\" says what \
+went wrong: fix the call and retry, or carry on without it. When you are done, reply with \
+your final answer and no tool calls.";
 
 /// Most Mind calls per run.
 pub const MAX_STEPS: usize = 25;
@@ -29,6 +33,7 @@ pub const MAX_STEPS: usize = 25;
 /// Runs the task through the tool loop.
 pub fn run(ctx: &Context, task: &str) -> Result<String, String> {
     ToolLoop::new(SYSTEM_PROMPT)
+        .account_tools()
         .max_steps(MAX_STEPS)
         .run(ctx, task)
 }

@@ -1,7 +1,8 @@
 //! In-process test doubles (native builds only), so an agent's logic is unit-tested with
 //! plain `cargo test`: a [`ScriptedMind`] that answers from a script and records what it
 //! was asked, an [`InMemoryMemory`] with the host's validation rules, defaults, versioning,
-//! quota and soft delete, a [`ProgressRecorder`], and a [`StopFlag`].
+//! quota and soft delete, [`FakeTools`] for the account's registered tools, a
+//! [`ProgressRecorder`], and a [`StopFlag`].
 //!
 //! [`TestContext`] wires them into a [`Context`] the way the host does: once a stop is
 //! requested, the Mind answers [`MindError::Stopped`](crate::MindError::Stopped) and memory
@@ -35,6 +36,7 @@ mod memory;
 mod mind;
 mod progress;
 mod replay;
+mod tools;
 
 use std::sync::{
     Arc,
@@ -45,9 +47,11 @@ pub use memory::InMemoryMemory;
 pub use mind::{MindRequest, ScriptedMind};
 pub use progress::{LogEntry, ProgressRecorder};
 pub use replay::{ReplayDiverged, check_replay};
+pub use tools::FakeTools;
 
 use crate::{
-    Context, Memory, MemoryError, Mind, Progress, context::ControlBackend, memory::MemoryBackend,
+    Context, Memory, MemoryError, Mind, Progress, Tools, context::ControlBackend,
+    memory::MemoryBackend,
 };
 
 /// A stop request that tests set. Cheap to clone; clones share the flag (so a clone can be
@@ -104,6 +108,7 @@ pub struct TestContext {
     mind: ScriptedMind,
     memory: InMemoryMemory,
     progress: ProgressRecorder,
+    tools: FakeTools,
     stop: StopFlag,
 }
 
@@ -168,12 +173,14 @@ impl TestContext {
     ) -> Self {
         let stop = StopFlag::default();
         let progress = ProgressRecorder::default();
+        let tools = FakeTools::new();
         mind.attach_stop(stop.clone());
         memory.attach_stop(stop.clone());
         let ctx = Context::from_parts(
             Mind::new(Arc::new(mind.clone())),
             Memory::new(backend),
             Progress::new(Arc::new(progress.clone())),
+            Tools::new(Arc::new(tools.clone())),
             Arc::new(stop.clone()),
         );
         Self {
@@ -181,8 +188,43 @@ impl TestContext {
             mind,
             memory,
             progress,
+            tools,
             stop,
         }
+    }
+
+    /// This context with `tools` as the account's registered tools (by default it has none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use wasmind_sdk::{ToolSpec, testing::{FakeTools, TestContext}};
+    ///
+    /// let clock = ToolSpec::new("clock", "The time", json!({"type": "object"}));
+    /// let t = TestContext::default().with_tools(FakeTools::new().tool(clock, |_| Ok("noon".into())));
+    /// assert_eq!(t.ctx().tools().list().len(), 1);
+    /// ```
+    pub fn with_tools(self, tools: FakeTools) -> Self {
+        tools.attach_stop(self.stop.clone());
+        let backend = Tools::new(Arc::new(tools.clone()));
+        Self {
+            ctx: self.ctx.with_tools(backend),
+            tools,
+            ..self
+        }
+    }
+
+    /// The registered tools' double: the calls made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = wasmind_sdk::testing::TestContext::default();
+    /// assert!(t.tools().calls().is_empty());
+    /// ```
+    pub fn tools(&self) -> &FakeTools {
+        &self.tools
     }
 
     /// The context to hand to the agent function.

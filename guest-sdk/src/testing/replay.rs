@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::TestContext;
 use crate::{
     Completion, Context, ListRequest, LogKind, Memory, MemoryError, MemoryRecord, Message, Mind,
-    MindError, Progress, PutRequest, PutResult, SearchHit, SearchRequest, ToolSpec,
-    context::ControlBackend, memory::MemoryBackend, mind::MindBackend, progress::ProgressBackend,
+    MindError, Progress, PutRequest, PutResult, SearchHit, SearchRequest, ToolError, ToolSpec,
+    Tools, context::ControlBackend, memory::MemoryBackend, mind::MindBackend,
+    progress::ProgressBackend, registered::ToolsBackend,
 };
 
 /// Where a replayed run departed from the recorded one.
@@ -57,7 +58,7 @@ struct Taped {
 impl Taped {
     /// `live` recorded, or the recorded answer to `call`; once the replay diverged,
     /// `diverged` (the agent is then let finish as fast as it can).
-    fn call<R: Clone + Send + 'static>(
+    fn answer<R: Clone + Send + 'static>(
         &self,
         call: String,
         live: impl FnOnce() -> R,
@@ -103,6 +104,7 @@ fn context(taped: &Arc<Taped>) -> Context {
         Mind::new(taped.clone()),
         Memory::new(taped.clone()),
         Progress::new(taped.clone()),
+        Tools::new(taped.clone()),
         taped.clone(),
     )
 }
@@ -111,7 +113,7 @@ const DIVERGED: &str = "the replay diverged";
 
 impl MindBackend for Taped {
     fn complete(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<Completion, MindError> {
-        self.call(
+        self.answer(
             format!("mind.complete({messages:?}, {tools:?})"),
             || self.inner.mind().complete(messages, tools),
             || Err(MindError::Unavailable(DIVERGED.into())),
@@ -121,7 +123,7 @@ impl MindBackend for Taped {
 
 impl MemoryBackend for Taped {
     fn put(&self, request: &PutRequest) -> Result<PutResult, MemoryError> {
-        self.call(
+        self.answer(
             format!("memory.put({request:?})"),
             || self.inner.memory().put(request),
             || Err(MemoryError::Internal(DIVERGED.into())),
@@ -129,7 +131,7 @@ impl MemoryBackend for Taped {
     }
 
     fn get(&self, key: &str, namespace: Option<&str>) -> Result<Option<MemoryRecord>, MemoryError> {
-        self.call(
+        self.answer(
             format!("memory.get({key:?}, {namespace:?})"),
             || self.inner.memory().get(key, namespace),
             || Err(MemoryError::Internal(DIVERGED.into())),
@@ -137,7 +139,7 @@ impl MemoryBackend for Taped {
     }
 
     fn list(&self, request: &ListRequest) -> Result<Vec<MemoryRecord>, MemoryError> {
-        self.call(
+        self.answer(
             format!("memory.list({request:?})"),
             || self.inner.memory().list(request),
             || Err(MemoryError::Internal(DIVERGED.into())),
@@ -145,7 +147,7 @@ impl MemoryBackend for Taped {
     }
 
     fn delete(&self, key: &str, namespace: Option<&str>) -> Result<(), MemoryError> {
-        self.call(
+        self.answer(
             format!("memory.delete({key:?}, {namespace:?})"),
             || self.inner.memory().delete(key, namespace),
             || Err(MemoryError::Internal(DIVERGED.into())),
@@ -153,7 +155,7 @@ impl MemoryBackend for Taped {
     }
 
     fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, MemoryError> {
-        self.call(
+        self.answer(
             format!("memory.search({request:?})"),
             || self.inner.memory().search(request),
             || Err(MemoryError::Internal(DIVERGED.into())),
@@ -161,23 +163,38 @@ impl MemoryBackend for Taped {
     }
 }
 
+impl ToolsBackend for Taped {
+    fn list(&self) -> Vec<ToolSpec> {
+        let live = || self.inner.tools().list();
+        self.answer("tools.list()".to_string(), live, Vec::new)
+    }
+
+    fn call(&self, name: &str, arguments_json: &str) -> Result<String, ToolError> {
+        self.answer(
+            format!("tools.call({name:?}, {arguments_json:?})"),
+            || self.inner.tools().call_json(name, arguments_json),
+            || Err(ToolError::Failed(DIVERGED.into())),
+        )
+    }
+}
+
 impl ProgressBackend for Taped {
     fn report(&self, kind: &str, message: &str) {
         let call = format!("progress.report({kind:?}, {message:?})");
-        self.call(call, || self.inner.progress().report(kind, message), || ());
+        self.answer(call, || self.inner.progress().report(kind, message), || ());
     }
 
     fn log(&self, kind: LogKind, message: &str, data: Option<Value>) {
         let call = format!("progress.log({kind:?}, {message:?}, {data:?})");
         let live = || self.inner.progress().log(kind, message, data.clone());
-        self.call(call, live, || ());
+        self.answer(call, live, || ());
     }
 }
 
 impl ControlBackend for Taped {
     fn stop_requested(&self) -> bool {
         let call = "control.stop_requested()".to_string();
-        self.call(call, || self.inner.stop_requested(), || true)
+        self.answer(call, || self.inner.stop_requested(), || true)
     }
 }
 

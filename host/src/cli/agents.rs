@@ -38,6 +38,10 @@ pub struct SpawnArgs {
     /// auto, explicit, both or off.
     #[arg(long)]
     memory_mode: Option<String>,
+    /// Offer the agent only these of the account's tools (repeat or comma-separate the
+    /// names; `--tools ''` offers none); default: all of them.
+    #[arg(long, value_delimiter = ',')]
+    tools: Option<Vec<String>>,
     /// Print progress until the agent ends; the exit status says how it ended.
     #[arg(long)]
     follow: bool,
@@ -72,6 +76,7 @@ fn spawn(args: &SpawnArgs) -> anyhow::Result<()> {
         "agent": args.agent,
         "name": args.name,
         "memory_mode": args.memory_mode,
+        "tools": args.tools.as_ref().map(|t| t.iter().filter(|n| !n.is_empty()).collect::<Vec<_>>()),
     });
     let spawned = remote.send(remote.request(Method::POST, "/api/v1/agents").json(&body))?;
     if !args.follow {

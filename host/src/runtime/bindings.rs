@@ -11,4 +11,4 @@ wasmtime::component::bindgen!({
     additional_derives: [serde::Serialize, serde::Deserialize],
 });
 
-pub use self::wasmind::agent::{control, memory, mind, progress};
+pub use self::wasmind::agent::{control, memory, mind, progress, tools};

@@ -196,6 +196,7 @@ impl Inner {
             fence,
             memory_quota: allowance.memory_quota,
             memory_mode: record.memory_mode,
+            tools: record.tools.clone().map(Into::into),
             stop: StopSignal::default(),
             mind_failed: AtomicBool::new(false),
             token_budget: allowance.token_budget,

@@ -54,7 +54,8 @@ pub use records::{
 };
 pub use spawn::{
     AgentError, InvalidField, MAX_NAME_CHARS as MAX_AGENT_NAME_CHARS, MAX_TASK_CHARS,
-    MonthlyBudget, REGION, SpawnFields, SpawnRefusal, SpawnRequest,
+    MAX_TOOL_NAME_CHARS, MAX_TOOLS as MAX_SPAWN_TOOLS, MonthlyBudget, REGION, SpawnFields,
+    SpawnRefusal, SpawnRequest,
 };
 pub use state::Services;
 #[cfg(feature = "bench")]

@@ -63,6 +63,8 @@ pub struct AgentCtx {
     pub memory_quota: Quota,
     /// What the agent may do with memory.
     pub memory_mode: MemoryMode,
+    /// The account's tools it is offered, by name (its spawn's `tools` field); `None`: all.
+    pub tools: Option<Arc<[String]>>,
     pub stop: StopSignal,
     /// Set when the Mind failed for good, so a guest error can be reported as such.
     pub mind_failed: AtomicBool,
@@ -89,6 +91,11 @@ impl AgentCtx {
     /// Records that the Mind was unavailable after retries.
     pub fn note_mind_failure(&self) {
         self.mind_failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the agent is offered the account's tool `name`.
+    pub fn offers(&self, name: &str) -> bool {
+        (self.tools.as_ref()).is_none_or(|names| names.iter().any(|n| n == name))
     }
 
     /// Whether the Mind was unavailable at some point of the run.

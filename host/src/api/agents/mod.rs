@@ -64,7 +64,7 @@ impl From<AgentError> for ApiError {
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "spawning", body = SpawnedAgent),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_task`, `invalid_name`, `invalid_region`, `invalid_memory_mode`, `invalid_agent`.", body = ErrorEnvelope),
+        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_task`, `invalid_name`, `invalid_region`, `invalid_memory_mode`, `invalid_agent`, `invalid_tools`.", body = ErrorEnvelope),
         (status = 402, description = "The plan's agent-hours or Mind tokens for this month are used (`details.budget` says which). Codes: `monthly_quota_exceeded`. Details: MonthlyQuotaDetails.", body = ErrorEnvelope),
         (status = 404, description = "`agent` names no component of this account. Codes: `component_not_found`.", body = ErrorEnvelope),
         (status = 429, description = "The account runs its plan's maximum of agents (`concurrent_limit_reached`, details: ConcurrentLimitDetails), or this key spawned its plan's agents per minute or hour (`rate_limited`, details: RateLimitDetails), or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`, details: RequestLimitDetails). Codes: `concurrent_limit_reached`, `rate_limited`, `request_limit_reached`.", body = ErrorEnvelope,

@@ -10,8 +10,8 @@ use crate::{
     accounts::{PlanLimits, Principal},
     object::Fields,
     runtime::{
-        MAX_AGENT_NAME_CHARS as MAX_NAME_CHARS, MAX_TASK_CHARS, MemoryMode, REGION, SpawnFields,
-        SpawnRequest,
+        MAX_AGENT_NAME_CHARS as MAX_NAME_CHARS, MAX_SPAWN_TOOLS, MAX_TASK_CHARS,
+        MAX_TOOL_NAME_CHARS, MemoryMode, REGION, SpawnFields, SpawnRequest,
     },
 };
 /// Agent list page: default and cap (§8).
@@ -48,6 +48,26 @@ fn agent_or_null() -> Schema {
                 "the account's uploaded component to run: its id (`cmp_…`), its name (the \
                  newest version by semver precedence) or `name@version`; absent or null runs \
                  the built-in default agent",
+            )),
+    )
+}
+
+fn tools_or_null() -> Schema {
+    let name = utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_TOOL_NAME_CHARS))
+        .pattern(Some("^[A-Za-z0-9_-]+$"));
+    schema::or_null(
+        utoipa::openapi::schema::ArrayBuilder::new()
+            .items(name)
+            .max_items(Some(MAX_SPAWN_TOOLS))
+            .unique_items(true)
+            .description(Some(
+                "the account's registered tools (GET /api/v1/tools; an MCP server's as \
+                 `mcp_<server>_<tool>`) the default agent is offered, by name; absent or null \
+                 offers all of them, [] none. The memory tools follow memory_mode. A name no \
+                 tool has offers nothing",
             )),
     )
 }
@@ -97,6 +117,8 @@ pub struct SpawnBody {
     pub memory_mode: Option<String>,
     #[schema(schema_with = agent_or_null)]
     pub agent: Option<String>,
+    #[schema(schema_with = tools_or_null)]
+    pub tools: Option<Vec<String>>,
 }
 
 impl SpawnBody {
@@ -112,6 +134,7 @@ impl SpawnBody {
                 name: self.name,
                 region: self.region,
                 memory_mode: self.memory_mode,
+                tools: self.tools,
             },
             agent: self.agent,
         }
@@ -125,6 +148,7 @@ impl Fields for SpawnBody {
         ("region", "a string"),
         ("memory_mode", "a string"),
         ("agent", "a string"),
+        ("tools", "an array of tool names"),
     ];
 }
 

@@ -113,6 +113,9 @@ pub struct AgentView {
     /// Calls its guest made to the host, each recorded in the run's journal (what a resume
     /// replays): as of its last progress report, its resume or its end.
     pub steps: u64,
+    /// The account's tools it is offered, by name (its spawn's `tools`); absent: all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 impl From<&AgentRecord> for AgentView {
@@ -147,6 +150,7 @@ impl From<&AgentRecord> for AgentView {
             memory_mode: r.memory_mode.as_str(),
             agent: r.agent.as_ref().map(AgentComponentView::from),
             steps: r.steps,
+            tools: r.tools.clone(),
         }
     }
 }

@@ -48,8 +48,9 @@ use super::super::{
     state::{AgentCtx, AgentState, Services},
 };
 use crate::{
+    accounts::Plan,
     clock::now_ms,
-    egress::{Failure, Moved, Response},
+    egress::{Failure, Moved, Refusal, Response},
     metrics::names,
 };
 
@@ -145,6 +146,36 @@ impl WasiHttpHooks for Stage {
 }
 
 impl AgentState {
+    /// The plan of the agent's account. (`&mut`: a future holding `&AgentState`, which is
+    /// not `Sync`, could not be sent.)
+    pub(super) async fn plan(&mut self, outside: &Services) -> wasmtime::Result<Plan> {
+        let plan = outside.accounts.plan(&self.agent.account).await;
+        Ok(plan.map_err(wasmtime::Error::msg)?.unwrap_or_default())
+    }
+
+    /// What the plan's budgets (per run and per month) leave a request of `sent` bytes out
+    /// of the sandbox (a guest's exchange, a tool call): the cap of its response, or the
+    /// refusal.
+    pub(super) async fn budget(
+        &mut self,
+        outside: &Services,
+        plan: Plan,
+        sent: u64,
+    ) -> wasmtime::Result<Result<u64, Refusal>> {
+        let account = &self.agent.account;
+        let month = (outside.usage.month(account, now_ms()).await).map_err(wasmtime::Error::msg)?;
+        let run = Moved {
+            requests: self.usage.http_requests,
+            bytes: self.usage.http_bytes,
+        };
+        // The ledger has the month's ended runs; this one's requests so far are added.
+        let month = Moved {
+            requests: month.http_requests + run.requests,
+            bytes: month.http_bytes + run.bytes,
+        };
+        Ok(outside.egress.budget(plan, sent, run, month))
+    }
+
     /// Makes the exchange of the future `rep`, if it is staged, and makes it ready.
     pub(in crate::runtime) async fn observe(&mut self, rep: u32) -> wasmtime::Result<()> {
         let Some(staged) = self.outgoing.staged.remove(&rep) else {
@@ -191,29 +222,14 @@ impl AgentState {
         body: Bytes,
     ) -> wasmtime::Result<Result<Response, Failure>> {
         let agent = self.agent.clone();
-        let accounts = &outside.accounts;
-        let plan = (accounts.plan(&agent.account).await)
-            .map_err(wasmtime::Error::msg)?
-            .unwrap_or_default();
-        let own = (accounts.egress(&agent.account).await).map_err(wasmtime::Error::msg)?;
-        let month =
-            (outside.usage.month(&agent.account, now_ms()).await).map_err(wasmtime::Error::msg)?;
-        let run = Moved {
-            requests: self.usage.http_requests,
-            bytes: self.usage.http_bytes,
-        };
-        // The ledger has the month's ended runs; this one's requests so far are added.
-        let month = Moved {
-            requests: month.http_requests + run.requests,
-            bytes: month.http_bytes + run.bytes,
-        };
-        let egress = &outside.egress;
-        let admitted = (egress.admit(plan, &own, &uri))
-            .and_then(|url| Ok((url, egress.budget(plan, body.len() as u64, run, month)?)));
+        let plan = self.plan(&outside).await?;
+        let own = (outside.accounts.egress(&agent.account).await).map_err(wasmtime::Error::msg)?;
+        let budget = self.budget(&outside, plan, body.len() as u64).await?;
+        let admitted = (outside.egress.admit(plan, &own, &uri)).and_then(|url| Ok((url, budget?)));
         let (url, max_response) = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {
-                refused(&outside, &agent, refusal.rule, &refusal.message, &uri).await?;
+                refused(&outside, &agent, refusal.rule, &refusal.message, ("url", &uri)).await?;
                 return Ok(Err(Failure::Denied(refusal.message)));
             }
         };
@@ -258,25 +274,38 @@ impl AgentState {
             Waited::Parked(pending) => return Err(self.hibernate(pending)),
         };
         match &outcome {
-            Err(Failure::Refused(why)) => refused(&outside, &agent, "address", why, &uri).await?,
+            Err(Failure::Refused(why)) => refused(&outside, &agent, "address", why, ("url", &uri)).await?,
             // Capped below `[egress] max_response_bytes`: by what the budgets left.
             Err(Failure::TooLarge(cap)) if *cap < outside.egress.max_response_bytes() => {
                 let why = format!("the response is over the {cap} bytes the plan's budgets leave");
-                refused(&outside, &agent, "budget", &why, &uri).await?;
+                refused(&outside, &agent, "budget", &why, ("url", &uri)).await?;
             }
             sent_out => metered(sent_out, sent),
         }
         // Never unjournaled: a response the journal has no room for is not given.
-        let room = agent.journal.room();
-        let size = serde_json::to_string(&outcome).map_or(0, |s| s.len()) as u64;
-        if outcome.is_ok() && size + ENTRY_OVERHEAD > room {
-            let why = format!(
-                "the response ({size} bytes) is over the room left in the agent's journal ({room} bytes, [runtime] max_journal_bytes)"
-            );
-            refused(&outside, &agent, "journal", &why, &uri).await?;
+        if outcome.is_ok()
+            && let Err((room, why)) = fits_journal(&agent, &outcome)
+        {
+            refused(&outside, &agent, "journal", &why, ("url", &uri)).await?;
             return Ok(Err(Failure::TooLarge(room)));
         }
         Ok(outcome)
+    }
+}
+
+/// Whether `answer` fits the room left in the agent's journal; else that room, and why
+/// the answer is not given (an answer is never given unjournaled).
+pub(super) fn fits_journal(agent: &AgentCtx, answer: &impl serde::Serialize) -> Result<(), (u64, String)> {
+    let room = agent.journal.room();
+    let size = serde_json::to_string(answer).map_or(0, |s| s.len()) as u64;
+    match size + ENTRY_OVERHEAD > room {
+        true => Err((
+            room,
+            format!(
+                "the answer ({size} bytes) is over the room left in the agent's journal ({room} bytes, [runtime] max_journal_bytes)"
+            ),
+        )),
+        false => Ok(()),
     }
 }
 
@@ -311,15 +340,16 @@ fn joined(
     })
 }
 
-/// Logs on the agent which rule refused its request to `url`.
-async fn refused(
+/// Logs on the agent which rule refused its request to `target`: (`url`, its URL), or
+/// (`tool`, its name) for a tool call.
+pub(super) async fn refused(
     outside: &Services,
     agent: &AgentCtx,
-    rule: &'static str,
+    rule: &str,
     message: &str,
-    url: &str,
+    (target, name): (&str, &str),
 ) -> wasmtime::Result<()> {
-    metrics::counter!(names::AGENT_HTTP_REQUESTS, "outcome" => rule).increment(1);
+    metrics::counter!(names::AGENT_HTTP_REQUESTS, "outcome" => rule.to_string()).increment(1);
     (outside.records)
         .append_log(
             &agent.account,
@@ -327,7 +357,7 @@ async fn refused(
             agent.fence,
             "egress",
             format!("request refused ({rule}): {message}"),
-            Some(json!({ "rule": rule, "url": url })),
+            Some(json!({ "rule": rule, target: name })),
         )
         .await
         .map_err(wasmtime::Error::msg)?;
@@ -336,7 +366,7 @@ async fn refused(
 
 /// The `Idempotency-Key` of the agent's request made at journal step `step`: the same
 /// when a resumed run sends it again, another for every other request.
-fn idempotency_key(agent_id: &str, step: u64) -> String {
+pub(super) fn idempotency_key(agent_id: &str, step: u64) -> String {
     let digest = Sha256::digest(format!("{agent_id}/{step}"));
     hex::encode(&digest[..16])
 }

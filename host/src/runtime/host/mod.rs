@@ -8,3 +8,4 @@ mod memory;
 pub use memory::account_memory;
 mod mind;
 mod progress;
+mod tools;

@@ -60,6 +60,8 @@ const JOURNALED: &[(&str, &str, &str)] = &[
     ("wasmind:agent/memory", "list", "memory.list"),
     ("wasmind:agent/memory", "delete", "memory.delete"),
     ("wasmind:agent/memory", "search", "memory.search"),
+    ("wasmind:agent/tools", "list", "tools.list"),
+    ("wasmind:agent/tools", "call", "tools.call"),
     ("wasmind:agent/progress", "report", "progress.report"),
     ("wasmind:agent/progress", "log", "progress.log"),
     (
@@ -189,6 +191,7 @@ fn context(journal: Arc<Journal>, door: Door) -> Arc<AgentCtx> {
         fence: None,
         memory_quota: Quota::memories(100),
         memory_mode: MemoryMode::Explicit,
+        tools: None,
         stop: StopSignal::default(),
         mind_failed: AtomicBool::new(false),
         token_budget: u64::MAX,

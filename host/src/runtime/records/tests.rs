@@ -56,6 +56,7 @@ pub(in crate::runtime) fn record(id: &str, account: &str) -> AgentRecord {
         agent: None,
         seq: 0,
         steps: 0,
+        tools: None,
     }
 }
 

@@ -251,6 +251,10 @@ pub struct AgentRecord {
     /// existed read as 0.
     #[serde(default)]
     pub steps: u64,
+    /// The account's tools it is offered, by name (the spawn's `tools` field); `None`, as
+    /// in records written before tools existed: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
 }
 
 /// One event of an agent's log stream.

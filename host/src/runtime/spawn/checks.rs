@@ -10,6 +10,10 @@ pub const MAX_TASK_CHARS: usize = 4_000;
 pub const MAX_NAME_CHARS: usize = 200;
 /// The only region (§4.3).
 pub const REGION: &str = "iad";
+/// Most tools a spawn's `tools` field may name.
+pub const MAX_TOOLS: usize = 128;
+/// Longest tool name (a registered tool's, or an MCP server's tool's as agents see it).
+pub const MAX_TOOL_NAME_CHARS: usize = 64;
 
 /// A spawn field that is not valid: which, and what to fix.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -36,24 +40,29 @@ pub struct SpawnFields {
     pub region: Option<String>,
     /// `None` is the default mode.
     pub memory_mode: Option<String>,
+    /// The account's tools the agent is offered, by name; `None`: all of them.
+    pub tools: Option<Vec<String>>,
 }
 
-/// What a checked spawn runs: its task, its name if given, and its memory mode.
+/// What a checked spawn runs: its task, its name if given, its memory mode and the tools
+/// it is offered.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Checked {
     pub task: String,
     pub name: Option<String>,
     pub memory_mode: MemoryMode,
+    pub tools: Option<Vec<String>>,
 }
 
 /// Checks `fields` in the order the specification lists them: task, name, region, memory
-/// mode; the first that fails is the refusal.
+/// mode, then the additions (tools); the first that fails is the refusal.
 pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
     let SpawnFields {
         task,
         name,
         region,
         memory_mode,
+        tools,
     } = fields;
     if task.trim().is_empty() {
         return Err(invalid("task", "task must not be empty"));
@@ -91,11 +100,43 @@ pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
             )
         })?,
     };
+    if let Some(tools) = &tools {
+        check_tools(tools)?;
+    }
     Ok(Checked {
         task,
         name,
         memory_mode,
+        tools,
     })
+}
+
+/// A `tools` field names at most [`MAX_TOOLS`] tools, each once, by a name a tool can
+/// have (letters, digits, `_` and `-`, at most [`MAX_TOOL_NAME_CHARS`]). A name the
+/// account has no tool of is allowed: it offers nothing until such a tool is registered.
+fn check_tools(tools: &[String]) -> Result<(), InvalidField> {
+    if tools.len() > MAX_TOOLS {
+        let n = tools.len();
+        return Err(invalid(
+            "tools",
+            format!("tools names {n} tools; the limit is {MAX_TOOLS}"),
+        ));
+    }
+    for (i, name) in tools.iter().enumerate() {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if name.is_empty() || name.len() > MAX_TOOL_NAME_CHARS || !name.chars().all(allowed) {
+            return Err(invalid(
+                "tools",
+                format!(
+                    "tools[{i}] {name:?} is not a tool name (1 to {MAX_TOOL_NAME_CHARS} letters, digits, _ or -)"
+                ),
+            ));
+        }
+        if tools[..i].contains(name) {
+            return Err(invalid("tools", format!("tools names {name:?} twice")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -126,8 +167,37 @@ mod tests {
                 task: "Summarize the report".into(),
                 name: None,
                 memory_mode: MemoryMode::default(),
+                tools: None,
             }
         );
+    }
+
+    #[test]
+    fn tools_are_names_each_given_once_and_not_too_many() {
+        let with = |tools: Vec<&str>| SpawnFields {
+            tools: Some(tools.into_iter().map(String::from).collect()),
+            ..task("t")
+        };
+        let checked = check(with(vec!["weather", "mcp_docs_search-v2"])).unwrap();
+        assert_eq!(
+            checked.tools.as_deref(),
+            Some(["weather".to_string(), "mcp_docs_search-v2".to_string()].as_slice())
+        );
+        assert_eq!(check(with(vec![])).unwrap().tools, Some(Vec::new()));
+        assert_eq!(
+            check(with(vec!["weather", "web page"])).unwrap_err().message,
+            "tools[1] \"web page\" is not a tool name (1 to 64 letters, digits, _ or -)"
+        );
+        let long = "t".repeat(MAX_TOOL_NAME_CHARS + 1);
+        for bad in [vec![""], vec![long.as_str()], vec!["a", "a"]] {
+            assert_eq!(field_of(with(bad)), "tools");
+        }
+        let many: Vec<String> = (0..=MAX_TOOLS).map(|i| format!("t{i}")).collect();
+        let many = SpawnFields {
+            tools: Some(many),
+            ..task("t")
+        };
+        assert_eq!(field_of(many), "tools");
     }
 
     #[test]
@@ -172,6 +242,7 @@ mod tests {
             name: Some(String::new()),
             region: Some("fra".into()),
             memory_mode: Some("never".into()),
+            tools: Some(vec![String::new()]),
         };
         assert_eq!(field_of(all_bad), "task");
     }

@@ -13,7 +13,9 @@
 
 mod checks;
 
-pub use self::checks::{InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, REGION, SpawnFields};
+pub use self::checks::{
+    InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS, MAX_TOOLS, REGION, SpawnFields,
+};
 use super::{
     lifecycle::Runtime,
     limits::{Admitted, Asked, Place},
@@ -186,6 +188,7 @@ impl Runtime {
             task,
             name,
             memory_mode,
+            tools,
         } = checks::check(fields).map_err(SpawnRefusal::Invalid)?;
         let services = &self.inner.services;
         let (agent, pre) = self.inner.agent_for(&account, agent).await?;
@@ -211,6 +214,7 @@ impl Runtime {
             agent,
             seq: 0,
             steps: 0,
+            tools,
         };
         let asked = Asked {
             plan,

@@ -5,7 +5,7 @@
 //! reach nothing outside the sandbox, and the end-to-end `reach` test, where a kill -9
 //! must not change what it saw.
 //!
-//! It writes everything that came from outside the sandbox (the Mind's answer, memory
+//! It writes everything that came from outside the sandbox (the Mind's answer, memory and tools
 //! results, clock readings, random bytes, poll readiness) into a transcript, reports the
 //! transcript's digest as progress `reach` before its last Mind call, and completes with
 //! `reach DIGEST: ANSWER`, the last call's answer appended: a replay that answered any
@@ -68,6 +68,10 @@ fn wit(ctx: &Context, task: &str, seen: &mut String) -> Result<(), String> {
     let _ = write!(seen, "search {found:?};");
     let _ = write!(seen, "delete {:?};", memory.delete("reach_observed", None));
     ctx.progress().report("info", "reached the memory");
+    let tools = ctx.tools();
+    let _ = write!(seen, "tools {};", tools.list().len());
+    let called = tools.call_json("reach_tool", "{}");
+    let _ = write!(seen, "tool {called:?};");
     ctx.progress().log(LogKind::Thinking, "reaching", None);
     let _ = write!(seen, "stop {};", ctx.stop_requested());
     Ok(())
