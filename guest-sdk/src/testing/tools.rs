@@ -87,7 +87,11 @@ impl FakeTools {
 
 impl ToolsBackend for FakeTools {
     fn list(&self) -> Vec<ToolSpec> {
-        self.lock().tools.iter().map(|(spec, _)| spec.clone()).collect()
+        self.lock()
+            .tools
+            .iter()
+            .map(|(spec, _)| spec.clone())
+            .collect()
     }
 
     fn call(&self, name: &str, arguments_json: &str) -> Result<String, ToolError> {

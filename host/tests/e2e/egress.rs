@@ -291,7 +291,7 @@ fn each_budget_refuses_past_it_and_usage_counts_what_went_out() {
 }
 
 /// The console's usage report of `acme`, signed in through `wasmind console login`.
-fn acme_console_usage(server: &crate::common::Server, dir: &std::path::Path) -> Value {
+pub fn acme_console_usage(server: &crate::common::Server, dir: &std::path::Path) -> Value {
     let (_, token) = crate::console::login(dir, "acme", None);
     let console = Client::new(&server.base, Some(&token));
     console.get("/api/v1/console/usage").body

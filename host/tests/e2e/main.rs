@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agent_tools;
 mod agents;
 mod anthropic;
 mod artifacts;

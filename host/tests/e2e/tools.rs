@@ -17,13 +17,13 @@ use crate::{
     console::login,
 };
 
-const SECRET: &str = "sk-e2e-3f9a7c1d-never-shown";
-const BEARER: &str = "mcp-e2e-bearer-8b2e";
+pub const SECRET: &str = "sk-e2e-3f9a7c1d-never-shown";
+pub const BEARER: &str = "mcp-e2e-bearer-8b2e";
 
 /// The operator's config: 127.0.0.2's origins allowed (host, ports, range), the canary's
 /// host and port on the allowlist so that the address check is what refuses it; free
 /// accounts may register `tools` tools.
-fn config(allowed: &[u16], canary: u16, tools: u32) -> String {
+pub fn config(allowed: &[u16], canary: u16, tools: u32) -> String {
     let ports: Vec<String> = allowed.iter().map(u16::to_string).collect();
     format!(
         "[egress]\nallow_ranges = [\"127.0.0.2/32\"]\nallow = [\n\
@@ -35,7 +35,7 @@ fn config(allowed: &[u16], canary: u16, tools: u32) -> String {
     )
 }
 
-fn weather(url: &str) -> Value {
+pub fn weather(url: &str) -> Value {
     json!({
         "name": "weather",
         "kind": "http",
@@ -59,7 +59,7 @@ fn call(c: &Client, name: &str, arguments: &Value) -> crate::common::Resp {
 }
 
 /// No file under `dir` holds `secret`, nor (on postgres) the server's database.
-fn nowhere_at_rest(dir: &Path, secrets: &[&str]) {
+pub fn nowhere_at_rest(dir: &Path, secrets: &[&str]) {
     let mut files = vec![dir.to_path_buf()];
     while let Some(path) = files.pop() {
         if path.is_dir() {

@@ -229,7 +229,14 @@ impl AgentState {
         let (url, max_response) = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {
-                refused(&outside, &agent, refusal.rule, &refusal.message, ("url", &uri)).await?;
+                refused(
+                    &outside,
+                    &agent,
+                    refusal.rule,
+                    &refusal.message,
+                    ("url", &uri),
+                )
+                .await?;
                 return Ok(Err(Failure::Denied(refusal.message)));
             }
         };
@@ -274,7 +281,9 @@ impl AgentState {
             Waited::Parked(pending) => return Err(self.hibernate(pending)),
         };
         match &outcome {
-            Err(Failure::Refused(why)) => refused(&outside, &agent, "address", why, ("url", &uri)).await?,
+            Err(Failure::Refused(why)) => {
+                refused(&outside, &agent, "address", why, ("url", &uri)).await?
+            }
             // Capped below `[egress] max_response_bytes`: by what the budgets left.
             Err(Failure::TooLarge(cap)) if *cap < outside.egress.max_response_bytes() => {
                 let why = format!("the response is over the {cap} bytes the plan's budgets leave");
@@ -295,7 +304,10 @@ impl AgentState {
 
 /// Whether `answer` fits the room left in the agent's journal; else that room, and why
 /// the answer is not given (an answer is never given unjournaled).
-pub(super) fn fits_journal(agent: &AgentCtx, answer: &impl serde::Serialize) -> Result<(), (u64, String)> {
+pub(super) fn fits_journal(
+    agent: &AgentCtx,
+    answer: &impl serde::Serialize,
+) -> Result<(), (u64, String)> {
     let room = agent.journal.room();
     let size = serde_json::to_string(answer).map_or(0, |s| s.len()) as u64;
     match size + ENTRY_OVERHEAD > room {

@@ -96,7 +96,8 @@ fn wit_error(e: ToolError) -> wt::ToolError {
 impl AgentState {
     /// The tools offered to the agent, live.
     async fn offered(&mut self, outside: Arc<Services>) -> wasmtime::Result<Vec<mind::ToolSpec>> {
-        let specs = (outside.tools.specs(&self.agent.account).await).map_err(wasmtime::Error::msg)?;
+        let specs =
+            (outside.tools.specs(&self.agent.account).await).map_err(wasmtime::Error::msg)?;
         Ok((specs.into_iter())
             .filter(|spec| self.agent.offers(&spec.name))
             .map(|spec| mind::ToolSpec {
@@ -131,7 +132,14 @@ impl AgentState {
         let max_response = match self.budget(&outside, plan, sent).await? {
             Ok(max) => max,
             Err(refusal) => {
-                refused(&outside, &agent, refusal.rule, &refusal.message, ("tool", &name)).await?;
+                refused(
+                    &outside,
+                    &agent,
+                    refusal.rule,
+                    &refusal.message,
+                    ("tool", &name),
+                )
+                .await?;
                 let why = format!("{} (egress rule: {})", refusal.message, refusal.rule);
                 return Ok(Outcome::unsent(wt::ToolError::Denied(why)));
             }

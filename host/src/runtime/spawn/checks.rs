@@ -185,7 +185,9 @@ mod tests {
         );
         assert_eq!(check(with(vec![])).unwrap().tools, Some(Vec::new()));
         assert_eq!(
-            check(with(vec!["weather", "web page"])).unwrap_err().message,
+            check(with(vec!["weather", "web page"]))
+                .unwrap_err()
+                .message,
             "tools[1] \"web page\" is not a tool name (1 to 64 letters, digits, _ or -)"
         );
         let long = "t".repeat(MAX_TOOL_NAME_CHARS + 1);

@@ -14,7 +14,8 @@
 mod checks;
 
 pub use self::checks::{
-    InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS, MAX_TOOLS, REGION, SpawnFields,
+    InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS, MAX_TOOLS, REGION,
+    SpawnFields,
 };
 use super::{
     lifecycle::Runtime,
