@@ -18,7 +18,7 @@ use crate::{
         server_with_keys,
     },
     durable::Setup,
-    guests::FETCH,
+    guests::{FETCH, WEB_DIGEST},
 };
 
 /// The egress section: the origin allowed; the canary, and every address spelled below,
@@ -106,6 +106,49 @@ pub fn fetch() {
     assert_ne!(keys[0], keys[1]);
     assert!(refusals(&c, &id).is_empty());
     assert!(canary.requests().is_empty());
+}
+
+/// Named after the example agent `web-digest`: it fetches the page its task names, the
+/// Mind summarizes it, and the summary is remembered under the page's key.
+#[test]
+pub fn web_digest() {
+    let (origin, canary) = (Origin::start("127.0.0.2"), Origin::start("127.0.0.1"));
+    let mind = FakeMind::start([Reply::text("The page greets its reader.")]);
+    let options = crate::common::Options {
+        config: Some(egress(&origin, &canary)),
+        ..crate::common::Options::hash_embedder().openai_mind(&mind.base_url())
+    };
+    let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &options);
+    let c = server.client(&keys[0]);
+    let guest = upload(&c, WEB_DIGEST, "web_digest", "1.0.0");
+    let url = origin.url("/status");
+    let task = format!("Check {url} and remember what it says.");
+    let body = json!({ "task": task, "agent": guest["component_id"], "memory_mode": "explicit" });
+    let id = c.post("/api/v1/agents", &body).body["agent_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let done = wait_terminal(&c, &id);
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["final_result"], "The page greets its reader.");
+    let asked = &mind.requests()[0]["messages"][1]["content"];
+    assert!(
+        asked.as_str().unwrap().ends_with("hello /status"),
+        "{asked}"
+    );
+    let key = format!("page_127_0_0_2_{}_status", origin.port());
+    let saved = c.get(&format!("/api/v1/memory?key={key}&namespace=web"));
+    assert_eq!(saved.status, 200, "{:#}", saved.body);
+    assert_eq!(
+        saved.body["value"],
+        format!("{url}: The page greets its reader.")
+    );
+    let seen = origin.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", "/status")
+    );
 }
 
 #[test]

@@ -17,8 +17,12 @@ use crate::{
 include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
 // The `hostile` guest's test runs beside the other sandbox tests, `reach`'s beside the other
-// durability tests, `fetch`'s beside the other egress tests.
-use crate::{durable::reach, egress::fetch, hostile::hostile};
+// durability tests, `fetch`'s and `web_digest`'s beside the other egress tests.
+use crate::{
+    durable::reach,
+    egress::{fetch, web_digest},
+    hostile::hostile,
+};
 
 macro_rules! assert_test_exists {
     ($name:ident) => {

@@ -2039,6 +2039,8 @@ fn drive_agents(spec: &mut Spec, ada: &Client, bob: &Client) {
             json!({ "task": "t", "memory_mode": 3 }),
             "invalid_memory_mode",
         ),
+        (json!({ "task": "t", "tools": ["a b"] }), "invalid_tools"),
+        (json!({ "task": "t", "tools": "weather" }), "invalid_tools"),
     ] {
         let r = spec.post(ada, AGENTS, &body);
         expect_error(&r, 400, code);

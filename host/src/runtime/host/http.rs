@@ -282,7 +282,7 @@ impl AgentState {
         };
         match &outcome {
             Err(Failure::Refused(why)) => {
-                refused(&outside, &agent, "address", why, ("url", &uri)).await?
+                refused(&outside, &agent, "address", why, ("url", &uri)).await?;
             }
             // Capped below `[egress] max_response_bytes`: by what the budgets left.
             Err(Failure::TooLarge(cap)) if *cap < outside.egress.max_response_bytes() => {
