@@ -3,7 +3,7 @@
 
 use std::{fmt, sync::Arc};
 
-use crate::{Memory, Mind, Progress, Tools};
+use crate::{Http, Memory, Mind, Progress, Tools};
 
 /// Whether a stop was requested: the host's `control` import, or a test flag.
 pub(crate) trait ControlBackend: Send + Sync {
@@ -21,6 +21,7 @@ pub struct Context {
     memory: Memory,
     progress: Progress,
     tools: Tools,
+    http: Http,
     control: Arc<dyn ControlBackend>,
 }
 
@@ -38,6 +39,7 @@ impl Context {
         memory: Memory,
         progress: Progress,
         tools: Tools,
+        http: Http,
         control: Arc<dyn ControlBackend>,
     ) -> Self {
         Self {
@@ -45,8 +47,15 @@ impl Context {
             memory,
             progress,
             tools,
+            http,
             control,
         }
+    }
+
+    /// This context with `http` in place of its outgoing HTTP.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn with_http(self, http: Http) -> Self {
+        Self { http, ..self }
     }
 
     /// This context with `tools` in place of its tools.
@@ -113,6 +122,21 @@ impl Context {
     /// ```
     pub fn tools(&self) -> &Tools {
         &self.tools
+    }
+
+    /// Outgoing HTTP (`wasi:http`), in the `http` crate's types: what the host sends is
+    /// the operator's egress policy's to allow, and each exchange is journaled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wasmind_sdk::testing::{FakeHttp, TestContext};
+    ///
+    /// let t = TestContext::default().with_http(FakeHttp::new().page("https://x.example/", 200, "hi"));
+    /// assert_eq!(t.ctx().http().get("https://x.example/").unwrap().body(), b"hi");
+    /// ```
+    pub fn http(&self) -> &Http {
+        &self.http
     }
 
     /// True once a stop was requested: finish promptly (the host interrupts the agent about

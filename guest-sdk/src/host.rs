@@ -10,6 +10,7 @@ use crate::{
     Message, Mind, MindError, Progress, PutRequest, PutResult, Role, SearchHit, SearchRequest,
     ToolCall, ToolError, ToolSpec, Tools, Usage,
     context::ControlBackend,
+    http::{Answer, Http, HttpBackend, HttpError},
     memory::MemoryBackend,
     mind::MindBackend,
     progress::ProgressBackend,
@@ -28,6 +29,7 @@ pub(crate) fn context() -> Context {
         Memory::new(host.clone()),
         Progress::new(host.clone()),
         Tools::new(host.clone()),
+        Http::new(host.clone()),
         host,
     )
 }
@@ -220,6 +222,35 @@ impl ToolsBackend for Host {
             wt::ToolError::Denied(m) => ToolError::Denied(m),
             wt::ToolError::Failed(m) => ToolError::Failed(m),
             wt::ToolError::Stopped => ToolError::Stopped,
+        })
+    }
+}
+
+impl HttpBackend for Host {
+    fn send(&self, request: &::http::Request<Vec<u8>>) -> Result<Answer, HttpError> {
+        let mut sent = ::http::Request::builder()
+            .method(request.method().clone())
+            .uri(request.uri().clone());
+        for (name, value) in request.headers() {
+            sent = sent.header(name, value);
+        }
+        let sent = (sent.body(wstd::http::Body::from(request.body().clone())))
+            .map_err(|e| HttpError(format!("a malformed request: {e}")))?;
+        wstd::runtime::block_on(async move {
+            let mut response = (wstd::http::Client::new().send(sent).await)
+                .map_err(|e| HttpError(format!("the request failed: {e:?}")))?;
+            let headers = (response.headers().iter())
+                .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+                .collect();
+            let status = response.status().as_u16();
+            let body = (response.body_mut().contents().await)
+                .map_err(|e| HttpError(format!("reading the response failed: {e:?}")))?
+                .to_vec();
+            Ok(Answer {
+                status,
+                headers,
+                body,
+            })
         })
     }
 }

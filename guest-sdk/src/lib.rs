@@ -5,8 +5,9 @@
 //! Everything it can do beyond computing goes through the [`Context`]: the [`Mind`] (chat
 //! completion with tool calls), the account's long-term [`Memory`], the [`Tools`] the
 //! account registered, [`Progress`] reports and log events, and
-//! [`Context::stop_requested`]. Outgoing HTTP is `wasi:http`: use a standard client over
-//! it (e.g. `wstd`); the host sends each request under the account's egress policy. [`export_agent!`] turns the function
+//! [`Context::stop_requested`]. Outgoing HTTP is `wasi:http`, which the host sends under the
+//! account's egress policy: [`Context::http`] speaks it in the `http` crate's types (and
+//! to a test double natively), and any client over `wasi:http` (`wstd`) works too. [`export_agent!`] turns the function
 //! into the component's `run` export.
 //!
 //! The five memory tools of the specification (`service_memory_put` …) are ready to offer
@@ -36,6 +37,7 @@
 //! ```
 
 mod context;
+mod http;
 pub mod limits;
 mod memory;
 mod mind;
@@ -68,6 +70,7 @@ pub use context::Context;
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub use context::run_exported;
+pub use http::{Http, HttpError};
 pub use memory::{
     Breakdown, ListRequest, Memory, MemoryBackend, MemoryError, MemoryRecord, PutRequest,
     PutResult, SearchHit, SearchRequest,

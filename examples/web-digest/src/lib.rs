@@ -1,15 +1,12 @@
-//! An agent that acts: it fetches the page its task names over `wasi:http` (with `wstd`, a
-//! standard HTTP client; the host sends the request under the account's egress policy and
+//! An agent that acts: it fetches the page its task names over `wasi:http`
+//! (`Context::http`; the host sends the request under the account's egress policy and
 //! journals the answer, so a resumed run is answered from its journal and sends nothing),
 //! asks the Mind to summarize the page for the task, and remembers the summary in the
 //! `web` namespace under a key derived from the URL (fetching the same page again files a
-//! new version of the same memory).
-//!
-//! The fetch is the component's alone; [`digest`], everything after it, is plain SDK code
-//! and unit-tested natively with the SDK's doubles.
+//! new version of the same memory). Its tests run it natively on the SDK's doubles, the
+//! page a `FakeHttp`'s, and check that it replays.
 
 use wasmind_sdk::{Context, Message, PutRequest, limits};
-use wstd::http::{Body, Client, Request};
 
 /// Where summaries are filed.
 pub const NAMESPACE: &str = "web";
@@ -22,16 +19,16 @@ const SUMMARY_PROMPT: &str = "Summarize the web page the user gives for the task
 give, in at most five sentences of plain text. Say what the page says, not what you know \
 otherwise; if the page is an error or empty, say so.";
 
-/// Fetches the task's URL, then [`digest`]s the page.
+/// Fetches the task's URL, then summarizes and remembers the page.
 pub fn run(ctx: &Context, task: &str) -> Result<String, String> {
     let url = first_url(task).ok_or("the task names no http:// or https:// URL to fetch")?;
     ctx.progress().report("info", &format!("fetching {url}"));
-    let page = wstd::runtime::block_on(fetch(url))?;
+    let page = fetch(ctx, url)?;
     digest(ctx, task, url, &page)
 }
 
 /// Summarizes `page`, fetched from `url`, for `task`, and remembers the summary.
-pub fn digest(ctx: &Context, task: &str, url: &str, page: &str) -> Result<String, String> {
+fn digest(ctx: &Context, task: &str, url: &str, page: &str) -> Result<String, String> {
     let excerpt = cut(page, MAX_PAGE_CHARS);
     let asked = format!("Task: {task}\n\nThe page at {url}:\n\n{excerpt}");
     let messages = [Message::system(SUMMARY_PROMPT), Message::user(asked)];
@@ -57,17 +54,13 @@ pub fn digest(ctx: &Context, task: &str, url: &str, page: &str) -> Result<String
 
 /// A GET of `url`: the body's text, or why there is none (a status that is not 2xx
 /// included: the Mind would summarize an error page as the page).
-async fn fetch(url: &str) -> Result<String, String> {
-    let request = (Request::get(url).body(Body::empty())).map_err(|e| e.to_string())?;
-    let mut response =
-        (Client::new().send(request).await).map_err(|e| format!("fetching {url} failed: {e:?}"))?;
+fn fetch(ctx: &Context, url: &str) -> Result<String, String> {
+    let response = (ctx.http().get(url)).map_err(|e| format!("fetching {url} failed: {e}"))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("fetching {url} answered {status}"));
     }
-    (response.body_mut().str_contents().await)
-        .map(str::to_string)
-        .map_err(|e| format!("reading {url} failed: {e}"))
+    Ok(String::from_utf8_lossy(response.body()).into_owned())
 }
 
 /// The first `http://` or `https://` URL in `text`, without trailing punctuation.
@@ -107,7 +100,7 @@ wasmind_sdk::export_agent!(run);
 mod tests {
     use wasmind_sdk::{
         Completion, MindError,
-        testing::{ScriptedMind, TestContext, check_replay},
+        testing::{FakeHttp, ScriptedMind, TestContext, check_replay},
     };
 
     use super::*;
@@ -115,17 +108,18 @@ mod tests {
     const URL: &str = "https://status.example.com/";
     const PAGE: &str = "<h1>Status</h1><p>API: degraded. Billing: operational.</p>";
 
-    fn digest_of(ctx: &Context, task: &str) -> Result<String, String> {
-        digest(ctx, task, URL, PAGE)
+    /// A context whose Mind is `mind` and where `URL` serves `PAGE`.
+    fn context(mind: ScriptedMind) -> TestContext {
+        TestContext::new(mind).with_http(FakeHttp::new().page(URL, 200, PAGE))
     }
 
     #[test]
     fn the_summary_is_remembered_under_the_page_s_key() {
-        let t = TestContext::new(ScriptedMind::new([Completion::text(
+        let t = context(ScriptedMind::new([Completion::text(
             " The API is degraded; billing works. ",
         )]));
         let task = format!("Check {URL} and remember if anything is down.");
-        let answer = digest_of(t.ctx(), &task);
+        let answer = run(t.ctx(), &task);
         assert_eq!(answer.as_deref(), Ok("The API is degraded; billing works."));
         let asked = &t.mind().requests()[0].messages[1].content;
         assert!(asked.starts_with(&format!("Task: {task}")), "{asked}");
@@ -139,23 +133,39 @@ mod tests {
             format!("{URL}: The API is degraded; billing works.")
         );
         assert_eq!(saved.tags, [TAG]);
+        let sent = t.http().requests();
+        assert_eq!((sent.len(), sent[0].method.as_str()), (1, "GET"));
     }
 
     /// A server resuming it runs it again on the recorded results (the page among them,
     /// the journal's answer to its request): it must make the same calls.
     #[test]
     fn replays() {
-        let t = TestContext::new(ScriptedMind::new([Completion::text("All up.")]));
-        let calls = check_replay(&t, "status?", digest_of).unwrap();
-        assert!(calls[0].starts_with("mind.complete("), "{calls:?}");
-        assert!(calls[1].starts_with("memory.put("), "{calls:?}");
+        let t = context(ScriptedMind::new([Completion::text("All up.")]));
+        let calls = check_replay(&t, &format!("Is {URL} up?"), run).unwrap();
+        let kinds: Vec<&str> = calls.iter().map(|c| c.split('(').next().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "progress.report",
+                "http.send",
+                "mind.complete",
+                "memory.put",
+                "progress.report"
+            ]
+        );
+        assert_eq!(t.http().requests().len(), 1, "the replay sent nothing");
     }
 
     #[test]
-    fn a_mind_failure_is_the_run_s_failure_and_nothing_is_remembered() {
-        let mind = ScriptedMind::default().then_error(MindError::Unavailable("down".into()));
-        let t = TestContext::new(mind);
-        assert!(digest_of(t.ctx(), "status?").unwrap_err().contains("down"));
+    fn a_page_it_cannot_fetch_or_a_mind_failure_fails_the_run_and_nothing_is_remembered() {
+        let t = context(ScriptedMind::new([Completion::text("unused")]));
+        let refused = run(t.ctx(), "Check https://elsewhere.example/ now").unwrap_err();
+        assert!(refused.contains("denied"), "{refused}");
+        let missing = run(t.ctx(), "Check nothing").unwrap_err();
+        assert!(missing.contains("no http"), "{missing}");
+        let t = context(ScriptedMind::default().then_error(MindError::Unavailable("down".into())));
+        assert!(run(t.ctx(), URL).unwrap_err().contains("down"));
         assert!(t.memory().is_empty());
     }
 

@@ -1,7 +1,8 @@
 //! In-process test doubles (native builds only), so an agent's logic is unit-tested with
 //! plain `cargo test`: a [`ScriptedMind`] that answers from a script and records what it
 //! was asked, an [`InMemoryMemory`] with the host's validation rules, defaults, versioning,
-//! quota and soft delete, [`FakeTools`] for the account's registered tools, a
+//! quota and soft delete, [`FakeTools`] for the account's registered tools, [`FakeHttp`]
+//! for outgoing HTTP, a
 //! [`ProgressRecorder`], and a [`StopFlag`].
 //!
 //! [`TestContext`] wires them into a [`Context`] the way the host does: once a stop is
@@ -32,6 +33,7 @@
 //! assert!(last.messages.last().unwrap().content.contains("\"key\":\"x\""));
 //! ```
 
+mod http;
 mod memory;
 mod mind;
 mod progress;
@@ -43,6 +45,7 @@ use std::sync::{
     atomic::{AtomicBool, Ordering},
 };
 
+pub use http::{FakeHttp, SentRequest};
 pub use memory::InMemoryMemory;
 pub use mind::{MindRequest, ScriptedMind};
 pub use progress::{LogEntry, ProgressRecorder};
@@ -50,7 +53,7 @@ pub use replay::{ReplayDiverged, check_replay};
 pub use tools::FakeTools;
 
 use crate::{
-    Context, Memory, MemoryError, Mind, Progress, Tools, context::ControlBackend,
+    Context, Http, Memory, MemoryError, Mind, Progress, Tools, context::ControlBackend,
     memory::MemoryBackend,
 };
 
@@ -109,6 +112,7 @@ pub struct TestContext {
     memory: InMemoryMemory,
     progress: ProgressRecorder,
     tools: FakeTools,
+    http: FakeHttp,
     stop: StopFlag,
 }
 
@@ -174,6 +178,7 @@ impl TestContext {
         let stop = StopFlag::default();
         let progress = ProgressRecorder::default();
         let tools = FakeTools::new();
+        let http = FakeHttp::new();
         mind.attach_stop(stop.clone());
         memory.attach_stop(stop.clone());
         let ctx = Context::from_parts(
@@ -181,6 +186,7 @@ impl TestContext {
             Memory::new(backend),
             Progress::new(Arc::new(progress.clone())),
             Tools::new(Arc::new(tools.clone())),
+            Http::new(Arc::new(http.clone())),
             Arc::new(stop.clone()),
         );
         Self {
@@ -189,8 +195,42 @@ impl TestContext {
             memory,
             progress,
             tools,
+            http,
             stop,
         }
+    }
+
+    /// This context with `http` answering its outgoing requests (by default none is
+    /// answered).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use wasmind_sdk::testing::{FakeHttp, TestContext};
+    ///
+    /// let t = TestContext::default().with_http(FakeHttp::new().page("https://x.example/", 200, "ok"));
+    /// assert!(t.ctx().http().get("https://x.example/").is_ok());
+    /// ```
+    pub fn with_http(self, http: FakeHttp) -> Self {
+        http.attach_stop(self.stop.clone());
+        let backend = Http::new(Arc::new(http.clone()));
+        Self {
+            ctx: self.ctx.with_http(backend),
+            http,
+            ..self
+        }
+    }
+
+    /// The outgoing HTTP double: the requests made.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = wasmind_sdk::testing::TestContext::default();
+    /// assert!(t.http().requests().is_empty());
+    /// ```
+    pub fn http(&self) -> &FakeHttp {
+        &self.http
     }
 
     /// This context with `tools` as the account's registered tools (by default it has none).

@@ -16,8 +16,13 @@ use super::TestContext;
 use crate::{
     Completion, Context, ListRequest, LogKind, Memory, MemoryError, MemoryRecord, Message, Mind,
     MindError, Progress, PutRequest, PutResult, SearchHit, SearchRequest, ToolError, ToolSpec,
-    Tools, context::ControlBackend, memory::MemoryBackend, mind::MindBackend,
-    progress::ProgressBackend, registered::ToolsBackend,
+    Tools,
+    context::ControlBackend,
+    http::{Answer, Http, HttpBackend, HttpError},
+    memory::MemoryBackend,
+    mind::MindBackend,
+    progress::ProgressBackend,
+    registered::ToolsBackend,
 };
 
 /// Where a replayed run departed from the recorded one.
@@ -105,6 +110,7 @@ fn context(taped: &Arc<Taped>) -> Context {
         Memory::new(taped.clone()),
         Progress::new(taped.clone()),
         Tools::new(taped.clone()),
+        Http::new(taped.clone()),
         taped.clone(),
     )
 }
@@ -175,6 +181,20 @@ impl ToolsBackend for Taped {
             || self.inner.tools().call_json(name, arguments_json),
             || Err(ToolError::Failed(DIVERGED.into())),
         )
+    }
+}
+
+impl HttpBackend for Taped {
+    fn send(&self, request: &::http::Request<Vec<u8>>) -> Result<Answer, HttpError> {
+        let call = format!(
+            "http.send({} {}, {:?}, {:?})",
+            request.method(),
+            request.uri(),
+            request.headers(),
+            String::from_utf8_lossy(request.body())
+        );
+        let live = || self.inner.http().backend().send(request);
+        self.answer(call, live, || Err(HttpError(DIVERGED.into())))
     }
 }
 
