@@ -45,6 +45,14 @@ pub struct PutOutcome {
 }
 
 impl PutOutcome {
+    /// A put that wrote nothing: `memory` already is what it asked for.
+    pub fn kept(memory: Memory) -> Self {
+        Self {
+            memory,
+            created: false,
+        }
+    }
+
     /// Whether the put made a version past those `quota` keeps of its key: the older ones
     /// are to be pruned, in the put's own transaction.
     pub fn prunes(&self, quota: Quota) -> bool {

@@ -18,6 +18,7 @@ mod fair;
 pub mod index;
 mod input;
 mod postgres;
+mod put;
 mod quota;
 mod record;
 mod scan;

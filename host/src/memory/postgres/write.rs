@@ -18,6 +18,7 @@ use crate::memory::{
     backend::{Merge, Merged, PutOutcome, RunFence},
     index::index_terms,
     input::PutInput,
+    put,
     record::{Memory, Provenance},
 };
 use crate::storage::{bigint, unsigned};
@@ -130,50 +131,13 @@ impl Txn {
         input.validate()?;
         debug_assert_eq!(input.account, self.account);
         let previous = self.head(&input.namespace, &input.key).await?;
-        let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
-        if let Some(live) = live_head
-            && live.value == input.value
-        {
-            return Ok(PutOutcome {
-                memory: live.clone(),
-                created: false,
-            });
+        if let Some(kept) = put::unchanged(input, previous.as_ref(), self.now) {
+            return Ok(kept);
         }
         if let Some(applied) = self.applied(input).await? {
-            return Ok(PutOutcome {
-                memory: applied,
-                created: false,
-            });
+            return Ok(PutOutcome::kept(applied));
         }
-        if live_head.is_none() && self.live >= limit {
-            return Err(MemoryError::QuotaExceeded {
-                limit,
-                used: self.live,
-            });
-        }
-        let mut memory = Memory {
-            id: 0,
-            memory_id: crate::id::new_id("mem_"),
-            account: self.account.clone(),
-            namespace: input.namespace.clone(),
-            key: input.key.clone(),
-            value: input.value.clone(),
-            tags: input.tags.clone(),
-            importance: input.importance,
-            source: input.source(),
-            created_at: live_head.map_or(self.now, |m| m.created_at),
-            updated_at: self.now,
-            access_count: live_head.map_or(0, |m| m.access_count),
-            expires_at: input.expires_at(self.now),
-            is_latest: true,
-            deleted_at: None,
-            version: previous.as_ref().map_or(1, |m| m.version + 1),
-            previous: previous.as_ref().map(|m| m.id),
-            consolidated_into: None,
-            observed_at: Some(input.observed_at.unwrap_or(self.now)),
-            provenance: Some(input.provenance.clone()),
-            deleted_by: None,
-        };
+        let mut memory = put::next_version(input, previous.as_ref(), self.now, (self.live, limit))?;
         if let Some(old) = &previous {
             sqlx::query("UPDATE memories SET is_latest = false WHERE account_id = $1 AND id = $2")
                 .bind(&self.account)

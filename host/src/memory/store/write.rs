@@ -15,6 +15,7 @@ use crate::memory::{
     derived::{Changes, belongs_to_past, index_doc, past_doc},
     index::IndexOp,
     input::PutInput,
+    put,
     record::{Memory, Provenance},
 };
 
@@ -73,52 +74,17 @@ impl<'t> Batch<'t> {
         self.reap(account)?;
         let head_key = (account, input.namespace.as_str(), input.key.as_str());
         let previous = self.head(account, &input.namespace, &input.key)?;
-        let live_head = previous.as_ref().filter(|m| m.is_live(self.now));
-        if let Some(live) = live_head
-            && live.value == input.value
-        {
-            return Ok(PutOutcome {
-                memory: live.clone(),
-                created: false,
-            });
+        if let Some(kept) = put::unchanged(input, previous.as_ref(), self.now) {
+            return Ok(kept);
         }
         if let Some(applied) = self.applied(input, previous.as_ref())? {
-            return Ok(PutOutcome {
-                memory: applied,
-                created: false,
-            });
+            return Ok(PutOutcome::kept(applied));
         }
-        if live_head.is_none() {
-            let used = self.account_counts.get(account)?.map_or(0, |v| v.value());
-            if used >= limit {
-                return Err(MemoryError::QuotaExceeded { limit, used });
-            }
-        }
-        let id = self.next_id;
+        let used = self.account_counts.get(account)?.map_or(0, |v| v.value());
+        let mut memory = put::next_version(input, previous.as_ref(), self.now, (used, limit))?;
+        memory.id = self.next_id;
         self.next_id += 1;
-        let memory = Memory {
-            id,
-            memory_id: crate::id::new_id("mem_"),
-            account: account.to_string(),
-            namespace: input.namespace.clone(),
-            key: input.key.clone(),
-            value: input.value.clone(),
-            tags: input.tags.clone(),
-            importance: input.importance,
-            source: input.source(),
-            created_at: live_head.map_or(self.now, |m| m.created_at),
-            updated_at: self.now,
-            access_count: live_head.map_or(0, |m| m.access_count),
-            expires_at: input.expires_at(self.now),
-            is_latest: true,
-            deleted_at: None,
-            version: previous.as_ref().map_or(1, |m| m.version + 1),
-            previous: previous.as_ref().map(|m| m.id),
-            consolidated_into: None,
-            observed_at: Some(input.observed_at.unwrap_or(self.now)),
-            provenance: Some(input.provenance.clone()),
-            deleted_by: None,
-        };
+        let id = memory.id;
         if let Some(mut old) = previous {
             if old.is_latest {
                 old.is_latest = false;
