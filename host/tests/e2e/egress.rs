@@ -231,9 +231,15 @@ fn a_request_in_flight_at_a_kill_is_sent_again_with_its_key() {
     let done = wait_terminal(&c, &id);
     assert_eq!(done["status"], "completed", "{done:#}");
     assert_eq!(done["final_result"], "200 hello /first | 200 slow answer");
+    sent_once_more(&origin, "/first");
+}
+
+/// After a kill -9 during `/slow`: `origin` saw `first` once and `/slow` twice, the second
+/// time with the first's `Idempotency-Key`, which no other request had.
+pub fn sent_once_more(origin: &Origin, first: &str) {
     let seen = origin.requests();
     let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
-    assert_eq!(paths, ["/first", "/slow", "/slow"], "{seen:?}");
+    assert_eq!(paths, [first, "/slow", "/slow"], "{seen:?}");
     assert_eq!(seen[1].idempotency_key, seen[2].idempotency_key);
     assert_ne!(seen[0].idempotency_key, seen[1].idempotency_key);
 }
