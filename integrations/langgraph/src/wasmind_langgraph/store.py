@@ -179,7 +179,8 @@ class WasmindStore(BaseStore):
     def _matching(
         self, entries: list[NamespaceEntry], prefix: tuple[str, ...]
     ) -> list[tuple[str, tuple[str, ...]]]:
-        """The wasmind namespaces (name, tuple) under `prefix`, sorted."""
+        """The wasmind namespaces (name, tuple) under `prefix` (a list counts as its tuple), sorted."""
+        prefix = tuple(prefix)
         found = []
         for entry in entries:
             labels = self._namespaces.decode(entry["namespace"])
