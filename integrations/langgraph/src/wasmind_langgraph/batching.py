@@ -90,8 +90,8 @@ class Batcher:
             mine, start = outcomes[start : start + len(ops)], start + len(ops)
             if future.done():
                 continue
-            error = next((o for o in mine if isinstance(o, Exception)), None)
-            if error is not None:
-                future.set_exception(error)
+            errors = [o for o in mine if isinstance(o, Exception)]
+            if errors:
+                future.set_exception(errors[0])
             else:
-                future.set_result(list(mine))
+                future.set_result([o for o in mine if not isinstance(o, Exception)])
