@@ -1,9 +1,11 @@
 """`WasmindStore`: LangGraph's `BaseStore` on wasmind's memory API.
 
-A batch is one program of `wasmind` operations (see `wasmind._core`), run by the sync
-client for `batch` and by the async client for `abatch`: the logic exists once. Like
-LangGraph's `InMemoryStore`, a batch's reads see the state before its writes, and of
-several writes to one item the last wins.
+A batch becomes a `Plan` (`batching`): its distinct reads, then the last write to each
+item. Each read and write is a program of `wasmind` operations (see `wasmind._core`), so
+the logic exists once: `batch` runs the plan's programs one after another on the sync
+client; `abatch` joins concurrent calls into one plan and runs its programs at once,
+bounded, on the async client. Like LangGraph's `InMemoryStore`, a batch's reads see the
+state before its writes, and of several writes to one item the last wins.
 """
 
 from __future__ import annotations
