@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp
 
 from harness import Server
-from wasmind import Client, WasmindError
+from wasmind import AsyncClient, Client, WasmindError
 from wasmind_langgraph import WasmindStore
 
 
@@ -112,3 +113,81 @@ def test_the_async_path(store: WasmindStore) -> None:
         await store.aclose()
 
     asyncio.run(scenario())
+
+
+def counting_store(server: Server, key: str, requests: list[httpx.Request]) -> WasmindStore:
+    """A store whose sync and async clients record every request they send."""
+
+    def record(request: httpx.Request) -> None:
+        requests.append(request)
+
+    async def arecord(request: httpx.Request) -> None:
+        requests.append(request)
+
+    return WasmindStore(
+        client=Client(server.base, key, http_client=httpx.Client(event_hooks={"request": [record]})),
+        async_client=AsyncClient(server.base, key, http_client=httpx.AsyncClient(event_hooks={"request": [arecord]})),
+    )
+
+
+def test_concurrent_async_calls_are_joined(server: Server, key: str) -> None:
+    """600 gathered calls over 20 items: one request per distinct read and per item
+    written, one namespaces request, each caller its own answer or its own error."""
+    requests: list[httpx.Request] = []
+    store = counting_store(server, key, requests)
+
+    async def scenario() -> None:
+        calls = []
+        for m in range(10):
+            ns = ("join", str(m % 2))
+            for i in range(10):
+                calls += [
+                    store.aput(ns, f"k{i}", {"v": i}),
+                    store.aget(ns, f"k{i}"),
+                    store.alist_namespaces(max_depth=m + 1),
+                    store.asearch(("join",)),
+                    store.aput(ns, f"k{i}", {"v": i, "last": True}),
+                    store.aget(ns, f"k{i}"),
+                ]
+        results = await asyncio.gather(*calls)
+        assert len(results) == 600
+        # One namespaces request (none yet: no search lists a namespace), 20 gets, 20 puts.
+        paths = sorted((r.method, r.url.path) for r in requests)
+        assert paths == sorted(
+            [("GET", "/api/v1/memory/namespaces")] + [("GET", "/api/v1/memory")] * 20 + [("POST", "/api/v1/memory")] * 20
+        ), paths
+        assert results[1] is None, "joined reads see the state before the joined writes"
+        big, same_turn = await asyncio.gather(
+            store.aput(("join", "0"), "big", {"text": "x" * 5000}), store.aget(("join", "0"), "k1"), return_exceptions=True
+        )
+        assert isinstance(big, WasmindError) and big.code == "invalid_value"
+        assert same_turn.value == {"v": 1, "last": True}, "an error fails only its own call"
+        await store.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_a_search_without_a_query_asks_for_the_page_it_needs(server: Server, key: str) -> None:
+    requests: list[httpx.Request] = []
+    store = counting_store(server, key, requests)
+    for i in range(12):
+        store.put(("page",), f"k{i}", {"v": i})
+    requests.clear()
+    assert [i.value["v"] for i in store.search(("page",), limit=3, offset=2)] == [9, 8, 7]
+    lists = [r for r in requests if r.url.path.endswith("/memory/list")]
+    assert [r.url.params["limit"] for r in lists] == ["5"]
+    store.close()
+
+
+def test_refresh_ttl_is_refused_not_ignored(store: WasmindStore) -> None:
+    assert store.ttl_config == {"refresh_on_read": False}
+    store.put(("ttl",), "soon", {"v": 1}, ttl=60)
+    store.put(("ttl",), "forever", {"v": 2})
+    assert store.get(("ttl",), "soon").value == {"v": 1}, "the store's default reads without refreshing"
+    assert store.get(("ttl",), "forever", refresh_ttl=True).value == {"v": 2}, "nothing to refresh"
+    with pytest.raises(NotImplementedError, match="cannot refresh the TTL"):
+        store.get(("ttl",), "soon", refresh_ttl=True)
+    with pytest.raises(ValueError, match="refresh_on_read=False"):
+        WasmindStore("http://127.0.0.1:1", "k", ttl={"refresh_on_read": True})
+    with_default = WasmindStore("http://127.0.0.1:1", "k", ttl={"default_ttl": 5})
+    assert with_default.ttl_config == {"default_ttl": 5, "refresh_on_read": False}

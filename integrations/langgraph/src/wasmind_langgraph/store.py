@@ -1,13 +1,16 @@
 """`WasmindStore`: LangGraph's `BaseStore` on wasmind's memory API.
 
-A batch is one program of `wasmind` operations (see `wasmind._core`), run by the sync
-client for `batch` and by the async client for `abatch`: the logic exists once. Like
-LangGraph's `InMemoryStore`, a batch's reads see the state before its writes, and of
-several writes to one item the last wins.
+A batch becomes a `Plan` (`batching`): its distinct reads, then the last write to each
+item. Each read and write is a program of `wasmind` operations (see `wasmind._core`), so
+the logic exists once: `batch` runs the plan's programs one after another on the sync
+client; `abatch` joins concurrent calls into one plan and runs its programs at once,
+bounded, on the async client. Like LangGraph's `InMemoryStore`, a batch's reads see the
+state before its writes, and of several writes to one item the last wins.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,15 +25,24 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
 
 from wasmind import AsyncClient, Client, MemoryOps, Program, WasmindError, collect
+from wasmind.models import NamespaceEntry
 
+from .batching import Batcher, Plan
 from .mapping import Namespaces, decode_key, decode_value, encode_key, encode_value, timestamp
 
 SEARCH_CAP = 50
 """wasmind answers at most 50 results per search."""
+PAGE_CAP = 200
+"""wasmind lists at most 200 memories per page."""
+CONCURRENCY = 64
+"""Requests one store has in flight at once on the async path: below httpx's default pool
+of 100 connections, so a request never queues in the pool (where `PoolTimeout` lives, and
+where httpx spends quadratic time assigning thousands of waiters)."""
 
 
 class WasmindStore(BaseStore):
@@ -40,6 +52,9 @@ class WasmindStore(BaseStore):
     ready `client`/`async_client`. `root` is the first label of every wasmind namespace
     the store writes (None: the account's namespaces as they are). `hard_delete`: a
     delete removes every version for good instead of a soft delete that keeps history.
+    `ttl`: LangGraph's TTL config (`default_ttl` in minutes); `refresh_on_read` must stay
+    False, since wasmind sets an expiry when a value is written and no read moves it.
+    `concurrency`: requests in flight at once on the async path.
     """
 
     supports_ttl = True
@@ -51,19 +66,35 @@ class WasmindStore(BaseStore):
         *,
         root: str | None = "langgraph",
         hard_delete: bool = False,
+        ttl: TTLConfig | None = None,
+        concurrency: int = CONCURRENCY,
         client: Client | None = None,
         async_client: AsyncClient | None = None,
     ) -> None:
+        if ttl is not None and ttl.get("refresh_on_read", False):
+            raise ValueError("wasmind cannot refresh a TTL on read: pass refresh_on_read=False")
+        self.ttl_config = TTLConfig(**{**(ttl or {}), "refresh_on_read": False})
         self._client = client or Client(base_url, api_key)
         self._aclient = async_client or AsyncClient(base_url, api_key)
         self._namespaces = Namespaces(root)
         self._hard_delete = hard_delete
+        self._concurrency = concurrency
+        self._batcher: Batcher | None = None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        return self._client.run(self._batch(list(ops), self._client.ops.memory))
+        return self._client.run(self._batch(_validated(ops), self._client.ops.memory))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await self._aclient.run(self._batch(list(ops), self._aclient.ops.memory))
+        """Joins the operations of every `abatch` call made in the same turn of the event
+        loop into one plan: a read asked for by many callers is one request, of many
+        writes to one item the last is sent, list-namespaces is one request, and at most
+        `concurrency` requests are in flight. Each caller gets its own results or its own
+        operations' error."""
+        ops = _validated(ops)
+        loop = asyncio.get_running_loop()
+        if self._batcher is None or self._batcher.loop is not loop:
+            self._batcher = Batcher(loop, self._flush, self._concurrency)
+        return await self._batcher.submit(ops)
 
     def close(self) -> None:
         self._client.close()
@@ -72,23 +103,47 @@ class WasmindStore(BaseStore):
         await self._aclient.aclose()
 
     def _batch(self, ops: list[Op], memory: MemoryOps) -> Program[list[Result]]:
+        plan = Plan.of(ops)
+        entries = (yield from memory.namespaces()) if plan.needs_namespaces else []
         results: list[Result] = [None] * len(ops)
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for i, op in enumerate(ops):
-            validate_op_namespace(op)
-            if isinstance(op, PutOp):
-                puts[(op.namespace, op.key)] = op
-            elif isinstance(op, GetOp):
-                results[i] = yield from self._get(memory, op)
-            elif isinstance(op, SearchOp):
-                results[i] = yield from self._search(memory, op)
-            elif isinstance(op, ListNamespacesOp):
-                results[i] = yield from self._list_namespaces(memory, op)
-            else:
-                raise ValueError(f"unknown operation {op!r}")
-        for op in puts.values():
+        for op, indices in plan.reads:
+            result = yield from self._read(memory, op, entries)
+            for i in indices:
+                results[i] = result
+        for op, _ in plan.writes:
             yield from self._put(memory, op)
         return results
+
+    async def _flush(self, plan: Plan, gate: asyncio.Semaphore) -> list[Result | Exception]:
+        """Runs a joined plan on the async client: its reads at once (bounded by `gate`),
+        then its writes; each operation's outcome is its result or its error."""
+        memory = self._aclient.ops.memory
+        outcomes: list[Result | Exception] = [None] * plan.size
+        entries: list[NamespaceEntry] = []
+        if plan.needs_namespaces:
+            entries = await self._aclient.run(memory.namespaces())
+
+        async def run(program: Program[Any], indices: list[int]) -> None:
+            async with gate:
+                try:
+                    outcome = await self._aclient.run(program)
+                except Exception as e:  # noqa: BLE001 - the error goes to the operation's caller
+                    outcome = e
+            for i in indices:
+                outcomes[i] = outcome
+
+        await asyncio.gather(*(run(self._read(memory, op, entries), ix) for op, ix in plan.reads))
+        await asyncio.gather(*(run(self._put(memory, op), ix) for op, ix in plan.writes))
+        return outcomes
+
+    def _read(self, memory: MemoryOps, op: Op, entries: list[NamespaceEntry]) -> Program[Result]:
+        if isinstance(op, GetOp):
+            return (yield from self._get(memory, op))
+        if isinstance(op, SearchOp):
+            return (yield from self._search(memory, op, entries))
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op, entries)
+        raise ValueError(f"unknown operation {op!r}")
 
     def _get(self, memory: MemoryOps, op: GetOp) -> Program[Item | None]:
         try:
@@ -97,6 +152,11 @@ class WasmindStore(BaseStore):
             if e.code == "not_found":
                 return None
             raise
+        if op.refresh_ttl and record.get("expires_at") is not None:
+            raise NotImplementedError(
+                f"wasmind cannot refresh the TTL of {op.namespace!r}/{op.key!r} on read: "
+                "get it with refresh_ttl=False (the store's default)"
+            )
         return Item(
             value=decode_value(record["value"]),
             key=op.key,
@@ -118,9 +178,11 @@ class WasmindStore(BaseStore):
         days = op.ttl / (24 * 60) if op.ttl is not None else None
         yield from memory.put(key, encode_value(dict(op.value)), namespace=namespace, expires_in_days=days)
 
-    def _matching(self, memory: MemoryOps, prefix: tuple[str, ...]) -> Program[list[tuple[str, tuple[str, ...]]]]:
-        """The wasmind namespaces (name, tuple) under `prefix`, sorted."""
-        entries = yield from memory.namespaces()
+    def _matching(
+        self, entries: list[NamespaceEntry], prefix: tuple[str, ...]
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """The wasmind namespaces (name, tuple) under `prefix` (a list counts as its tuple), sorted."""
+        prefix = tuple(prefix)
         found = []
         for entry in entries:
             labels = self._namespaces.decode(entry["namespace"])
@@ -128,10 +190,12 @@ class WasmindStore(BaseStore):
                 found.append((entry["namespace"], labels))
         return sorted(found, key=lambda pair: pair[1])
 
-    def _search(self, memory: MemoryOps, op: SearchOp) -> Program[list[SearchItem]]:
+    def _search(
+        self, memory: MemoryOps, op: SearchOp, entries: list[NamespaceEntry]
+    ) -> Program[list[SearchItem]]:
         wanted = op.offset + op.limit
         found: list[SearchItem] = []
-        for name, labels in (yield from self._matching(memory, op.namespace_prefix)):
+        for name, labels in self._matching(entries, op.namespace_prefix):
             if op.query:
                 # Each namespace's best (wasmind searches one namespace or all of them).
                 hits = yield from memory.search(
@@ -139,7 +203,9 @@ class WasmindStore(BaseStore):
                 )
                 records: list[Any] = list(hits)
             else:
-                stream = memory.list(namespace=name, page_size=200)
+                # Newest first: the page the search needs, or (a filter drops some) whole pages.
+                size = PAGE_CAP if op.filter else max(1, min(wanted, PAGE_CAP))
+                stream = memory.list(namespace=name, page_size=size)
                 records = list((yield from collect(stream, None if op.filter else wanted)))
             for record in records:
                 value = decode_value(record["value"])
@@ -162,14 +228,19 @@ class WasmindStore(BaseStore):
             found.sort(key=lambda item: item.updated_at, reverse=True)
         return found[op.offset : wanted]
 
-    def _list_namespaces(
-        self, memory: MemoryOps, op: ListNamespacesOp
-    ) -> Program[list[tuple[str, ...]]]:
-        namespaces = [labels for _, labels in (yield from self._matching(memory, ()))]
+    def _list_namespaces(self, op: ListNamespacesOp, entries: list[NamespaceEntry]) -> list[tuple[str, ...]]:
+        namespaces = [labels for _, labels in self._matching(entries, ())]
         namespaces = [ns for ns in namespaces if all(_fits(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             namespaces = sorted({ns[: op.max_depth] for ns in namespaces})
         return namespaces[op.offset : op.offset + op.limit]
+
+
+def _validated(ops: Iterable[Op]) -> list[Op]:
+    ops = list(ops)
+    for op in ops:
+        validate_op_namespace(op)
+    return ops
 
 
 def _fits(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
