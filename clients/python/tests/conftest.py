@@ -1,4 +1,5 @@
-"""Fixtures: one real server for the session (see `harness`), a fresh account per test."""
+"""Fixtures: one real server for the session (see `harness`), a fresh account per test, and
+the HTTP origin its tools may call (see `origin`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness import Server, Servers
+from origin import Origin
 from wasmind import Client
 
 # A short consolidation cooldown, so that a test can wait it out through the client's retry.
@@ -21,8 +23,16 @@ def servers() -> Iterator[Servers]:
 
 
 @pytest.fixture(scope="session")
-def server(servers: Servers) -> Server:
-    server = servers.start("client", CONFIG)
+def origin() -> Iterator[Origin]:
+    """The HTTP server the tools the tests register call, which the server may reach."""
+    origin = Origin()
+    yield origin
+    origin.close()
+
+
+@pytest.fixture(scope="session")
+def server(servers: Servers, origin: Origin) -> Server:
+    server = servers.start("client", CONFIG + origin.egress_config())
     server.wait_ready()
     return server
 

@@ -112,7 +112,9 @@ class Server:
         self.config.write_text(config)
         environment = {k: v for k, v in os.environ.items()
                        if k not in ("WASMIND_MODEL_DIR", "WASMIND_HOME", "WASMIND_CONFIG", "WASMIND_URL", "WASMIND_API_KEY")}
-        environment.update(WASMIND_LOG="info", **(env or {}))
+        # The key that seals tools' secrets: the test's own, outside the data dir (as the
+        # server requires), not the user's ~/.config/wasmind/tools.key.
+        environment.update(WASMIND_LOG="info", WASMIND_TOOLS_KEY_FILE=str(dir.with_suffix(".tools.key")), **(env or {}))
         self.process = subprocess.Popen(
             [str(binary()), "serve", "--data-dir", str(dir), "--listen", "127.0.0.1:0", "--config", str(self.config)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import notes_agent
+from origin import Origin
 from wasmind import Client, End, Progress, WasmindError
 
 
@@ -71,5 +72,7 @@ def test_components_upload_list_get_delete_and_run(client: Client) -> None:
     assert bad.value.code == "invalid_component" and bad.value.message
 
 
-def test_egress_is_deny_by_default(client: Client) -> None:
-    assert client.agents.egress() == {"plan": "lightyear", "entries": []}
+def test_egress_lists_only_what_the_operator_allows(client: Client, origin: Origin) -> None:
+    """Deny by default: the session's config allows only the tools' origin, for everyone."""
+    entry = {"host": "127.0.0.2", "ports": [origin.port], "schemes": ["http"], "from": "everyone"}
+    assert client.agents.egress() == {"plan": "lightyear", "entries": [entry]}

@@ -7,10 +7,12 @@ import asyncio
 import pytest
 
 from harness import Server, notes_agent
+from origin import Origin
+from test_tools import weather
 from wasmind import AsyncClient, End, Progress, WasmindError
 
 
-def test_memory_agents_and_components_async(server: Server, key: str) -> None:
+def test_memory_agents_components_and_tools_async(server: Server, key: str, origin: Origin) -> None:
     async def scenario() -> None:
         async with AsyncClient(server.base, key) as client:
             await client.memory.put("team_size", "the team has five people", namespace="work")
@@ -46,5 +48,15 @@ def test_memory_agents_and_components_async(server: Server, key: str) -> None:
             assert (await client.components.get(component["component_id"]))["name"] == "notes"
             await client.components.delete(component["component_id"])
             assert [c async for c in client.components.list()] == []
+
+            tool = await client.tools.register(weather(origin))
+            assert await client.tools.call("weather", {"city": "Bergen"}) == "sunny in Bergen"
+            assert await client.tools.list() == [tool] and await client.tools.get("weather") == tool
+            spawned = await client.agents.spawn("Say hello", tools=["weather"])
+            assert (await client.agents.get(spawned["agent_id"]))["tools"] == ["weather"]
+            assert await client.tools.delete("weather") == tool
+            with pytest.raises(WasmindError) as gone:
+                await client.tools.refresh("weather")
+            assert (gone.value.status, gone.value.code) == (404, "tool_not_found")
 
     asyncio.run(scenario())

@@ -27,6 +27,10 @@ for m in c.memory.list(page_size=10):
     key: str = m["key"]
 for v in c.memory.history("k", page_size=10):
     number: int = v["version"]
+tool = c.tools.register({"kind": "mcp", "name": "calc", "url": "https://mcp.example/mcp"})
+has_secret: bool = tool["has_secret"]
+result: str = c.tools.call("calc", {"a": 1})
+names: list[str] = [t["name"] for t in c.tools.list()]
 c.memory.put("k", 3)
 """
 

@@ -35,4 +35,15 @@ export type StopResult = Schemas["StopResult"];
 export type EgressList = Schemas["EgressList"];
 export type Component = Schemas["Component"];
 export type ComponentList = Schemas["ComponentList"];
+export type Tool = Schemas["Tool"];
+export type ToolList = Schemas["ToolList"];
+export type ListedTool = Schemas["ListedTool"];
+export type ToolRequest = Schemas["ToolRequest"];
+/** The body that registers an HTTP tool (`ToolRequest` of kind `http`). */
+export type HttpToolRequest = Extract<ToolRequest, { kind: "http" }>;
+/** The body that registers a remote MCP server (`ToolRequest` of kind `mcp`). */
+export type McpServerRequest = Extract<ToolRequest, { kind: "mcp" }>;
+export type ToolCallRequest = Schemas["ToolCallRequest"];
+export type ToolCallResponse = Schemas["ToolCallResponse"];
+export type ToolDeniedDetails = Schemas["ToolDeniedDetails"];
 export type { components, paths } from "./generated/openapi.js";

@@ -11,7 +11,7 @@ keyword, and agents in WebAssembly sandboxes that use it.
 from importlib.metadata import version
 
 from . import models
-from ._api import AgentOps, ComponentOps, End, MemoryOps, Operations, Progress
+from ._api import AgentOps, ComponentOps, End, MemoryOps, Operations, Progress, ToolOps
 from ._async import AsyncClient
 from ._core import Program, Retry, Stream, collect
 from ._sync import Client
@@ -29,6 +29,7 @@ __all__ = [
     "Progress",
     "Retry",
     "Stream",
+    "ToolOps",
     "WasmindError",
     "collect",
     "models",

@@ -1,4 +1,4 @@
-"""The public API's operations as programs (see `_core`): memory, agents, components.
+"""The public API's operations as programs (see `_core`): memory, agents, components, tools.
 
 Each method builds its request through an `Endpoint` of `ENDPOINTS` and returns a program
 (or, for lists, a stream) that the sync and async clients run. Docstrings here are the
@@ -71,6 +71,14 @@ ENDPOINTS: dict[str, Endpoint] = {
     "components.delete": Endpoint(
         "DELETE", "/api/v1/agents/components/{id}", response=models.Component
     ),
+    "tools.register": Endpoint("POST", "/api/v1/tools", body=models.ToolRequest, response=models.Tool),
+    "tools.list": Endpoint("GET", "/api/v1/tools", response=models.ToolList),
+    "tools.get": Endpoint("GET", "/api/v1/tools/{name}", response=models.Tool),
+    "tools.delete": Endpoint("DELETE", "/api/v1/tools/{name}", response=models.Tool),
+    "tools.refresh": Endpoint("POST", "/api/v1/tools/{name}/refresh", response=models.Tool),
+    "tools.call": Endpoint(
+        "POST", "/api/v1/tools/{name}/call", body=models.ToolCallRequest, response=models.ToolCallResponse
+    ),
 }
 
 TERMINAL = frozenset({"completed", "stopped", "failed"})
@@ -112,6 +120,7 @@ class Operations:
         self.memory = MemoryOps(core)
         self.agents = AgentOps(core)
         self.components = ComponentOps(core)
+        self.tools = ToolOps(core)
 
 
 class MemoryOps:
@@ -294,10 +303,20 @@ class AgentOps:
         region: Literal["iad"] | None = None,
         memory_mode: Literal["auto", "explicit", "both", "off"] | None = None,
         agent: str | None = None,
+        tools: Sequence[str] | None = None,
     ) -> Program[models.SpawnedAgent]:
         """Starts an agent on `task` (`agent`: one of the account's uploaded components, by
-        id, name or `name@version`; else the built-in agent) and returns at once."""
-        body = {"task": task, "name": name, "region": region, "memory_mode": memory_mode, "agent": agent}
+        id, name or `name@version`; else the built-in agent) and returns at once. `tools`:
+        the account's registered tools the default agent is offered, by name (an MCP
+        server's as `mcp_<server>_<tool>`); default all of them, `[]` none."""
+        body = {
+            "task": task,
+            "name": name,
+            "region": region,
+            "memory_mode": memory_mode,
+            "agent": agent,
+            "tools": list(tools) if tools is not None else None,
+        }
         return self._core.call(self._core.request(ENDPOINTS["agents.spawn"], body=body))
 
     def get(self, agent_id: str) -> Program[models.Agent]:
@@ -379,3 +398,51 @@ class ComponentOps:
         """Deletes a component; agents running it run on, later spawns naming it get 404."""
         path = {"id": component_id}
         return self._core.call(self._core.request(ENDPOINTS["components.delete"], path=path))
+
+
+class ToolOps:
+    """`/api/v1/tools`: the tools the account's agents may call, HTTP endpoints and remote
+    MCP servers. Secrets (`secret_header.value`, `bearer`) are write-only: no answer holds
+    them, only `has_secret`."""
+
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def register(self, tool: models.ToolRequest) -> Program[models.Tool]:
+        """Registers a tool, the body as the API takes it: `{"kind": "http", "name",
+        "description", "parameters" (a JSON Schema of an object), "endpoint": {"url",
+        "method"?}, "timeout_secs"?, "secret_header"?: {"name", "value"}}` or `{"kind":
+        "mcp", "name", "url", "bearer"?, "description"?, "timeout_secs"?}`. A taken name
+        raises `tool_exists` (409), the plan's bound `tool_quota_exceeded`."""
+        return self._core.call(self._core.request(ENDPOINTS["tools.register"], body=tool))
+
+    def list(self) -> Program[builtins.list[models.Tool]]:
+        """Every tool of the account, by name (one answer: the plan bounds how many)."""
+        response: models.ToolList = yield from self._core.call(self._core.request(ENDPOINTS["tools.list"]))
+        return response["data"]
+
+    def get(self, name: str) -> Program[models.Tool]:
+        """One tool by name (`tool_not_found`, 404, when the account has none so named)."""
+        return self._core.call(self._core.request(ENDPOINTS["tools.get"], path={"name": name}))
+
+    def delete(self, name: str) -> Program[models.Tool]:
+        """Deletes a tool and returns it as it was; agents stop seeing it at their next listing."""
+        return self._core.call(self._core.request(ENDPOINTS["tools.delete"], path={"name": name}))
+
+    def refresh(self, name: str) -> Program[models.Tool]:
+        """Lists an MCP server's tools anew (its record then holds `tools` and `listed_at`,
+        or `list_error` with the tools listed before)."""
+        return self._core.call(self._core.request(ENDPOINTS["tools.refresh"], path={"name": name}))
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None) -> Program[str]:
+        """Calls a tool as an agent would (an MCP server's tool by its `mcp_<server>_<tool>`
+        name) and returns its result text. Arguments that do not fit its `parameters` raise
+        `invalid_arguments`; a request the egress policy refuses `tool_denied` (`details`:
+        the rule), an exhausted HTTP budget `http_budget_exceeded`, a failed call
+        `tool_failed`. It counts in the plan's HTTP budgets for the month."""
+        body = {"arguments": dict(arguments or {})}
+        path = {"name": name}
+        response: models.ToolCallResponse = yield from self._core.call(
+            self._core.request(ENDPOINTS["tools.call"], path=path, body=body)
+        )
+        return response["result"]

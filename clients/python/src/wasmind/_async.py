@@ -9,7 +9,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import httpx
 
-from ._api import AgentOps, ComponentOps, MemoryOps, Operations
+from ._api import AgentOps, ComponentOps, MemoryOps, Operations, ToolOps
 from ._core import Config, Core, Emit, Program, Retry, Send, Sleep, Stream, adopt
 
 P = ParamSpec("P")
@@ -38,6 +38,7 @@ class AsyncClient:
         self.memory = AsyncMemory(self, self.ops.memory)
         self.agents = AsyncAgents(self, self.ops.agents)
         self.components = AsyncComponents(self, self.ops.components)
+        self.tools = AsyncTools(self, self.ops.tools)
 
     async def run(self, program: Program[R]) -> R:
         """Runs a program of `wasmind._core` (for libraries composing operations)."""
@@ -154,3 +155,13 @@ class AsyncComponents(_Resource):
     list = _Iterate(ComponentOps.list)
     get = _Run(ComponentOps.get)
     delete = _Run(ComponentOps.delete)
+
+
+class AsyncTools(_Resource):
+    __doc__ = ToolOps.__doc__
+    register = _Run(ToolOps.register)
+    list = _Run(ToolOps.list)
+    get = _Run(ToolOps.get)
+    delete = _Run(ToolOps.delete)
+    refresh = _Run(ToolOps.refresh)
+    call = _Run(ToolOps.call)

@@ -17,7 +17,8 @@ import inspect
 import os
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from types import UnionType
+from typing import Any, Generic, TypeAlias, TypeVar, get_args
 from urllib.parse import quote
 
 import httpx
@@ -84,15 +85,21 @@ class Endpoint:
     method: str
     path: str
     query: tuple[str, ...] = ()
-    body: type | None = None
+    body: type | UnionType | None = None
+    """A TypedDict, or a union of them for a body of several kinds (a tool's `oneOf`)."""
     response: type | None = None
     content_type: str | None = None
 
     @property
     def body_fields(self) -> frozenset[str]:
-        if self.body is None:
-            return frozenset()
-        return frozenset(self.body.__required_keys__ | self.body.__optional_keys__)  # type: ignore[attr-defined]
+        """The fields the body may have: every kind's, for a union."""
+        kinds = get_args(self.body) if isinstance(self.body, UnionType) else (self.body,)
+        return frozenset(
+            field
+            for kind in kinds
+            if kind is not None
+            for field in kind.__required_keys__ | kind.__optional_keys__
+        )
 
 
 @dataclass(frozen=True)

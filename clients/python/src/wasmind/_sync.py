@@ -8,7 +8,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import httpx
 
-from ._api import AgentOps, ComponentOps, MemoryOps, Operations
+from ._api import AgentOps, ComponentOps, MemoryOps, Operations, ToolOps
 from ._core import Config, Core, Emit, Program, Retry, Send, Sleep, Stream, adopt
 
 P = ParamSpec("P")
@@ -41,6 +41,7 @@ class Client:
         self.memory = Memory(self, self.ops.memory)
         self.agents = Agents(self, self.ops.agents)
         self.components = Components(self, self.ops.components)
+        self.tools = Tools(self, self.ops.tools)
 
     def run(self, program: Program[R]) -> R:
         """Runs a program of `wasmind._core` (for libraries composing operations)."""
@@ -157,3 +158,13 @@ class Components(_Resource):
     list = _Iterate(ComponentOps.list)
     get = _Run(ComponentOps.get)
     delete = _Run(ComponentOps.delete)
+
+
+class Tools(_Resource):
+    __doc__ = ToolOps.__doc__
+    register = _Run(ToolOps.register)
+    list = _Run(ToolOps.list)
+    get = _Run(ToolOps.get)
+    delete = _Run(ToolOps.delete)
+    refresh = _Run(ToolOps.refresh)
+    call = _Run(ToolOps.call)

@@ -22,6 +22,7 @@ class Agent(TypedDict):
     status: Literal['spawning', 'running', 'completed', 'stopped', 'failed']
     steps: int
     task: str
+    tools: NotRequired[list[str] | None]
     updated_at: str
     usage: AgentUsage
 
@@ -235,6 +236,20 @@ class EgressList(TypedDict):
     plan: str
 
 
+class Endpoint(TypedDict):
+    """
+    Where an HTTP tool's requests go.
+    """
+
+    method: Literal['POST', 'PUT', 'PATCH', 'GET', 'DELETE']
+    url: str
+
+
+class EndpointRequest(TypedDict):
+    method: NotRequired[Literal['POST', 'PUT', 'PATCH', 'GET', 'DELETE'] | None]
+    url: str
+
+
 class Error(TypedDict):
     """
     The error envelope of every error response.
@@ -274,6 +289,20 @@ class History(TypedDict):
     next_cursor: NotRequired[str | None]
 
 
+class HttpToolRequest(TypedDict):
+    """
+    An HTTP endpoint called with the arguments.
+    """
+
+    description: str
+    endpoint: EndpointRequest
+    kind: Literal['http']
+    name: str
+    parameters: Parameters
+    secret_header: NotRequired[SecretHeader | None]
+    timeout_secs: NotRequired[float | None]
+
+
 class ImportItemError(TypedDict):
     """
     Why one import item was not imported.
@@ -311,6 +340,29 @@ class ImportQuotaDetails(ImportResult):
 
     limit: int
     used: int
+
+
+class ListedTool(TypedDict):
+    """
+    One tool of an MCP server, as agents see it.
+    """
+
+    description: str
+    name: str
+    parameters: dict[str, Any]
+
+
+class McpServerRequest(TypedDict):
+    """
+    A remote MCP server (streamable HTTP): its tools are offered to agents as mcp_<server>_<tool>, listed on first use and again on refresh.
+    """
+
+    bearer: NotRequired[str | None]
+    description: NotRequired[str | None]
+    kind: Literal['mcp']
+    name: str
+    timeout_secs: NotRequired[float | None]
+    url: str
 
 
 class MemoryCore(TypedDict):
@@ -407,6 +459,14 @@ class Namespaces(TypedDict):
     namespaces: list[NamespaceEntry]
 
 
+class Parameters(TypedDict):
+    """
+    the JSON Schema of the arguments (an object: `type` is "object"), at most 16384 bytes as JSON; calls are checked against it
+    """
+
+    type: Literal['object']
+
+
 class Provenance(TypedDict):
     """
     Who wrote a memory version and by which door; finer than `source`. Null on versions
@@ -490,6 +550,11 @@ class SearchResult(MemoryCore):
     score: float
 
 
+class SecretHeader(TypedDict):
+    name: str
+    value: str
+
+
 SourceView: TypeAlias = Literal['manual', 'auto_extracted', 'consolidated']
 
 
@@ -503,6 +568,7 @@ class SpawnRequest(TypedDict):
     name: NotRequired[str | None]
     region: NotRequired[Literal['iad'] | None]
     task: str
+    tools: NotRequired[list[ToolName] | None]
 
 
 class SpawnedAgent(TypedDict):
@@ -553,6 +619,65 @@ class TokenUsage(TypedDict):
 
     input_tokens: int
     output_tokens: int
+
+
+class Tool(TypedDict):
+    """
+    A registered tool: an HTTP endpoint or an MCP server. Its secret is never answered.
+    """
+
+    created_at: str
+    description: str
+    endpoint: NotRequired[Endpoint | None]
+    has_secret: bool
+    kind: Literal['http', 'mcp']
+    list_error: NotRequired[str | None]
+    listed_at: NotRequired[str | None]
+    name: str
+    parameters: NotRequired[dict[str, Any] | None]
+    secret_header_name: NotRequired[str | None]
+    timeout_secs: float
+    tools: NotRequired[list[ListedTool] | None]
+    url: NotRequired[str | None]
+
+
+class ToolCallRequest(TypedDict):
+    """
+    A call's arguments.
+    """
+
+    arguments: dict[str, Any]
+
+
+class ToolCallResponse(TypedDict):
+    """
+    What the tool answered.
+    """
+
+    result: str
+
+
+class ToolDeniedDetails(TypedDict):
+    """
+    `details` of 403 `tool_denied` and 402 `http_budget_exceeded`: the egress rule that
+    refused the request.
+    """
+
+    rule: Literal['allowlist', 'address', 'budget']
+
+
+class ToolList(TypedDict):
+    """
+    GET /api/v1/tools
+    """
+
+    data: list[Tool]
+
+
+ToolName: TypeAlias = str
+
+
+ToolRequest: TypeAlias = HttpToolRequest | McpServerRequest
 
 
 class UploadRateDetails(TypedDict):

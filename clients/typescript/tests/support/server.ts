@@ -57,7 +57,9 @@ export class Server {
       configPath = join(dir, "wasmind.toml");
       writeFileSync(configPath, config);
     }
-    const env: NodeJS.ProcessEnv = { ...process.env, WASMIND_LOG: "info" };
+    // The key that seals tools' secrets: the test's own, outside the data dir (as the server
+    // requires), not the user's ~/.config/wasmind/tools.key.
+    const env: NodeJS.ProcessEnv = { ...process.env, WASMIND_LOG: "info", WASMIND_TOOLS_KEY_FILE: join(dir, "tools.key") };
     // The binary finds its checkout's models/ itself (walking up from target/debug).
     for (const name of ["WASMIND_MODEL_DIR", "WASMIND_HOME", "WASMIND_CONFIG"]) {
       delete env[name];
