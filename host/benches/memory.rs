@@ -19,7 +19,8 @@
 //! 8. only when asked for (`WASMIND_BENCH_PHASES=slow-readers`): 10,000 connections from one
 //!    address that ask for the 1.45 MB documentation bundle and read it a byte a second,
 //!    what the server does with them, and B's reads from another address meanwhile (see
-//!    `memory/slow_readers.rs`);
+//!    `memory/slow_readers.rs`; the readers are this binary run again as a process of their
+//!    own, `memory/readers.rs`);
 //! 9. only when asked for (`WASMIND_BENCH_PHASES=backends`): both backends served over HTTP
 //!    side by side at 1,000, 10,000 and 100,000 memories in one account, every request sent
 //!    to both, with postgres ÷ embedded per row (see `memory/backends.rs`; its own settings
@@ -57,10 +58,14 @@ mod fair;
 mod harness;
 #[path = "memory/load.rs"]
 mod load;
+#[path = "memory/nofile.rs"]
+mod nofile;
 #[path = "memory/postgres.rs"]
 mod postgres;
 #[path = "memory/put.rs"]
 mod put;
+#[path = "memory/readers.rs"]
+mod readers;
 #[path = "memory/remembered.rs"]
 mod remembered;
 #[path = "memory/report.rs"]
@@ -150,6 +155,10 @@ pub fn bench_dir(name: &str) -> PathBuf {
 }
 
 fn main() {
+    // The slow-readers phase runs its readers in this binary run again (see there).
+    if readers::serve_if_asked() {
+        return;
+    }
     let started = Instant::now();
     let settings = Settings::from_env();
     let mut table = report::Table::default();

@@ -18,8 +18,8 @@ use wasmind::memory::embed::{EmbedderConfig, EmbedderKind};
 pub use crate::shared::model_dir;
 
 /// The configuration every bench server runs with: defaults, the given embedder kind (the
-/// fp32 candle model from its absolute dir; the others found as `serve` finds them), and a
-/// lightyear plan big enough for `memories`.
+/// fp32 candle model from its absolute dir; the others found as `serve` finds them), a key
+/// file for tools' secrets in the temp dir, and a lightyear plan big enough for `memories`.
 pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     let mut config = Config {
         embedder: EmbedderConfig {
@@ -29,6 +29,9 @@ pub fn config(kind: EmbedderKind, memories: u64) -> Config {
         },
         ..Config::default()
     };
+    // The key sealing tools' secrets, outside every data dir (made on first use); `serve`
+    // fills in the operator's default from the environment, `open_state` does not.
+    config.tools.secret_key_file = Some(std::env::temp_dir().join("wasmind-bench-tools.key"));
     config.plans.lightyear.memories = config.plans.lightyear.memories.max(memories);
     config
 }

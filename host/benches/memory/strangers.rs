@@ -25,6 +25,7 @@ use wasmind::memory::embed::EmbedderKind;
 use super::bench_dir;
 use super::bystander::{self, Bystander};
 use super::harness::{self, Server, lower_priority};
+use super::nofile::Nofile;
 use super::report::{Table, percentile_ms};
 
 const SECTION: &str = "strangers: half-open connections (10,000, or as many as the fd limit fits)";
@@ -34,7 +35,10 @@ const HALF_LINE: &[u8] = b"GET /api/v1/mem";
 
 pub fn run(table: &mut Table) {
     println!("\n== {SECTION} == ({})", harness::loadavg());
-    let strangers_fit = raise_nofile(table, SECTION, STRANGERS);
+    // The server and the strangers share this process: two descriptors a connection.
+    let nofile = Nofile::raise(STRANGERS, 2);
+    nofile.note(table, SECTION, "the bench process");
+    let strangers_fit = nofile.fit;
     let path = bench_dir("strangers");
     let _ = std::fs::remove_dir_all(&path);
     let opened = harness::open(&path, harness::config(EmbedderKind::Hash, 0));
@@ -161,38 +165,4 @@ async fn stranger(addr: SocketAddr) -> Option<Option<Duration>> {
     })
     .await;
     Some(closed.ok().map(|()| sent.elapsed()))
-}
-
-/// Raises this process's open-file limit as far as allowed: the server and the load's
-/// connections share it here, so it needs two descriptors per connection. Notes the limit
-/// in `section` of the table, and returns how many of `connections` fit in it (fewer under
-/// a lower hard limit: past it B's own connections would fail for want of a descriptor,
-/// which is this process's limit, not the server's behaviour).
-pub fn raise_nofile(table: &mut Table, section: &str, connections: usize) -> usize {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let wanted = (2 * connections + 1_000) as u64;
-    let limit = getrlimit(Resource::Nofile);
-    let raised = Rlimit {
-        current: Some(wanted),
-        maximum: Some(limit.maximum.map_or(wanted, |m| m.max(wanted))),
-    };
-    if setrlimit(Resource::Nofile, raised).is_err() {
-        let soft = Rlimit {
-            current: limit.maximum,
-            maximum: limit.maximum,
-        };
-        let _ = setrlimit(Resource::Nofile, soft);
-    }
-    let now = getrlimit(Resource::Nofile);
-    let fit = now.current.map_or(connections, |n| {
-        connections.min((n as usize).saturating_sub(1_000) / 2)
-    });
-    table.value(
-        section,
-        "open-file limit of the bench process",
-        format!("{:?} (needs {wanted})", now.current),
-        "",
-        None,
-    );
-    fit
 }
