@@ -26,7 +26,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 use self::group::Groups;
 use self::indexer::{Indexer, Job};
 use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_columns};
-use self::search::{VectorSql, Vectors};
+use self::search::{Due, Nearest, VectorSql, Vectors};
 use self::write::Txn;
 use super::{
     ImportReport, ListQuery, MemoryError, Quota, Result,
@@ -148,9 +148,8 @@ impl PgMemory {
         Ok(())
     }
 
-    /// Where `account`'s vectors are searched. An account past the exact-scan size without
-    /// a graph, or whose graph lags more than [`TAIL_UP_TO`] memories behind, is indexed in
-    /// the background meanwhile.
+    /// Where `account`'s vectors are searched (for the neighbours of consolidation; a
+    /// search finds its account's graph in the database, see [`search::NEAREST`]).
     async fn vectors(&self, account: &str) -> Result<Vectors> {
         let row: Option<(i64, Option<i64>, i64, i64)> = sqlx::query_as(
             "SELECT live, graph, graphed_upto, ungraphed FROM memory_accounts \
@@ -165,9 +164,26 @@ impl PgMemory {
                 upto: 0,
             });
         };
-        let due = match graph {
-            None => unsigned(live) > self.graph_past,
-            Some(_) => unsigned(ungraphed) > self.tail_up_to,
+        self.index_if_due(
+            account,
+            Due {
+                live: unsigned(live),
+                graph,
+                ungraphed: unsigned(ungraphed),
+            },
+        );
+        Ok(Vectors {
+            graph,
+            upto: graph.map_or(0, |_| upto),
+        })
+    }
+
+    /// Starts indexing `account` in the background when it is past the exact-scan size
+    /// without a graph, or its graph lags more than [`TAIL_UP_TO`] memories behind.
+    fn index_if_due(&self, account: &str, due: Due) {
+        let due = match due.graph {
+            None => due.live > self.graph_past,
+            Some(_) => due.ungraphed > self.tail_up_to,
         };
         if due {
             let job = Job::Graph {
@@ -175,16 +191,12 @@ impl PgMemory {
             };
             self.indexer.start(account, job);
         }
-        Ok(Vectors {
-            graph,
-            upto: graph.map_or(0, |_| upto),
-        })
     }
 
     /// A search's candidates, its query's embedding given by `vector` when it has one. The
-    /// lists come from different connections at once, so a hybrid search waits for the
-    /// slowest, not for all — and the keyword list is asked for at once, while the query
-    /// is still being embedded.
+    /// keyword list is asked for at once, while the query is still being embedded; the
+    /// nearest memories are then found with their rows and those of the keyword list in
+    /// one statement ([`search::NEAREST`]), beside the past's candidates with `as_of`.
     ///
     /// With `as_of`, the live memories already written then come from the indexes as
     /// always, and the past versions live then from their own index (`memories_ended`),
@@ -201,36 +213,31 @@ impl PgMemory {
                 false => Ok(Vec::new()),
             }
         };
-        let rest = async {
-            let (vector, at) = match vector {
-                Some(vector) => {
-                    let (vector, at) = tokio::try_join!(vector, self.vectors(&q.account))?;
-                    (Some(vector), Some(at))
-                }
-                None => (None, None),
-            };
-            let q = CandidateQuery {
-                vector: vector.clone(),
-                ..q.clone()
-            };
-            let semantic = async {
-                match (&vector, at) {
-                    (Some(v), Some(at)) => {
-                        search::vector(&self.pool, &self.vectors, at, &q, v).await
-                    }
-                    _ => Ok(Vec::new()),
-                }
-            };
-            let (semantic, past) = tokio::try_join!(semantic, self.past(&q))?;
-            Ok((vector, semantic, past))
+        let vector = async {
+            match vector {
+                Some(vector) => vector.await.map(Some),
+                None => Ok(None),
+            }
         };
-        let (keyword, (vector, semantic, past)) = tokio::try_join!(keyword, rest)?;
+        let (keyword, vector) = tokio::try_join!(keyword, vector)?;
         q.vector = vector;
-        let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let rows = search::rows(&self.pool, &q, &ids).await?;
-        let mut found = search::merged(&keyword, &semantic, rows);
+        let ids: Vec<u64> = keyword.iter().map(|h| h.0).collect();
+        let found = async {
+            let Some(vector) = &q.vector else {
+                let rows = search::rows(&self.pool, &q, &ids).await?;
+                return Ok(Nearest {
+                    rows,
+                    ..Nearest::default()
+                });
+            };
+            let found = search::nearest(&self.pool, &q, vector, &ids).await?;
+            if let Some(due) = found.due {
+                self.index_if_due(&q.account, due);
+            }
+            Ok(found)
+        };
+        let (found, past) = tokio::try_join!(found, self.past(&q))?;
+        let mut found = search::merged(&keyword, &found.semantic, found.rows);
         found.extend(past);
         Ok(found)
     }
