@@ -14,6 +14,11 @@
 -- `graphed_upto`) scanned exactly; the best `k` of the two lists kept. The settings last
 -- for the call alone (the `SET` clauses; `set_config(…, true)` inside a function that has
 -- one for the same setting is undone when it returns).
+--
+-- The `SET` clauses name pgvector's settings, which exist once its library is loaded in
+-- the session; a vector made first loads it (before, they would be placeholders, which a
+-- role that is not a superuser may not name in a function).
+SELECT '[0]'::vector;
 CREATE OR REPLACE FUNCTION memory_nearest(
     account text, query vector, now bigint, namespace text, tags text[], k bigint,
     as_of bigint
