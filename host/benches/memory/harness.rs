@@ -30,6 +30,9 @@ pub fn config(kind: EmbedderKind, memories: u64) -> Config {
         ..Config::default()
     };
     config.plans.lightyear.memories = config.plans.lightyear.memories.max(memories);
+    // The key sealing tools' secrets, outside every data dir (made on first use); `serve`
+    // fills in the operator's default from the environment, `open_state` does not.
+    config.tools.secret_key_file = Some(std::env::temp_dir().join("wasmind-bench-tools.key"));
     config
 }
 
