@@ -14,7 +14,7 @@ mod rows;
 mod search;
 mod write;
 
-use std::sync::Arc;
+use std::{collections::HashSet, pin::pin, sync::Arc, task::Poll};
 
 use async_trait::async_trait;
 use futures_util::{
@@ -26,7 +26,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 use self::group::Groups;
 use self::indexer::{Indexer, Job};
 use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_columns};
-use self::search::{Due, Nearest, VectorSql, Vectors};
+use self::search::{Due, VectorSql, Vectors};
 use self::write::Txn;
 use super::{
     ImportReport, ListQuery, MemoryError, Quota, Result,
@@ -195,8 +195,12 @@ impl PgMemory {
 
     /// A search's candidates, its query's embedding given by `vector` when it has one. The
     /// keyword list is asked for at once, while the query is still being embedded; the
-    /// nearest memories are then found with their rows and those of the keyword list in
-    /// one statement ([`search::NEAREST`]), beside the past's candidates with `as_of`.
+    /// nearest memories come with their rows from one statement ([`search::NEAREST`]),
+    /// beside the past's candidates with `as_of`. When the keyword list came before the
+    /// embedding (as it does when the query is embedded now), that statement returns its
+    /// rows too; else it does not wait for the list, and the rows of the list's memories
+    /// not among the nearest are read after both (a hybrid search waits for the slower of
+    /// its two lists, not for both one after the other).
     ///
     /// With `as_of`, the live memories already written then come from the indexes as
     /// always, and the past versions live then from their own index (`memories_ended`),
@@ -204,7 +208,7 @@ impl PgMemory {
     /// embedded index of the past keeps statistics of its own; see [`Self::past`]).
     async fn gather(
         &self,
-        mut q: CandidateQuery,
+        q: CandidateQuery,
         vector: Option<BoxFuture<'_, Result<Arc<Vec<f32>>>>>,
     ) -> Result<Vec<(Memory, Candidate)>> {
         let keyword = async {
@@ -213,30 +217,54 @@ impl PgMemory {
                 false => Ok(Vec::new()),
             }
         };
-        let vector = async {
-            match vector {
-                Some(vector) => vector.await.map(Some),
-                None => Ok(None),
-            }
+        let Some(mut vector) = vector else {
+            let keyword = keyword.await?;
+            let ids = ids(&keyword);
+            let rows = search::rows(&self.pool, &q, &ids);
+            let (rows, past) = tokio::try_join!(rows, self.past(&q))?;
+            let mut found = search::merged(&keyword, &[], rows);
+            found.extend(past);
+            return Ok(found);
         };
-        let (keyword, vector) = tokio::try_join!(keyword, vector)?;
-        q.vector = vector;
-        let ids: Vec<u64> = keyword.iter().map(|h| h.0).collect();
-        let found = async {
-            let Some(vector) = &q.vector else {
-                let rows = search::rows(&self.pool, &q, &ids).await?;
-                return Ok(Nearest {
-                    rows,
-                    ..Nearest::default()
-                });
-            };
-            let found = search::nearest(&self.pool, &q, vector, &ids).await?;
-            if let Some(due) = found.due {
-                self.index_if_due(&q.account, due);
+        let mut keyword = pin!(keyword);
+        let mut listed = None;
+        let vector = future::poll_fn(|cx| {
+            if listed.is_none()
+                && let Poll::Ready(list) = keyword.as_mut().poll(cx)
+            {
+                listed = Some(list);
             }
-            Ok(found)
+            vector.as_mut().poll(cx)
+        })
+        .await?;
+        let q = CandidateQuery {
+            vector: Some(vector.clone()),
+            ..q.clone()
         };
-        let (found, past) = tokio::try_join!(found, self.past(&q))?;
+        let lists = async {
+            if let Some(list) = listed {
+                let list = list?;
+                let found = search::nearest(&self.pool, &q, &vector, &ids(&list)).await?;
+                return Ok((list, found));
+            }
+            let nearest = search::nearest(&self.pool, &q, &vector, &[]);
+            let (list, mut found) = tokio::try_join!(keyword, nearest)?;
+            let have: HashSet<u64> = found.rows.iter().map(|(m, _)| m.id).collect();
+            let missing: Vec<u64> = ids(&list)
+                .into_iter()
+                .filter(|id| !have.contains(id))
+                .collect();
+            if !missing.is_empty() {
+                found
+                    .rows
+                    .extend(search::rows(&self.pool, &q, &missing).await?);
+            }
+            Ok((list, found))
+        };
+        let ((keyword, found), past) = tokio::try_join!(lists, self.past(&q))?;
+        if let Some(due) = found.due {
+            self.index_if_due(&q.account, due);
+        }
         let mut found = search::merged(&keyword, &found.semantic, found.rows);
         found.extend(past);
         Ok(found)
@@ -518,6 +546,11 @@ impl MemoryBackend for PgMemory {
     fn checkpoint(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// The ids of a list of candidates.
+fn ids(list: &[(u64, f32)]) -> Vec<u64> {
+    list.iter().map(|h| h.0).collect()
 }
 
 /// Drops the HNSW index of earlier versions over large accounts' rows in the memories
