@@ -14,7 +14,7 @@ mod rows;
 mod search;
 mod write;
 
-use std::sync::Arc;
+use std::{collections::HashSet, pin::pin, sync::Arc, task::Poll};
 
 use async_trait::async_trait;
 use futures_util::{
@@ -26,7 +26,7 @@ use sqlx::{AssertSqlSafe, PgPool, Row};
 use self::group::Groups;
 use self::indexer::{Indexer, Job};
 use self::rows::{cosine_to, memories, memories_with_cosines, memory, memory_columns};
-use self::search::{VectorSql, Vectors};
+use self::search::{Due, VectorSql, Vectors};
 use self::write::Txn;
 use super::{
     ImportReport, ListQuery, MemoryError, Quota, Result,
@@ -148,9 +148,8 @@ impl PgMemory {
         Ok(())
     }
 
-    /// Where `account`'s vectors are searched. An account past the exact-scan size without
-    /// a graph, or whose graph lags more than [`TAIL_UP_TO`] memories behind, is indexed in
-    /// the background meanwhile.
+    /// Where `account`'s vectors are searched (for the neighbours of consolidation; a
+    /// search finds its account's graph in the database, see [`search::NEAREST`]).
     async fn vectors(&self, account: &str) -> Result<Vectors> {
         let row: Option<(i64, Option<i64>, i64, i64)> = sqlx::query_as(
             "SELECT live, graph, graphed_upto, ungraphed FROM memory_accounts \
@@ -165,9 +164,26 @@ impl PgMemory {
                 upto: 0,
             });
         };
-        let due = match graph {
-            None => unsigned(live) > self.graph_past,
-            Some(_) => unsigned(ungraphed) > self.tail_up_to,
+        self.index_if_due(
+            account,
+            Due {
+                live: unsigned(live),
+                graph,
+                ungraphed: unsigned(ungraphed),
+            },
+        );
+        Ok(Vectors {
+            graph,
+            upto: graph.map_or(0, |_| upto),
+        })
+    }
+
+    /// Starts indexing `account` in the background when it is past the exact-scan size
+    /// without a graph, or its graph lags more than [`TAIL_UP_TO`] memories behind.
+    fn index_if_due(&self, account: &str, due: Due) {
+        let due = match due.graph {
+            None => due.live > self.graph_past,
+            Some(_) => due.ungraphed > self.tail_up_to,
         };
         if due {
             let job = Job::Graph {
@@ -175,16 +191,16 @@ impl PgMemory {
             };
             self.indexer.start(account, job);
         }
-        Ok(Vectors {
-            graph,
-            upto: graph.map_or(0, |_| upto),
-        })
     }
 
     /// A search's candidates, its query's embedding given by `vector` when it has one. The
-    /// lists come from different connections at once, so a hybrid search waits for the
-    /// slowest, not for all — and the keyword list is asked for at once, while the query
-    /// is still being embedded.
+    /// keyword list is asked for at once, while the query is still being embedded; the
+    /// nearest memories come with their rows from one statement ([`search::NEAREST`]),
+    /// beside the past's candidates with `as_of`. When the keyword list came before the
+    /// embedding (as it does when the query is embedded now), that statement returns its
+    /// rows too; else it does not wait for the list, and the rows of the list's memories
+    /// not among the nearest are read after both (a hybrid search waits for the slower of
+    /// its two lists, not for both one after the other).
     ///
     /// With `as_of`, the live memories already written then come from the indexes as
     /// always, and the past versions live then from their own index (`memories_ended`),
@@ -192,7 +208,7 @@ impl PgMemory {
     /// embedded index of the past keeps statistics of its own; see [`Self::past`]).
     async fn gather(
         &self,
-        mut q: CandidateQuery,
+        q: CandidateQuery,
         vector: Option<BoxFuture<'_, Result<Arc<Vec<f32>>>>>,
     ) -> Result<Vec<(Memory, Candidate)>> {
         let keyword = async {
@@ -201,36 +217,55 @@ impl PgMemory {
                 false => Ok(Vec::new()),
             }
         };
-        let rest = async {
-            let (vector, at) = match vector {
-                Some(vector) => {
-                    let (vector, at) = tokio::try_join!(vector, self.vectors(&q.account))?;
-                    (Some(vector), Some(at))
-                }
-                None => (None, None),
-            };
-            let q = CandidateQuery {
-                vector: vector.clone(),
-                ..q.clone()
-            };
-            let semantic = async {
-                match (&vector, at) {
-                    (Some(v), Some(at)) => {
-                        search::vector(&self.pool, &self.vectors, at, &q, v).await
-                    }
-                    _ => Ok(Vec::new()),
-                }
-            };
-            let (semantic, past) = tokio::try_join!(semantic, self.past(&q))?;
-            Ok((vector, semantic, past))
+        let Some(mut vector) = vector else {
+            let keyword = keyword.await?;
+            let ids = ids(&keyword);
+            let rows = search::rows(&self.pool, &q, &ids);
+            let (rows, past) = tokio::try_join!(rows, self.past(&q))?;
+            let mut found = search::merged(&keyword, &[], rows);
+            found.extend(past);
+            return Ok(found);
         };
-        let (keyword, (vector, semantic, past)) = tokio::try_join!(keyword, rest)?;
-        q.vector = vector;
-        let mut ids: Vec<u64> = keyword.iter().chain(&semantic).map(|h| h.0).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let rows = search::rows(&self.pool, &q, &ids).await?;
-        let mut found = search::merged(&keyword, &semantic, rows);
+        let mut keyword = pin!(keyword);
+        let mut listed = None;
+        let vector = future::poll_fn(|cx| {
+            if listed.is_none()
+                && let Poll::Ready(list) = keyword.as_mut().poll(cx)
+            {
+                listed = Some(list);
+            }
+            vector.as_mut().poll(cx)
+        })
+        .await?;
+        let q = CandidateQuery {
+            vector: Some(vector.clone()),
+            ..q.clone()
+        };
+        let lists = async {
+            if let Some(list) = listed {
+                let list = list?;
+                let found = search::nearest(&self.pool, &q, &vector, &ids(&list)).await?;
+                return Ok((list, found));
+            }
+            let nearest = search::nearest(&self.pool, &q, &vector, &[]);
+            let (list, mut found) = tokio::try_join!(keyword, nearest)?;
+            let have: HashSet<u64> = found.rows.iter().map(|(m, _)| m.id).collect();
+            let missing: Vec<u64> = ids(&list)
+                .into_iter()
+                .filter(|id| !have.contains(id))
+                .collect();
+            if !missing.is_empty() {
+                found
+                    .rows
+                    .extend(search::rows(&self.pool, &q, &missing).await?);
+            }
+            Ok((list, found))
+        };
+        let ((keyword, found), past) = tokio::try_join!(lists, self.past(&q))?;
+        if let Some(due) = found.due {
+            self.index_if_due(&q.account, due);
+        }
+        let mut found = search::merged(&keyword, &found.semantic, found.rows);
         found.extend(past);
         Ok(found)
     }
@@ -511,6 +546,11 @@ impl MemoryBackend for PgMemory {
     fn checkpoint(&self) -> Result<()> {
         Ok(())
     }
+}
+
+/// The ids of a list of candidates.
+fn ids(list: &[(u64, f32)]) -> Vec<u64> {
+    list.iter().map(|h| h.0).collect()
 }
 
 /// Drops the HNSW index of earlier versions over large accounts' rows in the memories

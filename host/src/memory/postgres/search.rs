@@ -25,8 +25,15 @@
 //! that size costs what a graph search costs and never misses. The graph's rows are checked
 //! against the account's live memories (and the search's namespace, tags, expiry and
 //! `as_of`) as the HNSW scan yields them, with `hnsw.iterative_scan = relaxed_order` so that
-//! it keeps scanning until `k` pass; the merged rows are sorted afterwards (relaxed order may
-//! yield them slightly out of order).
+//! it keeps scanning until `k` pass.
+//!
+//! A search is one statement ([`NEAREST`]): the database function `memory_nearest`
+//! (migration 0021) looks up the account's graph and searches it with the scan's settings,
+//! and the statement around it returns the rows found with their cosines, and those of the
+//! keyword candidates. Before, a search sent the account lookup, a transaction for the
+//! settings (`BEGIN`, the settings, the search, `COMMIT`) and the rows' fetch one after the
+//! other, each a round trip and a turn of the node and the database's backend on the cores
+//! (BENCHMARKS.md, "one round trip per search").
 
 use std::sync::Arc;
 
@@ -100,34 +107,11 @@ pub(super) struct Vectors {
     pub(super) upto: i64,
 }
 
-/// The filters of a search on a memories row `m` (bound as in [`VectorSql::search`]).
-macro_rules! search_filters {
-    ($m:literal) => {
-        concat!(
-            $m,
-            ".counted AND (",
-            $m,
-            ".expires_at IS NULL OR ",
-            $m,
-            ".expires_at > $3) \
-             AND ($4::text IS NULL OR ",
-            $m,
-            ".namespace = $4) AND ",
-            $m,
-            ".tags @> $5 \
-             AND ($7::int8 IS NULL OR ",
-            $m,
-            ".updated_at <= $7)"
-        )
-    };
-}
-
 /// The vector queries for the recorded embedder's dimensions (a graph's column is a
 /// `vector(dims)`). The query vector is made from its `real[]` once per statement, in a
 /// subquery (see [`cosine_to`]).
 pub(super) struct VectorSql {
     dims: usize,
-    search_exact: Arc<str>,
     neighbours_exact: Arc<str>,
 }
 
@@ -135,12 +119,6 @@ impl VectorSql {
     pub(super) fn new(dims: usize) -> Self {
         Self {
             dims,
-            search_exact: format!(
-                "SELECT id, (1 - distance)::float4 AS cosine FROM ({}) found \
-                 ORDER BY distance, id DESC",
-                Self::SEARCH_TAIL
-            )
-            .into(),
             neighbours_exact: Self::neighbours_of(Self::NEIGHBOURS_TAIL).into(),
         }
     }
@@ -150,40 +128,10 @@ impl VectorSql {
         self.dims
     }
 
-    /// The account's rows above `$8` nearest `$2`, exactly: the best `$6` of them.
-    const SEARCH_TAIL: &str = concat!(
-        "SELECT id, embedding <=> (SELECT $2::real[]::vector) AS distance FROM memories m \
-         WHERE account_id = $1 AND id > $8 AND ",
-        search_filters!("m"),
-        " ORDER BY distance LIMIT $6"
-    );
-
     /// The account's rows above `$5` nearest `m`'s, exactly: the best `$3` of them.
     const NEIGHBOURS_TAIL: &str = "SELECT o.id, o.embedding <=> m.embedding AS distance \
         FROM memories o WHERE o.account_id = $1 AND o.counted AND o.id > $5 AND o.id <> m.id \
         ORDER BY distance LIMIT $3";
-
-    /// Top `$6` (id, cosine) of account `$1`'s live memories nearest `$2` (`real[]`) at `$3`,
-    /// in namespace `$4` (NULL: any) with tags `$5`, written by `$7` (NULL: any time), above
-    /// id `$8` only when there is no `graph` — else from the graph and above `$8` both.
-    pub(super) fn search(&self, graph: Option<i64>) -> Arc<str> {
-        let Some(graph) = graph else {
-            return self.search_exact.clone();
-        };
-        let dims = self.dims;
-        format!(
-            "SELECT id, (1 - min(distance))::float4 AS cosine FROM ( \
-                (SELECT g.id, g.embedding <=> (SELECT $2::real[]::vector({dims})) AS distance \
-                 FROM memory_graph_{graph} g WHERE EXISTS ( \
-                    SELECT 1 FROM memories m WHERE m.account_id = $1 AND m.id = g.id AND {filters}) \
-                 ORDER BY g.embedding <=> (SELECT $2::real[]::vector({dims})) LIMIT $6) \
-                UNION ALL ({tail}) \
-             ) found GROUP BY id ORDER BY min(distance), id DESC LIMIT $6",
-            filters = search_filters!("m"),
-            tail = Self::SEARCH_TAIL,
-        )
-        .into()
-    }
 
     /// `(memory, neighbour, cosine)`: up to `$3` nearest other counted memories of each of
     /// account `$1`'s `$2` at or above `$4`, from the `graph` and above id `$5`.
@@ -330,15 +278,62 @@ async fn bm25(
     Ok((hits, postings))
 }
 
-/// Top `k` (id, cosine) of the account's live memories nearest `vector`, from `at`.
-pub(super) async fn vector(
+/// A vector search in one statement: the `$6` nearest `$2` (`real[]`) of account `$1`'s
+/// memories passing the filters (live at `$3`, in namespace `$4` when given, holding tags
+/// `$5`, written by `$7` when given), found by `memory_nearest` (migration 0021: the
+/// account's graph looked up and searched, with the HNSW scan's settings, in the
+/// database), each returned with its row and cosine, and with them the rows of `$8`
+/// (`bigint[]`, the keyword candidates) with theirs; `nearest` tells the two apart. Every
+/// row also carries the account's size and graph (`account_*`, for [`Due`]), and an
+/// account with no row found still answers one, of those alone.
+pub(super) const NEAREST: &str = concat!(
+    "WITH q AS MATERIALIZED (SELECT $2::real[]::vector AS v), \
+     nearest AS MATERIALIZED ( \
+        SELECT n.id AS nearest_id, n.distance \
+        FROM q, memory_nearest($1, q.v, $3, $4, $5, $6, $7) n \
+     ) \
+     SELECT a.live AS account_live, a.graph AS account_graph, \
+            a.ungraphed AS account_ungraphed, found.* \
+     FROM memory_accounts a LEFT JOIN LATERAL ( \
+        SELECT ",
+    memory_columns!(),
+    ", (1 - coalesce(distance, embedding <=> (SELECT v FROM q)))::float4 AS cosine, \
+           nearest_id IS NOT NULL AS nearest \
+        FROM memories m LEFT JOIN nearest ON nearest_id = m.id \
+        WHERE m.account_id = $1 \
+          AND m.id = ANY(ARRAY(SELECT nearest_id FROM nearest) || $8::int8[]) \
+          AND m.counted AND (m.expires_at IS NULL OR m.expires_at > $3) \
+     ) found ON true WHERE a.account_id = $1"
+);
+
+/// What a search found of an account that tells whether its graph is due: its counted
+/// memories, its graph, and how many were written since the graph was brought up to date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Due {
+    pub(super) live: u64,
+    pub(super) graph: Option<i64>,
+    pub(super) ungraphed: u64,
+}
+
+/// What [`nearest`] found.
+#[derive(Debug, Default)]
+pub(super) struct Nearest {
+    /// (id, cosine) of the nearest memories.
+    pub(super) semantic: Vec<(u64, f32)>,
+    /// Their rows and those of the other ids asked for, each with its cosine.
+    pub(super) rows: Vec<(Memory, Option<f32>)>,
+    /// None when the account has no row (it never wrote).
+    pub(super) due: Option<Due>,
+}
+
+/// [`NEAREST`] for `q` and `vector`, with the rows of `others` too.
+pub(super) async fn nearest(
     pool: &PgPool,
-    sql: &VectorSql,
-    at: Vectors,
     q: &CandidateQuery,
     vector: &[f32],
-) -> Result<Vec<(u64, f32)>> {
-    let query = sqlx::query(AssertSqlSafe(sql.search(at.graph)))
+    others: &[u64],
+) -> Result<Nearest> {
+    let rows = sqlx::query(NEAREST)
         .bind(&q.account)
         .bind(vector)
         .bind(bigint(q.now))
@@ -346,12 +341,26 @@ pub(super) async fn vector(
         .bind(&q.tags)
         .bind(bigint(q.k))
         .bind(q.as_of.map(bigint))
-        .bind(at.upto);
-    let rows = fetch_nearest(pool, at.graph.map(|_| q.k), query).await?;
-    Ok(rows
-        .iter()
-        .map(|r| (unsigned(r.get("id")), r.get("cosine")))
-        .collect())
+        .bind(others.iter().map(|&id| bigint(id)).collect::<Vec<_>>())
+        .fetch_all(pool)
+        .await?;
+    let mut found = Nearest::default();
+    for r in &rows {
+        found.due.get_or_insert(Due {
+            live: unsigned(r.try_get("account_live")?),
+            graph: r.try_get("account_graph")?,
+            ungraphed: unsigned(r.try_get("account_ungraphed")?),
+        });
+        if r.try_get::<Option<i64>, _>("id")?.is_none() {
+            continue;
+        }
+        let (memory, cosine) = (memory(r)?, r.try_get("cosine")?);
+        if r.try_get("nearest")? {
+            found.semantic.push((memory.id, cosine));
+        }
+        found.rows.push((memory, Some(cosine)));
+    }
+    Ok(found)
 }
 
 /// `(memory, neighbour, cosine)`: up to `k` nearest other counted memories of each of
@@ -384,11 +393,8 @@ pub(super) async fn neighbours(
         .collect())
 }
 
-/// Runs a nearest-neighbour `query`: through a graph's HNSW index for `k` when given, which
-/// takes a transaction for [`use_index`]'s settings, else (an exact scan) as one statement.
-/// The exact path is two statements fewer for the database (a transaction's `BEGIN` and
-/// `COMMIT`); its latency did not measurably change (BENCHMARKS.md, "Fair memory work,
-/// fourth pass").
+/// Runs a neighbours `query`: through a graph's HNSW index for `k` when given, which takes
+/// a transaction for [`use_index`]'s settings, else (an exact scan) as one statement.
 async fn fetch_nearest(
     pool: &PgPool,
     index_k: Option<usize>,
