@@ -30,15 +30,20 @@
 //!    with the offline Mind (`agents/journal.rs`).
 //! 10. `greedy`: the host's RSS while a guest asks for 64 MiB of random or reads the clock
 //!    ten million times (`agents/greedy.rs`).
+//! 11. `http`: agents' outgoing HTTP through the egress door, against an origin on
+//!    127.0.0.2 (a child process) — a guest's GET against the same GET made directly, and
+//!    RSS per agent parked with its request in flight at a slow origin (`agents/http.rs`).
 //!
-//! Every phase but `parked` runs its servers with hibernation off (`hibernate_after_ms =
+//! Every phase but `parked` and `http`'s second part runs its servers with hibernation off (`hibernate_after_ms =
 //! 0`), so agents waiting on the Mind stay in their instances.
 //!
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
 //! Environment (all optional): `WASMIND_BENCH_AGENTS` (10000), `WASMIND_BENCH_PHASES`
-//! (`live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy`),
+//! (`live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy,http`),
 //! `WASMIND_BENCH_PARKED` (100000 parked agents), `WASMIND_BENCH_JOURNAL_RUNS` (200 runs),
+//! `WASMIND_BENCH_HTTP_GETS` (1000 GETs each way), `WASMIND_BENCH_HTTP_SLOW` (1000 agents
+//! on a slow response),
 //! `WASMIND_BENCH_MEMORIES` (2000, searched in `live`),
 //! `WASMIND_BENCH_GETS` (2000), `WASMIND_BENCH_SEARCHES` (1000), `WASMIND_BENCH_STOPS` (50
 //! per guest), `WASMIND_BENCH_STOP_SAMPLE` (200 default agents stopped one at a time),
@@ -50,7 +55,8 @@
 //! (3 runs of tenant B's each way), `WASMIND_BENCH_PROBES` (500 GETs and searches each way),
 //! `WASMIND_BENCH_DIR` (temp dir for data dirs), `WASMIND_BENCH_RESERVATION_MIB` (the
 //! servers' `[runtime] memory_reservation_mib`; default wasmtime's 4 GiB),
-//! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` (prebuilt guest components).
+//! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` / `WASMIND_BENCH_FETCH` (prebuilt guest
+//! components).
 
 #[path = "agents/components.rs"]
 mod components;
@@ -64,10 +70,14 @@ mod greedy;
 mod guests;
 #[path = "agents/harness.rs"]
 mod harness;
+#[path = "agents/http.rs"]
+mod http;
 #[path = "agents/instantiate.rs"]
 mod instantiate;
 #[path = "agents/journal.rs"]
 mod journal;
+#[path = "agents/origin.rs"]
+mod origin;
 #[path = "agents/parked.rs"]
 mod parked;
 #[path = "shared.rs"]
@@ -102,6 +112,8 @@ struct Settings {
     probes: usize,
     parked: usize,
     journal_runs: usize,
+    http_gets: usize,
+    http_slow: usize,
 }
 
 fn env_num<T: std::str::FromStr>(name: &str, default: T) -> T {
@@ -120,7 +132,8 @@ impl Settings {
             agents: env_num("WASMIND_BENCH_AGENTS", 10_000usize).max(1),
             phases: std::env::var("WASMIND_BENCH_PHASES")
                 .unwrap_or_else(|_| {
-                    "live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy".into()
+                    "live,sleepers,stop,cap,components,cpu,instantiate,parked,journal,greedy,http"
+                        .into()
                 })
                 .split(',')
                 .map(|p| p.trim().to_string())
@@ -142,6 +155,8 @@ impl Settings {
             probes: env_num("WASMIND_BENCH_PROBES", 500usize).max(1),
             parked: env_num("WASMIND_BENCH_PARKED", 100_000usize).max(1),
             journal_runs: env_num("WASMIND_BENCH_JOURNAL_RUNS", 200usize).max(1),
+            http_gets: env_num("WASMIND_BENCH_HTTP_GETS", 1_000usize).max(1),
+            http_slow: env_num("WASMIND_BENCH_HTTP_SLOW", 1_000usize).max(1),
         }
     }
 
@@ -348,6 +363,10 @@ fn main() {
         fake_mind::child_main();
         return;
     }
+    if std::env::var_os(origin::CHILD_ENV).is_some() {
+        origin::child_main();
+        return;
+    }
     let started = Instant::now();
     let settings = Settings::from_env();
     println!(
@@ -401,6 +420,15 @@ fn main() {
     }
     if settings.wants("greedy") {
         greedy::run(settings.grace, &mind, &mut table);
+    }
+    if settings.wants("http") {
+        http::run(
+            settings.http_gets,
+            settings.http_slow,
+            settings.grace,
+            &mind,
+            &mut table,
+        );
     }
     table.print();
     println!(

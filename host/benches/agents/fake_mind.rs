@@ -8,7 +8,7 @@
 //! to stay live inside a host call: `POST /v1/chat/completions` never answers until
 //! `POST /release` (then every request is answered at once). `GET /stats` reports
 //! `{ "requests", "hanging" }`. The child exits when its stdin closes (the bench ended or
-//! died).
+//! died). The `http` phase's origin (`origin.rs`) is such a child too ([`ChildServer`]).
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
@@ -25,15 +25,17 @@ use serde_json::{Value, json};
 /// The environment variable that turns this binary into the fake Mind.
 pub const CHILD_ENV: &str = "WASMIND_BENCH_FAKE_MIND";
 
+/// Requests held until released (the fake Mind's completions, the origin's `/slow`),
+/// counted: shared by a child server's handlers.
 #[derive(Default)]
-struct Shared {
+pub struct Held {
     requests: AtomicU64,
     hanging: AtomicU64,
     released: tokio::sync::watch::Sender<bool>,
 }
 
 /// Decrements `hanging` when a request ends or its connection is dropped.
-struct Hanging(Arc<Shared>);
+struct Hanging(Arc<Held>);
 
 impl Drop for Hanging {
     fn drop(&mut self) {
@@ -41,13 +43,41 @@ impl Drop for Hanging {
     }
 }
 
-async fn complete(State(shared): State<Arc<Shared>>, body: axum::body::Bytes) -> Json<Value> {
+impl Held {
+    /// Counts a request and waits until [`Held::release`] (at once after it).
+    pub async fn hold(self: Arc<Self>) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.hanging.fetch_add(1, Ordering::Relaxed);
+        let _guard = Hanging(self.clone());
+        let mut released = self.released.subscribe();
+        let _ = released.wait_for(|r| *r).await;
+    }
+
+    /// The routes every child serves: `GET /stats` and `POST /release`.
+    pub fn routes() -> Router<Arc<Held>> {
+        Router::new()
+            .route(
+                "/stats",
+                get(|State(s): State<Arc<Held>>| async move {
+                    Json(json!({
+                        "requests": s.requests.load(Ordering::Relaxed),
+                        "hanging": s.hanging.load(Ordering::Relaxed),
+                    }))
+                }),
+            )
+            .route(
+                "/release",
+                post(|State(s): State<Arc<Held>>| async move {
+                    s.released.send_replace(true);
+                    Json(json!({}))
+                }),
+            )
+    }
+}
+
+async fn complete(State(held): State<Arc<Held>>, body: axum::body::Bytes) -> Json<Value> {
     drop(body);
-    shared.requests.fetch_add(1, Ordering::Relaxed);
-    shared.hanging.fetch_add(1, Ordering::Relaxed);
-    let _guard = Hanging(shared.clone());
-    let mut released = shared.released.subscribe();
-    let _ = released.wait_for(|r| *r).await;
+    held.hold().await;
     Json(json!({
         "id": "chatcmpl-bench",
         "object": "chat.completion",
@@ -60,29 +90,19 @@ async fn complete(State(shared): State<Arc<Shared>>, body: axum::body::Bytes) ->
 
 /// The child's main: serves until stdin closes.
 pub fn child_main() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the fake Mind");
+    let held = Arc::new(Held::default());
+    let app = Held::routes()
+        .route("/v1/chat/completions", post(complete))
+        .with_state(held);
+    serve_child("127.0.0.1", app);
+}
+
+/// A child's server: binds `ip`:0, tells the parent its port (`PORT n` on stdout) and
+/// serves `app` on one thread until stdin closes (the bench ended or died).
+pub fn serve_child(ip: &str, app: Router) {
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("binding a child server");
     listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
-    let shared = Arc::new(Shared::default());
-    let app = Router::new()
-        .route("/v1/chat/completions", post(complete))
-        .route(
-            "/stats",
-            get(|State(s): State<Arc<Shared>>| async move {
-                Json(json!({
-                    "requests": s.requests.load(Ordering::Relaxed),
-                    "hanging": s.hanging.load(Ordering::Relaxed),
-                }))
-            }),
-        )
-        .route(
-            "/release",
-            post(|State(s): State<Arc<Shared>>| async move {
-                s.released.send_replace(true);
-                Json(json!({}))
-            }),
-        )
-        .with_state(shared);
     std::thread::spawn(|| {
         let mut sink = Vec::new();
         let _ = std::io::stdin().read_to_end(&mut sink);
@@ -99,63 +119,65 @@ pub fn child_main() {
     });
 }
 
-/// The parent's handle: the child process and its address.
-pub struct FakeMind {
+/// The parent's handle on a child server (this binary re-executed with `env` set): the
+/// process, its address, and its `/stats` and `/release`.
+pub struct ChildServer {
     child: Child,
-    port: u16,
+    pub ip: &'static str,
+    pub port: u16,
     http: reqwest::blocking::Client,
 }
 
-impl FakeMind {
+impl ChildServer {
     /// Starts the child and waits for its port.
-    pub fn start() -> Self {
+    pub fn start(env: &str, ip: &'static str) -> Self {
         let exe = std::env::current_exe().expect("current exe");
         let mut child = Command::new(exe)
-            .env(CHILD_ENV, "1")
+            .env(env, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("starting the fake Mind");
+            .expect("starting a child server");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout"))
             .read_line(&mut line)
-            .expect("reading the fake Mind's port");
+            .expect("reading a child server's port");
         let port = line
             .trim()
             .strip_prefix("PORT ")
             .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("fake Mind said {line:?}"));
+            .unwrap_or_else(|| panic!("the child server said {line:?}"));
         let http = reqwest::blocking::Client::builder()
             .no_proxy()
             .timeout(Duration::from_secs(30))
             .build()
             .expect("client");
-        Self { child, port, http }
+        Self {
+            child,
+            ip,
+            port,
+            http,
+        }
     }
 
-    /// `[mind] base_url`.
-    pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Answers every hanging request, and every later one at once.
+    /// Answers every held request, and every later one at once.
     pub fn release(&self) {
         self.http
-            .post(format!("http://127.0.0.1:{}/release", self.port))
+            .post(format!("http://{}:{}/release", self.ip, self.port))
             .send()
             .and_then(reqwest::blocking::Response::error_for_status)
-            .expect("releasing the fake Mind");
+            .expect("releasing a child server");
     }
 
-    /// (requests received, requests hanging now).
+    /// (requests held so far, held now).
     pub fn stats(&self) -> (u64, u64) {
         let v: Value = self
             .http
-            .get(format!("http://127.0.0.1:{}/stats", self.port))
+            .get(format!("http://{}:{}/stats", self.ip, self.port))
             .send()
             .and_then(reqwest::blocking::Response::json)
-            .expect("fake Mind stats");
+            .expect("a child server's stats");
         (
             v["requests"].as_u64().unwrap_or(0),
             v["hanging"].as_u64().unwrap_or(0),
@@ -163,7 +185,7 @@ impl FakeMind {
     }
 }
 
-impl Drop for FakeMind {
+impl Drop for ChildServer {
     fn drop(&mut self) {
         // Closing stdin ends the child; kill it by its handle if it lingers.
         drop(self.child.stdin.take());
@@ -172,5 +194,29 @@ impl Drop for FakeMind {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+    }
+}
+
+/// The fake Mind's handle.
+pub struct FakeMind(ChildServer);
+
+impl FakeMind {
+    pub fn start() -> Self {
+        Self(ChildServer::start(CHILD_ENV, "127.0.0.1"))
+    }
+
+    /// `[mind] base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.0.port)
+    }
+
+    /// Answers every hanging request, and every later one at once.
+    pub fn release(&self) {
+        self.0.release();
+    }
+
+    /// (requests received, requests hanging now).
+    pub fn stats(&self) -> (u64, u64) {
+        self.0.stats()
     }
 }

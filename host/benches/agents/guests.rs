@@ -1,6 +1,6 @@
-//! The guest components the stop and CPU measurements run: `spin` and `hostile` (test
-//! guests of `tests/guests`) and `sleeper` (`sleeper_guest.rs`, parked in a WASI
-//! sleep). Both are found prebuilt or built with cargo into `target/bench-guests`.
+//! The guest components the stop, CPU and HTTP measurements run: `spin`, `hostile` and
+//! `fetch` (test guests of `tests/guests`) and `sleeper` (`sleeper_guest.rs`, parked in a
+//! WASI sleep). They are found prebuilt or built with cargo into `target/bench-guests`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,6 +62,19 @@ fn test_guest(env: &str, package: &str) -> PathBuf {
     if tests_build.is_file() {
         return tests_build;
     }
+    build_test_guest(package)
+}
+
+/// `WASMIND_BENCH_FETCH`, else built here (always: the bench needs its `time` command,
+/// which a test suite's older build may lack; cargo rebuilds only what changed).
+pub fn fetch() -> PathBuf {
+    std::env::var_os("WASMIND_BENCH_FETCH")
+        .map_or_else(|| build_test_guest("guest-fetch"), PathBuf::from)
+}
+
+/// Builds the test guest `package` into `target/bench-guests`: its component.
+fn build_test_guest(package: &str) -> PathBuf {
+    let file = format!("{}.wasm", package.replace('-', "_"));
     let dir = target_dir().join("bench-guests");
     let mut cmd = cargo();
     cmd.current_dir(workspace())

@@ -177,6 +177,11 @@ impl Server {
         (runtime.block_on(self.state.runtime.month_run_ms(ACCOUNT, now))).expect("month usage")
     }
 
+    /// Runs `future` on the server's runtime (as its handlers would), to its end.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.as_ref().expect("serving").block_on(future)
+    }
+
     /// Agents spawning or running.
     pub fn live(&self) -> u32 {
         let runtime = self.runtime.as_ref().expect("serving");

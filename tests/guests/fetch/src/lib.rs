@@ -6,6 +6,9 @@
 //! - `post URL TEXT`: a POST of `TEXT` (the rest of the command); answered the same way.
 //! - `follow URL`: a GET, then, if the answer is a redirect, a GET of its `location`: a
 //!   redirect is the guest's to follow, and the second request passes the same checks.
+//! - `time URL N`: `N` GETs one after another, each timed in the guest (send to the body
+//!   read, `std::time::Instant`: journaled clock reads) for the agents bench's `http`
+//!   phase; `p50 NS p99 NS n N` in nanoseconds, or `error: …` at the first failure.
 //!
 //! It completes with the answers joined by ` | `.
 
@@ -29,6 +32,7 @@ async fn answer(command: &str) -> String {
         (Some("get"), Some(url)) => get(url).await,
         (Some("post"), Some(url)) => post(url, rest.unwrap_or_default()).await,
         (Some("follow"), Some(url)) => follow(url).await,
+        (Some("time"), Some(url)) => time(url, rest.unwrap_or_default()).await,
         _ => Err(format!("fetch: unknown command {command:?}")),
     };
     outcome.unwrap_or_else(|e| format!("error: {e}"))
@@ -61,6 +65,25 @@ async fn follow(url: &str) -> Result<String, String> {
         .ok_or("a redirect without a location")?
         .to_string();
     get(&location).await
+}
+
+async fn time(url: &str, n: &str) -> Result<String, String> {
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|e| format!("time: N {n:?}: {e}"))?;
+    let mut took = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = std::time::Instant::now();
+        get(url).await?;
+        took.push(started.elapsed().as_nanos());
+    }
+    took.sort_unstable();
+    let at = |q: usize| took.get((took.len() * q).div_ceil(100).max(1) - 1).copied();
+    match (at(50), at(99)) {
+        (Some(p50), Some(p99)) => Ok(format!("p50 {p50} p99 {p99} n {n}")),
+        _ => Err("time: N must be at least 1".into()),
+    }
 }
 
 async fn send(request: Request<Body>) -> Result<Response<Body>, String> {
