@@ -29,13 +29,13 @@
 //! 9. `journal`: the journal's time per host call and its share of a default agent's run
 //!    with the offline Mind (`agents/journal.rs`).
 //! 10. `greedy`: the host's RSS while a guest asks for 64 MiB of random or reads the clock
-//!    ten million times (`agents/greedy.rs`).
+//!     ten million times (`agents/greedy.rs`).
 //! 11. `http`: agents' outgoing HTTP through the egress door, against an origin on
-//!    127.0.0.2 (a child process) — a guest's GET against the same GET made directly, and
-//!    RSS per agent parked with its request in flight at a slow origin (`agents/http.rs`).
+//!     127.0.0.2 (a child process) — a guest's GET against the same GET made directly, and
+//!     RSS per agent parked with its request in flight at a slow origin (`agents/http.rs`).
 //!
-//! Every phase but `parked` and `http`'s second part runs its servers with hibernation off (`hibernate_after_ms =
-//! 0`), so agents waiting on the Mind stay in their instances.
+//! Every phase but `parked` and `http`'s second part runs its servers with hibernation off
+//! (`hibernate_after_ms = 0`), so agents waiting on the Mind stay in their instances.
 //!
 //! Results and analysis: BENCHMARKS.md, "Agents".
 //!
