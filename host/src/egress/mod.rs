@@ -163,8 +163,10 @@ impl Egress {
         if !policy::allowed(&self.config.allow, &self.config.plans, plan, own, &url) {
             let host = url.host_str().unwrap_or_default();
             let port = url.port_or_known_default().unwrap_or_default();
+            // Not led by the URL: a message that starts like one is read as one (a client
+            // scanning bodies for links splits "http://a:80 is on … ([egress] allow)").
             let message = format!(
-                "{}://{host}:{port} is on no allowlist of this host ([egress] allow)",
+                "the origin {}://{host}:{port} is on no allowlist of this host ([egress] allow)",
                 url.scheme()
             );
             return Err(Refusal::new(Rule::Allowlist, message));

@@ -60,20 +60,10 @@ pub(super) fn next_version(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::record::{Door, Provenance, sample};
+    use crate::memory::{record::sample, service::tests::put};
 
     fn input(value: &str) -> PutInput {
-        PutInput {
-            account: "acme".into(),
-            key: "k1".into(),
-            value: value.into(),
-            namespace: "default".into(),
-            tags: Vec::new(),
-            importance: 5.0,
-            expires_in_days: None,
-            observed_at: None,
-            provenance: Provenance::door(Door::Rest),
-        }
+        put("acme", "k1", value)
     }
 
     fn live(value: &str) -> Memory {

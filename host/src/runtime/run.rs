@@ -13,7 +13,9 @@
 //! `token_limit_exceeded` (its Mind calls spent more tokens than its plan's
 //! `tokens_per_run`), and from its journal `replay_diverged` (a resumed guest made another call than the
 //! recorded one), `journal_limit_exceeded` (over `[runtime] max_journal_bytes`) and
-//! `journal_failed` (the journal could not be stored).
+//! `journal_failed` (the journal could not be stored). A node whose claim on the agent
+//! went stale ends its run with `claim_lost`, which no record carries: the node that took
+//! the run over ends it, and this node's write of the end is fenced off like the journal's.
 
 use std::{
     sync::Arc,

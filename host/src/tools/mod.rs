@@ -1,7 +1,7 @@
 //! Tools a tenant registers for its agents: HTTP endpoints, and remote MCP servers whose
 //! tools the host lists (`mcp_<server>_<tool>`). Registered over REST, MCP and the console
 //! (`api::tools`, `mcp::tools`), offered to agents and called by them through their
-//! journal (the runtime calls [`Tools::specs`] and [`Tools::call`]).
+//! journal (the runtime calls [`Tools::specs`], [`Tools::resolve`] and [`Tools::send`]).
 //!
 //! - A registration is checked whole before anything is stored ([`define`]); the record is
 //!   kept per account and name ([`store`]: redb in the data dir, or PostgreSQL), so one

@@ -40,6 +40,20 @@ pub struct ToolSpec {
     pub parameters: String,
 }
 
+/// A call of a tool found and its arguments checked ([`Tools::resolve`]), to be sent.
+#[derive(Debug)]
+pub struct Resolved {
+    target: Target,
+    arguments: Map<String, Value>,
+}
+
+#[derive(Debug)]
+enum Target {
+    Http(ToolRecord),
+    /// The MCP server, and its own name of the tool.
+    Mcp(ToolRecord, String),
+}
+
 /// Why a call gave no result (each maps to the WIT `tool-error` case of its name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum ToolError {
@@ -268,7 +282,7 @@ impl Tools {
         Ok(specs)
     }
 
-    /// Calls the account's tool `name` as a tenant tries it: what [`Tools::call`] does,
+    /// Calls the account's tool `name` as a tenant tries it: what [`Tools::resolve`] and [`Tools::send`] do,
     /// within the plan's HTTP budgets for the month (the ledger's count; a try is no run's),
     /// and counted in them once sent: one request, and the arguments' and result's bytes.
     pub async fn try_call(
@@ -278,6 +292,7 @@ impl Tools {
         name: &str,
         arguments_json: &str,
     ) -> Result<String, ToolError> {
+        let call = self.resolve(account, name, arguments_json).await?;
         let now = now_ms();
         let month = self
             .usage
@@ -292,9 +307,7 @@ impl Tools {
         let max =
             (self.egress.budget(plan, sent, Moved::default(), month)).map_err(ToolError::denied)?;
         let key = new_id(TRY_PREFIX);
-        let outcome = self
-            .call(account, plan, name, arguments_json, &key, max)
-            .await;
+        let outcome = self.send(plan, call, &key, max).await;
         let bytes = match &outcome {
             Ok(text) => sent + text.len() as u64,
             Err(ToolError::Failed(_)) => sent,
@@ -311,22 +324,15 @@ impl Tools {
         outcome
     }
 
-    /// Calls the account's tool `name` with `arguments_json` (a JSON object), checked
-    /// against its schema, through the egress door, with `idempotency_key` sent along and
-    /// at most `max_response_bytes` of response kept (what the caller's budget check,
-    /// `Egress::budget`, left): the result's text, cut at `[tools] max_result_chars`.
-    ///
-    /// A request went out when the outcome is a result or [`ToolError::Failed`]; the caller
-    /// counts it in the plan's budgets (the arguments' and result's bytes), as it journals it.
-    pub async fn call(
+    /// Finds the account's tool `name` and checks `arguments_json` (a JSON object) against
+    /// its schema: what is known before anything is sent, so that an unknown tool or bad
+    /// arguments are told as such before any budget is looked at.
+    pub async fn resolve(
         &self,
         account: &str,
-        plan: Plan,
         name: &str,
         arguments_json: &str,
-        idempotency_key: &str,
-        max_response_bytes: u64,
-    ) -> Result<String, ToolError> {
+    ) -> Result<Resolved, ToolError> {
         let arguments = match serde_json::from_str::<Value>(arguments_json) {
             Ok(Value::Object(arguments)) => arguments,
             Ok(_) => {
@@ -346,8 +352,7 @@ impl Tools {
             .get(account, name)
             .await
             .map_err(|e| unreadable(&e))?;
-        let own = self.own(account).await.map_err(|e| unreadable(&e))?;
-        let text = match record {
+        let target = match record {
             Some(record) => {
                 let ToolKind::Http(tool) = &record.kind else {
                     return Err(ToolError::Unknown(format!(
@@ -355,23 +360,54 @@ impl Tools {
                     )));
                 };
                 fits(&tool.parameters, &arguments, true)?;
+                Target::Http(record)
+            }
+            None => {
+                let (server, tool) = self.mcp_tool(account, name).await?.ok_or_else(unknown)?;
+                fits(&tool.parameters, &arguments, false)?;
+                Target::Mcp(server, tool.remote)
+            }
+        };
+        Ok(Resolved { target, arguments })
+    }
+
+    /// Sends the [`resolved`](Self::resolve) call through the egress door, with
+    /// `idempotency_key` sent along and at most `max_response_bytes` of response kept (what
+    /// the caller's budget check, `Egress::budget`, left): the result's text, cut at
+    /// `[tools] max_result_chars`.
+    ///
+    /// A request went out when the outcome is a result or [`ToolError::Failed`]; the caller
+    /// counts it in the plan's budgets (the arguments' and result's bytes), as it journals it.
+    pub async fn send(
+        &self,
+        plan: Plan,
+        call: Resolved,
+        idempotency_key: &str,
+        max_response_bytes: u64,
+    ) -> Result<String, ToolError> {
+        let Resolved { target, arguments } = call;
+        let (Target::Http(record) | Target::Mcp(record, _)) = &target;
+        let own = (self.own(&record.account).await).map_err(|e| unreadable(&e))?;
+        let text = match &target {
+            Target::Http(record) => {
+                let ToolKind::Http(tool) = &record.kind else {
+                    unreachable!("resolved as an HTTP tool")
+                };
                 let call = HttpCall {
-                    account,
+                    account: &record.account,
                     plan,
                     own: &own,
                     tool,
-                    secret: self.secret(&record)?,
+                    secret: self.secret(record)?,
                     timeout: Duration::from_secs_f64(record.timeout_secs),
                     idempotency_key,
                     max_response_bytes,
                 };
                 call.send(&self.egress, arguments).await?
             }
-            None => {
-                let (server, tool) = self.mcp_tool(account, name).await?.ok_or_else(unknown)?;
-                fits(&tool.parameters, &arguments, false)?;
-                let remote = self.remote(plan, &own, &server, max_response_bytes)?;
-                (remote.call(&self.egress, &tool.remote, arguments, idempotency_key)).await?
+            Target::Mcp(server, tool) => {
+                let remote = self.remote(plan, &own, server, max_response_bytes)?;
+                (remote.call(&self.egress, tool, arguments, idempotency_key)).await?
             }
         };
         Ok(cut(&text, self.max_result_chars))

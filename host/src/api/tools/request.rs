@@ -17,7 +17,7 @@ use crate::tools::{
     Registration,
     define::{
         MAX_DESCRIPTION_CHARS, MAX_HEADER_NAME_CHARS, MAX_NAME_CHARS, MAX_PARAMETERS_BYTES,
-        MAX_SECRET_CHARS, MAX_URL_CHARS, METHODS,
+        MAX_SECRET_CHARS, MAX_URL_CHARS, METHODS, URL_PATTERN,
     },
 };
 
@@ -48,6 +48,7 @@ fn url(what: &str) -> ObjectBuilder {
         .schema_type(Type::String)
         .min_length(Some(8))
         .max_length(Some(MAX_URL_CHARS))
+        .pattern(Some(URL_PATTERN))
         .description(Some(format!(
             "{what}: an http or https URL with a host and no credentials; reached through \
              the host's egress policy when called, not when registered"

@@ -2,7 +2,7 @@
 //! metered to the node's last heartbeat, and the node's own writes refused afterwards. And
 //! offered spawns: taken by one node, with what the run is allowed, or withdrawn.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use sqlx::PgPool;
 
@@ -10,7 +10,9 @@ use super::{
     Cluster, ClusterConfig, offers,
     reaper::{HOST_LOST, reap},
 };
-use crate::runtime::journal::{Entry, JournalError, JournalStore, PgJournal, Run};
+use crate::runtime::journal::{
+    Bounds, Entry, Fault, Journal, JournalError, JournalStore, PgJournal, Run,
+};
 use crate::{
     accounts::{PgUsage, UsageLedger},
     clock::now_ms,
@@ -398,4 +400,9 @@ async fn a_stale_claims_memory_writes_and_mind_requests_are_refused() {
         "{refused:?}"
     );
     journal.holds(&run(2)).await.unwrap();
+    // The run's journal says so as fencing, not as a storage failure.
+    let stale = Journal::new(run(FIRST_EPOCH), Arc::new(journal), Vec::new(), Bounds::NONE);
+    let fault = stale.holds().await.unwrap_err();
+    assert_eq!(fault, Fault::Fenced("ag_fenced".into()));
+    assert_eq!(fault.code(), "claim_lost");
 }

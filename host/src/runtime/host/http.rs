@@ -224,8 +224,13 @@ impl AgentState {
         let agent = self.agent.clone();
         let plan = self.plan(&outside).await?;
         let own = (outside.accounts.egress(&agent.account).await).map_err(wasmtime::Error::msg)?;
-        let budget = self.budget(&outside, plan, body.len() as u64).await?;
-        let admitted = (outside.egress.admit(plan, &own, &uri)).and_then(|url| Ok((url, budget?)));
+        // The policy first: a refused address costs no look at the month's usage.
+        let admitted = match outside.egress.admit(plan, &own, &uri) {
+            Ok(url) => {
+                (self.budget(&outside, plan, body.len() as u64).await?).map(|max| (url, max))
+            }
+            Err(refusal) => Err(refusal),
+        };
         let (url, max_response) = match admitted {
             Ok(admitted) => admitted,
             Err(refusal) => {

@@ -3,10 +3,11 @@
 //!
 //! - `list` is a read: the account's tools as last listed (an MCP server never listed is
 //!   listed now), only those the spawn's `tools` field names when it has one.
-//! - `call` is an effect, on the same path as a guest's own `wasi:http` request: the
-//!   plan's budgets per run and per month (checked here, counted in the run's usage when
+//! - `call` is an effect, on the same path as a guest's own `wasi:http` request: the tool
+//!   found and its arguments checked (so an unknown tool is told as such, whatever the
+//!   budgets say), the plan's budgets per run and per month (checked here, counted in the run's usage when
 //!   the call went out, replayed or live), then the egress door's allowlists, address
-//!   checks, caps and timeouts (inside `Tools::call`), and the whole answer recorded synced
+//!   checks, caps and timeouts (inside `Tools::send`), and the whole answer recorded synced
 //!   before the guest sees it. A refusal reaches the guest as `denied` and the agent's log
 //!   says which rule refused it (event kind `egress`, as for its own requests).
 //! - A call in flight at a crash is made again by the resumed run (at least once), with
@@ -54,7 +55,7 @@ impl Outcome {
         }
     }
 
-    /// The outcome of `Tools::call`, whose request carried `sent` bytes.
+    /// The outcome of `Tools::resolve` or `Tools::send`, whose request carried `sent` bytes.
     fn of(answer: Result<String, ToolError>, sent: u64) -> Self {
         let moved = match &answer {
             Ok(text) => Some(sent + text.len() as u64),
@@ -108,8 +109,9 @@ impl AgentState {
             .collect())
     }
 
-    /// One call, live: the budgets, then `Tools::call` as a task of its own (raced against
-    /// a stop, parked when slow), its answer checked to fit the journal.
+    /// One call, live: the tool found (`Tools::resolve`), the budgets, then `Tools::send`
+    /// as a task of its own (raced against a stop, parked when slow), its answer checked to
+    /// fit the journal.
     async fn call_live(
         &mut self,
         outside: Arc<Services>,
@@ -128,6 +130,15 @@ impl AgentState {
             ))));
         }
         let sent = (name.len() + arguments.len()) as u64;
+        // An unknown tool or bad arguments are told as such, whatever the budgets say.
+        let call = match outside
+            .tools
+            .resolve(&agent.account, &name, &arguments)
+            .await
+        {
+            Ok(call) => call,
+            Err(e) => return Ok(Outcome::of(Err(e), sent)),
+        };
         let plan = self.plan(&outside).await?;
         let max_response = match self.budget(&outside, plan, sent).await? {
             Ok(max) => max,
@@ -147,12 +158,10 @@ impl AgentState {
         // A node that lost its claim on the agent calls nothing (see `mind`).
         agent.journal.holds().await?;
         let tools = outside.tools.clone();
-        let account = agent.account.clone();
         let key = idempotency_key(&agent.agent_id, step);
-        let tool = name.clone();
         let since = Instant::now();
         let request = AbortOnDropHandle::new(tokio::spawn(async move {
-            let answer = (tools.call(&account, plan, &tool, &arguments, &key, max_response)).await;
+            let answer = tools.send(plan, call, &key, max_response).await;
             Outcome::of(answer, sent)
         }));
         let in_flight = |request: AbortOnDropHandle<_>| Pending::Answer {

@@ -177,6 +177,20 @@ pub enum Fault {
     /// The journal could not be stored.
     #[error("{0}")]
     Storage(String),
+    /// This node's claim on the agent went stale: another node took the run over, and
+    /// this node's write was refused (fencing). That node ends the run; this one's end is
+    /// refused the same way (`RecordError::Stale`), so the code below is never recorded.
+    #[error("another node runs agent {0} now: this node's journal write was refused")]
+    Fenced(String),
+}
+
+impl From<JournalError> for Fault {
+    fn from(e: JournalError) -> Self {
+        match e {
+            JournalError::Stale(agent_id) => Fault::Fenced(agent_id),
+            JournalError::Storage(why) => Fault::Storage(why),
+        }
+    }
 }
 
 impl Fault {
@@ -187,6 +201,7 @@ impl Fault {
             Fault::Full { .. } => "journal_limit_exceeded",
             Fault::Random { .. } => "random_limit_exceeded",
             Fault::Storage(_) => "journal_failed",
+            Fault::Fenced(_) => "claim_lost",
         }
     }
 }
@@ -431,8 +446,7 @@ impl Journal {
         if pending.is_empty() {
             return Ok(());
         }
-        (self.store.append(&self.run, pending, durable).await)
-            .map_err(|e| Fault::Storage(e.to_string()))
+        Ok(self.store.append(&self.run, pending, durable).await?)
     }
 
     /// Bytes the journal may still grow by before its bound.
@@ -450,7 +464,7 @@ impl Journal {
     /// [`JournalStore::holds`]): checked before a Mind request is sent, so a node that lost
     /// its claim sends none.
     pub async fn holds(&self) -> Result<(), Fault> {
-        (self.store.holds(&self.run).await).map_err(|e| Fault::Storage(e.to_string()))
+        Ok(self.store.holds(&self.run).await?)
     }
 
     /// At the run's end: a fault a call met, or a divergence if the guest returned before
