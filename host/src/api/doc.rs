@@ -40,6 +40,7 @@ use super::{
     memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
     tools::ToolDeniedDetails,
 };
+use crate::{egress::EgressConfig, tools::Registration};
 
 /// The error envelope of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -189,6 +190,31 @@ pub fn finish(doc: &openapi::OpenApi) -> Value {
         "405": unmatched("A served path with a method it does not take. Codes: `method_not_allowed`."),
     });
     doc
+}
+
+/// Writes the bounds this host's configuration sets into the document it serves, so that
+/// what the document allows is what this server takes: a tool's `timeout_secs` is at most
+/// `[egress] total_timeout_secs`.
+pub fn bind_to_host(doc: &mut Value, egress: &EgressConfig) {
+    let registration = format!("/components/schemas/{}", Registration::name());
+    let registration =
+        (doc.pointer_mut(&registration)).expect("the document has the tools' registration");
+    set_maximum(registration, "timeout_secs", egress.total_timeout_secs);
+}
+
+/// Sets `maximum` of every property `name` in `schema`, at any depth (each kind of a
+/// `oneOf` has its own).
+fn set_maximum(schema: &mut Value, name: &str, max: f64) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(property) = map.get_mut("properties").and_then(|p| p.get_mut(name)) {
+                property["maximum"] = json!(max);
+            }
+            map.values_mut().for_each(|v| set_maximum(v, name, max));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| set_maximum(v, name, max)),
+        _ => {}
+    }
 }
 
 fn unmatched(description: &str) -> Value {

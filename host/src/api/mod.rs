@@ -82,7 +82,9 @@ impl AppState {
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).
 pub fn app(state: AppState) -> Router {
     let (api, document) = routes().split_for_parts();
-    let served = doc::Served::new(&doc::finish(&document));
+    let mut document = doc::finish(&document);
+    doc::bind_to_host(&mut document, &state.config.egress);
+    let served = doc::Served::new(&document);
     let (d, i, f) = (served.clone(), served.clone(), served);
     api.route("/api/v1/openapi.json", get(move || doc::document(d)))
         .route("/api/v1/docs", get(doc::page))
@@ -101,7 +103,9 @@ pub fn app(state: AppState) -> Router {
 
 /// The OpenAPI document, as served.
 pub fn openapi() -> serde_json::Value {
-    doc::finish(&routes().into_openapi())
+    let mut document = doc::finish(&routes().into_openapi());
+    doc::bind_to_host(&mut document, &crate::egress::EgressConfig::default());
+    document
 }
 
 /// Every keyed route with its document entry: one declaration each.
@@ -149,7 +153,12 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(console::reads::search))
         .routes(routes!(console::reads::history))
         .routes(routes!(console::reads::delete_memory))
-        .routes(routes!(console::reads::list_tools))
+        .routes(routes!(
+            console::reads::list_tools,
+            console::tools::create_tool
+        ))
+        .routes(routes!(console::tools::delete_tool))
+        .routes(routes!(console::tools::refresh_tool))
         .routes(routes!(console::reads::egress))
 }
 

@@ -2,7 +2,7 @@
 //! with the link `wasmind console login` prints, makes a key in the page and uses it over
 //! the public API, watches an agent's progress stream in without a reload, finds a memory
 //! in the memory browser, reads the usage and the hosts its agents may reach, and revokes the key in the page, after which
-//! the public API refuses it. `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
+//! the public API refuses it; and registers, lists again and deletes tools in the page. `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
 
 use std::time::Duration;
 
@@ -215,4 +215,106 @@ fn a_tenant_works_in_the_console() {
             .as_bool()
             .unwrap()
     );
+}
+
+/// Tools in the page: an HTTP tool registered with a secret header (set, never shown, and
+/// there over the public API), a bad registration refused with the server's words, an
+/// MCP server the host's egress policy refuses to list (the reason shown in its row), and
+/// a delete after which the public API no longer finds the tool.
+#[test]
+fn a_tenant_registers_tools_in_the_console() {
+    let (tmp, server, cli_keys) = server_with_keys(&[("acme", "free")], &Options::hash_embedder());
+    let (ok, link, stderr) = cli(&[
+        "console",
+        "login",
+        "--data-dir",
+        tmp.path().join("data").to_str().unwrap(),
+        "--account",
+        "acme",
+        "--url",
+        &server.base,
+    ]);
+    assert!(ok, "console login failed: {stderr}");
+    let browser = Browser::start();
+    browser.goto(link.trim());
+    assert_eq!(browser.text("#account"), "acme");
+    browser.click("#nav-tools");
+    browser.text("#tools-empty");
+
+    // An HTTP tool with its secret header.
+    browser.fill("#tool-name", "weather");
+    browser.fill("#tool-description", "The weather in a city");
+    browser.fill("#tool-url", "https://weather.example/now");
+    browser.fill(
+        "#tool-parameters",
+        r#"{"type": "object", "properties": {"city": {"type": "string"}}}"#,
+    );
+    browser.fill("#tool-header-name", "X-Api-Key");
+    browser.fill("#tool-secret", "s3cr3t-weather");
+    browser.click("#tool-register");
+    assert_eq!(browser.text("#tool-state"), "Registered weather.");
+    let secret = browser.text("#tools-table tr[data-tool=\"weather\"] td:nth-child(4)");
+    assert_eq!(secret, "set (X-Api-Key)");
+    let public = server.client(&cli_keys[0]);
+    let tool = public.get("/api/v1/tools/weather");
+    assert_eq!(tool.status, 200, "{:#}", tool.body);
+    assert_eq!(tool.body["endpoint"]["url"], "https://weather.example/now");
+    assert_eq!(tool.body["has_secret"], true);
+    assert!(!tool.body.to_string().contains("s3cr3t"), "{:#}", tool.body);
+    let page = browser.execute("return document.body.innerHTML");
+    assert!(
+        !page.as_str().unwrap().contains("s3cr3t"),
+        "the secret is in the page"
+    );
+
+    // Arguments that are not an object's schema: the server's message in the notice line.
+    browser.fill("#tool-name", "broken");
+    browser.fill("#tool-parameters", r#"{"type": "string"}"#);
+    browser.click("#tool-register");
+    assert!(
+        browser.text("#notice").contains("object of arguments"),
+        "{}",
+        browser.text("#notice")
+    );
+    assert_eq!(
+        browser.execute("return document.getElementById('tool-state').textContent"),
+        ""
+    );
+
+    // An MCP server the egress policy refuses: listing it again shows why, in the notice
+    // and in its row.
+    browser.execute(
+        "const kind = document.getElementById('tool-kind'); kind.value = 'mcp'; \
+         kind.dispatchEvent(new Event('change')); return null",
+    );
+    assert!(
+        browser
+            .execute("return document.getElementById('tool-http-fields').hidden")
+            .as_bool()
+            .unwrap()
+    );
+    browser.fill("#tool-name", "docs");
+    browser.fill("#tool-description", "The product's docs");
+    browser.fill("#tool-url", "https://docs.example/mcp");
+    browser.click("#tool-register");
+    browser.wait(
+        "docs registered",
+        "return document.getElementById('tool-state').textContent === 'Registered docs.'",
+    );
+    browser.click("#tools-table tr[data-tool=\"docs\"] button.refresh-tool");
+    let row = browser.text("#tools-table tr[data-tool=\"docs\"] .error");
+    assert!(row.contains("no allowlist"), "{row}");
+    assert!(browser.text("#notice").contains("egress policy"));
+    browser.screenshot("tools");
+
+    // Deleting in the page: the public API no longer finds it.
+    browser.click("#tools-table tr[data-tool=\"weather\"] button.delete-tool");
+    browser.accept_dialog();
+    browser.wait(
+        "the deleted tool's row gone",
+        "return !document.querySelector('#tools-table tr[data-tool=\"weather\"]')",
+    );
+    public
+        .get("/api/v1/tools/weather")
+        .assert_error(404, "tool_not_found");
 }

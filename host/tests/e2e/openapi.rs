@@ -1486,6 +1486,7 @@ fn the_document_is_true() {
 
     // ----- The console's API -----
     drive_console(&mut spec, &server.base, &tmp.path().join("data"), &c);
+    drive_console_tools(&mut spec, &server.base, &tmp.path().join("data"), &mcp);
 
     // ----- The reference page -----
     drive_page(&spec, &server.base);
@@ -1542,23 +1543,25 @@ fn the_document_is_true() {
     );
 }
 
-/// `/api/v1/tools…`: registration (every bad field, the quota, a name taken), reads,
-/// deletion, an MCP server listed, and calls answered, refused by the policy, failed and
-/// past the month's HTTP budget.
-fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp: &McpOrigin) {
-    const TOOLS: &str = "/api/v1/tools";
-    let http = |name: &str, url: &str| {
-        json!({
-            "name": name, "kind": "http", "description": "The weather in a city",
-            "parameters": { "type": "object", "properties": { "city": { "type": "string" } } },
-            "endpoint": { "url": url, "method": "POST" }, "timeout_secs": 5,
-            "secret_header": { "name": "X-Api-Key", "value": "sk-openapi" },
-        })
-    };
-    let weather = http("weather", &origin.url("/weather"));
-    let made = expect(spec.post(c, TOOLS, &weather), 201);
-    assert_eq!(made.body["has_secret"], true);
-    expect_error(&spec.post(c, TOOLS, &weather), 409, "tool_exists");
+/// An HTTP tool's registration, with a secret header.
+fn http_tool(name: &str, url: &str) -> Value {
+    json!({
+        "name": name, "kind": "http", "description": "The weather in a city",
+        "parameters": { "type": "object", "properties": { "city": { "type": "string" } } },
+        "endpoint": { "url": url, "method": "POST" }, "timeout_secs": 5,
+        "secret_header": { "name": "X-Api-Key", "value": "sk-openapi" },
+    })
+}
+
+/// Every bad field of a registration at `route` (the public one or the console's), each
+/// refused with its code; a body that is no object, and one over the size limit.
+fn refuse_registrations(
+    spec: &mut Spec,
+    c: &Client,
+    route: &str,
+    weather: &Value,
+    mcp: &McpOrigin,
+) {
     let with = |field: &str, value: Value| {
         let mut body = weather.clone();
         body[field] = value;
@@ -1587,11 +1590,23 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
             "invalid_bearer",
         ),
     ] {
-        expect_error(&spec.post(c, TOOLS, &body), 400, code);
+        expect_error(&spec.post(c, route, &body), 400, code);
     }
-    expect_error(&spec.post_raw(c, TOOLS, "[]"), 400, "invalid_body");
+    expect_error(&spec.post_raw(c, route, "[]"), 400, "invalid_body");
     let huge = with("description", json!("x".repeat(1_100_000)));
-    expect_error(&spec.post(c, TOOLS, &huge), 413, "payload_too_large");
+    expect_error(&spec.post(c, route, &huge), 413, "payload_too_large");
+}
+
+/// `/api/v1/tools…`: registration (every bad field, the quota, a name taken), reads,
+/// deletion, an MCP server listed, and calls answered, refused by the policy, failed and
+/// past the month's HTTP budget.
+fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp: &McpOrigin) {
+    const TOOLS: &str = "/api/v1/tools";
+    let weather = http_tool("weather", &origin.url("/weather"));
+    let made = expect(spec.post(c, TOOLS, &weather), 201);
+    assert_eq!(made.body["has_secret"], true);
+    expect_error(&spec.post(c, TOOLS, &weather), 409, "tool_exists");
+    refuse_registrations(spec, c, TOOLS, &weather, mcp);
 
     // Reads.
     let listed = expect(spec.get(c, TOOLS), 200);
@@ -1653,7 +1668,7 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
         404,
         "tool_not_found",
     );
-    let canary = http("canary", "http://127.0.0.1:9/steal");
+    let canary = http_tool("canary", "http://127.0.0.1:9/steal");
     expect(spec.post(c, TOOLS, &canary), 201);
     expect_error(
         &spec.post(c, &call("canary"), &arguments),
@@ -1668,9 +1683,9 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
     );
 
     // The free plan: one tool, one request a month.
-    let own = http("weather", &origin.url("/small"));
+    let own = http_tool("weather", &origin.url("/small"));
     expect(spec.post(small, TOOLS, &own), 201);
-    let second = http("second", &origin.url("/small"));
+    let second = http_tool("second", &origin.url("/small"));
     let r = spec.post(small, TOOLS, &second);
     expect_error(&r, 402, "tool_quota_exceeded");
     assert_eq!(r.body["error"]["details"]["limit"], 1);
@@ -1782,6 +1797,42 @@ fn search_refusals() -> Vec<(Value, &'static str)> {
         ),
         (json!({ "query": "q", "rerank": "yes" }), "invalid_rerank"),
     ]
+}
+
+/// The console's writes of tools, with ID tokens of `acme` (whose tools `drive_tools`
+/// made) and of `small` (at its plan's one tool).
+fn drive_console_tools(spec: &mut Spec, base: &str, data_dir: &std::path::Path, mcp: &McpOrigin) {
+    const TOOLS: &str = "/api/v1/console/tools";
+    let (_, token) = crate::console::login(data_dir, "acme", None);
+    let t = Client::new(base, Some(&token));
+    let server = json!({ "name": "console_calc", "kind": "mcp", "url": mcp.url() });
+    expect(spec.post(&t, TOOLS, &server), 201);
+    expect_error(&spec.post(&t, TOOLS, &server), 409, "tool_exists");
+    let weather = http_tool("console_weather", "https://weather.example/now");
+    refuse_registrations(spec, &t, TOOLS, &weather, mcp);
+
+    let refresh = |spec: &mut Spec, name: &str| {
+        let url = format!("{TOOLS}/{name}/refresh");
+        spec.exchange(&t, &Method::POST, &url, None, Conformance::Strict)
+    };
+    let listed = expect(refresh(spec, "console_calc"), 200);
+    assert_eq!(listed.body["tools"][0]["name"], "mcp_console_calc_add");
+    expect_error(&refresh(spec, "denied"), 403, "tool_denied");
+    expect_error(&refresh(spec, "mute"), 502, "tool_failed");
+    expect_error(&refresh(spec, "weather"), 409, "not_an_mcp_server");
+    expect_error(&refresh(spec, "nothing"), 404, "tool_not_found");
+
+    expect(spec.delete(&t, &format!("{TOOLS}/console_calc")), 200);
+    expect_error(
+        &spec.delete(&t, &format!("{TOOLS}/console_calc")),
+        404,
+        "tool_not_found",
+    );
+
+    let (_, token) = crate::console::login(data_dir, "small", None);
+    let small = Client::new(base, Some(&token));
+    let r = spec.post(&small, TOOLS, &server);
+    expect_error(&r, 402, "tool_quota_exceeded");
 }
 
 /// The console's routes with an ID token of `acme` (`wasmind console login` on the

@@ -22,7 +22,10 @@ use super::{
     error::{ApiError, ApiResult},
     extract::Body,
 };
-use crate::tools::{RefreshError, RegisterError, Registration, ToolError};
+use crate::{
+    accounts::Plan,
+    tools::{RefreshError, RegisterError, Registration, ToolError},
+};
 
 /// 404 `tool_not_found`: no tool of the caller's account has that name.
 pub fn tool_not_found() -> ApiError {
@@ -99,12 +102,21 @@ pub async fn create(
     Auth(who): Auth,
     Body(registration): Body<Registration>,
 ) -> ApiResult<(StatusCode, Json<ToolView>)> {
-    let max = state.limits(who.plan).tools;
-    let record = state
-        .tools
-        .register(&who.account, registration, max)
-        .await?;
-    Ok((StatusCode::CREATED, Json(ToolView::from(record))))
+    let view = register_in(&state, &who.account, who.plan, registration).await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// Registers `registration` in `account`, within its `plan`'s `tools`: the keyed route's
+/// and the console's.
+pub(crate) async fn register_in(
+    state: &AppState,
+    account: &str,
+    plan: Plan,
+    registration: Registration,
+) -> ApiResult<ToolView> {
+    let max = state.limits(plan).tools;
+    let record = state.tools.register(account, registration, max).await?;
+    Ok(ToolView::from(record))
 }
 
 /// The account's tools, by name.
@@ -158,11 +170,18 @@ pub async fn delete(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ToolView>> {
+    delete_in(&state, &who.account, path).await.map(Json)
+}
+
+/// Deletes the tool of `account` the path names: the keyed route's and the console's.
+pub(crate) async fn delete_in(
+    state: &AppState,
+    account: &str,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<ToolView> {
     let name = path_name(path)?;
-    let record = state.tools.delete(&who.account, &name).await?;
-    record
-        .map(|r| Json(ToolView::from(r)))
-        .ok_or_else(tool_not_found)
+    let record = state.tools.delete(account, &name).await?;
+    record.map(ToolView::from).ok_or_else(tool_not_found)
 }
 
 /// List an MCP server's tools again, through the host's egress policy. A failure keeps
@@ -183,7 +202,20 @@ pub async fn refresh(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ToolView>> {
+    refresh_in(&state, &who.account, who.plan, path)
+        .await
+        .map(Json)
+}
+
+/// Lists again the MCP server of `account` the path names: the keyed route's and the
+/// console's.
+pub(crate) async fn refresh_in(
+    state: &AppState,
+    account: &str,
+    plan: Plan,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<ToolView> {
     let name = path_name(path)?;
-    let record = state.tools.refresh(&who.account, who.plan, &name).await?;
-    Ok(Json(ToolView::from(record)))
+    let record = state.tools.refresh(account, plan, &name).await?;
+    Ok(ToolView::from(record))
 }

@@ -59,10 +59,10 @@ fn timeout() -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::Number)
         .exclusive_minimum(Some(0))
-        .maximum(Some(3_600))
+        // Its `maximum` is this host's (`doc::bind_to_host`).
         .description(Some(
             "seconds a call may take; default and most: the host's [egress] \
-             total_timeout_secs (30 by default)",
+             total_timeout_secs (30 by default; the maximum here is this host's)",
         ))
 }
 

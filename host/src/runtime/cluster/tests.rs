@@ -307,15 +307,8 @@ async fn a_stale_claims_memory_writes_and_mind_requests_are_refused() {
     let now = now_ms();
     running(&a, "ag_fenced", now, now + 60_000).await;
     let backend = PgMemory::open(a.clone(), "hash:lexical-hash:64", 64).await;
-    let embed = EmbedService::new(
-        std::sync::Arc::new(HashEmbedder::new(64)),
-        &Default::default(),
-    );
-    let memory = MemoryService::over(
-        std::sync::Arc::new(backend.unwrap()),
-        embed,
-        &Default::default(),
-    );
+    let embed = EmbedService::new(Arc::new(HashEmbedder::new(64)), &Default::default());
+    let memory = MemoryService::over(Arc::new(backend.unwrap()), embed, &Default::default());
     let quota = Quota::memories(10);
     fn by(step: u64) -> Provenance {
         Provenance {
@@ -401,7 +394,12 @@ async fn a_stale_claims_memory_writes_and_mind_requests_are_refused() {
     );
     journal.holds(&run(2)).await.unwrap();
     // The run's journal says so as fencing, not as a storage failure.
-    let stale = Journal::new(run(FIRST_EPOCH), Arc::new(journal), Vec::new(), Bounds::NONE);
+    let stale = Journal::new(
+        run(FIRST_EPOCH),
+        Arc::new(journal),
+        Vec::new(),
+        Bounds::NONE,
+    );
     let fault = stale.holds().await.unwrap_err();
     assert_eq!(fault, Fault::Fenced("ag_fenced".into()));
     assert_eq!(fault.code(), "claim_lost");
