@@ -37,7 +37,12 @@ TTL = (
     "when a value is written and no read moves it, so WasmindStore refuses refresh_ttl=True on an "
     "expiring item (NotImplementedError)"
 )
+UNLOCKED = (
+    "InMemoryStore has no lock: the sync calls of 10 threads at once sometimes make its search "
+    "raise 'dictionary changed size during iteration' (seen in a run of the suite)"
+)
 IN_MEMORY_FAILS: dict[str, str] = {
+    f"{POSTGRES_ASYNC}::test_large_batches": UNLOCKED,
     f"{SQLITE}::test_batch_rejects_invalid_namespace_labels": NOT_CHECKED,
     f"{SQLITE_ASYNC}::test_abatch_rejects_invalid_namespace_labels": NOT_CHECKED,
     f"{SQLITE_ASYNC}::test_sync_methods_reject_invalid_namespace_labels": NOT_CHECKED,
