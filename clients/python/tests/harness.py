@@ -3,7 +3,7 @@
 The binary is `WASMIND_BIN`, else the checkout's `target/debug/wasmind`; it serves on a
 free loopback port from a temp data dir, and with `WASMIND_E2E_BACKEND=postgres` from a
 database of its own on a PostgreSQL this test run starts from the binaries that
-`scripts/setup.d/50-postgres` installs (`WASMIND_POSTGRES_HOME`; as root it runs as
+`scripts/setup-tests.d/50-postgres` installs (`WASMIND_POSTGRES_HOME`; as root it runs as
 `nobody`, since PostgreSQL refuses root). Missing pieces fail the run with what to do;
 nothing skips. Shared by the client's and the LangGraph store's suites.
 """

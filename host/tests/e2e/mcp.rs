@@ -1,5 +1,5 @@
 //! `/mcp` and the `wasmind mcp` stdio bridge, driven by the official MCP Python SDK (`mcp`,
-//! installed by `scripts/setup.d/40-mcp-python`): a real client nobody on this project wrote.
+//! installed by `scripts/setup-tests.d/40-mcp-python`): a real client nobody on this project wrote.
 //! The script is `mcp/client.py`; a test fails when its venv is missing.
 
 use std::{
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::common::{Client, Options, Server, binary, cli, create_key, poll_until};
 
-/// The venv's python, as `scripts/setup.d/40-mcp-python` made it.
+/// The venv's python, as `scripts/setup-tests.d/40-mcp-python` made it.
 fn python() -> PathBuf {
     let venv = std::env::var_os("WASMIND_MCP_VENV").map_or_else(
         || {

@@ -193,7 +193,7 @@ impl Drop for Postgres {
     }
 }
 
-/// Where `scripts/setup.d/50-postgres` put the binaries.
+/// Where `scripts/setup-tests.d/50-postgres` put the binaries.
 fn bin_dir() -> PathBuf {
     let home = std::env::var_os("WASMIND_POSTGRES_HOME").map_or_else(
         || {

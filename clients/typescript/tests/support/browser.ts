@@ -1,5 +1,5 @@
 /**
- * Headless Chromium (Debian's, from scripts/setup.d/30-chromium) driven over W3C WebDriver by
+ * Headless Chromium (Debian's, from scripts/setup-tests.d/30-chromium) driven over W3C WebDriver by
  * its chromedriver, with the flags of host/tests/e2e/common/browser.rs. A missing browser
  * fails the test with what to run.
  */

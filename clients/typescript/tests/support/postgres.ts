@@ -1,6 +1,6 @@
 /**
  * A PostgreSQL server of the test process's own, as host/tests/support/postgres.rs starts
- * one: from the binaries scripts/setup.d/50-postgres installs (`WASMIND_POSTGRES_HOME`),
+ * one: from the binaries scripts/setup-tests.d/50-postgres installs (`WASMIND_POSTGRES_HOME`),
  * `initdb` into a temp dir, started on a free loopback port, as `nobody` when run as root
  * (PostgreSQL refuses root). A watcher stops it and deletes its files once this process is
  * gone, however it ends. Missing binaries fail with what to run; nothing skips.
@@ -66,7 +66,7 @@ export class Postgres {
   }
 }
 
-/** Where scripts/setup.d/50-postgres put the binaries. */
+/** Where scripts/setup-tests.d/50-postgres put the binaries. */
 function binDir(): string {
   const home =
     process.env["WASMIND_POSTGRES_HOME"] ??

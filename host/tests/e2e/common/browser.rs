@@ -2,7 +2,7 @@
 //! loopback port, a fresh profile, and `fantoccini` speaking to it. The calls are blocking
 //! (each runs on the browser's own tokio runtime) so a test mixes them freely with the
 //! blocking HTTP [`super::Client`]. A missing browser fails the test: `scripts/setup`
-//! installs it (`scripts/setup.d/30-chromium`).
+//! installs it (`scripts/setup-tests.d/30-chromium`).
 
 use std::{
     net::TcpListener,
