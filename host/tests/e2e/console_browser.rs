@@ -9,12 +9,38 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::{
-    Options,
+    Options, Server,
     browser::Browser,
     cli,
     fake_mind::{FakeMind, Reply},
     put, server_with_keys,
 };
+
+/// A browser signed in to `account` with the link the real CLI prints (while the server
+/// holds the data dir), the token gone from the address bar.
+fn signed_in(tmp: &tempfile::TempDir, server: &Server, account: &str) -> Browser {
+    let (ok, link, stderr) = cli(&[
+        "console",
+        "login",
+        "--data-dir",
+        tmp.path().join("data").to_str().unwrap(),
+        "--account",
+        account,
+        "--url",
+        &server.base,
+    ]);
+    assert!(ok, "console login failed: {stderr}");
+    let link = link.trim();
+    assert!(
+        link.starts_with(&format!("{}/console#token=", server.base)),
+        "{link}"
+    );
+    let browser = Browser::start();
+    browser.goto(link);
+    assert_eq!(browser.text("#account"), account);
+    assert!(!browser.url().contains("token="), "{}", browser.url());
+    browser
+}
 
 /// What the fake Mind finally answers, once the test lets it.
 const ANSWER: &str = "The launch is on Friday at noon.";
@@ -36,27 +62,7 @@ fn a_tenant_works_in_the_console() {
         &json!({ "key": "launch_rumour", "value": "globex launch is on Friday", "namespace": "work" }),
     );
 
-    // Sign in with the link the real CLI prints, while the server holds the data dir.
-    let (ok, link, stderr) = cli(&[
-        "console",
-        "login",
-        "--data-dir",
-        tmp.path().join("data").to_str().unwrap(),
-        "--account",
-        "acme",
-        "--url",
-        &server.base,
-    ]);
-    assert!(ok, "console login failed: {stderr}");
-    let link = link.trim();
-    assert!(
-        link.starts_with(&format!("{}/console#token=", server.base)),
-        "{link}"
-    );
-    let browser = Browser::start();
-    browser.goto(link);
-    assert_eq!(browser.text("#account"), "acme");
-    assert!(!browser.url().contains("token="), "{}", browser.url());
+    let browser = signed_in(&tmp, &server, "acme");
 
     // Keys: a new key is shown once, listed, and works on the public API.
     browser.click("#create-key");
@@ -224,20 +230,7 @@ fn a_tenant_works_in_the_console() {
 #[test]
 fn a_tenant_registers_tools_in_the_console() {
     let (tmp, server, cli_keys) = server_with_keys(&[("acme", "free")], &Options::hash_embedder());
-    let (ok, link, stderr) = cli(&[
-        "console",
-        "login",
-        "--data-dir",
-        tmp.path().join("data").to_str().unwrap(),
-        "--account",
-        "acme",
-        "--url",
-        &server.base,
-    ]);
-    assert!(ok, "console login failed: {stderr}");
-    let browser = Browser::start();
-    browser.goto(link.trim());
-    assert_eq!(browser.text("#account"), "acme");
+    let browser = signed_in(&tmp, &server, "acme");
     browser.click("#nav-tools");
     browser.text("#tools-empty");
 
