@@ -84,6 +84,8 @@ def test_without_memory_a_tool_call_says_so_and_the_quota_is_kept():
     with pytest.raises(MemoryServiceError) as e:
         full.ctx.memory.put(PutRequest("c", "d"))
     assert e.value.kind == "quota_exceeded"
+    text = call_memory_tool(full.ctx.memory, call("service_memory_put", key="c", value="d"))
+    assert text.startswith("Service Memory failed: memory quota exceeded"), text
 
 
 def test_the_tool_loop_runs_memory_own_and_account_tools_until_an_answer():

@@ -15,4 +15,6 @@ SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 50
 LIST_DEFAULT_LIMIT = 50
 LIST_MAX_LIMIT = 200
+# The texts of a failed memory tool call (§4.4).
 TOOL_FAILURE_PREFIX = "Service Memory failed: "
+QUOTA_EXCEEDED = "memory quota exceeded"

@@ -283,7 +283,17 @@ def call_memory_tool(memory: Memory, call: ToolCall) -> str:
     except (_BadArguments, ValueError) as e:
         return f"{limits.TOOL_FAILURE_PREFIX}invalid arguments: {e}"
     except MemoryServiceError as e:
-        return limits.TOOL_FAILURE_PREFIX + (e.args[0] or _NOT_CONFIGURED.get(e.kind, e.kind))
+        return limits.TOOL_FAILURE_PREFIX + _failure(e)
 
 
-_NOT_CONFIGURED = {"not_configured": "memory channel is not configured.", "stopped": "stopped"}
+def _failure(e: MemoryServiceError) -> str:
+    """What the Mind reads of a failed memory call, in the Rust SDK's words."""
+    detail = e.args[0]
+    if e.kind == "not_configured":
+        return "memory channel is not configured."
+    if e.kind == "stopped":
+        return "the agent is stopping"
+    if e.kind == "quota_exceeded" and not detail.startswith(limits.QUOTA_EXCEEDED):
+        return f"{limits.QUOTA_EXCEEDED}: {detail}" if detail else limits.QUOTA_EXCEEDED
+    return detail
+
