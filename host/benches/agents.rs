@@ -56,7 +56,9 @@
 //! `WASMIND_BENCH_DIR` (temp dir for data dirs), `WASMIND_BENCH_RESERVATION_MIB` (the
 //! servers' `[runtime] memory_reservation_mib`; default wasmtime's 4 GiB),
 //! `WASMIND_BENCH_SPIN` / `WASMIND_BENCH_SLEEPER` / `WASMIND_BENCH_FETCH` (prebuilt guest
-//! components).
+//! components), `WASMIND_BENCH_AGENT` (a component run in the default agent's place by
+//! `live`, `components`, `parked` and `journal`, e.g. the Python notes agent; with
+//! `WASMIND_BENCH_DEFAULT_AGENT`, `instantiate`'s too).
 
 #[path = "agents/components.rs"]
 mod components;

@@ -1,6 +1,7 @@
 //! The `components` phase: tenants' uploaded agent components against the built-in agent.
 //!
-//! Uploads `n` distinct components of the default agent's size (its bytes with a custom
+//! Uploads `n` distinct components of the default agent's size (its bytes, or
+//! `WASMIND_BENCH_AGENT`'s with a custom
 //! section naming the copy, so each is compiled: the worst case), timing `POST
 //! /api/v1/agents/components` → 201 (from then on the component is spawnable), and the
 //! RSS they add while stored and idle (each linked and kept in the runtime's cache); and
@@ -45,7 +46,8 @@ pub fn run(n: usize, spawns: usize, grace: f64, mind: &FakeMind, table: &mut Tab
         },
     ));
     let client = server.client();
-    let base = std::fs::read(DEFAULT_AGENT).expect("the default agent");
+    let agent = std::env::var("WASMIND_BENCH_AGENT").unwrap_or_else(|_| DEFAULT_AGENT.into());
+    let base = std::fs::read(&agent).unwrap_or_else(|e| panic!("{agent}: {e}"));
     std::thread::sleep(Duration::from_millis(500));
     let rss_before = rss_kib();
     let mut uploads = Vec::with_capacity(n);

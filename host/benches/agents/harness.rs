@@ -65,7 +65,10 @@ pub fn config(mind_base_url: &str, options: &ServerOptions) -> Config {
     config.runtime = RuntimeConfig {
         max_agents: options.max_agents,
         stop_grace_secs: options.stop_grace_secs,
-        component: options.component.clone(),
+        // `WASMIND_BENCH_AGENT`: another component in the default agent's place, e.g. the
+        // Python notes agent, for the phases that run the default agent.
+        component: (options.component.clone())
+            .or_else(|| std::env::var_os("WASMIND_BENCH_AGENT").map(PathBuf::from)),
         memory_reservation_mib: std::env::var("WASMIND_BENCH_RESERVATION_MIB")
             .ok()
             .map(|v| {

@@ -42,8 +42,8 @@ fn engine(v: &Variant, cap: u32) -> Engine {
             .total_stacks(cap)
             .total_memories(cap)
             .total_tables(cap * 4)
-            .total_core_instances(cap * 8)
-            .max_core_instances_per_component(8)
+            .total_core_instances(cap * 16)
+            .max_core_instances_per_component(16)
             .max_tables_per_component(4)
             .max_memories_per_component(1)
             .max_memory_size(64 << 20);

@@ -6,7 +6,8 @@
 //! a synced commit for a Mind call or memory write, nothing for a read until the next
 //! synced one), and for each run the sum of those against its time from `running` to its
 //! store's drop. The WASI clock and random reads are journaled too (kept in memory), but
-//! not sampled. Targets (issue 23): p50 ≤ 50 µs per host call on the embedded backend, and
+//! not sampled. Also each run's own time (`running` → store dropped), the wall time of a
+//! default agent's run. Targets (issue 23): p50 ≤ 50 µs per host call on the embedded backend, and
 //! ≤ 5 % of a default agent's run with the offline Mind.
 
 use std::{collections::HashMap, time::Duration};
@@ -59,6 +60,14 @@ pub fn run(n: usize, grace: f64, mind: &FakeMind, table: &mut Table) {
     for (func, samples) in funcs {
         println!("  {func:<28} {}", summary(samples));
     }
+    let runs: Vec<Duration> = (running.iter())
+        .filter_map(|(id, began)| Some(dropped.get(id)?.saturating_duration_since(*began)))
+        .collect();
+    table.latency(
+        "a default agent's run with the offline Mind, `running` → store dropped",
+        &runs,
+        None,
+    );
     let shares: Vec<f64> = (per_agent.iter())
         .filter_map(|(id, journal)| {
             let run = dropped

@@ -1,6 +1,6 @@
 //! `wasmind agent …`: what an agent's author does — make a crate, deploy its component.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -10,6 +10,11 @@ use super::{
     agent_new::{self, NewArgs},
     remote::{Remote, RemoteArgs},
 };
+
+/// How long `deploy` waits for the server's answer, which comes once it has compiled the
+/// component: seconds for a Rust one, up to minutes for a Python one (~18 MiB, CPython
+/// within) on a busy machine — past reqwest's default of 30 s.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// `wasmind agent` subcommands.
 #[derive(Subcommand)]
@@ -55,7 +60,8 @@ fn deploy(args: &DeployArgs) -> anyhow::Result<()> {
     let request = remote
         .request(Method::POST, &format!("/api/v1/agents/components?{query}"))
         .header(reqwest::header::CONTENT_TYPE, "application/wasm")
-        .body(bytes);
+        .body(bytes)
+        .timeout(UPLOAD_TIMEOUT);
     let stored = remote.send(request)?;
     println!("{}", serde_json::to_string_pretty(&stored)?);
     Ok(())

@@ -1,15 +1,19 @@
-//! `wasmind agent new NAME`: writes a ready agent crate — a `ToolLoop` agent with one tool
-//! of its own, a native test against the SDK's test doubles, and the lines that build,
-//! deploy and run it. The templates are embedded in the binary, so it works anywhere.
+//! `wasmind agent new NAME [--lang rust|python]`: writes a ready agent project — a
+//! `ToolLoop` agent with one tool of its own, a native test against the SDK's test doubles,
+//! and the lines that build, deploy and run it. The templates are embedded in the binary,
+//! so it works anywhere.
 //!
-//! The crate depends on the SDK of the wasmind home (`crate::home`) by path when there is
-//! one of the binary's own SDK version — the SDK is not on the registry yet, and a path
-//! builds offline — else on the SDK's version from the registry; it says which.
+//! A Rust crate depends on the SDK of the wasmind home (`crate::home`) by path when there
+//! is one of the binary's own SDK version — the SDK is not on the registry yet, and a path
+//! builds offline — else on the SDK's version from the registry; it says which. A Python
+//! project: see [`python`].
+
+mod python;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 const CARGO_TOML: &str = include_str!("agent_template/Cargo.toml.in");
 const LIB_RS: &str = include_str!("agent_template/lib.rs.in");
@@ -28,23 +32,41 @@ const MAX_NAME_CHARS: usize = 64;
 /// `wasmind agent new`.
 #[derive(Debug, Args)]
 pub struct NewArgs {
-    /// The crate's name, snake_case (e.g. `my_agent`); also the component's file name.
+    /// The project's name, snake_case (e.g. `my_agent`); also the component's file name
+    /// (and, in Python, the agent's module).
     pub name: String,
-    /// Where to create the crate; default: `./NAME`. Must not exist yet.
+    /// Where to create the project; default: `./NAME`. Must not exist yet.
     #[arg(long)]
     pub path: Option<PathBuf>,
+    /// The agent's language.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    pub lang: Lang,
     /// Depend on the SDK at this path (e.g. while working on the SDK itself); default: the
-    /// wasmind home's `guest-sdk/`, else the SDK's version from the registry.
+    /// wasmind home's `guest-sdk/` (Python: `sdks/python/`), else for Rust the SDK's
+    /// version from the registry.
     #[arg(long)]
     pub sdk_path: Option<PathBuf>,
 }
 
-/// Writes the crate and says what to do next.
+/// The languages `agent new` writes an agent in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A crate on `wasmind-sdk` (guest-sdk/), built with cargo for wasm32-wasip2.
+    Rust,
+    /// A module on the Python `wasmind-sdk` (sdks/python/), tested with pytest and built
+    /// with componentize-py.
+    Python,
+}
+
+/// Writes the project and says what to do next.
 pub fn run(args: &NewArgs) -> anyhow::Result<()> {
     let dir = args
         .path
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
+    if args.lang == Lang::Python {
+        return python::run(&dir, &args.name, args.sdk_path.as_deref());
+    }
     let sdk = match &args.sdk_path {
         Some(path) => {
             let path = std::fs::canonicalize(path)
@@ -106,25 +128,52 @@ impl Sdk {
 /// The SDK of the first home whose `guest-sdk/` is `wasmind-sdk` at `version` (another
 /// version would not match this binary's host interfaces), else the registry's `version`.
 fn default_sdk(homes: &[PathBuf], version: &str) -> Sdk {
+    home_sdk(homes, SDK_DIR, "Cargo.toml", version, |m: Manifest| {
+        m.package
+    })
+    .map_or_else(
+        || Sdk::Registry(version.to_owned()),
+        |dir| Sdk::Path(dir, "the SDK of the wasmind home"),
+    )
+}
+
+/// `sdk_dir` in the first of `homes` whose `manifest` there (TOML, read as `M`) names the
+/// package `wasmind-sdk` at `version` (through `package`), canonical.
+fn home_sdk<M: serde::de::DeserializeOwned>(
+    homes: &[PathBuf],
+    sdk_dir: &str,
+    manifest: &str,
+    version: &str,
+    package: impl Fn(M) -> Package,
+) -> Option<PathBuf> {
     homes
         .iter()
-        .map(|home| home.join(SDK_DIR))
+        .map(|home| home.join(sdk_dir))
         .find(|dir| {
-            std::fs::read_to_string(dir.join("Cargo.toml"))
+            std::fs::read_to_string(dir.join(manifest))
                 .ok()
-                .and_then(|text| toml::from_str::<Manifest>(&text).ok())
-                .is_some_and(|m| m.package.name == "wasmind-sdk" && m.package.version == version)
+                .and_then(|text| toml::from_str::<M>(&text).ok())
+                .map(&package)
+                .is_some_and(|p| p.name == "wasmind-sdk" && p.version == version)
         })
         .and_then(|dir| std::fs::canonicalize(dir).ok())
-        .map_or_else(
-            || Sdk::Registry(version.to_owned()),
-            |dir| Sdk::Path(dir, "the SDK of the wasmind home"),
-        )
 }
 
 /// Writes the crate `name` into `dir` (which must not exist), depending on the SDK by the
 /// dependency line `sdk`.
 fn write_crate(dir: &Path, name: &str, sdk: &str) -> anyhow::Result<()> {
+    let fill = |template: &str| template.replace("{name}", name).replace("{sdk}", sdk);
+    let files = [
+        ("Cargo.toml".to_owned(), fill(CARGO_TOML)),
+        ("src/lib.rs".to_owned(), fill(LIB_RS)),
+        ("README.md".to_owned(), fill(README)),
+        (".gitignore".to_owned(), fill(GITIGNORE)),
+    ];
+    write_project(dir, name, &files)
+}
+
+/// Writes `files` (paths relative to `dir`, which must not exist) for the agent `name`.
+fn write_project(dir: &Path, name: &str, files: &[(String, String)]) -> anyhow::Result<()> {
     check_name(name)?;
     if dir.exists() {
         bail!(
@@ -132,23 +181,19 @@ fn write_crate(dir: &Path, name: &str, sdk: &str) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    let fill = |template: &str| template.replace("{name}", name).replace("{sdk}", sdk);
-    let files = [
-        ("Cargo.toml", fill(CARGO_TOML)),
-        ("src/lib.rs", fill(LIB_RS)),
-        ("README.md", fill(README)),
-        (".gitignore", fill(GITIGNORE)),
-    ];
-    std::fs::create_dir_all(dir.join("src"))
-        .with_context(|| format!("creating {}", dir.display()))?;
     for (file, text) in files {
         let path = dir.join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
 
-/// A crate name: snake_case, so the crate, its library and its `.wasm` share one spelling.
+/// A project name: snake_case, so the crate (or Python module), its library and its
+/// `.wasm` share one spelling.
 fn check_name(name: &str) -> anyhow::Result<()> {
     let mut chars = name.chars();
     let starts = chars.next().is_some_and(|c| c.is_ascii_lowercase());

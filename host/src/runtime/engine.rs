@@ -53,8 +53,12 @@ const SMALL_GUARD: u64 = 64 << 10;
 /// The reservation and guard wasmtime gives a linear memory by default on 64-bit hosts.
 const DEFAULT_RESERVATION: u64 = 4 << 30;
 const DEFAULT_GUARD: u64 = 32 << 20;
-/// Core instances, tables and memories one agent component may have.
-const CORE_INSTANCES_PER_AGENT: u32 = 8;
+/// Core instances, tables and memories one agent component may have. 16 core instances:
+/// a componentize-py (Python) agent has 14 — CPython, its libc and C++ runtime, the
+/// WASI adapter, the bindings and the component model's shims — where a Rust agent has 3
+/// to 5; each costs a little bookkeeping, no memory or table of its own (it has 2 tables
+/// and 1 memory in all, as a Rust agent does).
+const CORE_INSTANCES_PER_AGENT: u32 = 16;
 const TABLES_PER_AGENT: u32 = 4;
 const MEMORIES_PER_AGENT: u32 = 1;
 /// How often the epoch advances: the time slice of CPU-bound guests.

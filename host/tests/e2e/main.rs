@@ -40,6 +40,7 @@ mod openapi;
 mod operator;
 mod persistence;
 mod postgres_cli;
+mod python_agents;
 mod quota;
 mod shutdown;
 mod tools;

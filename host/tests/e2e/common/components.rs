@@ -4,6 +4,8 @@
 // Each end-to-end test uses only some of these helpers.
 #![allow(dead_code)]
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::{Client, Resp};
@@ -14,7 +16,9 @@ pub fn post_component(c: &Client, bytes: Vec<u8>, name: &str, version: &str) -> 
     post_component_as(c, bytes, name, version, Some("application/wasm"))
 }
 
-/// [`post_component`] with the given Content-Type (`None`: no header).
+/// [`post_component`] with the given Content-Type (`None`: no header). The server answers
+/// once it has compiled the component: a Python one (~18 MiB, CPython within) takes
+/// minutes in this debug build on a busy machine, past the client's usual timeout.
 pub fn post_component_as(
     c: &Client,
     bytes: Vec<u8>,
@@ -28,7 +32,8 @@ pub fn post_component_as(
             reqwest::Method::POST,
             &format!("/api/v1/agents/components?{query}"),
         )
-        .body(bytes);
+        .body(bytes)
+        .timeout(Duration::from_secs(600));
     if let Some(content_type) = content_type {
         req = req.header("content-type", content_type);
     }
