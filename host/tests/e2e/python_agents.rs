@@ -5,7 +5,7 @@
 //! made the calls); and `wasmind agent new --lang python`'s project, from a directory
 //! outside the checkout: its pytest, its build line, deploy, spawn.
 //!
-//! componentize-py comes from the venv `scripts/setup.d/45-python-agents` makes; a test
+//! componentize-py comes from the venv `scripts/setup-tests.d/45-python-agents` makes; a test
 //! fails when it is missing. A build takes ~15 s of CPU and the host's compilation of the
 //! ~18 MiB component far longer in this debug build, so the example is built once per
 //! content (the SDK's and the example's sources, the WIT, componentize-py's version) into
@@ -45,7 +45,7 @@ fn repo() -> PathBuf {
         .into()
 }
 
-/// The venv of `scripts/setup.d/45-python-agents`, holding componentize-py and pytest.
+/// The venv of `scripts/setup-tests.d/45-python-agents`, holding componentize-py and pytest.
 fn venv() -> PathBuf {
     let venv = std::env::var_os("WASMIND_PY_AGENTS_VENV").map_or_else(
         || {
@@ -60,7 +60,7 @@ fn venv() -> PathBuf {
     for tool in ["bin/componentize-py", "bin/python"] {
         assert!(
             venv.join(tool).exists(),
-            "{} is missing: run scripts/setup (step 45-python-agents installs componentize-py \
+            "{} is missing: run scripts/setup --tests (step 45-python-agents installs componentize-py \
              and pytest)",
             venv.join(tool).display()
         );
