@@ -5,6 +5,7 @@
 
 pub mod account;
 mod auth;
+pub mod billing;
 pub mod events;
 pub mod page;
 pub mod reads;
