@@ -194,12 +194,14 @@ impl Billing {
             .await?)
     }
 
-    /// Verifies, reads and applies one webhook delivery.
+    /// Verifies, reads and applies one webhook delivery. An unsigned one is refused as
+    /// such first, configured or not.
     pub async fn webhook(
         &self,
         signature: Option<&str>,
         payload: &[u8],
     ) -> Result<Outcome, BillingError> {
+        signature.ok_or(super::SignatureError::Missing)?;
         let live = self.live()?;
         let secret = live.webhook_secret.expose();
         signature::verify(

@@ -953,8 +953,8 @@ fn the_document_is_true() {
             let m = Method::from_bytes(method.as_bytes()).unwrap();
             let r = spec.exchange(client, &m, &path, body, Conformance::Opaque);
             if path == BILLING_WEBHOOK {
-                // Keyless, its signature its authentication; this server takes no payments.
-                expect_error(&r, 501, "billing_not_configured");
+                // Keyless, its signature its authentication: none is refused first.
+                expect_error(&r, 400, "invalid_signature");
             } else if secured && path.starts_with(CONSOLE) {
                 // No token at all, or an API key where an ID token belongs.
                 let code = if std::ptr::eq(client, &anon) {
@@ -1583,6 +1583,18 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
     expect_error(&refused, 501, "billing_not_configured");
     let refused = spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict);
     expect_error(&refused, 501, "billing_not_configured");
+
+    let anon_here = Client::new(base, None);
+    let secs = crate::common::now_ms() / 1_000;
+    spec.header = Some(("stripe-signature", sign(WEBHOOK_SECRET, secs, "{}")));
+    let r = spec.exchange(
+        &anon_here,
+        &Method::POST,
+        BILLING_WEBHOOK,
+        Some("{}"),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 501, "billing_not_configured");
 
     let stripe = FakeStripe::start();
     let paying = |base: &str| {
