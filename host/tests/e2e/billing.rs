@@ -139,6 +139,14 @@ fn checkout_pays_the_plan_live_and_cancelling_leaves_free_with_the_rest_read_onl
     let paid = wait_for(&c, "lightyear", Some("active"));
     assert_eq!(paid["subscription"]["id"], subscription.as_str());
     assert_eq!(paid["subscription"]["status"], "active");
+    let metrics = reqwest::blocking::get(format!("{}/metrics", server.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(r#"wasmind_accounts{plan="lightyear",subscription="active"} 1"#),
+        "{metrics}"
+    );
     for i in 0..3 {
         put(
             &c,
