@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::common::{
     Client, Options, Server, cli,
     fake_stripe::{FakeStripe, WEBHOOK_SECRET, sign},
-    poll_until, put, server_with_keys,
+    poll_until, put, remote_cli, server_with_keys,
 };
 
 const CHECKOUT: &str = "/api/v1/billing/checkout";
@@ -334,6 +334,47 @@ fn webhooks_are_verified_applied_once_and_ordered_by_their_own_time() {
     assert!(c.get(STATE).body["subscription"]["past_due_since"].is_string());
     wait_for(&c, "free", None);
     assert!(server.log().contains("grace period over"));
+}
+
+/// `wasmind billing` as an API client: status, checkout, portal, and a refusal as the
+/// server says it.
+#[test]
+fn the_cli_checks_out_and_shows_the_subscription() {
+    let stripe = FakeStripe::start();
+    let (_tmp, server, keys) = paying(&stripe.base, 3_600, 10_000, &["acme"]);
+    let (code, out, err) = remote_cli(&server, &keys[0], &["billing", "status"]);
+    assert_eq!(code, 0, "{err}");
+    let status: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (status["plan"].clone(), status["customer"].clone()),
+        (json!("free"), json!(false))
+    );
+    let args = [
+        "billing",
+        "checkout",
+        "--plan",
+        "lightyear",
+        "--price-id",
+        "price_lightyear_eur",
+    ];
+    let (code, out, err) = remote_cli(&server, &keys[0], &args);
+    assert_eq!(code, 0, "{err}");
+    let opened: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        opened["url"].as_str().unwrap().starts_with(&stripe.base),
+        "{out}"
+    );
+    assert_eq!(opened["currency"], "eur");
+    let (code, out, err) = remote_cli(&server, &keys[0], &["billing", "portal"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("/portal/bps_"), "{out}");
+    let (code, _, err) = remote_cli(
+        &server,
+        &keys[0],
+        &["billing", "checkout", "--plan", "platinum"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("invalid_plan: "), "{err}");
 }
 
 #[test]
