@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use crate::{
     accounts::Plans,
+    billing::BillingConfig,
     console::ConsoleConfig,
     egress::EgressConfig,
     memory::{MemoryConfig, embed::EmbedderConfig},
@@ -56,6 +57,8 @@ pub struct Config {
     pub egress: EgressConfig,
     /// Tenants' tools: where the key sealing their secrets is, how long a result may be.
     pub tools: ToolsConfig,
+    /// The payment provider: checkout, portal, webhooks (off unless its secrets are set).
+    pub billing: BillingConfig,
 }
 
 impl Config {
@@ -105,6 +108,8 @@ impl Config {
         }
         self.mind.key_from_vendor_variable(env);
         self.tools.apply_env(env);
+        self.billing.apply_env(env);
+        self.billing.check()?;
         self.tools.check()?;
         self.cluster.check()?;
         self.http.check()?;

@@ -11,7 +11,7 @@ use super::store::{
     AccountStore, CreateKeyError, NewKey, Places, hash_key, key_bound, no_such_account,
     no_such_key, validate_account,
 };
-use super::{Plan, Plans, error::Result};
+use super::{Plan, PlanSource, Plans, error::Result};
 use crate::{blocking::with_store, clock::now_ms, egress::policy::Allow, storage::StoreError};
 
 /// account name → account record (JSON).
@@ -24,6 +24,9 @@ const ACCOUNT_KEYS: TableDefinition<(&str, &str), &str> = TableDefinition::new("
 #[derive(Serialize, Deserialize)]
 struct AccountRecord {
     plan: Plan,
+    /// Who set `plan` last.
+    #[serde(default)]
+    plan_source: PlanSource,
     created_at: u64,
     /// Hosts the operator lets this account's agents reach (`[egress]`'s entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -64,6 +67,9 @@ pub struct KeyInfo {
 pub struct AccountInfo {
     pub name: String,
     pub plan: Plan,
+    /// Who set the plan last.
+    #[serde(default)]
+    pub plan_source: PlanSource,
     pub created_at: u64,
     /// Keys of the account not revoked.
     pub active_keys: u32,
@@ -131,11 +137,14 @@ impl KeyStore {
                 .transpose()?;
             let record = match existing {
                 Some(mut a) => {
-                    a.plan = plan.unwrap_or(a.plan);
+                    if let Some(plan) = plan {
+                        (a.plan, a.plan_source) = (plan, PlanSource::Operator);
+                    }
                     a
                 }
                 None => AccountRecord {
                     plan: plan.unwrap_or_default(),
+                    plan_source: PlanSource::Operator,
                     created_at: now,
                     egress: Vec::new(),
                 },
@@ -268,6 +277,7 @@ impl KeyStore {
             out.push(AccountInfo {
                 name: name.value().to_string(),
                 plan: record.plan,
+                plan_source: record.plan_source,
                 created_at: record.created_at,
                 active_keys: active.get(name.value()).copied().unwrap_or(0),
             });
@@ -277,8 +287,10 @@ impl KeyStore {
 
     /// Moves an existing account to `plan`; its keys act on the new plan from their next
     /// request, as [`KeyStore::authenticate`] reads the plan afresh each time.
-    pub fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
-        self.edit_account(account, |record| record.plan = plan)?;
+    pub fn set_plan(&self, account: &str, plan: Plan, source: PlanSource) -> Result<AccountInfo> {
+        self.edit_account(account, |record| {
+            (record.plan, record.plan_source) = (plan, source);
+        })?;
         let info = self
             .accounts()?
             .into_iter()
@@ -401,9 +413,9 @@ impl AccountStore for KeyStore {
         with_store(self, KeyStore::accounts).await
     }
 
-    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
+    async fn set_plan(&self, account: &str, plan: Plan, source: PlanSource) -> Result<AccountInfo> {
         let account = account.to_owned();
-        with_store(self, move |s| s.set_plan(&account, plan)).await
+        with_store(self, move |s| s.set_plan(&account, plan, source)).await
     }
 
     async fn authenticate(&self, secret: &str) -> Result<Option<Principal>> {
@@ -560,10 +572,15 @@ mod tests {
             ]
         );
         let (k3, _) = s.create("zeta", None, &Plans::default()).unwrap();
-        let changed = s.set_plan("zeta", Plan::Lightyear).unwrap();
+        let changed = s
+            .set_plan("zeta", Plan::Lightyear, PlanSource::Operator)
+            .unwrap();
         assert_eq!((changed.plan, changed.active_keys), (Plan::Lightyear, 2));
         assert_eq!(s.authenticate(&k3).unwrap().unwrap().plan, Plan::Lightyear);
-        let err = s.set_plan("nobody", Plan::Free).unwrap_err().to_string();
+        let err = s
+            .set_plan("nobody", Plan::Free, PlanSource::Operator)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("nobody"), "{err}");
     }
 

@@ -17,7 +17,7 @@ mod usage;
 pub use error::AccountError;
 pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
 pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
-pub use plan::{Plan, PlanLimits, Plans};
+pub use plan::{Plan, PlanLimits, PlanSource, Plans};
 pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};
 pub use store::{AccountStore, Accounts, CreateKeyError, Places, REVOKED_KEY_HOLD_MS};

@@ -49,6 +49,26 @@ impl FromStr for Plan {
     }
 }
 
+/// Who set an account's plan last: the operator (`keys create --plan`, `accounts
+/// set-plan`), or billing (a provider's webhook, or a lapsed grace period).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanSource {
+    #[default]
+    Operator,
+    Billing,
+}
+
+impl PlanSource {
+    /// As the CLI, the admin socket and the database spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanSource::Operator => "operator",
+            PlanSource::Billing => "billing",
+        }
+    }
+}
+
 /// The three tiers' limits: the `[plans]` section of the config file.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(from = "PlanTables")]

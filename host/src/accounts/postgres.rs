@@ -11,7 +11,7 @@ use super::store::{
     AccountStore, CreateKeyError, NewKey, Places, REVOKED_KEY_HOLD_MS, hash_key, key_bound,
     no_such_account, no_such_key, validate_account,
 };
-use super::{AccountInfo, KeyInfo, Plan, Plans, Principal, error::Result};
+use super::{AccountInfo, KeyInfo, Plan, PlanSource, Plans, Principal, error::Result};
 use crate::{
     clock::now_ms,
     egress::policy::Allow,
@@ -71,6 +71,10 @@ fn account_info(row: &PgRow) -> Result<AccountInfo, StoreError> {
     Ok(AccountInfo {
         name: row.try_get("account_id")?,
         plan: plan_of(row, "plan")?,
+        plan_source: match row.try_get::<&str, _>("plan_source")? {
+            "billing" => PlanSource::Billing,
+            _ => PlanSource::Operator,
+        },
         created_at: millis(row, "created_at")?,
         active_keys: u32::try_from(active).unwrap_or(u32::MAX),
     })
@@ -98,7 +102,8 @@ impl AccountStore for PgAccounts {
         // keys at once (on any node) count its keys' places one after another.
         let stored: String = sqlx::query_scalar(
             "INSERT INTO accounts (account_id, plan, created_at) VALUES ($1, $2, $3)
-             ON CONFLICT (account_id) DO UPDATE SET plan = COALESCE($4, accounts.plan)
+             ON CONFLICT (account_id) DO UPDATE SET plan = COALESCE($4, accounts.plan),
+               plan_source = CASE WHEN $4 IS NULL THEN accounts.plan_source ELSE 'operator' END
              RETURNING plan",
         )
         .bind(account)
@@ -233,12 +238,14 @@ impl AccountStore for PgAccounts {
             .collect()
     }
 
-    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo> {
-        let updated = sqlx::query("UPDATE accounts SET plan = $2 WHERE account_id = $1")
-            .bind(account)
-            .bind(plan.as_str())
-            .execute(&self.pool)
-            .await?;
+    async fn set_plan(&self, account: &str, plan: Plan, source: PlanSource) -> Result<AccountInfo> {
+        let updated =
+            sqlx::query("UPDATE accounts SET plan = $2, plan_source = $3 WHERE account_id = $1")
+                .bind(account)
+                .bind(plan.as_str())
+                .bind(source.as_str())
+                .execute(&self.pool)
+                .await?;
         if updated.rows_affected() == 0 {
             return Err(no_such_account(account));
         }
@@ -308,7 +315,7 @@ fn egress_of(row: &PgRow) -> Result<Vec<Allow>> {
 
 /// Accounts by name with their unrevoked keys counted; `$1` limits it to one account.
 const ACCOUNTS_QUERY: &str = "
-    SELECT a.account_id, a.plan, a.created_at,
+    SELECT a.account_id, a.plan, a.plan_source, a.created_at,
            count(k.key_id) FILTER (WHERE k.revoked_at IS NULL) AS active_keys
     FROM accounts a LEFT JOIN api_keys k USING (account_id)
     WHERE $1::text IS NULL OR a.account_id = $1

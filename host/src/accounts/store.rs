@@ -13,7 +13,7 @@ use rand::RngExt;
 use sha2::{Digest, Sha256};
 
 use super::{
-    AccountInfo, KeyInfo, Plan, Plans, Principal,
+    AccountInfo, KeyInfo, Plan, PlanSource, Plans, Principal,
     error::{AccountError, Result},
 };
 use crate::{clock::iso8601, egress::policy::Allow, storage::StoreError};
@@ -143,9 +143,10 @@ pub trait AccountStore: Send + Sync + 'static {
     /// Every account, by name, with its count of unrevoked keys.
     async fn accounts(&self) -> Result<Vec<AccountInfo>>;
 
-    /// Moves an existing account to `plan`; its keys act on the new plan from their next
-    /// request, as [`authenticate`](Self::authenticate) reads the plan afresh each time.
-    async fn set_plan(&self, account: &str, plan: Plan) -> Result<AccountInfo>;
+    /// Moves an existing account to `plan`, recording `source` as who did; its keys act on
+    /// the new plan from their next request, as [`authenticate`](Self::authenticate) reads
+    /// the plan afresh each time.
+    async fn set_plan(&self, account: &str, plan: Plan, source: PlanSource) -> Result<AccountInfo>;
 
     /// The principal a presented key acts for; `None` for unknown or revoked keys.
     async fn authenticate(&self, secret: &str) -> Result<Option<Principal>>;

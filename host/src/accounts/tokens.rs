@@ -160,7 +160,8 @@ mod tests {
 
         // Another account's month is its own; a larger plan is read at the next job.
         budgets.of("zeta", Plan::Free).check().await.unwrap();
-        keys.set_plan("acme", Plan::Liftoff).unwrap();
+        keys.set_plan("acme", Plan::Liftoff, crate::accounts::PlanSource::Operator)
+            .unwrap();
         budgets
             .current("acme")
             .await

@@ -9,8 +9,9 @@ use sqlx::PgPool;
 use crate::{
     accounts::{
         AccountInfo, Accounts, KeyInfo, KeyStore, Ledger, MonthUsage, PgAccounts, PgUsage, Plan,
-        Plans, UsageStore,
+        PlanSource, Plans, UsageStore,
     },
+    billing::{BillingStore, EmbeddedBilling, PgBilling},
     egress::policy::Allow,
 };
 
@@ -114,6 +115,12 @@ pub struct UsageRow {
     /// Its MCP sessions open now, and its plan's `mcp_sessions`: likewise.
     #[serde(default)]
     pub mcp_sessions: Option<(u32, u32)>,
+    /// Its plan now (not per month; `None` for an account no longer known).
+    #[serde(default)]
+    pub plan: Option<Plan>,
+    /// Its subscription's status at the payment provider now, if it has one.
+    #[serde(default)]
+    pub subscription: Option<String>,
 }
 
 /// Figures only a running server has, in its memory and for this node: what usage shows
@@ -132,6 +139,8 @@ pub trait LiveCounts: Send + Sync {
 pub struct Admin {
     keys: Accounts,
     usage: Ledger,
+    /// Each account's subscription, for usage.
+    billing: Arc<dyn BillingStore>,
     plans: Plans,
     /// The running server's counts, once its state is loaded (shared by the clones, as the
     /// socket answers from the moment it is bound).
@@ -144,6 +153,7 @@ impl Admin {
         Ok(Self {
             keys: Arc::new(KeyStore::new(db.clone())?),
             usage: Arc::new(UsageStore::new(db.clone())?),
+            billing: Arc::new(EmbeddedBilling::new(db.clone())?),
             plans,
             live: Arc::default(),
         })
@@ -153,7 +163,8 @@ impl Admin {
     pub fn postgres(pool: PgPool, plans: Plans) -> Self {
         Self {
             keys: Arc::new(PgAccounts::new(pool.clone())),
-            usage: Arc::new(PgUsage::new(pool)),
+            usage: Arc::new(PgUsage::new(pool.clone())),
+            billing: Arc::new(PgBilling::new(pool)),
             plans,
             live: Arc::default(),
         }
@@ -181,7 +192,10 @@ impl Admin {
                 accounts: self.keys.accounts().await?,
             },
             Request::SetPlan { account, plan } => Response::PlanSet {
-                account: self.keys.set_plan(&account, plan).await?,
+                account: self
+                    .keys
+                    .set_plan(&account, plan, PlanSource::Operator)
+                    .await?,
             },
             Request::Egress { account } => Response::Egress {
                 allow: self.keys.egress(&account).await?,
@@ -203,6 +217,12 @@ impl Admin {
                     .into_iter()
                     .map(|a| (a.name.clone(), a))
                     .collect();
+                let subscriptions: std::collections::HashMap<String, String> = (self.billing)
+                    .links()
+                    .await?
+                    .into_iter()
+                    .filter_map(|l| Some((l.account, l.subscription?.status)))
+                    .collect();
                 let rows = self.usage.all().await?.into_iter();
                 let rows = rows
                     .filter(|(a, m, _)| {
@@ -214,6 +234,8 @@ impl Admin {
                         let limits = info.map(|a| self.plans.limits(a.plan));
                         let live = self.live.get().zip(limits);
                         UsageRow {
+                            plan: info.map(|a| a.plan),
+                            subscription: subscriptions.get(&account).cloned(),
                             tokens_limit: limits.map(|l| l.tokens_per_month),
                             http_limits: limits
                                 .map(|l| (l.http_requests_per_month, l.http_bytes_per_month)),

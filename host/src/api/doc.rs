@@ -72,7 +72,8 @@ pub struct ErrorBody {
         title = "wasmind",
         description = "The wasmind API (`/api/v1`): the long-term memory store and the agents \
             that use it. Every request needs `Authorization: Bearer <API key>` except this \
-            document (GET /api/v1/openapi.json) and its reference page (GET /api/v1/docs/). \
+            document (GET /api/v1/openapi.json), its reference page (GET /api/v1/docs/) and \
+            the payment provider's webhook (POST /api/v1/billing/webhook, signed instead). \
             All responses, errors included, are JSON; errors use the envelope \
             `{ \"error\": { \"code\", \"message\", \"details\"? } }`. Clients must ignore \
             response fields they don't know: fields are added within v1. A path not listed \
@@ -109,6 +110,9 @@ pub struct ErrorBody {
         (name = "console", description = "The console's API: the signed-in account's keys, \
             agents (with a live event stream), memories and usage; signed in with an ID token, \
             not an API key"),
+        (name = "billing", description = "Plans that pay: a checkout at the payment \
+            provider, its customer portal, the account's subscription, and the provider's \
+            signed webhook (keyless; its signature is its authentication)"),
         (name = "meta", description = "This document and its reference page"),
     )
 )]
@@ -341,9 +345,10 @@ mod tests {
         insta::assert_json_snapshot!("openapi", super::super::openapi());
     }
 
-    /// Console routes take an ID token, every other keyed route an API key.
+    /// Console routes take an ID token, every other keyed route an API key; the payment
+    /// provider's webhook is signed instead.
     #[test]
-    fn only_the_document_and_its_page_need_no_key() {
+    fn only_the_document_its_page_and_the_webhook_need_no_key() {
         let doc = super::super::openapi();
         let mut keyless = Vec::new();
         for (path, item) in doc["paths"].as_object().unwrap() {
@@ -371,6 +376,7 @@ mod tests {
                 "GET /api/v1/docs/",
                 "GET /api/v1/docs/{file}",
                 "GET /api/v1/openapi.json",
+                "POST /api/v1/billing/webhook",
             ]
         );
     }

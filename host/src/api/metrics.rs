@@ -119,6 +119,12 @@ async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
         .await
         .map_err(|e| ApiError::internal(&e))?;
     scrape::memories_by_plan(&counts, &plans);
+    let subscriptions = (state.billing.links().await)
+        .map_err(|e| ApiError::internal(&e))?
+        .into_iter()
+        .filter_map(|l| Some((l.account, l.subscription?.status)))
+        .collect();
+    scrape::accounts_by_plan(&plans, &subscriptions);
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], exporter.render()).into_response())
 }
 

@@ -5,6 +5,7 @@
 
 pub(crate) mod agents;
 mod auth;
+mod billing;
 mod console;
 mod cursor;
 mod doc;
@@ -37,6 +38,7 @@ pub use metrics::mount as mount_metrics;
 
 use crate::{
     accounts::{Accounts, Ledger, Plan, PlanLimits, TokenBudgets},
+    billing::Billing,
     config::Config,
     console::Console,
     memory::MemoryService,
@@ -69,6 +71,8 @@ pub struct AppState {
     pub tools: Arc<Tools>,
     /// Each account's requests in flight on this node, under its plan's bound.
     pub in_flight: InFlight,
+    /// Checkout, portal and the payment provider's webhooks.
+    pub billing: Arc<Billing>,
 }
 
 impl AppState {
@@ -138,6 +142,10 @@ fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tools::refresh))
         .routes(routes!(tools::call))
         .routes(routes!(egress::egress))
+        .routes(routes!(billing::checkout))
+        .routes(routes!(billing::portal))
+        .routes(routes!(billing::subscription))
+        .routes(routes!(billing::webhook))
         .routes(routes!(console::account::me))
         .routes(routes!(
             console::account::list_keys,
@@ -145,6 +153,9 @@ fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::account::revoke_key))
         .routes(routes!(console::account::usage))
+        .routes(routes!(console::billing::state))
+        .routes(routes!(console::billing::checkout))
+        .routes(routes!(console::billing::portal))
         .routes(routes!(console::reads::list_agents))
         .routes(routes!(console::reads::get_agent))
         .routes(routes!(console::events::events))

@@ -126,8 +126,8 @@ pub(super) fn run(command: AccountsCommand) -> anyhow::Result<()> {
     match target.run(request)? {
         Response::Accounts { accounts } => {
             println!(
-                "{:<24} {:<10} {:<15} {:>11}",
-                "ACCOUNT", "PLAN", "CREATED", "ACTIVE_KEYS"
+                "{:<24} {:<10} {:<15} {:>11} {:<8}",
+                "ACCOUNT", "PLAN", "CREATED", "ACTIVE_KEYS", "PLAN_SET_BY"
             );
             accounts.iter().for_each(print_row);
         }
@@ -153,7 +153,11 @@ pub(super) fn run(command: AccountsCommand) -> anyhow::Result<()> {
 
 fn print_row(a: &AccountInfo) {
     println!(
-        "{:<24} {:<10} {:<15} {:>11}",
-        a.name, a.plan, a.created_at, a.active_keys
+        "{:<24} {:<10} {:<15} {:>11} {:<8}",
+        a.name,
+        a.plan,
+        a.created_at,
+        a.active_keys,
+        a.plan_source.as_str()
     );
 }

@@ -16,6 +16,7 @@ mod accounts;
 mod agent;
 mod agent_new;
 mod agents;
+mod billing;
 mod console;
 mod keys;
 mod mcp;
@@ -26,6 +27,7 @@ mod usage;
 use accounts::AccountsCommand;
 use agent::AgentCommand;
 use agents::AgentsCommand;
+use billing::BillingCommand;
 use console::ConsoleCommand;
 use keys::KeysCommand;
 
@@ -100,6 +102,12 @@ enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// An account's plan at the payment provider, through the public API: status, a
+    /// checkout to upgrade, the portal.
+    Billing {
+        #[command(subcommand)]
+        command: BillingCommand,
+    },
     /// The console: a sign-in link for an account (works while a server runs).
     Console {
         #[command(subcommand)]
@@ -150,5 +158,6 @@ fn execute(command: Command) -> anyhow::Result<()> {
         Command::Console { command } => console::run(command),
         Command::Agent { command } => agent::run(command),
         Command::Agents { command } => agents::run(command),
+        Command::Billing { command } => billing::run(command),
     }
 }

@@ -1,4 +1,5 @@
-//! `wasmind usage`: metered usage per account and month against the plan's budgets (Mind
+//! `wasmind usage`: metered usage per account and month, with the account's plan and its
+//! subscription's status at the payment provider (both as of now), against the plan's budgets (Mind
 //! tokens and agents' outgoing HTTP requests and bytes per month; active keys, as of now; component uploads in the last hour, open
 //! event streams and MCP sessions, which only a running server counts), from the running
 //! server when there is one, else from the data dir's files (or the database).
@@ -19,9 +20,11 @@ pub(super) fn run(
         anyhow::bail!("unexpected answer to a usage command");
     };
     println!(
-        "{:<24} {:<7} {:>10} {:>12} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
+        "{:<24} {:<7} {:<10} {:<12} {:>10} {:>12} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
         "ACCOUNT",
         "MONTH",
+        "PLAN",
+        "SUBSCRIPTION",
         "RUN_HOURS",
         "CPU_SECONDS",
         "INPUT_TOKENS",
@@ -38,9 +41,11 @@ pub(super) fn run(
         let hours = row.usage.run_ms as f64 / 3_600_000.0;
         let cpu = row.usage.cpu_ms as f64 / 1_000.0;
         println!(
-            "{:<24} {:<7} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
+            "{:<24} {:<7} {:<10} {:<12} {hours:>10.4} {cpu:>12.3} {:>14} {:>14} {:>24} {:>20} {:>26} {:>9} {:>11} {:>9} {:>12}",
             row.account,
             row.month,
+            row.plan.map_or("-", |p| p.as_str()),
+            row.subscription.as_deref().unwrap_or("-"),
             row.usage.input_tokens,
             row.usage.output_tokens,
             against(row.usage.tokens(), row.tokens_limit),

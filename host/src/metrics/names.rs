@@ -45,6 +45,9 @@ pub const AGENT_HTTP_BYTES: &str = "wasmind_agent_http_bytes_total";
 pub const EMBED_QUEUE: &str = "wasmind_embed_queue_texts";
 /// Time one embedding batch took, by `lane`.
 pub const EMBED_BATCH_DURATION: &str = "wasmind_embed_batch_duration_seconds";
+/// Accounts on each `plan`, by their `subscription`'s status at the payment provider
+/// (`none` without one; set at scrape time).
+pub const ACCOUNTS: &str = "wasmind_accounts";
 /// Live memories of the accounts on each `plan` (set at scrape time).
 pub const MEMORIES_LIVE: &str = "wasmind_memories_live";
 /// Time a memory search took (query embedding included), by `mode` and `rerank`.
@@ -89,6 +92,12 @@ const fn metric(name: &'static str, kind: Kind, unit: Unit, help: &'static str) 
 
 /// Every metric wasmind emits.
 pub const ALL: &[Metric] = &[
+    metric(
+        ACCOUNTS,
+        Kind::Gauge,
+        Unit::Count,
+        "Accounts on each plan, by their subscription's status at the payment provider (none without one).",
+    ),
     metric(
         COMPONENT_LOADS,
         Kind::Counter,

@@ -13,6 +13,26 @@ pub fn agents_live(live: u32, parked: u32) {
     metrics::gauge!(names::AGENTS_PARKED).set(parked);
 }
 
+/// Sets [`names::ACCOUNTS`]: the accounts of `plans` by plan and by the status of their
+/// subscription in `subscriptions` (`none` without one); every plan's `none` series exists.
+pub fn accounts_by_plan(plans: &HashMap<String, Plan>, subscriptions: &HashMap<String, String>) {
+    let mut counts: HashMap<(&str, &str), u64> = [Plan::Free, Plan::Liftoff, Plan::Lightyear]
+        .into_iter()
+        .map(|plan| ((plan.as_str(), "none"), 0))
+        .collect();
+    for (account, plan) in plans {
+        let status = subscriptions.get(account).map_or("none", String::as_str);
+        *counts.entry((plan.as_str(), status)).or_default() += 1;
+    }
+    for ((plan, status), n) in counts {
+        let labels = [
+            ("plan", plan.to_owned()),
+            ("subscription", status.to_owned()),
+        ];
+        metrics::gauge!(names::ACCOUNTS, &labels).set(n as f64);
+    }
+}
+
 /// Sets [`names::MEMORIES_LIVE`] for every plan (0 included, so each series exists) from
 /// each account's live-memory count and each account's plan.
 ///
@@ -59,6 +79,32 @@ mod tests {
         assert_eq!(plan("liftoff"), Some(0.0));
         assert_eq!(plan("lightyear"), Some(7.0));
         assert_eq!(got.series(names::MEMORIES_LIVE), 3);
+    }
+
+    #[test]
+    fn accounts_are_counted_by_plan_and_subscription() {
+        let plans = HashMap::from([
+            ("a".to_string(), Plan::Lightyear),
+            ("b".to_string(), Plan::Lightyear),
+            ("c".to_string(), Plan::Free),
+        ]);
+        let subscriptions = HashMap::from([
+            ("a".to_string(), "active".to_string()),
+            ("c".to_string(), "canceled".to_string()),
+        ]);
+        let ((), got) = capture(|| accounts_by_plan(&plans, &subscriptions));
+        let got = got.snapshot();
+        let n = |plan, subscription| {
+            got.gauge(
+                names::ACCOUNTS,
+                &[("plan", plan), ("subscription", subscription)],
+            )
+        };
+        assert_eq!(n("lightyear", "active"), Some(1.0));
+        assert_eq!(n("lightyear", "none"), Some(1.0));
+        assert_eq!(n("free", "canceled"), Some(1.0));
+        assert_eq!(n("free", "none"), Some(0.0));
+        assert_eq!(n("liftoff", "none"), Some(0.0));
     }
 
     #[test]

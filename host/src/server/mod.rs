@@ -27,6 +27,7 @@ use crate::{
     accounts::{Plans, TokenBudgets},
     admin::{self, Admin, LiveCounts},
     api::{self, AppSlot, AppState, InFlight, Loaded, app, front},
+    billing::Billing,
     blocking::run_blocking,
     config::Config,
     console::{Console, Streams},
@@ -102,6 +103,7 @@ pub fn serve(
     if let Some((_, admin)) = &admin_socket {
         admin.show_live(Arc::new(Counted(state.clone(), mcp_sessions)));
     }
+    runtime.spawn(state.billing.clone().sweep_forever());
     let keys = state.keys.clone();
     let router = runtime.block_on(api::mount_metrics(
         app(state.clone()).merge(mcp),
@@ -200,6 +202,7 @@ async fn load_state(
         own_key,
         cluster,
         tools,
+        billing,
     } = Stores::open(dir, &config, embedder, readiness).await?;
     let mind = mind::from_config(&config.mind)?;
     let egress = Egress::new(config.egress.clone(), config.plans.clone());
@@ -231,7 +234,10 @@ async fn load_state(
         .context("starting the agent runtime")?;
     let console = Console::open(own_key, &config.console, keys.clone())
         .context("setting up console sign-in")?;
+    let billing = Billing::open(&config.billing, billing, keys.clone());
+    let billing = Arc::new(billing.context("setting up billing")?);
     Ok(AppState {
+        billing,
         in_flight: InFlight::new(config.plans.clone()),
         keys,
         console: Arc::new(console),

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::{
     accounts::{Accounts, KeyStore, Ledger, PgAccounts, PgUsage, UsageStore},
+    billing::{BillingStore, EmbeddedBilling, PgBilling},
     config::Config,
     console::OwnKey,
     data_dir::DataDir,
@@ -35,6 +36,8 @@ pub(super) struct Stores {
     pub cluster: Option<Cluster>,
     /// Tenants' registered tools.
     pub tools: Arc<dyn ToolBackend>,
+    /// Billing's customers, subscriptions and applied events.
+    pub billing: Arc<dyn BillingStore>,
 }
 
 /// The embedder's service with the cross-encoder, whose files must be there (they are
@@ -83,6 +86,7 @@ impl Stores {
                     own_key: OwnKey::load_or_create(dir.path())?,
                     cluster: None,
                     tools: Arc::new(EmbeddedTools::open(dir.db().clone())?),
+                    billing: Arc::new(EmbeddedBilling::new(dir.db().clone())?),
                 })
             }
             Backend::Postgres => {
@@ -106,6 +110,7 @@ impl Stores {
                     keys: Arc::new(PgAccounts::new(pool.clone())),
                     own_key: OwnKey::load_or_create_in(&pool).await?,
                     tools: Arc::new(PgTools::new(pool.clone())),
+                    billing: Arc::new(PgBilling::new(pool.clone())),
                     cluster: Some(Cluster::new(pool, node, &config.cluster)),
                 })
             }

@@ -231,8 +231,8 @@ fn a_run_past_its_tokens_fails_and_a_spent_month_refuses_the_next_spawn() {
         .split_whitespace()
         .collect();
     let used = tokens["used"].as_u64().unwrap();
-    assert!(row.len() == 13 && row[0] == "acme", "{out}");
-    let (row_tokens, row_keys) = (row[6], row[9]);
+    assert!(row.len() == 15 && row[0] == "acme", "{out}");
+    let (row_tokens, row_keys) = (row[8], row[11]);
     let (used_then, limit) = row_tokens.split_once('/').unwrap();
     // The limit is the plans of the process that answers: the running server's through its
     // admin socket; on postgres the CLI's own configuration, which here has no `[plans]`.
@@ -391,7 +391,7 @@ fn event_streams_and_component_uploads_stop_at_the_plans_bounds() {
         let row: Vec<String> = (out.lines().nth(1).unwrap_or_default().split_whitespace())
             .map(str::to_owned)
             .collect();
-        match row.len() == 13 && row[10..] == live {
+        match row.len() == 15 && row[12..] == live {
             true => Ok(()),
             false => Err(out),
         }

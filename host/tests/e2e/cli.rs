@@ -197,7 +197,7 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
             let (ok, out, err) = cli(&["usage", "--data-dir", d]);
             let row = out.lines().nth(1).unwrap_or_default();
             let words: Vec<&str> = row.split_whitespace().collect();
-            match ok && words.len() == 13 && words[4..6].join(" ") == tokens {
+            match ok && words.len() == 15 && words[6..8].join(" ") == tokens {
                 true => Ok(out),
                 false => Err(format!("{out}{err}")),
             }
@@ -228,6 +228,8 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
         [
             "ACCOUNT",
             "MONTH",
+            "PLAN",
+            "SUBSCRIPTION",
             "RUN_HOURS",
             "CPU_SECONDS",
             "INPUT_TOKENS",
@@ -247,15 +249,16 @@ fn usage_shows_each_accounts_month_with_or_without_the_server() {
     assert_eq!(row[0], "acme");
     let month = row[1];
     assert!(month.len() == 7 && month.as_bytes()[4] == b'-', "{month}");
-    assert!(row[2].parse::<f64>().unwrap() >= 0.0, "{out}");
-    assert!(row[3].parse::<f64>().unwrap() >= 0.0, "{out}");
+    assert_eq!((row[2], row[3]), ("free", "-"), "the plan, no subscription");
+    assert!(row[4].parse::<f64>().unwrap() >= 0.0, "{out}");
+    assert!(row[5].parse::<f64>().unwrap() >= 0.0, "{out}");
     assert_eq!(
-        (row[4], row[5]),
+        (row[6], row[7]),
         (&*input.to_string(), &*output.to_string())
     );
     // The month's tokens against the free plan's, and the account's keys against its bound.
     let spent = input.as_u64().unwrap() + output.as_u64().unwrap();
-    assert_eq!((row[6], row[9]), (&*format!("{spent}/2000000"), "1/5"));
+    assert_eq!((row[8], row[11]), (&*format!("{spent}/2000000"), "1/5"));
 
     let (ok, out, _) = cli(&[
         "usage",

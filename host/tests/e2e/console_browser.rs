@@ -2,7 +2,9 @@
 //! with the link `wasmind console login` prints, makes a key in the page and uses it over
 //! the public API, watches an agent's progress stream in without a reload, finds a memory
 //! in the memory browser, reads the usage and the hosts its agents may reach, and revokes the key in the page, after which
-//! the public API refuses it; and registers, lists again and deletes tools in the page. `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
+//! the public API refuses it; registers, lists again and deletes tools in the page; and
+//! upgrades its plan at the payment provider (localstripe) and manages it there.
+//! `WASMIND_SCREENSHOTS=docs/console` saves a PNG per page.
 
 use std::time::Duration;
 
@@ -310,4 +312,58 @@ fn a_tenant_registers_tools_in_the_console() {
     public
         .get("/api/v1/tools/weather")
         .assert_error(404, "tool_not_found");
+}
+
+/// The usage page's plan: upgrade sends the browser to the provider's checkout; once the
+/// provider says it is paid, the page shows the new plan, and "manage billing" sends the
+/// browser to the provider's portal.
+#[test]
+fn a_tenant_upgrades_from_the_console() {
+    use crate::common::fake_stripe::FakeStripe;
+    let stripe = FakeStripe::start();
+    let options = Options {
+        config: Some(FakeStripe::billing_section(&stripe.base, 3_600, 10_000)),
+        hash_embedder: true,
+        ..Default::default()
+    };
+    let (tmp, server, _) = server_with_keys(&[("acme", "free")], &options);
+    stripe.send_webhooks_to(&format!("{}/api/v1/billing/webhook", server.base));
+    let browser = signed_in(&tmp, &server, "acme");
+    browser.click("#nav-usage");
+    browser.wait(
+        "the plan",
+        "return document.getElementById('billing-state').textContent.startsWith('Plan free')",
+    );
+    assert!(
+        browser
+            .execute("return document.getElementById('billing-manage').disabled")
+            .as_bool()
+            .unwrap(),
+        "no customer yet: nothing to manage"
+    );
+    browser.screenshot("billing");
+
+    // Upgrade: the browser lands on the provider's checkout page.
+    browser.click("#billing-upgrade");
+    let at_checkout = format!("{}/pay/cs_", stripe.base);
+    let script = format!("return window.location.href.startsWith('{at_checkout}')");
+    browser.wait("the provider's checkout", &script);
+    let session = browser.url().rsplit('/').next().unwrap().to_owned();
+
+    // Paid at the provider: back in the console, the plan is lightyear.
+    stripe.complete_checkout(&session);
+    let page = format!("{}/console", server.base);
+    crate::common::poll_until(Duration::from_secs(20), "the page's new plan", || {
+        browser.goto(&page);
+        browser.click("#nav-usage");
+        let state = browser.text("#billing-state");
+        match state.starts_with("Plan lightyear; subscription active") {
+            true => Ok(()),
+            false => Err(state),
+        }
+    });
+    browser.click("#billing-manage");
+    let at_portal = format!("{}/portal/bps_", stripe.base);
+    let script = format!("return window.location.href.startsWith('{at_portal}')");
+    browser.wait("the provider's portal", &script);
 }

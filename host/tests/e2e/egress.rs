@@ -321,7 +321,7 @@ fn each_budget_refuses_past_it_and_usage_counts_what_went_out() {
     // The limit is the plans of the process that answers: the running server's through its
     // admin socket; on postgres the CLI's own configuration, which here has no `[plans]`.
     let limit = if on_postgres() { "3/10000" } else { "3/3" };
-    assert_eq!((row[7], row[8]), (limit, "24/1073741824"), "{out}");
+    assert_eq!((row[9], row[10]), (limit, "24/1073741824"), "{out}");
     let usage = acme_console_usage(&server, &d);
     assert_eq!(usage["http"]["requests"], 3, "{usage:#}");
     assert_eq!(usage["http"]["requests_limit"], 3);

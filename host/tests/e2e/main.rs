@@ -9,6 +9,7 @@ mod agents;
 mod anthropic;
 mod artifacts;
 mod authoring;
+mod billing;
 mod budgets;
 mod cli;
 mod cli_remote;

@@ -125,6 +125,8 @@ struct Spec {
     codes: BTreeSet<(String, String, u16, String)>,
     /// Compiled schemas, by their text.
     validators: RefCell<HashMap<String, jsonschema::Validator>>,
+    /// A header the next exchange sends (a webhook's signature).
+    header: Option<(&'static str, String)>,
 }
 
 impl Spec {
@@ -134,6 +136,7 @@ impl Spec {
             seen: BTreeMap::new(),
             codes: BTreeSet::new(),
             validators: RefCell::new(HashMap::new()),
+            header: None,
         }
     }
 
@@ -477,6 +480,9 @@ impl Spec {
         conformance: Conformance,
     ) -> Resp {
         let mut request = c.request(method.clone(), url);
+        if let Some((name, value)) = self.header.take() {
+            request = request.header(name, value);
+        }
         if let Some(payload) = body {
             if let Some(content_type) = payload.content_type {
                 request = request.header("content-type", content_type);
@@ -946,7 +952,10 @@ fn the_document_is_true() {
         for client in clients {
             let m = Method::from_bytes(method.as_bytes()).unwrap();
             let r = spec.exchange(client, &m, &path, body, Conformance::Opaque);
-            if secured && path.starts_with(CONSOLE) {
+            if path == BILLING_WEBHOOK {
+                // Keyless, its signature its authentication: none is refused first.
+                expect_error(&r, 400, "invalid_signature");
+            } else if secured && path.starts_with(CONSOLE) {
                 // No token at all, or an API key where an ID token belongs.
                 let code = if std::ptr::eq(client, &anon) {
                     "missing_id_token"
@@ -1484,6 +1493,9 @@ fn the_document_is_true() {
     // ----- Tools a tenant registers -----
     drive_tools(&mut spec, &c, &small, &origin, &mcp);
 
+    // ----- Billing, at localstripe and at a provider that is down -----
+    drive_billing(&mut spec, &c, &server.base, &tmp.path().join("data"));
+
     // ----- The console's API -----
     drive_console(&mut spec, &server.base, &tmp.path().join("data"), &c);
     drive_console_tools(&mut spec, &server.base, &tmp.path().join("data"), &mcp);
@@ -1595,6 +1607,209 @@ fn refuse_registrations(
     expect_error(&spec.post_raw(c, route, "[]"), 400, "invalid_body");
     let huge = with("description", json!("x".repeat(1_100_000)));
     expect_error(&spec.post(c, route, &huge), 413, "payload_too_large");
+}
+
+const BILLING_WEBHOOK: &str = "/api/v1/billing/webhook";
+
+/// `/api/v1/billing…`: this server takes no payments (501); one paying at localstripe
+/// (checkout, portal, state, webhook and their refusals) and one whose provider is down (502).
+fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::Path) {
+    use crate::common::fake_stripe::{FakeStripe, WEBHOOK_SECRET, sign};
+    const CHECKOUT: &str = "/api/v1/billing/checkout";
+    const PORTAL: &str = "/api/v1/billing/portal";
+    const CONSOLE_CHECKOUT: &str = "/api/v1/console/billing/checkout";
+    const CONSOLE_PORTAL: &str = "/api/v1/console/billing/portal";
+    let lightyear = json!({ "plan": "lightyear" });
+    expect_error(
+        &spec.post(c, CHECKOUT, &lightyear),
+        501,
+        "billing_not_configured",
+    );
+    expect_error(
+        &spec.exchange(c, &Method::POST, PORTAL, None, Conformance::Strict),
+        501,
+        "billing_not_configured",
+    );
+    let off = expect(spec.get(c, "/api/v1/billing"), 200);
+    assert_eq!(off.body["billing_enabled"], false);
+    let (_, token) = crate::console::login(data_dir, "acme", None);
+    let t = Client::new(base, Some(&token));
+    let refused = spec.post(&t, CONSOLE_CHECKOUT, &lightyear);
+    expect_error(&refused, 501, "billing_not_configured");
+    let refused = spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict);
+    expect_error(&refused, 501, "billing_not_configured");
+
+    let anon_here = Client::new(base, None);
+    let secs = crate::common::now_ms() / 1_000;
+    spec.header = Some(("stripe-signature", sign(WEBHOOK_SECRET, secs, "{}")));
+    let r = spec.exchange(
+        &anon_here,
+        &Method::POST,
+        BILLING_WEBHOOK,
+        Some("{}"),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 501, "billing_not_configured");
+
+    let stripe = FakeStripe::start();
+    let paying = |base: &str| {
+        let options = Options {
+            config: Some(FakeStripe::billing_section(base, 3_600, 2_000)),
+            hash_embedder: true,
+            ..Default::default()
+        };
+        server_with_keys(&[("acme", "free")], &options)
+    };
+    let (_tmp, server, keys) = paying(&stripe.base);
+    let p = server.client(&keys[0]);
+    expect_error(
+        &spec.exchange(&p, &Method::POST, PORTAL, None, Conformance::Strict),
+        404,
+        "customer_not_found",
+    );
+    let opened = expect(spec.post(&p, CHECKOUT, &lightyear), 200);
+    assert!(
+        opened.body["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&stripe.base)
+    );
+    expect(
+        spec.exchange(&p, &Method::POST, PORTAL, None, Conformance::Strict),
+        200,
+    );
+    expect(spec.get(&p, "/api/v1/billing"), 200);
+    expect_error(
+        &spec.post(&p, CHECKOUT, &json!({ "plan": "platinum" })),
+        400,
+        "invalid_plan",
+    );
+    let other = json!({ "plan": "lightyear", "price_id": "price_liftoff" });
+    let r = spec.exchange(
+        &p,
+        &Method::POST,
+        CHECKOUT,
+        Some(&other.to_string()),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 400, "invalid_price_id");
+    expect_error(&spec.post_raw(&p, CHECKOUT, "[1]"), 400, "invalid_body");
+
+    // The webhook: signed as the provider signs; unsigned; not an event; a stranger.
+    let customer = stripe.customer_of("acme");
+    let now = crate::common::now_ms() / 1_000;
+    let event = |id: &str, customer: &str| {
+        json!({ "id": id, "type": "customer.subscription.updated", "created": now,
+            "data": { "object": { "id": "sub_1", "customer": customer, "status": "active",
+                "created": now, "items": { "data": [ { "price": { "id": "price_lightyear" } } ] } } } })
+        .to_string()
+    };
+    let anon = Client::new(&server.base, None);
+    let signed = |spec: &mut Spec, body: &str| {
+        spec.header = Some(("stripe-signature", sign(WEBHOOK_SECRET, now, body)));
+        spec.exchange(
+            &anon,
+            &Method::POST,
+            BILLING_WEBHOOK,
+            Some(body),
+            Conformance::Opaque,
+        )
+    };
+    let applied = expect(signed(spec, &event("evt_1", &customer)), 200);
+    assert_eq!(applied.body["plan"], "lightyear");
+    expect_error(&signed(spec, "{}"), 400, "invalid_body");
+    expect_error(
+        &signed(spec, &event("evt_2", "cus_nobody")),
+        404,
+        "user_not_found",
+    );
+    let unsigned = spec.exchange(
+        &anon,
+        &Method::POST,
+        BILLING_WEBHOOK,
+        Some("{}"),
+        Conformance::Opaque,
+    );
+    expect_error(&unsigned, 400, "invalid_signature");
+    let huge = "x".repeat(1_100_000);
+    let too_big = json!({ "plan": "lightyear", "price_id": huge });
+    expect_error(&spec.post(&p, CHECKOUT, &too_big), 413, "payload_too_large");
+    expect_error(
+        &spec.post(&t, CONSOLE_CHECKOUT, &too_big),
+        413,
+        "payload_too_large",
+    );
+    let r = spec.exchange(
+        &anon,
+        &Method::POST,
+        BILLING_WEBHOOK,
+        Some(&huge),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 413, "payload_too_large");
+
+    // The provider down: 502 with Retry-After.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (_tmp2, server, keys) = paying(&down);
+    let d = server.client(&keys[0]);
+    expect_error(
+        &spec.post(&d, CHECKOUT, &lightyear),
+        502,
+        "billing_unavailable",
+    );
+    // The console's, with an ID token: the same answers.
+    let (tmp3, linked, keys) = paying(&stripe.base);
+    let l = linked.client(&keys[0]);
+    let (_, token) = crate::console::login(&tmp3.path().join("data"), "acme", None);
+    let t = Client::new(&linked.base, Some(&token));
+    expect(spec.get(&t, "/api/v1/console/billing"), 200);
+    expect_error(
+        &spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        404,
+        "customer_not_found",
+    );
+    let platinum = json!({ "plan": "platinum" });
+    expect_error(
+        &spec.post(&t, CONSOLE_CHECKOUT, &platinum),
+        400,
+        "invalid_plan",
+    );
+    let r = spec.exchange(
+        &t,
+        &Method::POST,
+        CONSOLE_CHECKOUT,
+        Some(&other.to_string()),
+        Conformance::Opaque,
+    );
+    expect_error(&r, 400, "invalid_price_id");
+    expect_error(
+        &spec.post_raw(&t, CONSOLE_CHECKOUT, "[1]"),
+        400,
+        "invalid_body",
+    );
+    expect(spec.post(&t, CONSOLE_CHECKOUT, &lightyear), 200);
+    expect(
+        spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        200,
+    );
+    drop(stripe);
+    expect_error(
+        &spec.exchange(&l, &Method::POST, PORTAL, None, Conformance::Strict),
+        502,
+        "billing_unavailable",
+    );
+    expect_error(
+        &spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        502,
+        "billing_unavailable",
+    );
+    expect_error(
+        &spec.post(&t, CONSOLE_CHECKOUT, &lightyear),
+        502,
+        "billing_unavailable",
+    );
 }
 
 /// `/api/v1/tools…`: registration (every bad field, the quota, a name taken), reads,

@@ -99,7 +99,10 @@ fn the_cli_acts_through_a_running_server_at_once() {
         .unwrap()
         .split_whitespace()
         .collect();
-    assert_eq!((acme[0], acme[1], acme[3]), ("acme", "lightyear", "1"));
+    assert_eq!(
+        (acme[0], acme[1], acme[3], acme[4]),
+        ("acme", "lightyear", "1", "operator")
+    );
 
     // A revoked key is refused on the very next request.
     let second = create_key(&dir, "acme", "lightyear");

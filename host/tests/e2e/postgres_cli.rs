@@ -67,7 +67,7 @@ fn keys_and_accounts_live_in_the_configured_database() {
     assert!(ok, "{stderr}");
     let row = accounts.lines().find(|l| l.starts_with("acme")).unwrap();
     assert!(
-        row.contains("lightyear") && row.trim_end().ends_with(" 0"),
+        row.contains("lightyear") && row.trim_end().ends_with(" 0 operator"),
         "{row}"
     );
 
@@ -85,6 +85,8 @@ fn keys_and_accounts_live_in_the_configured_database() {
         [
             "acme",
             "2026-11",
+            "lightyear",
+            "-",
             "1.0000",
             "1.500",
             "10",

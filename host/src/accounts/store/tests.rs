@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{AccountStore, Accounts, CreateKeyError, Places, REVOKED_KEY_HOLD_MS};
-use crate::accounts::{AccountError, KeyStore, PgAccounts, Plan, Plans};
+use crate::accounts::{AccountError, KeyStore, PgAccounts, Plan, PlanSource, Plans};
 use crate::storage::{Backend, StorageConfig, connect};
 use crate::test_postgres::Postgres;
 
@@ -71,10 +71,18 @@ async fn keys_and_plans(store: &dyn AccountStore) {
             .any(|k| k.id == other.id && k.account == "zeta")
     );
 
-    let set = store.set_plan("acme", Plan::Lightyear).await.unwrap();
+    let set = store
+        .set_plan("acme", Plan::Lightyear, PlanSource::Billing)
+        .await
+        .unwrap();
     assert_eq!(
-        (set.name.as_str(), set.plan, set.active_keys),
-        ("acme", Plan::Lightyear, 3)
+        (
+            set.name.as_str(),
+            set.plan,
+            set.plan_source,
+            set.active_keys
+        ),
+        ("acme", Plan::Lightyear, PlanSource::Billing, 3)
     );
     assert_eq!(
         store.authenticate(&second).await.unwrap().unwrap().plan,
@@ -106,7 +114,10 @@ async fn keys_and_plans(store: &dyn AccountStore) {
     );
     let e = e.to_string();
     assert!(e.contains("no key \"key_nope\""), "{e}");
-    let e = store.set_plan("nobody", Plan::Free).await.unwrap_err();
+    let e = store
+        .set_plan("nobody", Plan::Free, PlanSource::Operator)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&e, AccountError::NoSuchAccount(a) if a == "nobody"),
         "{e:?}"
@@ -259,7 +270,9 @@ async fn keys_take_effect_on_every_node_at_once() {
         b.authenticate(&secret).await.unwrap().unwrap().plan,
         Plan::Liftoff
     );
-    b.set_plan("acme", Plan::Lightyear).await.unwrap();
+    b.set_plan("acme", Plan::Lightyear, PlanSource::Operator)
+        .await
+        .unwrap();
     assert_eq!(
         a.authenticate(&secret).await.unwrap().unwrap().plan,
         Plan::Lightyear

@@ -6,6 +6,7 @@
 
 pub mod account;
 mod auth;
+pub mod billing;
 pub mod events;
 pub mod page;
 pub mod reads;

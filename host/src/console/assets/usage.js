@@ -1,8 +1,9 @@
-// Usage against the plan: agent-hours this month, live memories, concurrent agents, the
+// The plan and its billing (`billing.js`), and usage against the plan: agent-hours this month, live memories, concurrent agents, the
 // Mind's tokens, active API keys, open event streams, component uploads in the last hour,
 // outgoing HTTP, each key's spawn windows, and the hosts the account's agents may reach.
 
 import { api } from './api.js';
+import * as billing from './billing.js';
 import { attempt, el, num } from './dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -25,6 +26,7 @@ const windowName = (secs) => ({ 60: 'per minute', 3600: 'per hour' })[secs] ?? `
 async function load() {
   const u = await api('GET', 'usage');
   $('usage-period').textContent = `${u.month}, plan ${u.plan}`;
+  await billing.load();
   // Four decimals, as `wasmind usage` prints them: a first run is a few ten-thousandths.
   against('usage-agent-hours', u.agent_hours, 'agent-hours', 4);
   against('usage-memories', { used: u.memories.live, limit: u.memories.limit }, 'memories');
@@ -53,6 +55,8 @@ async function load() {
     el('td', {}, e.schemes.join(', ')),
     el('td', {}, e.from))));
 }
+
+export const { init } = billing;
 
 export function show() {
   return attempt(load);

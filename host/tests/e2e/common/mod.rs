@@ -7,6 +7,7 @@ pub mod fake_anthropic;
 pub mod fake_embedder;
 pub mod fake_mind;
 pub mod fake_server;
+pub mod fake_stripe;
 pub mod mcp_origin;
 pub mod origin;
 #[path = "../../support/postgres.rs"]

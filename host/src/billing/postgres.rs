@@ -1,0 +1,120 @@
+//! [`BillingStore`] in PostgreSQL (the postgres backend): one `billing_links` row per
+//! account, its subscription as JSON, and `billing_events`, whose primary key makes a
+//! second application of an event — from any node — write nothing.
+
+use async_trait::async_trait;
+use sqlx::{PgPool, Row, postgres::PgRow};
+
+use super::{BillingStore, Link, Subscription};
+use crate::{
+    clock::now_ms,
+    storage::{StoreError, bigint},
+};
+
+/// Billing's state over a PostgreSQL pool whose migrations have run.
+#[derive(Clone)]
+pub struct PgBilling {
+    pool: PgPool,
+}
+
+impl PgBilling {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+/// The links query ending in `$tail` (sqlx takes only static SQL).
+macro_rules! links {
+    ($tail:literal) => {
+        concat!(
+            "SELECT account_id, customer_id, subscription::text AS subscription \
+             FROM billing_links ",
+            $tail
+        )
+    };
+}
+
+fn link_of(row: &PgRow) -> Result<Link, StoreError> {
+    let subscription: Option<String> = row.try_get("subscription")?;
+    Ok(Link {
+        account: row.try_get("account_id")?,
+        customer: row.try_get("customer_id")?,
+        subscription: subscription.map(|s| serde_json::from_str(&s)).transpose()?,
+    })
+}
+
+#[async_trait]
+impl BillingStore for PgBilling {
+    async fn by_account(&self, account: &str) -> Result<Option<Link>, StoreError> {
+        let row = sqlx::query(links!("WHERE account_id = $1"))
+            .bind(account)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(link_of).transpose()
+    }
+
+    async fn by_customer(&self, customer: &str) -> Result<Option<Link>, StoreError> {
+        let row = sqlx::query(links!("WHERE customer_id = $1"))
+            .bind(customer)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(link_of).transpose()
+    }
+
+    async fn links(&self) -> Result<Vec<Link>, StoreError> {
+        let rows = sqlx::query(links!("ORDER BY account_id"))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(link_of).collect()
+    }
+
+    async fn link(&self, account: &str, customer: &str) -> Result<Link, StoreError> {
+        sqlx::query(
+            "INSERT INTO billing_links (account_id, customer_id) VALUES ($1, $2)
+             ON CONFLICT (account_id) DO NOTHING",
+        )
+        .bind(account)
+        .bind(customer)
+        .execute(&self.pool)
+        .await?;
+        let found = self.by_account(account).await?;
+        found.ok_or_else(|| StoreError::Corrupt(format!("billing link of {account:?} vanished")))
+    }
+
+    async fn seen(&self, id: &str) -> Result<bool, StoreError> {
+        let row = sqlx::query("SELECT 1 FROM billing_events WHERE event_id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
+    async fn record(
+        &self,
+        id: &str,
+        account: &str,
+        subscription: Option<&Subscription>,
+    ) -> Result<bool, StoreError> {
+        let mut txn = self.pool.begin().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO billing_events (event_id, applied_at) VALUES ($1, $2)
+             ON CONFLICT (event_id) DO NOTHING",
+        )
+        .bind(id)
+        .bind(bigint(now_ms()))
+        .execute(&mut *txn)
+        .await?;
+        if inserted.rows_affected() == 0 {
+            return Ok(false);
+        }
+        if let Some(subscription) = subscription {
+            sqlx::query("UPDATE billing_links SET subscription = $2::jsonb WHERE account_id = $1")
+                .bind(account)
+                .bind(serde_json::to_string(subscription)?)
+                .execute(&mut *txn)
+                .await?;
+        }
+        txn.commit().await?;
+        Ok(true)
+    }
+}
