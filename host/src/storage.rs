@@ -76,6 +76,17 @@ pub fn unsigned(v: i64) -> u64 {
     u64::try_from(v).unwrap_or_default()
 }
 
+/// A node's pool on `url`, its schema up to date: unit tests' on a real PostgreSQL.
+#[cfg(test)]
+pub async fn test_pool(url: &str) -> PgPool {
+    let config = StorageConfig {
+        backend: Backend::Postgres,
+        database_url: Some(url.into()),
+        pool_size: 2,
+    };
+    connect(&config).await.unwrap()
+}
+
 /// Connects to the configured database and brings its schema up to date. The migrations
 /// run under PostgreSQL's advisory lock (sqlx takes it), so nodes starting together apply
 /// each migration once and the others wait for it.

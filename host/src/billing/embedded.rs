@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{BillingStore, Link, Subscription};
+use super::{BillingStore, Link, Subscription, Turn};
 use crate::{blocking::with_store, clock::now_ms, storage::StoreError};
 
 /// account → link (JSON).
@@ -139,6 +139,12 @@ impl BillingStore for EmbeddedBilling {
         with_store(self, move |s| s.put_link(&account, &customer)).await
     }
 
+    /// A data dir is one process's (its lock), whose `Billing` applies one event at a time
+    /// already: the turn is that.
+    async fn turn(&self) -> Result<Box<dyn Turn>, StoreError> {
+        Ok(Box::new(OneProcess))
+    }
+
     async fn seen(&self, id: &str) -> Result<bool, StoreError> {
         let id = id.to_owned();
         with_store(self, move |s| {
@@ -160,5 +166,15 @@ impl BillingStore for EmbeddedBilling {
             s.put_event(&id, &account, subscription.as_ref())
         })
         .await
+    }
+}
+
+/// The embedded backend's [`Turn`]: nothing to hold beyond the process's own.
+struct OneProcess;
+
+#[async_trait]
+impl Turn for OneProcess {
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        Ok(())
     }
 }

@@ -28,6 +28,6 @@ pub use postgres::PgBilling;
 pub use provider::{CheckoutRequest, HostedPage, Provider, Unavailable};
 pub use service::{Billing, Checkout, Outcome};
 pub use signature::SignatureError;
-pub use store::{BillingStore, Link};
+pub use store::{BillingStore, Link, Turn};
 pub use stripe::Stripe;
 pub use subscription::Subscription;

@@ -5,11 +5,26 @@
 use async_trait::async_trait;
 use sqlx::{PgPool, Row, postgres::PgRow};
 
-use super::{BillingStore, Link, Subscription};
+use super::{BillingStore, Link, Subscription, Turn};
 use crate::{
     clock::now_ms,
     storage::{StoreError, bigint},
 };
+
+/// The advisory lock of billing's [`Turn`] ("billing" in ASCII; no other lock of ours
+/// takes this key).
+const TURN_LOCK: i64 = 0x0062_696c_6c69_6e67;
+
+/// A transaction holding the turn's advisory lock, which its end releases (a dropped one
+/// too: its connection rolls it back before it serves again).
+struct PgTurn(sqlx::Transaction<'static, sqlx::Postgres>);
+
+#[async_trait]
+impl Turn for PgTurn {
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        Ok(self.0.rollback().await?)
+    }
+}
 
 /// Billing's state over a PostgreSQL pool whose migrations have run.
 #[derive(Clone)]
@@ -81,6 +96,15 @@ impl BillingStore for PgBilling {
         found.ok_or_else(|| StoreError::Corrupt(format!("billing link of {account:?} vanished")))
     }
 
+    async fn turn(&self) -> Result<Box<dyn Turn>, StoreError> {
+        let mut txn = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(TURN_LOCK)
+            .execute(&mut *txn)
+            .await?;
+        Ok(Box::new(PgTurn(txn)))
+    }
+
     async fn seen(&self, id: &str) -> Result<bool, StoreError> {
         let row = sqlx::query("SELECT 1 FROM billing_events WHERE event_id = $1")
             .bind(id)
@@ -116,5 +140,35 @@ impl BillingStore for PgBilling {
         }
         txn.commit().await?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{storage::test_pool, test_postgres::Postgres};
+
+    /// Two nodes' stores on one database: the second waits for the turn until the first
+    /// releases it.
+    #[tokio::test]
+    async fn one_node_at_a_time_has_the_turn() {
+        let pg = Postgres::start();
+        let url = pg.database("billing_turn");
+        let (a, b) = (
+            PgBilling::new(test_pool(&url).await),
+            PgBilling::new(test_pool(&url).await),
+        );
+        let held = a.turn().await.unwrap();
+        let waiting = tokio::spawn(async move { b.turn().await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the second node got the turn while the first held it"
+        );
+        held.release().await.unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(10), waiting).await;
+        second.unwrap().unwrap().unwrap().release().await.unwrap();
     }
 }

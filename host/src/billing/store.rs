@@ -17,6 +17,16 @@ pub struct Link {
     pub subscription: Option<Subscription>,
 }
 
+/// Billing's turn, held while one event (or the grace sweep) reads an account's
+/// subscription, folds the news in and writes the result: across every node sharing the
+/// store, so two nodes given two events of one account at once apply them in turn rather
+/// than each fold into the same old state, the later write winning.
+#[async_trait]
+pub trait Turn: Send {
+    /// Lets the next one in.
+    async fn release(self: Box<Self>) -> Result<(), StoreError>;
+}
+
 /// Billing's state.
 #[async_trait]
 pub trait BillingStore: Send + Sync + 'static {
@@ -29,6 +39,8 @@ pub trait BillingStore: Send + Sync + 'static {
     /// Links `account` to `customer`; an account already linked keeps its customer, which
     /// is returned.
     async fn link(&self, account: &str, customer: &str) -> Result<Link, StoreError>;
+    /// Waits for billing's [`Turn`].
+    async fn turn(&self) -> Result<Box<dyn Turn>, StoreError>;
     /// Whether event `id` was applied.
     async fn seen(&self, id: &str) -> Result<bool, StoreError>;
     /// Records event `id` as applied and, in the same transaction, `account`'s

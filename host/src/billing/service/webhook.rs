@@ -45,18 +45,34 @@ impl Billing {
         self.apply(event).await
     }
 
+    /// Runs `work` in billing's turn: one at a time in this process, then across the nodes
+    /// sharing the store ([`Turn`](crate::billing::Turn)).
+    async fn in_turn<T>(
+        &self,
+        work: impl Future<Output = Result<T, BillingError>>,
+    ) -> Result<T, BillingError> {
+        let _one_at_a_time = self.applying.lock().await;
+        let turn = self.store.turn().await?;
+        let done = work.await;
+        turn.release().await?;
+        done
+    }
+
     /// Applies a verified event once.
     async fn apply(&self, event: Event) -> Result<Outcome, BillingError> {
         let Some(customer) = event.what.customer() else {
             return Ok(Outcome::Ignored);
         };
-        let _one_at_a_time = self.applying.lock().await;
+        self.in_turn(self.apply_in_turn(customer, &event)).await
+    }
+
+    async fn apply_in_turn(&self, customer: &str, event: &Event) -> Result<Outcome, BillingError> {
         if self.store.seen(&event.id).await? {
             return Ok(Outcome::Duplicate);
         }
         let link = self.resolve(customer, &event.what).await?;
         let current = link.subscription.as_ref();
-        let next = match self.incoming(current, &event) {
+        let next = match self.incoming(current, event) {
             Some(incoming) => Subscription::fold(current, incoming),
             None => None,
         };
@@ -147,8 +163,11 @@ impl Billing {
     /// Moves to Free every account whose subscription's grace period after a failed
     /// payment has run out while it still has the subscription's plan; returns them.
     pub async fn sweep(&self) -> Result<Vec<String>, BillingError> {
+        self.in_turn(self.sweep_in_turn()).await
+    }
+
+    async fn sweep_in_turn(&self) -> Result<Vec<String>, BillingError> {
         let now = unix_now();
-        let _one_at_a_time = self.applying.lock().await;
         let mut moved = Vec::new();
         for link in self.store.links().await? {
             let Some(s) = link.subscription else { continue };

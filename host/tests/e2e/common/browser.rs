@@ -175,13 +175,17 @@ impl Browser {
 
     /// Clicks the element matching `css`, once it is there. An element the page
     /// re-rendered between finding and clicking it (a table refreshed after a fetch) is
-    /// found again, as a user would click the one now shown.
+    /// found again, as a user would click the one now shown; one not shown yet (a reloaded
+    /// page still signing in) is clicked once it is.
     pub fn click(&self, css: &str) {
         let start = Instant::now();
         loop {
             let element = self.find(css);
             match self.rt.block_on(element.click()) {
-                Err(e) if e.is_stale_element_reference() && start.elapsed() < WAIT => {
+                Err(e)
+                    if (e.is_stale_element_reference() || e.is_element_not_interactable())
+                        && start.elapsed() < WAIT =>
+                {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 clicked => return clicked.unwrap_or_else(|e| panic!("browser: {css}: {e}")),
