@@ -60,6 +60,10 @@ pub enum ToolError {
     /// The account has no tool of that name.
     #[error("{0}")]
     Unknown(String),
+    /// The name is one of the account's MCP servers, which is not a tool: its tools are
+    /// called as `mcp_<server>_<tool>`.
+    #[error("{0} is an MCP server; its tools are called as mcp_{0}_<tool>")]
+    Server(String),
     /// The arguments are not a JSON object, or do not fit the tool's schema.
     #[error("{0}")]
     InvalidArguments(String),
@@ -355,9 +359,7 @@ impl Tools {
         let target = match record {
             Some(record) => {
                 let ToolKind::Http(tool) = &record.kind else {
-                    return Err(ToolError::Unknown(format!(
-                        "{name} is an MCP server; its tools are named mcp_{name}_<tool>"
-                    )));
+                    return Err(ToolError::Server(name.to_owned()));
                 };
                 fits(&tool.parameters, &arguments, true)?;
                 Target::Http(record)

@@ -1883,6 +1883,7 @@ fn drive_tools(spec: &mut Spec, c: &Client, small: &Client, origin: &Origin, mcp
         404,
         "tool_not_found",
     );
+    expect_error(&spec.post(c, &call("calc"), &sum), 409, "not_a_tool");
     let canary = http_tool("canary", "http://127.0.0.1:9/steal");
     expect(spec.post(c, TOOLS, &canary), 201);
     expect_error(

@@ -48,6 +48,9 @@ impl From<ToolError> for ApiError {
     fn from(e: ToolError) -> Self {
         match e {
             ToolError::Unknown(_) => tool_not_found(),
+            e @ ToolError::Server(_) => {
+                ApiError::new(StatusCode::CONFLICT, "not_a_tool", e.to_string())
+            }
             ToolError::InvalidArguments(m) => {
                 ApiError::new(StatusCode::BAD_REQUEST, "invalid_arguments", m)
             }
@@ -83,6 +86,7 @@ impl From<ToolError> for ApiError {
         (status = 402, description = "A plan's HTTP budget for the month is spent (`http_requests_per_month`, `http_bytes_per_month`); nothing was sent. Codes: `http_budget_exceeded`. Details: ToolDeniedDetails.", body = ErrorEnvelope),
         (status = 403, description = "The host's egress policy refuses the tool's URL (its scheme, host and port on no allowlist, or its addresses refused); `details.rule` says which. Nothing was sent. Codes: `tool_denied`. Details: ToolDeniedDetails.", body = ErrorEnvelope),
         (status = 404, description = "No tool of that name in this account (an MCP server's tools are called as `mcp_<server>_<tool>`). Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 409, description = "The name is one of the account's MCP servers, which is no tool: its tools are called as `mcp_<server>_<tool>`. Codes: `not_a_tool`.", body = ErrorEnvelope),
         (status = 502, description = "The request was made and failed: a status other than 2xx, the connection, the timeout, an MCP tool's error, a secret this node cannot open; the message says which. Codes: `tool_failed`.", body = ErrorEnvelope),
     ))]
 pub async fn call(

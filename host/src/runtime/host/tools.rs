@@ -88,6 +88,7 @@ impl Outcome {
 fn wit_error(e: ToolError) -> wt::ToolError {
     match e {
         ToolError::Unknown(m) => wt::ToolError::Unknown(m),
+        e @ ToolError::Server(_) => wt::ToolError::Unknown(e.to_string()),
         ToolError::InvalidArguments(m) => wt::ToolError::InvalidArguments(m),
         e @ ToolError::Denied { .. } => wt::ToolError::Denied(e.to_string()),
         ToolError::Failed(m) => wt::ToolError::Failed(m),
