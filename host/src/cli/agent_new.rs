@@ -1,4 +1,4 @@
-//! `wasmind agent new NAME [--lang rust|python]`: writes a ready agent project — a
+//! `wasmind agent new NAME [--lang rust|python|typescript]`: writes a ready agent project — a
 //! `ToolLoop` agent with one tool of its own, a native test against the SDK's test doubles,
 //! and the lines that build, deploy and run it. The templates are embedded in the binary,
 //! so it works anywhere.
@@ -6,9 +6,10 @@
 //! A Rust crate depends on the SDK of the wasmind home (`crate::home`) by path when there
 //! is one of the binary's own SDK version — the SDK is not on the registry yet, and a path
 //! builds offline — else on the SDK's version from the registry; it says which. A Python
-//! project: see [`python`].
+//! project: see [`python`]; a JavaScript / TypeScript one: see [`typescript`].
 
 mod python;
+mod typescript;
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,8 @@ pub struct NewArgs {
     #[arg(long, value_enum, default_value_t = Lang::Rust)]
     pub lang: Lang,
     /// Depend on the SDK at this path (e.g. while working on the SDK itself); default: the
-    /// wasmind home's `guest-sdk/` (Python: `sdks/python/`), else for Rust the SDK's
+    /// wasmind home's `guest-sdk/` (Python: `sdks/python/`, TypeScript:
+    /// `sdks/typescript/`), else for Rust the SDK's
     /// version from the registry.
     #[arg(long)]
     pub sdk_path: Option<PathBuf>,
@@ -56,6 +58,9 @@ pub enum Lang {
     /// A module on the Python `wasmind-sdk` (sdks/python/), tested with pytest and built
     /// with componentize-py.
     Python,
+    /// An ES module on `@wasmind/agent-sdk` (sdks/typescript/), tested with `node --test`
+    /// and built with the SDK's build (rolldown, then componentize-js).
+    Typescript,
 }
 
 /// Writes the project and says what to do next.
@@ -64,8 +69,10 @@ pub fn run(args: &NewArgs) -> anyhow::Result<()> {
         .path
         .clone()
         .unwrap_or_else(|| PathBuf::from(&args.name));
-    if args.lang == Lang::Python {
-        return python::run(&dir, &args.name, args.sdk_path.as_deref());
+    match args.lang {
+        Lang::Python => return python::run(&dir, &args.name, args.sdk_path.as_deref()),
+        Lang::Typescript => return typescript::run(&dir, &args.name, args.sdk_path.as_deref()),
+        Lang::Rust => {}
     }
     let sdk = match &args.sdk_path {
         Some(path) => {
@@ -128,8 +135,8 @@ impl Sdk {
 /// The SDK of the first home whose `guest-sdk/` is `wasmind-sdk` at `version` (another
 /// version would not match this binary's host interfaces), else the registry's `version`.
 fn default_sdk(homes: &[PathBuf], version: &str) -> Sdk {
-    home_sdk(homes, SDK_DIR, "Cargo.toml", version, |m: Manifest| {
-        m.package
+    home_sdk(homes, SDK_DIR, "Cargo.toml", version, |text| {
+        toml::from_str::<Manifest>(text).ok().map(|m| m.package)
     })
     .map_or_else(
         || Sdk::Registry(version.to_owned()),
@@ -137,14 +144,15 @@ fn default_sdk(homes: &[PathBuf], version: &str) -> Sdk {
     )
 }
 
-/// `sdk_dir` in the first of `homes` whose `manifest` there (TOML, read as `M`) names the
-/// package `wasmind-sdk` at `version` (through `package`), canonical.
-fn home_sdk<M: serde::de::DeserializeOwned>(
+/// `sdk_dir` in the first of `homes` whose `manifest` there names (read by `package`) the
+/// package `wasmind-sdk` (or, in npm's spelling, `@wasmind/agent-sdk`) at `version`,
+/// canonical.
+fn home_sdk(
     homes: &[PathBuf],
     sdk_dir: &str,
     manifest: &str,
     version: &str,
-    package: impl Fn(M) -> Package,
+    package: impl Fn(&str) -> Option<Package>,
 ) -> Option<PathBuf> {
     homes
         .iter()
@@ -152,11 +160,104 @@ fn home_sdk<M: serde::de::DeserializeOwned>(
         .find(|dir| {
             std::fs::read_to_string(dir.join(manifest))
                 .ok()
-                .and_then(|text| toml::from_str::<M>(&text).ok())
-                .map(&package)
-                .is_some_and(|p| p.name == "wasmind-sdk" && p.version == version)
+                .and_then(|text| package(&text))
+                .is_some_and(|p| {
+                    ["wasmind-sdk", "@wasmind/agent-sdk"].contains(&p.name.as_str())
+                        && p.version == version
+                })
         })
         .and_then(|dir| std::fs::canonicalize(dir).ok())
+}
+
+/// A project in a language whose SDK is on no registry (Python, TypeScript): it uses the
+/// SDK by path, so it tests and builds offline — the one `--sdk-path` names, else the first
+/// wasmind home's of this binary's SDK version; without either, `agent new` says how to
+/// name one.
+struct LocalSdkProject {
+    /// The language, as said to the user.
+    lang: &'static str,
+    /// The SDK's package name.
+    package: &'static str,
+    /// The SDK relative to a wasmind home, a file any copy of it holds, and what it is.
+    sdk: (&'static str, &'static str, &'static str),
+    /// The SDK's version (this binary's).
+    version: String,
+    /// The SDK of the first of the homes whose SDK has the version.
+    home: fn(&[PathBuf], &str) -> Option<PathBuf>,
+    /// The project's files for the agent `name` on the SDK at a path, built by a line.
+    files: fn(&str, &Path, &str) -> Vec<(String, String)>,
+    /// The one command that builds `NAME.wasm` in the project's directory.
+    build: fn(&str, &Path) -> String,
+    /// The command that runs the project's tests.
+    test: &'static str,
+}
+
+impl LocalSdkProject {
+    /// Writes the project `name` into `dir` on the SDK at `sdk_path` (else the home's) and
+    /// says what to do next.
+    fn write(&self, dir: &Path, name: &str, sdk_path: Option<&Path>) -> anyhow::Result<()> {
+        let (sdk, why) = self.sdk(sdk_path)?;
+        let build = (self.build)(name, &sdk);
+        write_project(dir, name, &(self.files)(name, &sdk, &build))?;
+        println!(
+            "Created {lang} agent {name} in {dir}.\nIt uses {package} at {sdk} ({why}).\n  cd {dir} && {test}\n  {build}\n  wasmind agent deploy {name}.wasm --name {name} --version 0.1.0",
+            lang = self.lang,
+            package = self.package,
+            test = self.test,
+            dir = dir.display(),
+            sdk = sdk.display(),
+        );
+        Ok(())
+    }
+
+    /// The SDK, canonical, and why that one.
+    fn sdk(&self, sdk_path: Option<&Path>) -> anyhow::Result<(PathBuf, &'static str)> {
+        let (sdk_dir, marker, what) = self.sdk;
+        if let Some(path) = sdk_path {
+            let path = std::fs::canonicalize(path)
+                .with_context(|| format!("the SDK path {} does not exist", path.display()))?;
+            if !path.join(marker).is_file() {
+                bail!(
+                    "{} has no {marker}: not {what} ({sdk_dir} of a wasmind checkout)",
+                    path.display()
+                );
+            }
+            return Ok((path, "--sdk-path"));
+        }
+        let homes = crate::home::homes(sdk_dir, Some(Path::new(BUILT_FROM)));
+        let sdk = (self.home)(&homes, &self.version).with_context(|| {
+            format!(
+                "no wasmind home holds {what} ({sdk_dir}/) of version {}; set WASMIND_HOME \
+                 to a checkout, or name the SDK with --sdk-path",
+                self.version
+            )
+        })?;
+        Ok((sdk, "the SDK of the wasmind home"))
+    }
+}
+
+/// Each `(file, template)` of `templates` with every `{var}` of `vars` filled in.
+fn fill_templates(templates: &[(String, &str)], vars: &[(&str, &str)]) -> Vec<(String, String)> {
+    let fill = |template: &str| {
+        (vars.iter()).fold(template.to_owned(), |text, (var, value)| {
+            text.replace(&format!("{{{var}}}"), value)
+        })
+    };
+    (templates.iter())
+        .map(|(file, template)| (file.clone(), fill(template)))
+        .collect()
+}
+
+/// `path` as one shell word: as it is when it holds nothing a shell would read, else in
+/// single quotes.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
+    if text.chars().all(plain) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
 }
 
 /// Writes the crate `name` into `dir` (which must not exist), depending on the SDK by the
@@ -227,6 +328,35 @@ fn sdk_version() -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lookup `home` (of a language's SDK at `sdk_dir`, its `manifest` written as
+    /// `text(version)`) takes the first home whose SDK has the version, and none without.
+    pub(super) fn finds_the_first_home_s_sdk_of_the_version(
+        sdk_dir: &str,
+        manifest: &str,
+        text: impl Fn(&str) -> String,
+        home: fn(&[PathBuf], &str) -> Option<PathBuf>,
+    ) {
+        let home_with = |version: &str| {
+            let home = tempfile::tempdir().unwrap();
+            let sdk = home.path().join(sdk_dir);
+            std::fs::create_dir_all(&sdk).unwrap();
+            std::fs::write(sdk.join(manifest), text(version)).unwrap();
+            home
+        };
+        let (empty, other, right) = (
+            tempfile::tempdir().unwrap(),
+            home_with("9.9.9"),
+            home_with("0.1.0"),
+        );
+        let homes: Vec<PathBuf> = [&empty, &other, &right]
+            .iter()
+            .map(|h| h.path().to_path_buf())
+            .collect();
+        let expected = std::fs::canonicalize(right.path().join(sdk_dir)).unwrap();
+        assert_eq!(home(&homes, "0.1.0"), Some(expected));
+        assert_eq!(home(&homes[..2], "0.1.0"), None);
+    }
 
     #[test]
     fn names_must_be_snake_case() {

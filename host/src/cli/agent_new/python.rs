@@ -3,16 +3,13 @@
 //! `pyproject.toml` whose pytest settings put the SDK on the path, a README and a
 //! `.gitignore`; and the componentize-py line that builds the component.
 //!
-//! The project uses the Python SDK by path, as a Rust crate does, so it tests and builds
-//! offline: the one `--sdk-path` names, else the wasmind home's `sdks/python/` of this
-//! binary's SDK version. The Python SDK is on no registry, so there is no fallback: without
-//! either, `agent new` says how to name one.
+//! The project uses the Python SDK by path, as a Rust crate does (see [`LocalSdkProject`]).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
-use super::{BUILT_FROM, Package, write_project};
+use super::{LocalSdkProject, Package, fill_templates, shell_word};
 
 const AGENT_PY: &str = include_str!("../agent_template/python/agent.py.in");
 const TEST_PY: &str = include_str!("../agent_template/python/test_agent.py.in");
@@ -33,60 +30,38 @@ struct PyProject {
 /// Writes the project `name` into `dir` on the SDK at `sdk_path` (else the home's) and
 /// says what to do next.
 pub fn run(dir: &Path, name: &str, sdk_path: Option<&Path>) -> anyhow::Result<()> {
-    let (sdk, why) = match sdk_path {
-        Some(path) => {
-            let path = std::fs::canonicalize(path)
-                .with_context(|| format!("the SDK path {} does not exist", path.display()))?;
-            if !path.join("wasmind_sdk/__init__.py").is_file() {
-                bail!(
-                    "{} has no wasmind_sdk/__init__.py: not the Python SDK (sdks/python of a \
-                     wasmind checkout)",
-                    path.display()
-                );
-            }
-            (path, "--sdk-path")
-        }
-        None => {
-            let homes = crate::home::homes(SDK_DIR, Some(Path::new(BUILT_FROM)));
-            let sdk = home_sdk(&homes, &sdk_version()?).with_context(|| {
-                format!(
-                    "no wasmind home holds the Python SDK ({SDK_DIR}/) of version {}; set \
-                     WASMIND_HOME to a checkout, or name the SDK with --sdk-path",
-                    sdk_version().unwrap_or_default()
-                )
-            })?;
-            (sdk, "the SDK of the wasmind home")
-        }
+    let project = LocalSdkProject {
+        lang: "Python",
+        package: "wasmind-sdk",
+        sdk: (SDK_DIR, "wasmind_sdk/__init__.py", "the Python SDK"),
+        version: sdk_version()?,
+        home: home_sdk,
+        files,
+        build: build_line,
+        test: "pytest",
     };
-    let build = build_line(name, &sdk);
-    write_project(dir, name, &files(name, &sdk, &build))?;
-    println!(
-        "Created Python agent {name} in {dir}.\nIt uses wasmind-sdk at {sdk} ({why}).\n  cd {dir} && pytest\n  {build}\n  wasmind agent deploy {name}.wasm --name {name} --version 0.1.0",
-        dir = dir.display(),
-        sdk = sdk.display(),
-    );
-    Ok(())
+    project.write(dir, name, sdk_path)
 }
 
 /// The project's files for the agent `name` on the SDK at `sdk`, built by `build`.
 fn files(name: &str, sdk: &Path, build: &str) -> Vec<(String, String)> {
-    let sdk_text = sdk.display().to_string();
+    let sdk = sdk.display().to_string();
     // A JSON string is a TOML basic string: the same quotes and escapes.
-    let sdk_toml = serde_json::to_string(&sdk_text).expect("a string serializes");
-    let fill = |template: &str| {
-        template
-            .replace("{name}", name)
-            .replace("{sdk_toml}", &sdk_toml)
-            .replace("{sdk}", &sdk_text)
-            .replace("{build}", build)
-    };
-    vec![
-        (format!("{name}.py"), fill(AGENT_PY)),
-        (format!("test_{name}.py"), fill(TEST_PY)),
-        ("pyproject.toml".to_owned(), fill(PYPROJECT)),
-        ("README.md".to_owned(), fill(README)),
-        (".gitignore".to_owned(), fill(GITIGNORE)),
-    ]
+    let sdk_toml = serde_json::to_string(&sdk).expect("a string serializes");
+    let templates = [
+        (format!("{name}.py"), AGENT_PY),
+        (format!("test_{name}.py"), TEST_PY),
+        ("pyproject.toml".to_owned(), PYPROJECT),
+        ("README.md".to_owned(), README),
+        (".gitignore".to_owned(), GITIGNORE),
+    ];
+    let vars = [
+        ("name", name),
+        ("sdk_toml", &sdk_toml),
+        ("sdk", &sdk),
+        ("build", build),
+    ];
+    fill_templates(&templates, &vars)
 }
 
 /// The one command that builds `name.wasm` from the module `name` in the working
@@ -97,22 +72,10 @@ fn build_line(name: &str, sdk: &Path) -> String {
     format!("componentize-py -d {wit} -w agent componentize {name} -p . -p {sdk} -o {name}.wasm")
 }
 
-/// `path` as one shell word: as it is when it holds nothing a shell would read, else in
-/// single quotes.
-fn shell_word(path: &Path) -> String {
-    let text = path.display().to_string();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+".contains(c);
-    if text.chars().all(plain) {
-        text
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
 /// The `sdks/python/` of the first home whose SDK is `wasmind-sdk` at `version`.
 fn home_sdk(homes: &[PathBuf], version: &str) -> Option<PathBuf> {
-    super::home_sdk(homes, SDK_DIR, "pyproject.toml", version, |p: PyProject| {
-        p.project
+    super::home_sdk(homes, SDK_DIR, "pyproject.toml", version, |text| {
+        toml::from_str::<PyProject>(text).ok().map(|p| p.project)
     })
 }
 
@@ -126,6 +89,7 @@ fn sdk_version() -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::agent_new::{tests::finds_the_first_home_s_sdk_of_the_version, write_project};
 
     #[test]
     fn writes_a_module_its_tests_and_a_pytest_path_to_the_sdk() {
@@ -159,26 +123,9 @@ mod tests {
 
     #[test]
     fn the_sdk_is_the_first_home_s_of_this_version() {
-        let home_with = |version: &str| {
-            let home = tempfile::tempdir().unwrap();
-            let sdk = home.path().join(SDK_DIR);
-            std::fs::create_dir_all(&sdk).unwrap();
-            let text = format!("[project]\nname = \"wasmind-sdk\"\nversion = \"{version}\"\n");
-            std::fs::write(sdk.join("pyproject.toml"), text).unwrap();
-            home
-        };
-        let (empty, other, right) = (
-            tempfile::tempdir().unwrap(),
-            home_with("9.9.9"),
-            home_with("0.1.0"),
-        );
-        let homes: Vec<PathBuf> = [&empty, &other, &right]
-            .iter()
-            .map(|h| h.path().to_path_buf())
-            .collect();
-        let expected = std::fs::canonicalize(right.path().join(SDK_DIR)).unwrap();
-        assert_eq!(home_sdk(&homes, "0.1.0"), Some(expected));
-        assert_eq!(home_sdk(&homes[..2], "0.1.0"), None);
+        let text =
+            |version: &str| format!("[project]\nname = \"wasmind-sdk\"\nversion = \"{version}\"\n");
+        finds_the_first_home_s_sdk_of_the_version(SDK_DIR, "pyproject.toml", text, home_sdk);
         assert!(semver::Version::parse(&sdk_version().unwrap()).is_ok());
     }
 }
