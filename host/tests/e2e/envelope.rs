@@ -209,11 +209,13 @@ fn validation_codes_name_the_field() {
 }
 
 /// What the server itself answers without a key, for every operation its document lists:
-/// 401 `invalid_api_key` everywhere but the document and its reference page (401
-/// `missing_id_token` on the console's routes, which take an ID token), whatever the
-/// body or parameters (the document's own `security` is held to the same list by a unit test).
+/// 401 `invalid_api_key` everywhere but the document, its reference page and the payment
+/// provider's webhook (401 `missing_id_token` on the console's routes, which take an ID
+/// token), whatever the body or parameters (the document's own `security` is held to the
+/// same list by a unit test). The webhook's signature is its authentication: unsigned, it
+/// is 400 `invalid_signature`.
 #[test]
-fn only_the_document_and_its_reference_page_answer_without_a_key() {
+fn only_the_document_its_reference_page_and_the_webhook_answer_without_a_key() {
     let (_tmp, server, _keys) = server_with_keys(
         &[],
         &Options {
@@ -254,6 +256,9 @@ fn only_the_document_and_its_reference_page_answer_without_a_key() {
                 };
                 assert_eq!(body["error"]["code"], code, "{verb} {path}");
             } else {
+                if path == "/api/v1/billing/webhook" {
+                    assert_eq!(r.status().as_u16(), 400, "an unsigned webhook");
+                }
                 keyless.push(format!("{verb} {path}"));
             }
         }
@@ -266,6 +271,7 @@ fn only_the_document_and_its_reference_page_answer_without_a_key() {
             "GET /api/v1/docs/",
             "GET /api/v1/docs/{file}",
             "GET /api/v1/openapi.json",
+            "POST /api/v1/billing/webhook",
         ]
     );
 }

@@ -230,7 +230,7 @@ fn an_mcp_server_s_tools_are_listed_and_called_with_its_bearer() {
     assert_eq!(r.body["result"], "sum: 5");
     call(&c, "mcp_calc_add", &json!({ "a": "two" })).assert_error(400, "invalid_arguments");
     call(&c, "mcp_calc_fail", &json!({})).assert_error(502, "tool_failed");
-    call(&c, "calc", &json!({})).assert_error(404, "tool_not_found");
+    call(&c, "calc", &json!({})).assert_error(409, "not_a_tool");
 
     // Every request carried the bearer; the call's carried an Idempotency-Key.
     let seen = mcp.requests();
