@@ -6,9 +6,10 @@
 //!
 //! 1. [`unchanged`]: the key's live version holds the same value → nothing is written.
 //! 2. (the backend) the same agent call's version exists → nothing is written.
-//! 3. [`next_version`]: a key with no live version counts against the quota; the new
-//!    version carries the live one's creation time and access count, and follows the
-//!    newest version whatever its state.
+//! 3. [`next_version`]: a key with no live version counts against the quota, and an
+//!    account over its quota (its plan lowered below what it holds) writes nothing until
+//!    it is back within it; the new version carries the live one's creation time and
+//!    access count, and follows the newest version whatever its state.
 
 use super::{MemoryError, PutInput, Result, backend::PutOutcome, record::Memory};
 
@@ -21,7 +22,9 @@ pub(super) fn unchanged(input: &PutInput, newest: Option<&Memory>, now: u64) -> 
 
 /// The version `input` writes after `newest` (its key's newest version, if any), or the
 /// refusal of a key with no live version when the account's `used` live memories reach
-/// `limit`. Its `id` is the backend's to give (0 here).
+/// `limit`, and of any key when they are over it: what is over a lowered plan's limit is
+/// read-only (readable and deletable) until enough of it is deleted. Its `id` is the
+/// backend's to give (0 here).
 pub(super) fn next_version(
     input: &PutInput,
     newest: Option<&Memory>,
@@ -29,7 +32,7 @@ pub(super) fn next_version(
     (used, limit): (u64, u64),
 ) -> Result<Memory> {
     let live = newest.filter(|m| m.is_live(now));
-    if live.is_none() && used >= limit {
+    if (live.is_none() && used >= limit) || used > limit {
         return Err(MemoryError::QuotaExceeded { limit, used });
     }
     Ok(Memory {
@@ -124,6 +127,19 @@ mod tests {
         assert!(matches!(
             refused,
             MemoryError::QuotaExceeded { limit: 7, used: 7 }
+        ));
+    }
+
+    /// At its limit an account still edits what it has; over it (a plan lowered below
+    /// what it holds) it edits nothing until it deletes enough.
+    #[test]
+    fn an_account_over_its_quota_is_read_only() {
+        let head = live("v");
+        assert!(next_version(&input("w"), Some(&head), 100, (7, 7)).is_ok());
+        let refused = next_version(&input("w"), Some(&head), 100, (8, 7)).unwrap_err();
+        assert!(matches!(
+            refused,
+            MemoryError::QuotaExceeded { limit: 7, used: 8 }
         ));
     }
 }

@@ -1,6 +1,6 @@
 //! Billing end to end: the real binary paying at localstripe (`common::fake_stripe`) —
 //! checkout, completion, the plan changed live, the portal, cancellation back to Free with
-//! what is over Free's limits frozen — and its webhook: signatures, replays, events out
+//! what is over Free's limits read-only — and its webhook: signatures, replays, events out
 //! of order, unknown customers, a failed payment's grace period; the provider down or
 //! slow, unknown plans and prices; a server with no billing.
 
@@ -164,7 +164,7 @@ fn checkout_pays_the_plan_live_and_cancelling_leaves_free_with_the_rest_read_onl
     );
 
     // Cancelled at the provider → free; the three memories stay, over free's two:
-    // readable, editable and deletable, but no new one until under the limit.
+    // readable and deletable, read-only until the account is back within the limit.
     stripe.call(Method::DELETE, &format!("/v1/subscriptions/{subscription}"));
     wait_for(&c, "free", Some("canceled"));
     let list = c.get("/api/v1/memory/list");
@@ -179,12 +179,15 @@ fn checkout_pays_the_plan_live_and_cancelling_leaves_free_with_the_rest_read_onl
         &json!({ "key": "note_3", "value": "one more" }),
     );
     refused.assert_error(402, "memory_quota_exceeded");
-    // A new version of a kept memory adds nothing to the count: allowed.
-    put(&c, &json!({ "key": "note_0", "value": "changed" }));
+    let edit = json!({ "key": "note_0", "value": "changed" });
+    c.post("/api/v1/memory", &edit)
+        .assert_error(402, "memory_quota_exceeded");
     assert_eq!(
         c.delete("/api/v1/memory?key=note_2&hard=true").status / 100,
         2
     );
+    // At the limit again: what it has is editable, a new memory is not.
+    put(&c, &edit);
     assert_eq!(
         c.delete("/api/v1/memory?key=note_1&hard=true").status / 100,
         2
