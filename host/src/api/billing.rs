@@ -5,8 +5,7 @@
 
 use axum::{
     Json,
-    body::Bytes,
-    extract::{State, rejection::BytesRejection},
+    extract::State,
     http::{HeaderMap, StatusCode},
 };
 use serde::{Deserialize, Serialize};
@@ -17,7 +16,7 @@ use super::{
     auth::Auth,
     doc::ErrorEnvelope,
     error::{ApiError, ApiResult},
-    extract::Body,
+    extract::{Body, Raw},
 };
 use crate::{
     billing::{BillingError, Checkout, Outcome},
@@ -259,16 +258,8 @@ pub async fn subscription(
 pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
-    payload: Result<Bytes, BytesRejection>,
+    Raw(payload): Raw,
 ) -> ApiResult<Json<WebhookReceipt>> {
-    let payload = payload.map_err(|rejection| match rejection.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            "the event is over 1 MiB",
-        ),
-        _ => ApiError::invalid_body(format!("could not read the event: {rejection}")),
-    })?;
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok());

@@ -18,11 +18,12 @@ use serde_json::{Map, Value};
 use super::error::ApiError;
 use crate::object::{self, Fault, FieldError, Fields};
 
-/// A JSON object body, read as `T`.
+/// A body's bytes as sent, within the router's size limit (over it, 413
+/// `payload_too_large`): what [`Body`] parses, and a signed payload checked as it came.
 #[derive(Debug)]
-pub struct Body<T>(pub T);
+pub struct Raw(pub Bytes);
 
-impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
+impl<S: Send + Sync> FromRequest<S> for Raw {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -37,6 +38,19 @@ impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
                 ApiError::invalid_body(format!("could not read the request body: {rejection}"))
             }
         })?;
+        Ok(Raw(bytes))
+    }
+}
+
+/// A JSON object body, read as `T`.
+#[derive(Debug)]
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Raw(bytes) = Raw::from_request(req, state).await?;
         let object = match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => map,
             Ok(_) => {

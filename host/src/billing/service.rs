@@ -6,8 +6,8 @@
 //! customer through its idempotency key), and an event is recorded as applied in the
 //! same transaction as the subscription it changed — after the plan is set, so a crash
 //! between the two leaves the event unrecorded and the provider's retry sets the same
-//! plan again. Events are applied one at a time on a node; two nodes given the same
-//! delivery at once set the same plan, and the store records the event once.
+//! plan again. Events are applied one at a time across the nodes sharing the store (its
+//! [`Turn`](super::Turn)), and the store records each event once.
 
 use std::sync::Arc;
 
