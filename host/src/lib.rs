@@ -30,6 +30,7 @@ pub mod egress;
 pub mod health;
 mod home;
 mod id;
+mod invalid;
 mod logging;
 pub mod mcp;
 pub mod memory;

@@ -3,6 +3,8 @@
 //! same way; and the one snake_case rule of the names tenants give things (components,
 //! tools).
 
+use crate::invalid::Invalid;
+
 /// `text`'s first words, at most `max` characters (cut mid-word only when the first word
 /// is longer).
 pub fn shorten(text: &str, max: usize) -> String {
@@ -35,21 +37,25 @@ pub fn cut(text: &str, max: usize) -> String {
 }
 
 /// A name is snake_case — a lowercase letter, then lowercase letters, digits or
-/// underscores — of at most `max` characters; the message says what to fix.
-pub fn check_snake_case(name: &str, max: usize) -> Result<(), String> {
+/// underscores — of at most `max` characters; the refusal (of the field `name`) says what
+/// to fix.
+pub fn check_snake_case(name: &str, max: usize) -> Result<(), Invalid> {
     let mut chars = name.chars();
     let snake = chars.next().is_some_and(|c| c.is_ascii_lowercase())
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if name.len() > max {
-        return Err(format!(
-            "name is {} characters; the limit is {max}",
-            name.len()
+        return Err(Invalid::new(
+            "name",
+            format!("name is {} characters; the limit is {max}", name.len()),
         ));
     }
     if !snake {
-        return Err(format!(
-            "name {name:?} must be snake_case: a lowercase letter, then lowercase letters, \
-             digits or underscores"
+        return Err(Invalid::new(
+            "name",
+            format!(
+                "name {name:?} must be snake_case: a lowercase letter, then lowercase \
+                 letters, digits or underscores"
+            ),
         ));
     }
     Ok(())
@@ -74,12 +80,14 @@ mod tests {
         assert!(
             check_snake_case("get_weather2", 11)
                 .unwrap_err()
+                .message
                 .contains("limit is 11")
         );
         for bad in ["", "Weather", "2x", "get-weather", "_x"] {
             assert!(
                 check_snake_case(bad, 64)
                     .unwrap_err()
+                    .message
                     .contains("snake_case"),
                 "{bad}"
             );

@@ -14,7 +14,8 @@ use crate::{
     accounts::{Plan, TokensSpent, Window},
     clock::iso8601,
     console::StreamsFull,
-    runtime::{InvalidField, MonthlyBudget, SpawnRefusal},
+    invalid::Invalid,
+    runtime::{MonthlyBudget, SpawnRefusal},
 };
 
 /// Seconds a client should wait before retrying at the concurrency cap or host capacity,
@@ -108,7 +109,7 @@ impl From<SpawnRefusal> for ApiError {
                 e.retry_after = Some(retry_after_secs);
                 e
             }
-            SpawnRefusal::Invalid(InvalidField { field, message }) => {
+            SpawnRefusal::Invalid(Invalid { field, message }) => {
                 ApiError::invalid_field(field, message)
             }
             SpawnRefusal::ComponentNotFound => super::agents::component_not_found(),

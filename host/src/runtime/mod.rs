@@ -53,9 +53,9 @@ pub use records::{
     Status, Usage,
 };
 pub use spawn::{
-    AgentError, InvalidField, MAX_NAME_CHARS as MAX_AGENT_NAME_CHARS, MAX_TASK_CHARS,
-    MAX_TOOL_NAME_CHARS, MAX_TOOLS as MAX_SPAWN_TOOLS, MonthlyBudget, REGION, SpawnFields,
-    SpawnRefusal, SpawnRequest,
+    AgentError, MAX_NAME_CHARS as MAX_AGENT_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS,
+    MAX_TOOLS as MAX_SPAWN_TOOLS, MonthlyBudget, REGION, SpawnFields, SpawnRefusal, SpawnRequest,
+    SpawnStorageError,
 };
 pub use state::Services;
 #[cfg(feature = "bench")]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::store::{HttpTool, McpServer, ToolKind};
-use crate::{object::Fields, secret::Secret, text::check_snake_case};
+use crate::{invalid::Invalid, object::Fields, secret::Secret, text::check_snake_case};
 
 /// Longest tool (or MCP server) name.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -99,21 +99,6 @@ impl Fields for Registration {
     ];
 }
 
-/// A bad field of a registration, and what to fix.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct Invalid {
-    pub field: &'static str,
-    pub message: String,
-}
-
-fn invalid(field: &'static str, message: impl Into<String>) -> Invalid {
-    Invalid {
-        field,
-        message: message.into(),
-    }
-}
-
 /// A registration that passed its checks: what is stored, and the secret to seal.
 pub struct Definition {
     pub name: String,
@@ -132,7 +117,7 @@ impl Registration {
             None => max_timeout_secs,
             Some(t) if t.is_finite() && t > 0.0 && t <= max_timeout_secs => t,
             Some(t) => {
-                return Err(invalid(
+                return Err(Invalid::new(
                     "timeout_secs",
                     format!(
                         "timeout_secs must be above 0 and at most {max_timeout_secs} (this \
@@ -148,13 +133,13 @@ impl Registration {
         match self.kind.as_str() {
             "http" => {
                 let description = description.ok_or_else(|| {
-                    invalid(
+                    Invalid::new(
                         "description",
                         "description is required: say what the tool does, for the Mind",
                     )
                 })?;
                 let parameters = self.parameters.ok_or_else(|| {
-                    invalid("parameters", "parameters is required: a JSON Schema of the arguments, e.g. {\"type\": \"object\", \"properties\": {}}")
+                    Invalid::new("parameters", "parameters is required: a JSON Schema of the arguments, e.g. {\"type\": \"object\", \"properties\": {}}")
                 })?;
                 check_parameters(&parameters)?;
                 let (url, method) = check_endpoint(self.endpoint)?;
@@ -180,7 +165,7 @@ impl Registration {
             }
             "mcp" => {
                 let url = self.url.ok_or_else(|| {
-                    invalid(
+                    Invalid::new(
                         "url",
                         "url is required: the MCP server's streamable HTTP endpoint",
                     )
@@ -198,7 +183,7 @@ impl Registration {
                     secret,
                 })
             }
-            other => Err(invalid(
+            other => Err(Invalid::new(
                 "kind",
                 format!("kind {other:?} is not a kind of tool: use \"http\" or \"mcp\""),
             )),
@@ -208,9 +193,9 @@ impl Registration {
 
 /// snake_case, at most [`MAX_NAME_CHARS`], no reserved prefix.
 pub fn check_name(name: &str) -> Result<(), Invalid> {
-    check_snake_case(name, MAX_NAME_CHARS).map_err(|m| invalid("name", m))?;
+    check_snake_case(name, MAX_NAME_CHARS)?;
     match RESERVED_PREFIXES.iter().find(|p| name.starts_with(*p)) {
-        Some(prefix) => Err(invalid(
+        Some(prefix) => Err(Invalid::new(
             "name",
             format!(
                 "names starting with {prefix:?} are kept for the host's own tools; choose another"
@@ -223,10 +208,10 @@ pub fn check_name(name: &str) -> Result<(), Invalid> {
 fn check_description(description: String) -> Result<String, Invalid> {
     let chars = description.chars().count();
     if description.trim().is_empty() {
-        return Err(invalid("description", "description must not be blank"));
+        return Err(Invalid::new("description", "description must not be blank"));
     }
     if chars > MAX_DESCRIPTION_CHARS {
-        return Err(invalid(
+        return Err(Invalid::new(
             "description",
             format!("description is {chars} characters; the limit is {MAX_DESCRIPTION_CHARS}"),
         ));
@@ -238,24 +223,27 @@ fn check_description(description: String) -> Result<String, Invalid> {
 fn check_parameters(parameters: &Value) -> Result<(), Invalid> {
     let field = "parameters";
     if !parameters.is_object() {
-        return Err(invalid(field, "parameters must be a JSON Schema object"));
+        return Err(Invalid::new(
+            field,
+            "parameters must be a JSON Schema object",
+        ));
     }
     let size = parameters.to_string().len();
     if size > MAX_PARAMETERS_BYTES {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!("parameters is {size} bytes of JSON; the limit is {MAX_PARAMETERS_BYTES}"),
         ));
     }
     if parameters.get("type") != Some(&Value::from("object")) {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             "parameters must describe an object of arguments: {\"type\": \"object\", \"properties\": …}",
         ));
     }
     jsonschema::validator_for(parameters)
         .map(drop)
-        .map_err(|e| invalid(field, format!("parameters is not a valid JSON Schema: {e}")))
+        .map_err(|e| Invalid::new(field, format!("parameters is not a valid JSON Schema: {e}")))
 }
 
 /// `{ url, method }`: the URL checked, the method one of [`METHODS`] (default POST).
@@ -263,13 +251,13 @@ fn check_endpoint(endpoint: Option<Value>) -> Result<(String, String), Invalid> 
     let field = "endpoint";
     let shape = "endpoint must be an object { url, method }";
     let Some(Value::Object(mut endpoint)) = endpoint else {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!("{shape}; it is required for an http tool"),
         ));
     };
     let Some(Value::String(url)) = endpoint.remove("url") else {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             "endpoint.url is required: the URL the tool's requests go to",
         ));
@@ -279,7 +267,7 @@ fn check_endpoint(endpoint: Option<Value>) -> Result<(String, String), Invalid> 
         None | Some(Value::Null) => "POST".to_string(),
         Some(Value::String(m)) if METHODS.contains(&m.as_str()) => m,
         Some(other) => {
-            return Err(invalid(
+            return Err(Invalid::new(
                 field,
                 format!(
                     "endpoint.method {other} is not one of {} (in capitals)",
@@ -299,7 +287,7 @@ fn check_url(field: &'static str, url: &str) -> Result<String, Invalid> {
         "endpoint.url"
     };
     if url.chars().count() > MAX_URL_CHARS {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!("{named} is over {MAX_URL_CHARS} characters"),
         ));
@@ -307,7 +295,7 @@ fn check_url(field: &'static str, url: &str) -> Result<String, Invalid> {
     if url.contains('@')
         && Url::parse(url).is_ok_and(|u| !u.username().is_empty() || u.password().is_some())
     {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!(
                 "{named} must not hold credentials (they would be shown); send them as the tool's secret"
@@ -315,7 +303,7 @@ fn check_url(field: &'static str, url: &str) -> Result<String, Invalid> {
         ));
     }
     let parsed = (URL_SHAPE.is_match(url).then(|| Url::parse(url).ok()).flatten()).ok_or_else(|| {
-        invalid(
+        Invalid::new(
             field,
             format!(
                 "{named} {url:?} must be an http or https URL with a DNS name, an IPv4 address or a \
@@ -331,20 +319,20 @@ fn check_url(field: &'static str, url: &str) -> Result<String, Invalid> {
 fn check_secret_header(header: Value) -> Result<(String, Secret), Invalid> {
     let field = "secret_header";
     let Value::Object(mut header) = header else {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             "secret_header must be an object { name, value }",
         ));
     };
     let Some(Value::String(name)) = header.remove("name") else {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             "secret_header.name is required: the header's name, e.g. \"Authorization\"",
         ));
     };
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if name.is_empty() || name.len() > MAX_HEADER_NAME_CHARS || !name.chars().all(token) {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!(
                 "secret_header.name {name:?} is not a header name (1 to {MAX_HEADER_NAME_CHARS} letters, digits or !#$%&'*+-.^_`|~)"
@@ -352,13 +340,13 @@ fn check_secret_header(header: Value) -> Result<(String, Secret), Invalid> {
         ));
     }
     if HOST_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!("secret_header.name {name:?} is a header the host sets itself"),
         ));
     }
     let Some(Value::String(value)) = header.remove("value") else {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             "secret_header.value is required: the secret the header carries",
         ));
@@ -375,7 +363,7 @@ fn check_secret(field: &'static str, value: String) -> Result<Secret, Invalid> {
     };
     let fits = |c: char| c == ' ' || c == '\t' || c.is_ascii_graphic();
     if value.is_empty() || value.len() > MAX_SECRET_CHARS || !value.chars().all(fits) {
-        return Err(invalid(
+        return Err(Invalid::new(
             field,
             format!(
                 "{named} must be 1 to {MAX_SECRET_CHARS} visible ASCII characters (a header's value)"

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::{
     config::ToolsConfig,
-    define::{Definition, Invalid, Registration},
+    define::{Definition, Registration},
     http::HttpCall,
     mcp::Remote,
     seal::Sealer,
@@ -20,6 +20,7 @@ use crate::{
     clock::now_ms,
     egress::{Egress, Moved, policy::Allow},
     id::new_id,
+    invalid::Invalid,
     secret::Secret,
     text::cut,
 };

@@ -49,7 +49,7 @@ pub(in crate::runtime) async fn await_claim(
     pool: &PgPool,
     records: &AgentStore,
     record: &AgentRecord,
-) -> anyhow::Result<bool> {
+) -> sqlx::Result<bool> {
     let mut watch = records.watch(&record.agent_id);
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {

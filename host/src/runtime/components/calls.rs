@@ -21,8 +21,8 @@ impl Runtime {
     /// within the plan's count) and validated and precompiled, which happens on the
     /// blocking pool. Answers no sooner than the first upload of the same bytes did.
     pub async fn upload_component(&self, up: Upload) -> Result<ComponentRecord, UploadError> {
-        check_name(&up.name).map_err(UploadError::InvalidName)?;
-        check_version(&up.version).map_err(UploadError::InvalidVersion)?;
+        check_name(&up.name)?;
+        check_version(&up.version)?;
         let inner = &self.inner;
         // Counted before the compile, which is the work bounded: a component that fails to
         // validate has cost it all the same.

@@ -3,6 +3,8 @@
 
 use semver::Version;
 
+use crate::invalid::Invalid;
+
 /// Longest component name.
 pub const MAX_NAME_CHARS: usize = 128;
 /// Longest version: a bound for storage keys; every version of up to 19-digit numbers fits.
@@ -15,13 +17,13 @@ pub const ID_PREFIX: &str = "cmp_";
 
 /// A component name is snake_case: a lowercase letter, then lowercase letters, digits or
 /// underscores, at most [`MAX_NAME_CHARS`]. The message says what to fix.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), Invalid> {
     crate::text::check_snake_case(name, MAX_NAME_CHARS)
 }
 
 /// A version is semantic (`MAJOR.MINOR.PATCH`, then optionally `-pre` and `+build`), its
 /// numbers without leading zeros and of at most 19 digits.
-pub fn check_version(version: &str) -> Result<Version, String> {
+pub fn check_version(version: &str) -> Result<Version, Invalid> {
     const MAX_NUMBER: u64 = 9_999_999_999_999_999_999;
     let digits_fit = |id: &str| !id.bytes().all(|b| b.is_ascii_digit()) || id.len() <= 19;
     Version::parse(version)
@@ -32,9 +34,12 @@ pub fn check_version(version: &str) -> Result<Version, String> {
                 && v.pre.as_str().split('.').all(digits_fit)
         })
         .ok_or_else(|| {
-            format!(
-                "version {version:?} is not a semantic version such as 1.2.0 or 2.0.0-beta.1 \
-                 (MAJOR.MINOR.PATCH, numbers without leading zeros)"
+            Invalid::new(
+                "version",
+                format!(
+                    "version {version:?} is not a semantic version such as 1.2.0 or \
+                     2.0.0-beta.1 (MAJOR.MINOR.PATCH, numbers without leading zeros)"
+                ),
             )
         })
 }
@@ -70,11 +75,15 @@ mod tests {
         check_name("notes_agent").unwrap();
         check_name(&"a".repeat(MAX_NAME_CHARS)).unwrap();
         for bad in ["", "Notes", "1st", "notes-agent", "_x", "notes agent"] {
-            assert!(check_name(bad).unwrap_err().contains("snake_case"), "{bad}");
+            assert!(
+                check_name(bad).unwrap_err().message.contains("snake_case"),
+                "{bad}"
+            );
         }
         assert!(
             check_name(&"a".repeat(MAX_NAME_CHARS + 1))
                 .unwrap_err()
+                .message
                 .contains("limit is 128")
         );
     }
@@ -107,7 +116,7 @@ mod tests {
             "10000000000000000000.0.0",
         ] {
             assert!(
-                check_version(bad).unwrap_err().contains("semantic"),
+                check_version(bad).unwrap_err().message.contains("semantic"),
                 "{bad}"
             );
             assert!(!pattern(bad), "{bad}");

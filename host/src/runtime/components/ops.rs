@@ -23,6 +23,7 @@ use crate::{
     accounts::Plan,
     clock::now_ms,
     id::new_id,
+    invalid::Invalid,
     metrics::names,
     runtime::{
         bindings::AgentPre,
@@ -59,10 +60,9 @@ pub struct Upload {
 /// Why an upload was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum UploadError {
-    #[error("{0}")]
-    InvalidName(String),
-    #[error("{0}")]
-    InvalidVersion(String),
+    /// The name or the version is not valid.
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
     /// Not a component that can run here; the message names what is wrong.
     #[error("{0}")]
     InvalidComponent(String),
@@ -242,8 +242,7 @@ impl Components {
         let record = self
             .store
             .resolve(account, spec)
-            .await
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?
+            .await?
             .ok_or(SpawnRefusal::ComponentNotFound)?;
         let cached = self.cache.get(&record.sha256);
         let from = if cached.is_some() {
@@ -277,7 +276,7 @@ impl Components {
     ) -> Result<AgentPre<AgentState>, SpawnRefusal> {
         let mut digest = [0u8; 32];
         hex::decode_to_slice(&record.sha256, &mut digest)
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+            .map_err(|e| StoreError::Corrupt(format!("component digest: {e}")))?;
         let (store, compiled) = (self.store.clone(), compiled.clone());
         let (account, sha256) = (record.account.clone(), record.sha256.clone());
         let tokio = tokio::runtime::Handle::current();
@@ -296,13 +295,13 @@ impl Components {
             )
         })
         .await
-        .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        .map_err(StoreError::from)?;
         loaded.map_err(|e| match e {
             // Deleted since it was resolved.
             LoadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 SpawnRefusal::ComponentNotFound
             }
-            e => SpawnRefusal::Storage(e.into()),
+            e => e.into(),
         })
     }
 }

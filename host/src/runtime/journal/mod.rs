@@ -47,7 +47,7 @@ pub(super) use self::{
 };
 pub use self::{embedded::EmbeddedJournal, postgres::PgJournal};
 use super::records::{Allowance, Fence};
-use crate::clock::now_ms;
+use crate::{clock::now_ms, storage::StoreError};
 
 /// Bytes of entries kept in memory past which they are stored (without a sync).
 pub const FLUSH_BYTES: u64 = 64 << 10;
@@ -78,26 +78,16 @@ pub struct Recorded {
 /// Why a journal operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
+    /// The store failed, or what it holds does not read back (a missing step).
     #[error("agent journal storage: {0}")]
-    Storage(String),
+    Storage(#[from] StoreError),
     /// A write of the run's journal by a node whose claim on the agent is no longer its
     /// own: refused.
     #[error("this node's claim on agent {0} is stale: the journal write was refused")]
     Stale(String),
 }
 
-crate::storage::storage_errors_into!(
-    JournalError,
-    JournalError::Storage;
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::SetDurabilityError,
-    serde_json::Error,
-    sqlx::Error,
-    tokio::task::JoinError
-);
+crate::storage::storage_errors_into!(JournalError);
 
 /// Whose journal an operation writes: the agent's, of its account, by the node holding
 /// the claim `fence` on its run (`None` on the embedded backend, which has no claims).
@@ -149,9 +139,9 @@ pub trait JournalStore: Send + Sync {
 /// Checks that `entries`, as loaded in step order, are steps 1, 2, … without a gap.
 fn contiguous(agent_id: &str, entries: &[Entry]) -> Result<(), JournalError> {
     match (entries.iter().zip(1..)).find(|(e, step)| e.step != *step) {
-        Some((_, step)) => Err(JournalError::Storage(format!(
+        Some((_, step)) => Err(JournalError::Storage(StoreError::Corrupt(format!(
             "the journal of {agent_id} misses step {step}"
-        ))),
+        )))),
         None => Ok(()),
     }
 }
@@ -188,7 +178,7 @@ impl From<JournalError> for Fault {
     fn from(e: JournalError) -> Self {
         match e {
             JournalError::Stale(agent_id) => Fault::Fenced(agent_id),
-            JournalError::Storage(why) => Fault::Storage(why),
+            JournalError::Storage(e) => Fault::Storage(e.to_string()),
         }
     }
 }

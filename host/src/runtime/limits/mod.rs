@@ -2,24 +2,24 @@
 //! account's monthly agent hours and Mind tokens, its concurrent agents, the key's rolling spawn-rate
 //! windows — and this host's admission cap, which is always the node's own.
 //!
-//! Two keepers: [`LocalLimits`] counts in this process's memory, exact when one process
-//! holds every agent (the embedded backend); [`SharedLimits`] counts from PostgreSQL in
-//! the spawn's own transaction under a lock of the account, so spawns at several nodes at
-//! once never pass a limit together.
+//! Two keepers, one per backend: [`LocalLimits`] (`embedded.rs`) counts in this process's
+//! memory, exact when one process holds every agent; [`SharedLimits`] (`postgres.rs`)
+//! counts from PostgreSQL in the spawn's own transaction under a lock of the account, so
+//! spawns at several nodes at once never pass a limit together.
 
-mod local;
-mod shared;
+mod embedded;
+mod postgres;
 #[cfg(test)]
 mod tests;
 
 use async_trait::async_trait;
 
-pub use self::local::LocalLimits;
-pub use self::shared::SharedLimits;
+pub use self::embedded::LocalLimits;
+pub use self::postgres::SharedLimits;
 use super::{
     admission::{Refusal, Slot},
     records::{AgentRecord, Fence},
-    spawn::{MonthlyBudget, SpawnRefusal},
+    spawn::{MonthlyBudget, SpawnRefusal, SpawnStorageError},
 };
 use crate::accounts::{Plan, PlanLimits, RateRefusal, Window};
 
@@ -110,13 +110,17 @@ pub trait SpawnLimits: Send + Sync {
 
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus
     /// its running agents so far.
-    async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64>;
+    async fn month_run_ms(&self, account: &str, now: u64) -> Result<u64, SpawnStorageError>;
 
     /// The account's agents spawning or running.
-    async fn concurrent(&self, account: &str) -> anyhow::Result<u32>;
+    async fn concurrent(&self, account: &str) -> Result<u32, SpawnStorageError>;
 
     /// Spawns of `key_id` counted in its rolling minute and hour.
-    async fn spawns_in_windows(&self, account: &str, key_id: &str) -> anyhow::Result<(u32, u32)>;
+    async fn spawns_in_windows(
+        &self,
+        account: &str,
+        key_id: &str,
+    ) -> Result<(u32, u32), SpawnStorageError>;
 }
 
 /// The whole seconds until a window whose oldest counted spawn is `oldest_ms` admits one

@@ -3,6 +3,7 @@
 //! and says how, and the door words it in its own surface (`invalid_<field>` for the API).
 
 use super::super::records::MemoryMode;
+use crate::invalid::Invalid;
 
 /// Longest task (§8).
 pub const MAX_TASK_CHARS: usize = 4_000;
@@ -14,22 +15,6 @@ pub const REGION: &str = "iad";
 pub const MAX_TOOLS: usize = 128;
 /// Longest tool name (a registered tool's, or an MCP server's tool's as agents see it).
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
-
-/// A spawn field that is not valid: which, and what to fix.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{message}")]
-pub struct InvalidField {
-    /// The request's field, as the specification spells it.
-    pub field: &'static str,
-    pub message: String,
-}
-
-fn invalid(field: &'static str, message: impl Into<String>) -> InvalidField {
-    InvalidField {
-        field,
-        message: message.into(),
-    }
-}
 
 /// The spawn's fields as given, before they are checked.
 #[derive(Debug, Clone, Default)]
@@ -56,7 +41,7 @@ pub(super) struct Checked {
 
 /// Checks `fields` in the order the specification lists them: task, name, region, memory
 /// mode, then the additions (tools); the first that fails is the refusal.
-pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
+pub(super) fn check(fields: SpawnFields) -> Result<Checked, Invalid> {
     let SpawnFields {
         task,
         name,
@@ -65,11 +50,11 @@ pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
         tools,
     } = fields;
     if task.trim().is_empty() {
-        return Err(invalid("task", "task must not be empty"));
+        return Err(Invalid::new("task", "task must not be empty"));
     }
     let chars = task.chars().count();
     if chars > MAX_TASK_CHARS {
-        return Err(invalid(
+        return Err(Invalid::new(
             "task",
             format!("task is {chars} characters; the limit is {MAX_TASK_CHARS}"),
         ));
@@ -78,13 +63,13 @@ pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
         .as_ref()
         .is_some_and(|n| n.trim().is_empty() || n.chars().count() > MAX_NAME_CHARS)
     {
-        return Err(invalid(
+        return Err(Invalid::new(
             "name",
             format!("name must be 1 to {MAX_NAME_CHARS} characters and not blank"),
         ));
     }
     if let Some(region) = region.filter(|r| r != REGION) {
-        return Err(invalid(
+        return Err(Invalid::new(
             "region",
             format!("region {region:?} is not available; the only region is \"{REGION}\""),
         ));
@@ -92,7 +77,7 @@ pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
     let memory_mode = match memory_mode {
         None => MemoryMode::default(),
         Some(m) => MemoryMode::parse(&m).ok_or_else(|| {
-            invalid(
+            Invalid::new(
                 "memory_mode",
                 format!(
                     "memory_mode {m:?} is unknown; use \"auto\", \"explicit\", \"both\" or \"off\""
@@ -114,10 +99,10 @@ pub(super) fn check(fields: SpawnFields) -> Result<Checked, InvalidField> {
 /// A `tools` field names at most [`MAX_TOOLS`] tools, each once, by a name a tool can
 /// have (letters, digits, `_` and `-`, at most [`MAX_TOOL_NAME_CHARS`]). A name the
 /// account has no tool of is allowed: it offers nothing until such a tool is registered.
-fn check_tools(tools: &[String]) -> Result<(), InvalidField> {
+fn check_tools(tools: &[String]) -> Result<(), Invalid> {
     if tools.len() > MAX_TOOLS {
         let n = tools.len();
-        return Err(invalid(
+        return Err(Invalid::new(
             "tools",
             format!("tools names {n} tools; the limit is {MAX_TOOLS}"),
         ));
@@ -125,7 +110,7 @@ fn check_tools(tools: &[String]) -> Result<(), InvalidField> {
     for (i, name) in tools.iter().enumerate() {
         let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
         if name.is_empty() || name.len() > MAX_TOOL_NAME_CHARS || !name.chars().all(allowed) {
-            return Err(invalid(
+            return Err(Invalid::new(
                 "tools",
                 format!(
                     "tools[{i}] {name:?} is not a tool name (1 to {MAX_TOOL_NAME_CHARS} letters, digits, _ or -)"
@@ -133,7 +118,7 @@ fn check_tools(tools: &[String]) -> Result<(), InvalidField> {
             ));
         }
         if tools[..i].contains(name) {
-            return Err(invalid("tools", format!("tools names {name:?} twice")));
+            return Err(Invalid::new("tools", format!("tools names {name:?} twice")));
         }
     }
     Ok(())
@@ -206,7 +191,7 @@ mod tests {
     fn each_bad_field_is_named_with_what_to_fix() {
         assert_eq!(
             check(task("  ")).unwrap_err(),
-            invalid("task", "task must not be empty")
+            Invalid::new("task", "task must not be empty")
         );
         assert_eq!(
             check(task(&"x".repeat(MAX_TASK_CHARS + 1)))

@@ -14,20 +14,22 @@
 mod checks;
 
 pub use self::checks::{
-    InvalidField, MAX_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS, MAX_TOOLS, REGION,
-    SpawnFields,
+    MAX_NAME_CHARS, MAX_TASK_CHARS, MAX_TOOL_NAME_CHARS, MAX_TOOLS, REGION, SpawnFields,
 };
 use super::{
+    engine::LoadError,
     lifecycle::Runtime,
     limits::{Admitted, Asked, Place},
     records::{AgentRecord, Allowance, RecordError, Status, Usage},
 };
 use crate::{
-    accounts::{Plan, PlanLimits, Window},
+    accounts::{AccountError, Plan, PlanLimits, Window},
     clock::now_ms,
     id::new_id,
+    invalid::Invalid,
     metrics::names,
     mind::jobs::MAX_TITLE_CHARS,
+    storage::StoreError,
     text::shorten,
 };
 
@@ -71,7 +73,7 @@ impl MonthlyBudget {
 #[derive(Debug)]
 pub enum SpawnRefusal {
     /// A field of the spawn is not valid.
-    Invalid(InvalidField),
+    Invalid(Invalid),
     /// The account's agent hours or Mind tokens of this month are used up (`budget` says
     /// which); both figures are given either way.
     MonthlyQuota {
@@ -98,8 +100,50 @@ pub enum SpawnRefusal {
     },
     /// The account has no component `agent` names.
     ComponentNotFound,
-    /// Reading usage or storing the record failed.
-    Storage(anyhow::Error),
+    /// Reading usage or the component, or storing the record, failed: the host's fault.
+    Storage(SpawnStorageError),
+}
+
+/// What failed when a spawn's admission read or wrote its state: each domain's own typed
+/// error, kept whole so the log says which store failed and why.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnStorageError {
+    /// A store (PostgreSQL's admission transaction, the component store) failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The agent records' store failed.
+    #[error(transparent)]
+    Records(#[from] RecordError),
+    /// Reading the account's month of usage failed.
+    #[error(transparent)]
+    Usage(#[from] AccountError),
+    /// The component's compiled artifact could not be read or written on this node.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+}
+
+/// Each storage failure of an admission as the spawn's refusal, written once per kind.
+macro_rules! refused_by_storage {
+    ($($t:ty),*) => {$(
+        impl From<$t> for SpawnRefusal {
+            fn from(e: $t) -> Self {
+                SpawnRefusal::Storage(e.into())
+            }
+        }
+    )*};
+}
+refused_by_storage!(
+    StoreError,
+    RecordError,
+    AccountError,
+    LoadError,
+    sqlx::Error
+);
+
+impl From<sqlx::Error> for SpawnStorageError {
+    fn from(e: sqlx::Error) -> Self {
+        SpawnStorageError::Store(e.into())
+    }
 }
 
 /// Why an agent could not be read or stopped.
@@ -151,12 +195,12 @@ fn count(outcome: &Result<AgentRecord, SpawnRefusal>) {
 impl Runtime {
     /// The account's agent run time in the month of `now`, in ms: its finished runs plus
     /// its running agents so far — what the monthly agent-hour budget is checked against.
-    pub async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {
+    pub async fn month_run_ms(&self, account: &str, now: u64) -> Result<u64, SpawnStorageError> {
         self.inner.limits.month_run_ms(account, now).await
     }
 
     /// Agents of `account` spawning or running (on every node).
-    pub async fn concurrent(&self, account: &str) -> anyhow::Result<u32> {
+    pub async fn concurrent(&self, account: &str) -> Result<u32, SpawnStorageError> {
         self.inner.limits.concurrent(account).await
     }
 
@@ -165,7 +209,7 @@ impl Runtime {
         &self,
         account: &str,
         key_id: &str,
-    ) -> anyhow::Result<(u32, u32)> {
+    ) -> Result<(u32, u32), SpawnStorageError> {
         self.inner.limits.spawns_in_windows(account, key_id).await
     }
 
@@ -313,7 +357,8 @@ impl Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::{InvalidField, MonthlyBudget, SpawnRefusal, count, provisional_name};
+    use super::{MonthlyBudget, SpawnRefusal, count, provisional_name};
+    use crate::{invalid::Invalid, storage::StoreError};
     use crate::{
         accounts::{Plan, Window},
         metrics::{names, testing::capture},
@@ -339,7 +384,7 @@ mod tests {
             },
             SpawnRefusal::AtCapacity { cap: 1 },
             SpawnRefusal::ComponentNotFound,
-            SpawnRefusal::Invalid(InvalidField {
+            SpawnRefusal::Invalid(Invalid {
                 field: "task",
                 message: "task must not be empty".into(),
             }),
@@ -357,7 +402,7 @@ mod tests {
                 per_minute: 5,
                 per_hour: 30,
             },
-            SpawnRefusal::Storage(anyhow::anyhow!("disk full")),
+            SpawnRefusal::Storage(StoreError::Corrupt("disk full".into()).into()),
         ];
         let ((), got) = capture(|| {
             for refusal in refusals {

@@ -23,7 +23,10 @@ use super::super::{
     error::{ApiError, ApiResult},
     extract::Query,
 };
-use crate::runtime::{Upload, UploadError};
+use crate::{
+    invalid::Invalid,
+    runtime::{Upload, UploadError},
+};
 
 /// Cursor kind of the component list.
 const COMPONENTS_CURSOR: &str = "c1";
@@ -87,8 +90,7 @@ async fn read_body(headers: &HeaderMap, body: RawBody, max: u64) -> ApiResult<Ve
 impl From<UploadError> for ApiError {
     fn from(e: UploadError) -> Self {
         match e {
-            UploadError::InvalidName(m) => invalid_parameter("name", m),
-            UploadError::InvalidVersion(m) => invalid_parameter("version", m),
+            UploadError::Invalid(Invalid { field, message }) => invalid_parameter(field, message),
             UploadError::InvalidComponent(m) => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_component",

@@ -21,7 +21,7 @@ use crate::{
         admission::{Admission, Refusal},
         cluster::{Cluster, offers},
         records::{AgentRecord, AgentStore, Allowance, Claim, FIRST_EPOCH, insert_agent},
-        spawn::SpawnRefusal,
+        spawn::{SpawnRefusal, SpawnStorageError},
     },
     storage::{bigint, unsigned},
 };
@@ -109,30 +109,23 @@ impl SharedLimits {
         }
     }
 
-    async fn read(&self, account: &str, key_id: &str, now: u64) -> anyhow::Result<Figures> {
+    async fn read(&self, account: &str, key_id: &str, now: u64) -> sqlx::Result<Figures> {
         let mut conn = self.pool.acquire().await?;
-        Ok(figures(&mut conn, account, key_id, now).await?)
+        figures(&mut conn, account, key_id, now).await
     }
-}
-
-fn storage(e: impl Into<anyhow::Error>) -> SpawnRefusal {
-    SpawnRefusal::Storage(e.into())
 }
 
 #[async_trait]
 impl SpawnLimits for SharedLimits {
     async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
         let limits = asked.limits;
-        let mut tx = self.pool.begin().await.map_err(storage)?;
+        let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('wasmind.spawns'), hashtext($1))")
             .bind(&record.account)
             .execute(&mut *tx)
-            .await
-            .map_err(storage)?;
+            .await?;
         let now = asked.now;
-        let seen = figures(&mut tx, &record.account, &record.key_id, now)
-            .await
-            .map_err(storage)?;
+        let seen = figures(&mut tx, &record.account, &record.key_id, now).await?;
         asked.month(seen.month_run_ms, seen.month_tokens)?;
         let max = limits.concurrent_agents;
         if seen.live >= max {
@@ -167,14 +160,14 @@ impl SpawnLimits for SharedLimits {
             lease_until: Some(now + self.cluster.lease_ms()),
             offer: slot.is_none().then(|| Allowance::of(limits)),
         };
-        let record = (insert_agent(&mut tx, record, claim).await).map_err(storage)?;
+        let record = (insert_agent(&mut tx, record, claim).await)?;
         if slot.is_none() {
-            offers::announce(&mut tx).await.map_err(storage)?;
+            offers::announce(&mut tx).await?;
         }
-        tx.commit().await.map_err(storage)?;
+        tx.commit().await?;
         let Some(slot) = slot else {
             let claimed = offers::await_claim(&self.pool, &self.records, &record).await;
-            return match claimed.map_err(storage)? {
+            return match claimed? {
                 true => Ok(Admitted {
                     record,
                     place: Place::Elsewhere,
@@ -191,15 +184,19 @@ impl SpawnLimits for SharedLimits {
         Ok(Admitted { record, place })
     }
 
-    async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {
+    async fn month_run_ms(&self, account: &str, now: u64) -> Result<u64, SpawnStorageError> {
         Ok(self.read(account, "", now).await?.month_run_ms)
     }
 
-    async fn concurrent(&self, account: &str) -> anyhow::Result<u32> {
+    async fn concurrent(&self, account: &str) -> Result<u32, SpawnStorageError> {
         Ok(self.read(account, "", now_ms()).await?.live)
     }
 
-    async fn spawns_in_windows(&self, account: &str, key_id: &str) -> anyhow::Result<(u32, u32)> {
+    async fn spawns_in_windows(
+        &self,
+        account: &str,
+        key_id: &str,
+    ) -> Result<(u32, u32), SpawnStorageError> {
         let seen = self.read(account, key_id, now_ms()).await?;
         Ok((seen.minute.0, seen.hour.0))
     }

@@ -13,7 +13,7 @@ use crate::{
     runtime::{
         admission::Admission,
         records::{AgentRecord, AgentStore},
-        spawn::SpawnRefusal,
+        spawn::{SpawnRefusal, SpawnStorageError},
     },
 };
 
@@ -39,8 +39,7 @@ impl LocalLimits {
 #[async_trait]
 impl SpawnLimits for LocalLimits {
     async fn admit(&self, record: AgentRecord, asked: Asked<'_>) -> Result<Admitted, SpawnRefusal> {
-        let month = (self.usage.month(&record.account, asked.now).await)
-            .map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        let month = self.usage.month(&record.account, asked.now).await?;
         let used_ms = month.run_ms + self.admission.running_ms(&record.account);
         asked.month(used_ms, month.tokens())?;
         let limits = asked.limits;
@@ -55,22 +54,25 @@ impl SpawnLimits for LocalLimits {
                 Instant::now(),
             )
             .map_err(|refused| asked.rate(refused))?;
-        let record =
-            (self.records.create(record).await).map_err(|e| SpawnRefusal::Storage(e.into()))?;
+        let record = self.records.create(record).await?;
         let place = Place::Here { slot, fence: None };
         Ok(Admitted { record, place })
     }
 
-    async fn month_run_ms(&self, account: &str, now: u64) -> anyhow::Result<u64> {
+    async fn month_run_ms(&self, account: &str, now: u64) -> Result<u64, SpawnStorageError> {
         let finished_ms = self.usage.month(account, now).await?.run_ms;
         Ok(finished_ms + self.admission.running_ms(account))
     }
 
-    async fn concurrent(&self, account: &str) -> anyhow::Result<u32> {
+    async fn concurrent(&self, account: &str) -> Result<u32, SpawnStorageError> {
         Ok(self.admission.concurrent(account))
     }
 
-    async fn spawns_in_windows(&self, _account: &str, key_id: &str) -> anyhow::Result<(u32, u32)> {
+    async fn spawns_in_windows(
+        &self,
+        _account: &str,
+        key_id: &str,
+    ) -> Result<(u32, u32), SpawnStorageError> {
         Ok(self.rate.used(key_id, Instant::now()))
     }
 }
