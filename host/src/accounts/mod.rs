@@ -5,21 +5,18 @@
 //! a stolen database reveals no usable key.
 
 mod error;
-mod keys;
 mod ledger;
 mod plan;
-mod postgres;
 mod rate;
 mod store;
 mod tokens;
-mod usage;
 
 pub use error::AccountError;
-pub use keys::{AccountInfo, KeyInfo, KeyStore, Principal};
-pub use ledger::{Ledger, PgUsage, UsageLedger, add_usage};
+pub use ledger::{Ledger, MonthUsage, PgUsage, UsageLedger, UsageStore, add_usage};
 pub use plan::{Plan, PlanLimits, PlanSource, Plans};
-pub use postgres::PgAccounts;
 pub use rate::{RateLimiter, RateRefusal, Window};
-pub use store::{AccountStore, Accounts, CreateKeyError, Places, REVOKED_KEY_HOLD_MS};
+pub use store::{
+    AccountInfo, AccountStore, Accounts, CreateKeyError, KeyInfo, KeyStore, PgAccounts, Places,
+    Principal, REVOKED_KEY_HOLD_MS,
+};
 pub use tokens::{MonthTokens, TokenBudgets, TokenError, TokensSpent};
-pub use usage::{MonthUsage, UsageStore};

@@ -1,22 +1,62 @@
 //! Where accounts and keys live, behind one trait the API, the console, MCP and the CLI
-//! call, so none of them knows the backend: [`KeyStore`](super::KeyStore) keeps them in the
-//! data dir's redb, [`PgAccounts`](super::PgAccounts) in PostgreSQL shared by every node
+//! call, so none of them knows the backend: [`KeyStore`] (`store/embedded.rs`) keeps them
+//! in the data dir's redb, [`PgAccounts`] (`store/postgres.rs`) in PostgreSQL shared by every node
 //! (a key made or revoked through any node counts on every node from its next request).
 //!
 //! What both backends must agree on — the key's shape, what is stored of it, which account
 //! names are valid — is here, once.
 
+mod embedded;
+mod postgres;
+
 use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use self::embedded::KeyStore;
+pub use self::postgres::PgAccounts;
 use super::{
-    AccountInfo, KeyInfo, Plan, PlanSource, Plans, Principal,
+    Plan, PlanSource, Plans,
     error::{AccountError, Result},
 };
 use crate::{clock::iso8601, egress::policy::Allow, storage::StoreError};
+
+/// Who a request acts for, as established by its API key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    /// The account every query of the request is scoped to.
+    pub account: Arc<str>,
+    /// The account's plan tier.
+    pub plan: Plan,
+    /// The key's public id (`key_…`), for per-key rate limits and logs.
+    pub key_id: Arc<str>,
+}
+
+/// What `keys list` shows of a key: never the secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyInfo {
+    pub id: String,
+    pub account: String,
+    pub plan: Plan,
+    pub created_at: u64,
+    pub revoked_at: Option<u64>,
+}
+
+/// What `accounts list` shows of an account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountInfo {
+    pub name: String,
+    pub plan: Plan,
+    /// Who set the plan last.
+    #[serde(default)]
+    pub plan_source: PlanSource,
+    pub created_at: u64,
+    /// Keys of the account not revoked.
+    pub active_keys: u32,
+}
 
 /// How long a revoked key keeps its place under the plan's `keys`: the longest spawn-rate
 /// window. Spawn windows are per key (§8), so a key revoked and replaced at once would

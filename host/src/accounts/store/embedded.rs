@@ -1,4 +1,4 @@
-//! API keys and accounts in redb. A key is `wm_` followed by 64 hex digits of randomness;
+//! API keys and accounts in redb (the embedded backend). A key is `wm_` followed by 64 hex digits of randomness;
 //! only its SHA-256 is stored, indexed for the constant-cost lookup every request makes.
 
 use std::{collections::HashMap, sync::Arc};
@@ -7,11 +7,11 @@ use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
-use super::store::{
-    AccountStore, CreateKeyError, NewKey, Places, hash_key, key_bound, no_such_account,
-    no_such_key, validate_account,
+use super::{
+    AccountInfo, AccountStore, CreateKeyError, KeyInfo, NewKey, Places, Principal, hash_key,
+    key_bound, no_such_account, no_such_key, validate_account,
 };
-use super::{Plan, PlanSource, Plans, error::Result};
+use crate::accounts::{Plan, PlanSource, Plans, error::Result};
 use crate::{blocking::with_store, clock::now_ms, egress::policy::Allow, storage::StoreError};
 
 /// account name → account record (JSON).
@@ -39,40 +39,6 @@ struct KeyRecord {
     account: String,
     created_at: u64,
     revoked_at: Option<u64>,
-}
-
-/// Who a request acts for, as established by its API key.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Principal {
-    /// The account every query of the request is scoped to.
-    pub account: Arc<str>,
-    /// The account's plan tier.
-    pub plan: Plan,
-    /// The key's public id (`key_…`), for per-key rate limits and logs.
-    pub key_id: Arc<str>,
-}
-
-/// What `keys list` shows of a key: never the secret.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KeyInfo {
-    pub id: String,
-    pub account: String,
-    pub plan: Plan,
-    pub created_at: u64,
-    pub revoked_at: Option<u64>,
-}
-
-/// What `accounts list` shows of an account.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AccountInfo {
-    pub name: String,
-    pub plan: Plan,
-    /// Who set the plan last.
-    #[serde(default)]
-    pub plan_source: PlanSource,
-    pub created_at: u64,
-    /// Keys of the account not revoked.
-    pub active_keys: u32,
 }
 
 /// Accounts and keys in the data dir's redb (the embedded backend). Its methods block on

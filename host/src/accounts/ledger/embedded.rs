@@ -1,42 +1,16 @@
-//! Metered usage per account and calendar month (UTC): agent run time, which the monthly
-//! agent-hour budget is checked against, the CPU time guests used, and the tokens agents'
-//! Minds spent.
+//! Metered usage in the data dir's redb (the embedded backend): one row per account and
+//! calendar month (UTC).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use serde::{Deserialize, Serialize};
 
-use super::ledger::UsageLedger;
+use super::{MonthUsage, UsageLedger};
 use crate::{blocking::with_store, clock::month_of, storage::StoreError};
 
 /// (account, `YYYY-MM`) → usage (JSON).
 const USAGE: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("account_usage");
-
-/// One account's usage in one month.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct MonthUsage {
-    /// Agent run time, milliseconds.
-    pub run_ms: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// CPU time agents used, milliseconds (months recorded before it was metered read 0).
-    #[serde(default)]
-    pub cpu_ms: u64,
-    /// Agents' outgoing HTTP requests, and their bytes (bodies sent and received).
-    #[serde(default)]
-    pub http_requests: u64,
-    #[serde(default)]
-    pub http_bytes: u64,
-}
-
-impl MonthUsage {
-    /// Mind tokens spent, input and output: what `tokens_per_month` counts.
-    pub fn tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-}
 
 /// Usage in the data dir's redb (the embedded backend). Its methods block on redb; the
 /// [`UsageLedger`] impl runs them off the async workers.

@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{PgPool, Row, postgres::PgRow};
 
-use super::store::{
-    AccountStore, CreateKeyError, NewKey, Places, REVOKED_KEY_HOLD_MS, hash_key, key_bound,
-    no_such_account, no_such_key, validate_account,
+use super::{
+    AccountInfo, AccountStore, CreateKeyError, KeyInfo, NewKey, Places, Principal,
+    REVOKED_KEY_HOLD_MS, hash_key, key_bound, no_such_account, no_such_key, validate_account,
 };
-use super::{AccountInfo, KeyInfo, Plan, PlanSource, Plans, Principal, error::Result};
+use crate::accounts::{Plan, PlanSource, Plans, error::Result};
 use crate::{
     clock::now_ms,
     egress::policy::Allow,
