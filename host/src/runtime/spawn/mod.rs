@@ -358,11 +358,12 @@ impl Runtime {
 #[cfg(test)]
 mod tests {
     use super::{MonthlyBudget, SpawnRefusal, count, provisional_name};
-    use crate::{invalid::Invalid, storage::StoreError};
     use crate::{
         accounts::{Plan, Window},
+        invalid::Invalid,
         metrics::{names, testing::capture},
         mind::jobs::MAX_TITLE_CHARS,
+        storage::StoreError,
     };
 
     #[test]
