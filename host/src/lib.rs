@@ -19,6 +19,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod api;
+pub mod app;
 pub mod billing;
 mod blocking;
 pub mod cli;

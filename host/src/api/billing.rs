@@ -3,22 +3,17 @@
 //! subscription, and the provider's webhook — keyless, authenticated by its signature,
 //! and the specification's "internal billing route" (`user_not_found`).
 
-use axum::{
-    Json,
-    extract::State,
-    http::{HeaderMap, StatusCode},
-};
+use axum::{Json, extract::State, http::HeaderMap};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    AppState,
     auth::Auth,
     doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
     extract::{Body, Raw},
 };
 use crate::{
+    app::{AppError, AppResult, AppState, Kind},
     billing::{BillingError, Checkout, Outcome},
     clock::iso8601,
     object::Fields,
@@ -100,23 +95,21 @@ pub struct WebhookReceipt {
     pub plan: Option<&'static str>,
 }
 
-impl From<BillingError> for ApiError {
+impl From<BillingError> for AppError {
     fn from(e: BillingError) -> Self {
         let message = e.to_string();
         match e {
-            BillingError::NotConfigured => ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "billing_not_configured",
-                message,
-            ),
-            BillingError::InvalidPlan(_) => ApiError::invalid_field("plan", message),
-            BillingError::InvalidPriceId { .. } => ApiError::invalid_field("price_id", message),
+            BillingError::NotConfigured => {
+                AppError::new(Kind::NotImplemented, "billing_not_configured", message)
+            }
+            BillingError::InvalidPlan(_) => AppError::invalid_field("plan", message),
+            BillingError::InvalidPriceId { .. } => AppError::invalid_field("price_id", message),
             BillingError::NoCustomer => {
-                ApiError::new(StatusCode::NOT_FOUND, "customer_not_found", message)
+                AppError::new(Kind::NotFound, "customer_not_found", message)
             }
             BillingError::Unavailable(_) => {
-                let mut e = ApiError::new(
-                    StatusCode::BAD_GATEWAY,
+                let mut e = AppError::new(
+                    Kind::BadGateway,
                     "billing_unavailable",
                     "the payment provider failed or did not answer in time; nothing was \
                      changed: retry shortly",
@@ -125,11 +118,11 @@ impl From<BillingError> for ApiError {
                 e
             }
             BillingError::Signature(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_signature", message)
+                AppError::new(Kind::BadRequest, "invalid_signature", message)
             }
-            BillingError::BadEvent(_) => ApiError::invalid_body(message),
+            BillingError::BadEvent(_) => AppError::invalid_body(message),
             BillingError::UserNotFound(_) => {
-                ApiError::new(StatusCode::NOT_FOUND, "user_not_found", message)
+                AppError::new(Kind::NotFound, "user_not_found", message)
             }
             BillingError::Accounts(e) => e.into(),
             BillingError::Storage(e) => e.into(),
@@ -154,7 +147,7 @@ pub(in crate::api) async fn state_of(
     state: &AppState,
     account: &str,
     plan: crate::accounts::Plan,
-) -> ApiResult<BillingState> {
+) -> AppResult<BillingState> {
     let link = state.billing.link(account).await?;
     let subscription = link.as_ref().and_then(|l| l.subscription.as_ref());
     Ok(BillingState {
@@ -185,7 +178,7 @@ pub async fn checkout(
     State(state): State<AppState>,
     Auth(who): Auth,
     Body(body): Body<CheckoutBody>,
-) -> ApiResult<Json<CheckoutSession>> {
+) -> AppResult<Json<CheckoutSession>> {
     checkout_in(&state, &who.account, body).await.map(Json)
 }
 
@@ -194,7 +187,7 @@ pub(in crate::api) async fn checkout_in(
     state: &AppState,
     account: &str,
     body: CheckoutBody,
-) -> ApiResult<CheckoutSession> {
+) -> AppResult<CheckoutSession> {
     let opened = (state.billing)
         .checkout(account, &body.plan, body.price_id.as_deref())
         .await?;
@@ -202,7 +195,7 @@ pub(in crate::api) async fn checkout_in(
 }
 
 /// The portal of `account` (the REST route's body and the console's).
-pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> ApiResult<PortalSession> {
+pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> AppResult<PortalSession> {
     let page = state.billing.portal(account).await?;
     Ok(PortalSession {
         url: page.url,
@@ -224,7 +217,7 @@ pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> ApiRes
 pub async fn portal(
     State(state): State<AppState>,
     Auth(who): Auth,
-) -> ApiResult<Json<PortalSession>> {
+) -> AppResult<Json<PortalSession>> {
     portal_in(&state, &who.account).await.map(Json)
 }
 
@@ -237,7 +230,7 @@ pub async fn portal(
 pub async fn subscription(
     State(state): State<AppState>,
     Auth(who): Auth,
-) -> ApiResult<Json<BillingState>> {
+) -> AppResult<Json<BillingState>> {
     state_of(&state, &who.account, who.plan).await.map(Json)
 }
 
@@ -259,7 +252,7 @@ pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
     Raw(payload): Raw,
-) -> ApiResult<Json<WebhookReceipt>> {
+) -> AppResult<Json<WebhookReceipt>> {
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok());

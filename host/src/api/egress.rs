@@ -7,8 +7,12 @@ use axum::{Json, extract::State};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{AppState, auth::Auth, error::ApiResult};
-use crate::{accounts::Plan, egress::policy};
+use super::auth::Auth;
+use crate::{
+    accounts::Plan,
+    app::{AppResult, AppState},
+    egress::policy,
+};
 
 /// One host the account's agents may reach.
 #[derive(Serialize, ToSchema)]
@@ -41,7 +45,7 @@ pub(in crate::api) async fn egress_in(
     state: &AppState,
     account: &str,
     plan: Plan,
-) -> ApiResult<EgressList> {
+) -> AppResult<EgressList> {
     let own = state.keys.egress(account).await?;
     let config = &state.config.egress;
     let entries = policy::effective(&config.allow, &config.plans, plan, &own)
@@ -64,6 +68,6 @@ pub(in crate::api) async fn egress_in(
     responses(
         (status = 200, description = "the account's effective allowlist", body = EgressList),
     ))]
-pub async fn egress(State(state): State<AppState>, Auth(who): Auth) -> ApiResult<Json<EgressList>> {
+pub async fn egress(State(state): State<AppState>, Auth(who): Auth) -> AppResult<Json<EgressList>> {
     egress_in(&state, &who.account, who.plan).await.map(Json)
 }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use axum::{
     extract::FromRequestParts,
-    http::{StatusCode, header, request::Parts},
+    http::{header, request::Parts},
 };
 
-use super::super::{AppState, error::ApiError};
+use crate::app::{AppError, AppState, Kind};
 use crate::console::{Session, SignInError};
 
 /// The signed-in tenant of a console request.
@@ -23,16 +23,16 @@ pub struct ConsoleAuth(pub Session);
 #[derive(Debug, Clone)]
 pub struct StreamAuth(pub Session);
 
-fn missing(message: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "missing_id_token", message)
+fn missing(message: &str) -> AppError {
+    AppError::new(Kind::Unauthorized, "missing_id_token", message)
 }
 
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "invalid_id_token", message)
+fn invalid(message: impl Into<String>) -> AppError {
+    AppError::new(Kind::Unauthorized, "invalid_id_token", message)
 }
 
 /// The token of an `Authorization` header, if there is one.
-fn bearer(parts: &Parts) -> Option<Result<&str, ApiError>> {
+fn bearer(parts: &Parts) -> Option<Result<&str, AppError>> {
     let header = parts.headers.get(header::AUTHORIZATION)?;
     Some(
         header
@@ -47,10 +47,10 @@ fn bearer(parts: &Parts) -> Option<Result<&str, ApiError>> {
 
 /// The session `token` opens, its request admitted under the account's requests in
 /// flight (as an API key's are).
-async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session, ApiError> {
+async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session, AppError> {
     let session = state.console.sign_in(token).await.map_err(|e| match e {
         SignInError::Refused(refusal) => invalid(refusal.to_string()),
-        SignInError::Storage(cause) => ApiError::internal(&format!("{cause:#}")),
+        SignInError::Storage(cause) => AppError::internal(&format!("{cause:#}")),
     })?;
     let account = Arc::from(session.account.as_str());
     state
@@ -60,7 +60,7 @@ async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session
 }
 
 impl FromRequestParts<AppState> for ConsoleAuth {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
@@ -74,7 +74,7 @@ impl FromRequestParts<AppState> for ConsoleAuth {
 }
 
 impl FromRequestParts<AppState> for StreamAuth {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,

@@ -6,14 +6,13 @@ use axum::{Json, extract::State};
 
 use super::{
     super::{
-        AppState,
         billing::{self, BillingState, CheckoutBody, CheckoutSession, PortalSession},
         doc::ErrorEnvelope,
-        error::ApiResult,
         extract::Body,
     },
     auth::ConsoleAuth,
 };
+use crate::app::{AppResult, AppState};
 
 /// The account's plan and subscription (as GET /api/v1/billing).
 #[utoipa::path(operation_id = "console_billing", get, path = "/api/v1/console/billing", tag = "console",
@@ -24,7 +23,7 @@ use super::{
 pub async fn state(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<BillingState>> {
+) -> AppResult<Json<BillingState>> {
     billing::state_of(&state, &session.account, session.plan)
         .await
         .map(Json)
@@ -45,7 +44,7 @@ pub async fn checkout(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Body(body): Body<CheckoutBody>,
-) -> ApiResult<Json<CheckoutSession>> {
+) -> AppResult<Json<CheckoutSession>> {
     billing::checkout_in(&state, &session.account, body)
         .await
         .map(Json)
@@ -64,6 +63,6 @@ pub async fn checkout(
 pub async fn portal(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<PortalSession>> {
+) -> AppResult<Json<PortalSession>> {
     billing::portal_in(&state, &session.account).await.map(Json)
 }

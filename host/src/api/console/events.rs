@@ -28,15 +28,16 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
-    super::{
-        AppState, agents,
-        agents::{AgentView, LogEventView, ProgressView},
-        doc::ErrorEnvelope,
-        error::{ApiError, ApiResult},
-    },
+    super::{agents, doc::ErrorEnvelope},
     auth::StreamAuth,
 };
-use crate::runtime::{AgentRecord, Progress, Watch};
+use crate::{
+    app::{
+        AppError, AppResult, AppState,
+        agents::{AgentView, LogEventView, ProgressView},
+    },
+    runtime::{AgentRecord, Progress, Watch},
+};
 
 /// Log events read from the store at once: the most one stream holds.
 const LOG_PAGE: usize = 500;
@@ -60,7 +61,7 @@ pub async fn events(
     State(state): State<AppState>,
     StreamAuth(session): StreamAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+) -> AppResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let id = agents::agent_id(path)?;
     // Watch first: a change committed between the read below and the first wait is not lost.
     let watch = state.records.watch(&id);
@@ -68,7 +69,7 @@ pub async fn events(
     let max = state.limits(session.plan).event_streams;
     let slot = (state.console.streams)
         .open(&session.account, max)
-        .map_err(|full| ApiError::stream_limit(session.plan, full))?;
+        .map_err(|full| AppError::stream_limit(session.plan, full))?;
     let closed = state.console.streams.closed();
     let feed = Feed::open(state, watch, record).await;
     // The stream holds its slot until it is dropped: ended, its client gone, or the server
@@ -80,17 +81,6 @@ pub async fn events(
             Ok(event)
         });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
-}
-
-/// `details` of 429 `stream_limit_reached`.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamLimitDetails {
-    pub plan: &'static str,
-    /// Streams the account has open.
-    pub current_streams: u32,
-    /// The plan's `event_streams`.
-    pub max_streams: u32,
 }
 
 /// One stream's state: what it sent, and what is queued to send.

@@ -13,5 +13,4 @@ pub mod reads;
 pub mod tools;
 mod views;
 
-pub use events::StreamLimitDetails;
 pub use views::KeyQuotaDetails;

@@ -9,25 +9,27 @@ use axum::{
 
 use super::{
     super::{
-        AppState, agents,
-        agents::{AgentList, AgentView},
+        agents,
         doc::ErrorEnvelope,
         egress::{EgressList, egress_in},
-        error::ApiResult,
         extract::{Body, Query},
         memory,
-        memory::{
-            DeleteQuery, DeleteResponse, History, HistoryQuery, MemoryList, Namespaces, SearchBody,
-            SearchResponse,
-        },
-        tools::{self, ToolList},
     },
     auth::ConsoleAuth,
+};
+use crate::app::{
+    self, AppResult, AppState,
+    agents::{AgentList, AgentView},
+    memory::{
+        DeleteQuery, DeleteResponse, History, HistoryQuery, MemoryList, Namespaces, SearchBody,
+        SearchResponse,
+    },
+    tools::ToolList,
 };
 
 /// The account's agents, newest first (as GET /api/v1/agents).
 #[utoipa::path(operation_id = "console_list_agents", get, path = "/api/v1/console/agents", tag = "console",
-    params(agents::ListQuery),
+    params(app::agents::ListQuery),
     security(("idToken" = [])),
     responses(
         (status = 200, description = "a page", body = AgentList),
@@ -36,10 +38,10 @@ use super::{
 pub async fn list_agents(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-    Query(q): Query<agents::ListQuery>,
-) -> ApiResult<Json<AgentList>> {
+    Query(q): Query<app::agents::ListQuery>,
+) -> AppResult<Json<AgentList>> {
     let limit = q.limit.unwrap_or_default().0;
-    agents::list_agents(&state, &session.account, limit, q.cursor.as_deref())
+    app::agents::list(&state, &session.account, limit, q.cursor.as_deref())
         .await
         .map(Json)
 }
@@ -56,7 +58,7 @@ pub async fn get_agent(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<AgentView>> {
+) -> AppResult<Json<AgentView>> {
     let id = agents::agent_id(path)?;
     let record = state.runtime.agent(&session.account, &id).await?;
     Ok(Json(AgentView::from(&record)))
@@ -71,7 +73,7 @@ pub async fn get_agent(
 pub async fn namespaces(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<Namespaces>> {
+) -> AppResult<Json<Namespaces>> {
     memory::namespaces_in(&state, &session.account)
         .await
         .map(Json)
@@ -79,7 +81,7 @@ pub async fn namespaces(
 
 /// A page of live memories, newest first (as GET /api/v1/memory/list).
 #[utoipa::path(operation_id = "console_list_memories", get, path = "/api/v1/console/memory/list", tag = "console",
-    params(memory::ListQuery),
+    params(app::memory::ListQuery),
     security(("idToken" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),
@@ -88,8 +90,8 @@ pub async fn namespaces(
 pub async fn list_memories(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-    Query(q): Query<memory::ListQuery>,
-) -> ApiResult<Json<MemoryList>> {
+    Query(q): Query<app::memory::ListQuery>,
+) -> AppResult<Json<MemoryList>> {
     memory::list_in(&state, &session.account, q).await.map(Json)
 }
 
@@ -107,7 +109,7 @@ pub async fn search(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Body(body): Body<SearchBody>,
-) -> ApiResult<Json<SearchResponse>> {
+) -> AppResult<Json<SearchResponse>> {
     memory::search_in(&state, &session.account, body)
         .await
         .map(Json)
@@ -126,7 +128,7 @@ pub async fn history(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Query(q): Query<HistoryQuery>,
-) -> ApiResult<Json<History>> {
+) -> AppResult<Json<History>> {
     memory::history_in(&state, &session.account, &q)
         .await
         .map(Json)
@@ -145,7 +147,7 @@ pub async fn delete_memory(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Query(q): Query<DeleteQuery>,
-) -> ApiResult<Json<DeleteResponse>> {
+) -> AppResult<Json<DeleteResponse>> {
     memory::delete_in(&state, &session.account, q)
         .await
         .map(Json)
@@ -160,8 +162,8 @@ pub async fn delete_memory(
 pub async fn list_tools(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<ToolList>> {
-    tools::list_in(&state, &session.account).await.map(Json)
+) -> AppResult<Json<ToolList>> {
+    app::tools::list(&state, &session.account).await.map(Json)
 }
 
 /// The hosts the account's agents may send HTTP requests to (as GET /api/v1/egress).
@@ -173,7 +175,7 @@ pub async fn list_tools(
 pub async fn egress(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<EgressList>> {
+) -> AppResult<Json<EgressList>> {
     egress_in(&state, &session.account, session.plan)
         .await
         .map(Json)

@@ -9,15 +9,10 @@ use axum::{
 };
 
 use super::{
-    super::{
-        AppState,
-        doc::ErrorEnvelope,
-        error::ApiResult,
-        extract::Body,
-        tools::{self, ToolView},
-    },
+    super::{doc::ErrorEnvelope, extract::Body, tools},
     auth::ConsoleAuth,
 };
+use crate::app::{self, AppResult, AppState, tools::ToolView};
 use crate::tools::Registration;
 
 /// Register a tool (as POST /api/v1/tools).
@@ -34,8 +29,8 @@ pub async fn create_tool(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Body(registration): Body<Registration>,
-) -> ApiResult<(StatusCode, Json<ToolView>)> {
-    let view = tools::register_in(&state, &session.account, session.plan, registration).await?;
+) -> AppResult<(StatusCode, Json<ToolView>)> {
+    let view = app::tools::register(&state, &session.account, session.plan, registration).await?;
     Ok((StatusCode::CREATED, Json(view)))
 }
 
@@ -51,7 +46,7 @@ pub async fn delete_tool(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ToolView>> {
+) -> AppResult<Json<ToolView>> {
     tools::delete_in(&state, &session.account, path)
         .await
         .map(Json)
@@ -72,7 +67,7 @@ pub async fn refresh_tool(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ToolView>> {
+) -> AppResult<Json<ToolView>> {
     tools::refresh_in(&state, &session.account, session.plan, path)
         .await
         .map(Json)

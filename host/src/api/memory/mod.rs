@@ -1,67 +1,54 @@
 //! `/api/v1/memory…` handlers (§4.2): read the typed request, call the memory service
 //! scoped to the caller's account, render the result.
 
-mod request;
-mod response;
-
 use axum::{
     Json,
     extract::State,
     http::StatusCode,
     response::{IntoResponse, Response},
 };
-use serde_json::Value;
 
-pub use self::request::{
-    AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, HistoryQuery, ImportBody, ListQuery,
-    SearchBody,
-};
-use self::request::{IMPORT_MAX_ITEMS, INSTANT_RULE, LIST_DEFAULT, MEMORIES_RULE};
-pub use self::response::*;
 use super::{
-    AppState,
     auth::Auth,
-    cursor,
     doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
     extract::{Body, Query},
-    params::whole_text,
-    views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
 };
 use crate::{
-    accounts::Principal,
+    app::{
+        AppError, AppResult, AppState, cursor,
+        memory::{
+            self, AddressQuery, ConsolidateBody, ConsolidateResponse, DedupeBody, DedupePair,
+            DedupeResponse, DeleteQuery, DeleteResponse, EXPORT_FORMAT, ExportDocument,
+            HISTORY_CURSOR, History, HistoryQuery, INSTANT_RULE, ImportBody, ImportResult,
+            LIST_CURSOR, LIST_DEFAULT, ListQuery, MemoryList, NamespaceEntry, Namespaces,
+            SearchBody, SearchResponse,
+        },
+        params::whole_text,
+        views::{ExportItem, MemoryView, SearchHitView},
+    },
     clock::now_ms,
     memory::{
-        ConsolidateQuery, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ImportItem,
-        ListQuery as Listing, MemoryDraft, MemoryError, Mode, Provenance, PutInput, Quota,
-        Rejected, SearchQuery, TimeFilter, optional_namespace, optional_unit, validate_key,
-        validate_namespace, validate_tags,
+        DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ListQuery as Listing, MemoryDraft,
+        MemoryError, Mode, SearchQuery, TimeFilter, optional_namespace, optional_unit,
+        validate_key, validate_namespace, validate_tags,
     },
 };
 
-/// Cursor kind of memory list pages.
-const LIST_CURSOR: &str = "m1";
-const HISTORY_CURSOR: &str = "h1";
-
-fn quota(state: &AppState, auth: &Auth) -> Quota {
-    state.limits(auth.0.plan).memory_quota()
-}
-
 /// The (namespace, key) a GET or DELETE names in its query string.
-fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
-    validate_key(key).map_err(|e| ApiError::invalid_query("key", e.to_string()))?;
+fn address(key: &str, namespace: Option<&str>) -> AppResult<(String, String)> {
+    validate_key(key).map_err(|e| AppError::invalid_query("key", e.to_string()))?;
     let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
     validate_namespace(namespace)
-        .map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+        .map_err(|e| AppError::invalid_query("namespace", e.to_string()))?;
     Ok((namespace.to_string(), key.to_string()))
 }
 
 /// An instant (epoch ms) given as query parameter `name`, if given.
-fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u64>> {
+fn instant_param(name: &'static str, given: Option<&str>) -> AppResult<Option<u64>> {
     given
         .map(|text| {
             whole_text(text).ok_or_else(|| {
-                ApiError::invalid_query(
+                AppError::invalid_query(
                     name,
                     format!("{name} must be {INSTANT_RULE}, got {text:?}"),
                 )
@@ -71,9 +58,9 @@ fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u6
 }
 
 /// A domain refusal of a query parameter (a time filter) as `invalid_query`.
-fn query_error(e: MemoryError) -> ApiError {
+fn query_error(e: MemoryError) -> AppError {
     match e {
-        MemoryError::Invalid { field, message } => ApiError::invalid_query(field, message),
+        MemoryError::Invalid { field, message } => AppError::invalid_query(field, message),
         other => other.into(),
     }
 }
@@ -93,10 +80,8 @@ pub async fn put(
     State(state): State<AppState>,
     auth: Auth,
     Body(draft): Body<MemoryDraft>,
-) -> ApiResult<Response> {
-    let provenance = Provenance::keyed(Door::Rest, &auth.0.key_id);
-    let input = PutInput::new(&auth.0.account, draft, provenance)?;
-    let outcome = state.memory.put(input, quota(&state, &auth)).await?;
+) -> AppResult<Response> {
+    let outcome = memory::put(&state, &auth.0, Door::Rest, draft).await?;
     let status = if outcome.created {
         StatusCode::CREATED
     } else {
@@ -117,7 +102,7 @@ pub async fn get(
     State(state): State<AppState>,
     auth: Auth,
     Query(q): Query<AddressQuery>,
-) -> ApiResult<Json<MemoryView>> {
+) -> AppResult<Json<MemoryView>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let account = &auth.0.account;
     let memory = match instant_param("as_of", q.as_of.as_deref())? {
@@ -141,7 +126,7 @@ pub async fn delete(
     State(state): State<AppState>,
     auth: Auth,
     Query(q): Query<DeleteQuery>,
-) -> ApiResult<Json<DeleteResponse>> {
+) -> AppResult<Json<DeleteResponse>> {
     delete_in(&state, &auth.0.account, q).await.map(Json)
 }
 
@@ -150,7 +135,7 @@ pub(in crate::api) async fn delete_in(
     state: &AppState,
     account: &str,
     q: DeleteQuery,
-) -> ApiResult<DeleteResponse> {
+) -> AppResult<DeleteResponse> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let hard = q.hard.unwrap_or_default().0;
     let deleted = state.memory.delete(account, &namespace, &key, hard).await?;
@@ -180,7 +165,7 @@ pub async fn history(
     State(state): State<AppState>,
     auth: Auth,
     Query(q): Query<HistoryQuery>,
-) -> ApiResult<Json<History>> {
+) -> AppResult<Json<History>> {
     history_in(&state, &auth.0.account, &q).await.map(Json)
 }
 
@@ -190,7 +175,7 @@ pub(in crate::api) async fn history_in(
     state: &AppState,
     account: &str,
     q: &HistoryQuery,
-) -> ApiResult<History> {
+) -> AppResult<History> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let before = q
         .cursor
@@ -223,7 +208,7 @@ pub async fn search(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<SearchBody>,
-) -> ApiResult<Json<SearchResponse>> {
+) -> AppResult<Json<SearchResponse>> {
     search_in(&state, &auth.0.account, body).await.map(Json)
 }
 
@@ -232,7 +217,7 @@ pub(in crate::api) async fn search_in(
     state: &AppState,
     account: &str,
     body: SearchBody,
-) -> ApiResult<SearchResponse> {
+) -> AppResult<SearchResponse> {
     wasmind_rules::validate_query(&body.query).map_err(MemoryError::from)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
@@ -267,7 +252,7 @@ pub async fn list(
     State(state): State<AppState>,
     auth: Auth,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<MemoryList>> {
+) -> AppResult<Json<MemoryList>> {
     list_in(&state, &auth.0.account, q).await.map(Json)
 }
 
@@ -276,9 +261,9 @@ pub(in crate::api) async fn list_in(
     state: &AppState,
     account: &str,
     q: ListQuery,
-) -> ApiResult<MemoryList> {
+) -> AppResult<MemoryList> {
     if let Some(ns) = &q.namespace {
-        validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+        validate_namespace(ns).map_err(|e| AppError::invalid_query("namespace", e.to_string()))?;
     }
     let tags: Vec<String> = q
         .tags
@@ -291,7 +276,7 @@ pub(in crate::api) async fn list_in(
                 .collect()
         })
         .unwrap_or_default();
-    validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
+    validate_tags(&tags).map_err(|e| AppError::invalid_query("tags", e.to_string()))?;
     let before = q
         .cursor
         .as_deref()
@@ -331,7 +316,7 @@ pub async fn dedupe(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<DedupeBody>,
-) -> ApiResult<Json<DedupeResponse>> {
+) -> AppResult<Json<DedupeResponse>> {
     let namespace = optional_namespace(body.namespace)?;
     let threshold =
         optional_unit("threshold", body.threshold)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
@@ -373,44 +358,8 @@ pub async fn consolidate(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<ConsolidateBody>,
-) -> ApiResult<Json<ConsolidateResponse>> {
-    let q = ConsolidateQuery {
-        key_id: Some(auth.0.key_id.to_string()),
-        ..ConsolidateQuery::new(
-            body.namespace,
-            body.threshold,
-            body.min_cluster_size,
-            body.dry_run,
-        )?
-    };
-    let account = &auth.0.account;
-    let tokens = state.budgets.of(account, auth.0.plan);
-    let (spent, result) = (state.memory)
-        .consolidate(account, &q, state.mind.as_ref(), &tokens)
-        .await;
-    let report = result?;
-    Ok(Json(ConsolidateResponse {
-        dry_run: q.dry_run,
-        clusters: report.clusters.len(),
-        skipped: report.skipped,
-        consolidated: report
-            .clusters
-            .into_iter()
-            .map(|c| {
-                let (memory_id, key) = c.summary.unzip();
-                ConsolidatedCluster {
-                    memory_id,
-                    key,
-                    namespace: c.namespace,
-                    replaced: c.replaced,
-                }
-            })
-            .collect(),
-        usage: TokenUsage {
-            input_tokens: spent.input_tokens.into(),
-            output_tokens: spent.output_tokens.into(),
-        },
-    }))
+) -> AppResult<Json<ConsolidateResponse>> {
+    memory::consolidate(&state, &auth.0, body).await.map(Json)
 }
 
 /// The account's namespaces and their live-memory counts.
@@ -419,7 +368,7 @@ pub async fn consolidate(
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
     ))]
-pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Namespaces>> {
+pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> AppResult<Json<Namespaces>> {
     namespaces_in(&state, &auth.0.account).await.map(Json)
 }
 
@@ -427,7 +376,7 @@ pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<
 pub(in crate::api) async fn namespaces_in(
     state: &AppState,
     account: &str,
-) -> ApiResult<Namespaces> {
+) -> AppResult<Namespaces> {
     let list = state.memory.namespaces(account).await?;
     Ok(Namespaces {
         namespaces: list
@@ -443,7 +392,7 @@ pub(in crate::api) async fn namespaces_in(
     responses(
         (status = 200, description = "the export document", body = ExportDocument),
     ))]
-pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<ExportDocument>> {
+pub async fn export(State(state): State<AppState>, auth: Auth) -> AppResult<Json<ExportDocument>> {
     let memories = state.memory.export(&auth.0.account).await?;
     let now = now_ms();
     Ok(Json(ExportDocument {
@@ -453,24 +402,6 @@ pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json
         count: memories.len(),
         memories: memories.iter().map(|m| ExportItem::new(m, now)).collect(),
     }))
-}
-
-/// One import item, read on its own so a bad one is reported and the rest go on.
-fn import_item(who: &Principal, index: usize, item: Value) -> ImportItem {
-    let key = item.get("key").and_then(Value::as_str).map(str::to_string);
-    let input = match item {
-        Value::Object(object) => MemoryDraft::from_object(object)
-            .and_then(|draft| {
-                let provenance = Provenance::keyed(Door::Import, &who.key_id);
-                PutInput::new(&who.account, draft, provenance)
-            })
-            .map_err(Rejected::from),
-        _ => Err(Rejected {
-            code: "invalid_memory".into(),
-            message: "each memory must be a JSON object".into(),
-        }),
-    };
-    ImportItem { index, key, input }
 }
 
 /// Write many memories in order; halts at the quota with 402 and what it did.
@@ -488,61 +419,6 @@ pub async fn import(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<ImportBody>,
-) -> ApiResult<Json<ImportResult>> {
-    let Some(raw) = body.memories else {
-        return Err(ApiError::invalid_field(
-            "memories",
-            format!("memories must be {MEMORIES_RULE}"),
-        ));
-    };
-    if raw.len() > IMPORT_MAX_ITEMS {
-        return Err(ApiError::invalid_field(
-            "memories",
-            format!(
-                "{} memories given; one import takes at most {IMPORT_MAX_ITEMS}",
-                raw.len()
-            ),
-        ));
-    }
-    let account = &auth.0.account;
-    let items = raw
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| import_item(&auth.0, index, item))
-        .collect();
-    let report = state
-        .memory
-        .import(account, items, quota(&state, &auth))
-        .await?;
-    let counts = ImportResult {
-        imported: report.imported,
-        failed: report.failed,
-        errors: report
-            .errors
-            .into_iter()
-            .map(|e| ImportItemError {
-                index: e.index,
-                key: e.key,
-                code: e.rejected.code,
-                message: e.rejected.message,
-            })
-            .collect(),
-    };
-    match report.halted {
-        None => Ok(Json(counts)),
-        Some((limit, used)) => Err(ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
-            "memory_quota_exceeded",
-            format!(
-                "memory quota exceeded after importing {} item(s): {used} of {limit} live memories in use; \
-                 run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan",
-                counts.imported
-            ),
-        )
-        .with_details(ImportQuotaDetails {
-            counts,
-            limit,
-            used,
-        })),
-    }
+) -> AppResult<Json<ImportResult>> {
+    memory::import(&state, &auth.0, body).await.map(Json)
 }

@@ -3,7 +3,7 @@
 
 use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
 
-use super::error::{ApiError, ApiResult};
+use super::error::{AppError, AppResult};
 
 /// The cursor for position `n` of a list of `kind`.
 pub fn encode(kind: &str, n: u64) -> String {
@@ -11,14 +11,14 @@ pub fn encode(kind: &str, n: u64) -> String {
 }
 
 /// The position inside a cursor of `kind`; `invalid_query` for anything else.
-pub fn decode(kind: &str, cursor: &str) -> ApiResult<u64> {
+pub fn decode(kind: &str, cursor: &str) -> AppResult<u64> {
     URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .and_then(|s| s.strip_prefix(kind)?.strip_prefix(':')?.parse().ok())
         .ok_or_else(|| {
-            ApiError::invalid_query(
+            AppError::invalid_query(
                 "cursor",
                 "cursor is not one this server issued; pass next_cursor back unchanged",
             )
