@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    auth::Auth,
+    auth::AccountAuth,
     doc::ErrorEnvelope,
     extract::{Body, Raw},
 };
@@ -142,8 +142,8 @@ impl From<Checkout> for CheckoutSession {
     }
 }
 
-/// The account's [`BillingState`] (the REST route's body and the console's).
-pub(in crate::api) async fn state_of(
+/// The account's [`BillingState`].
+async fn state_of(
     state: &AppState,
     account: &str,
     plan: crate::accounts::Plan,
@@ -176,31 +176,13 @@ pub(in crate::api) async fn state_of(
     ))]
 pub async fn checkout(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     Body(body): Body<CheckoutBody>,
 ) -> AppResult<Json<CheckoutSession>> {
-    checkout_in(&state, &who.account, body).await.map(Json)
-}
-
-/// A checkout for `account` (the REST route's body and the console's).
-pub(in crate::api) async fn checkout_in(
-    state: &AppState,
-    account: &str,
-    body: CheckoutBody,
-) -> AppResult<CheckoutSession> {
     let opened = (state.billing)
-        .checkout(account, &body.plan, body.price_id.as_deref())
+        .checkout(&who.account, &body.plan, body.price_id.as_deref())
         .await?;
-    Ok(opened.into())
-}
-
-/// The portal of `account` (the REST route's body and the console's).
-pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> AppResult<PortalSession> {
-    let page = state.billing.portal(account).await?;
-    Ok(PortalSession {
-        url: page.url,
-        session_id: page.id,
-    })
+    Ok(Json(opened.into()))
 }
 
 /// Opens the payment provider's portal, where the account's payment details, invoices and
@@ -216,9 +198,13 @@ pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> AppRes
     ))]
 pub async fn portal(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
 ) -> AppResult<Json<PortalSession>> {
-    portal_in(&state, &who.account).await.map(Json)
+    let page = state.billing.portal(&who.account).await?;
+    Ok(Json(PortalSession {
+        url: page.url,
+        session_id: page.id,
+    }))
 }
 
 /// The account's plan and subscription.
@@ -229,7 +215,7 @@ pub async fn portal(
     ))]
 pub async fn subscription(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
 ) -> AppResult<Json<BillingState>> {
     state_of(&state, &who.account, who.plan).await.map(Json)
 }

@@ -104,24 +104,7 @@ fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::account::revoke_key))
         .routes(routes!(console::account::usage))
-        .routes(routes!(console::billing::state))
-        .routes(routes!(console::billing::checkout))
-        .routes(routes!(console::billing::portal))
-        .routes(routes!(console::reads::list_agents))
-        .routes(routes!(console::reads::get_agent))
         .routes(routes!(console::events::events))
-        .routes(routes!(console::reads::namespaces))
-        .routes(routes!(console::reads::list_memories))
-        .routes(routes!(console::reads::search))
-        .routes(routes!(console::reads::history))
-        .routes(routes!(console::reads::delete_memory))
-        .routes(routes!(
-            console::reads::list_tools,
-            console::tools::create_tool
-        ))
-        .routes(routes!(console::tools::delete_tool))
-        .routes(routes!(console::tools::refresh_tool))
-        .routes(routes!(console::reads::egress))
 }
 
 /// An asset's bytes as a response body: one compiled into the binary is sent from there,

@@ -24,7 +24,7 @@ pub mod views;
 
 use std::sync::Arc;
 
-pub use auth::authenticate;
+pub use auth::{Caller, authenticate, bearer, invalid_id_token, is_id_token, sign_in};
 pub use error::{AppError, AppResult, CURRENT_REQUEST, Kind};
 pub use in_flight::{InFlight, RequestLimitDetails, hold as hold_in_flight};
 pub use refusal::StreamLimitDetails;

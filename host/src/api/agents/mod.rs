@@ -11,7 +11,7 @@ use axum::{
 };
 
 use super::{
-    auth::Auth,
+    auth::{AccountAuth, Auth},
     doc::ErrorEnvelope,
     extract::{Body, Query},
 };
@@ -60,7 +60,7 @@ pub async fn spawn(
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<ListQuery>,
 ) -> AppResult<Json<AgentList>> {
     let limit = q.limit.unwrap_or_default().0;
@@ -79,7 +79,7 @@ pub async fn list(
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
 ) -> AppResult<Json<AgentView>> {
     let record = state.runtime.agent(&who.account, &agent_id(path)?).await?;

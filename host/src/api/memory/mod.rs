@@ -9,7 +9,7 @@ use axum::{
 };
 
 use super::{
-    auth::Auth,
+    auth::{AccountAuth, Auth},
     doc::ErrorEnvelope,
     extract::{Body, Query},
 };
@@ -124,33 +124,26 @@ pub async fn get(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<DeleteQuery>,
 ) -> AppResult<Json<DeleteResponse>> {
-    delete_in(&state, &auth.0.account, q).await.map(Json)
-}
-
-/// The body of a memory delete in `account`, whoever signed the request in.
-pub(in crate::api) async fn delete_in(
-    state: &AppState,
-    account: &str,
-    q: DeleteQuery,
-) -> AppResult<DeleteResponse> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let hard = q.hard.unwrap_or_default().0;
-    let deleted = state.memory.delete(account, &namespace, &key, hard).await?;
+    let deleted = (state.memory)
+        .delete(&who.account, &namespace, &key, hard)
+        .await?;
     let (versions_removed, memory) = match deleted {
         Deleted::Soft(memory) => (0, Some(MemoryView::from(&*memory))),
         Deleted::Hard(n) => (n, None),
     };
-    Ok(DeleteResponse {
+    Ok(Json(DeleteResponse {
         deleted: true,
         hard,
         key,
         namespace,
         versions_removed,
         memory,
-    })
+    }))
 }
 
 /// A page of a memory's versions, newest first (paged as the list is).
@@ -163,19 +156,9 @@ pub(in crate::api) async fn delete_in(
     ))]
 pub async fn history(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<HistoryQuery>,
 ) -> AppResult<Json<History>> {
-    history_in(&state, &auth.0.account, &q).await.map(Json)
-}
-
-/// The body of a page of a memory's history in `account`, whoever signed the request in;
-/// `not_found` when the memory has no version at all.
-pub(in crate::api) async fn history_in(
-    state: &AppState,
-    account: &str,
-    q: &HistoryQuery,
-) -> AppResult<History> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let before = q
         .cursor
@@ -184,15 +167,16 @@ pub(in crate::api) async fn history_in(
         .transpose()?;
     let limit = q.limit.map_or(LIST_DEFAULT, |l| l.0);
     let page = (state.memory)
-        .history(account, &namespace, &key, before, limit)
+        .history(&who.account, &namespace, &key, before, limit)
         .await?;
+    // A memory with no version at all is not found; a later page may be empty.
     if page.memories.is_empty() && before.is_none() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }
-    Ok(History {
+    Ok(Json(History {
         data: page.memories.iter().map(MemoryView::from).collect(),
         next_cursor: page.next_before.map(|n| cursor::encode(HISTORY_CURSOR, n)),
-    })
+    }))
 }
 
 /// Hybrid, semantic or keyword search over live memories.
@@ -206,18 +190,9 @@ pub(in crate::api) async fn history_in(
     ))]
 pub async fn search(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Body(body): Body<SearchBody>,
 ) -> AppResult<Json<SearchResponse>> {
-    search_in(&state, &auth.0.account, body).await.map(Json)
-}
-
-/// The body of a search in `account`, whoever signed the request in.
-pub(in crate::api) async fn search_in(
-    state: &AppState,
-    account: &str,
-    body: SearchBody,
-) -> AppResult<SearchResponse> {
     wasmind_rules::validate_query(&body.query).map_err(MemoryError::from)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
@@ -235,10 +210,10 @@ pub(in crate::api) async fn search_in(
             observed_before: body.observed_before,
         },
     };
-    let hits = state.memory.search(account, q).await?;
-    Ok(SearchResponse {
+    let hits = state.memory.search(&who.account, q).await?;
+    Ok(Json(SearchResponse {
         results: hits.iter().map(SearchHitView::from).collect(),
-    })
+    }))
 }
 
 /// A page of live memories, newest first.
@@ -250,18 +225,9 @@ pub(in crate::api) async fn search_in(
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<ListQuery>,
 ) -> AppResult<Json<MemoryList>> {
-    list_in(&state, &auth.0.account, q).await.map(Json)
-}
-
-/// The body of a memory list page in `account`, whoever signed the request in.
-pub(in crate::api) async fn list_in(
-    state: &AppState,
-    account: &str,
-    q: ListQuery,
-) -> AppResult<MemoryList> {
     if let Some(ns) = &q.namespace {
         validate_namespace(ns).map_err(|e| AppError::invalid_query("namespace", e.to_string()))?;
     }
@@ -296,13 +262,13 @@ pub(in crate::api) async fn list_in(
     };
     let page = state
         .memory
-        .list(account, query)
+        .list(&who.account, query)
         .await
         .map_err(query_error)?;
-    Ok(MemoryList {
+    Ok(Json(MemoryList {
         data: page.memories.iter().map(MemoryView::from).collect(),
         next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
-    })
+    }))
 }
 
 /// Remove near-duplicate memories, keeping the more useful of each pair.
@@ -368,22 +334,17 @@ pub async fn consolidate(
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
     ))]
-pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> AppResult<Json<Namespaces>> {
-    namespaces_in(&state, &auth.0.account).await.map(Json)
-}
-
-/// The body of the namespace listing of `account`, whoever signed the request in.
-pub(in crate::api) async fn namespaces_in(
-    state: &AppState,
-    account: &str,
-) -> AppResult<Namespaces> {
-    let list = state.memory.namespaces(account).await?;
-    Ok(Namespaces {
+pub async fn namespaces(
+    State(state): State<AppState>,
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<Namespaces>> {
+    let list = state.memory.namespaces(&who.account).await?;
+    Ok(Json(Namespaces {
         namespaces: list
             .into_iter()
             .map(|(namespace, count)| NamespaceEntry { namespace, count })
             .collect(),
-    })
+    }))
 }
 
 /// Every live memory of the account, in a document import takes back.

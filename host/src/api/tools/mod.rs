@@ -12,9 +12,8 @@ use axum::{
 mod call;
 
 pub use self::call::*;
-use super::{auth::Auth, doc::ErrorEnvelope, extract::Body};
+use super::{auth::AccountAuth, doc::ErrorEnvelope, extract::Body};
 use crate::{
-    accounts::Plan,
     app::{
         AppResult, AppState,
         tools::{self, ToolList, ToolView, tool_not_found},
@@ -40,7 +39,7 @@ fn path_name(path: Result<Path<String>, PathRejection>) -> AppResult<String> {
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     Body(registration): Body<Registration>,
 ) -> AppResult<(StatusCode, Json<ToolView>)> {
     let view = tools::register(&state, &who.account, who.plan, registration).await?;
@@ -53,7 +52,10 @@ pub async fn create(
     responses(
         (status = 200, description = "every tool of the account", body = ToolList),
     ))]
-pub async fn list(State(state): State<AppState>, Auth(who): Auth) -> AppResult<Json<ToolList>> {
+pub async fn list(
+    State(state): State<AppState>,
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<ToolList>> {
     tools::list(&state, &who.account).await.map(Json)
 }
 
@@ -67,7 +69,7 @@ pub async fn list(State(state): State<AppState>, Auth(who): Auth) -> AppResult<J
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
 ) -> AppResult<Json<ToolView>> {
     let name = path_name(path)?;
@@ -87,19 +89,11 @@ pub async fn get(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
 ) -> AppResult<Json<ToolView>> {
-    delete_in(&state, &who.account, path).await.map(Json)
-}
-
-/// Deletes the tool of `account` the path names: the keyed route's and the console's.
-pub(crate) async fn delete_in(
-    state: &AppState,
-    account: &str,
-    path: Result<Path<String>, PathRejection>,
-) -> AppResult<ToolView> {
-    tools::delete(state, account, &path_name(path)?).await
+    let name = path_name(path)?;
+    tools::delete(&state, &who.account, &name).await.map(Json)
 }
 
 /// List an MCP server's tools again, through the host's egress policy. A failure keeps
@@ -117,21 +111,9 @@ pub(crate) async fn delete_in(
     ))]
 pub async fn refresh(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
 ) -> AppResult<Json<ToolView>> {
-    refresh_in(&state, &who.account, who.plan, path)
-        .await
-        .map(Json)
-}
-
-/// Lists again the MCP server of `account` the path names: the keyed route's and the
-/// console's.
-pub(crate) async fn refresh_in(
-    state: &AppState,
-    account: &str,
-    plan: Plan,
-    path: Result<Path<String>, PathRejection>,
-) -> AppResult<ToolView> {
-    tools::refresh(state, account, plan, &path_name(path)?).await
+    let name = path_name(path)?;
+    (tools::refresh(&state, &who.account, who.plan, &name).await).map(Json)
 }
