@@ -8,6 +8,7 @@ mod agents;
 mod auth;
 mod billing;
 mod console;
+mod descriptions;
 mod doc;
 mod egress;
 mod error;

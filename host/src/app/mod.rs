@@ -19,6 +19,7 @@ pub mod memory;
 pub mod params;
 mod refusal;
 pub mod schema;
+pub mod streams;
 pub mod tools;
 pub mod views;
 

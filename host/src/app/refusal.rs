@@ -120,7 +120,7 @@ impl From<SpawnRefusal> for AppError {
 impl AppError {
     /// 429 `stream_limit_reached`: the account has its plan's `event_streams` open (the
     /// console's and MCP's), in the words of `concurrent_limit_reached`.
-    pub fn stream_limit(plan: Plan, full: StreamsFull) -> Self {
+    pub(super) fn stream_limit(plan: Plan, full: StreamsFull) -> Self {
         let mut e = AppError::new(
             Kind::TooManyRequests,
             "stream_limit_reached",

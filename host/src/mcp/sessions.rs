@@ -29,7 +29,7 @@ use rmcp::transport::{
 
 use crate::{
     accounts::{Plans, Principal},
-    app::AppError,
+    app::{AppError, streams},
     console::Streams,
 };
 
@@ -175,10 +175,10 @@ pub async fn bind(State(sessions): State<Arc<Sessions>>, request: Request, next:
             response
         }
         Some(_) if method == Method::GET => {
-            let max = sessions.plans.limits(who.plan).event_streams;
-            let slot = match sessions.streams.open(&who.account, max) {
+            let (streams, plans) = (&sessions.streams, &sessions.plans);
+            let slot = match streams::open(streams, plans, &who.account, who.plan) {
                 Ok(slot) => slot,
-                Err(full) => return AppError::stream_limit(who.plan, full).into_response(),
+                Err(refused) => return refused.into_response(),
             };
             let response = next.run(request).await;
             if !response.status().is_success() {

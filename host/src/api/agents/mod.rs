@@ -12,6 +12,7 @@ use axum::{
 
 use super::{
     auth::{AccountAuth, Auth},
+    descriptions::{AGENT_NOT_FOUND, BAD_QUERY, bad_fields},
     doc::ErrorEnvelope,
     extract::{Body, Query},
 };
@@ -21,7 +22,6 @@ use crate::app::{
         self, AgentList, AgentView, LOGS_CURSOR, ListQuery, LogEventView, LogPage, LogsQuery,
         SpawnBody, SpawnedAgent, StopResult, agent_not_found,
     },
-    cursor,
 };
 
 /// The agent id of a path; a path that does not parse names no agent.
@@ -34,7 +34,7 @@ pub(in crate::api) fn agent_id(path: Result<Path<String>, PathRejection>) -> App
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "spawning", body = SpawnedAgent),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_task`, `invalid_name`, `invalid_region`, `invalid_memory_mode`, `invalid_agent`, `invalid_tools`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_task", "invalid_name", "invalid_region", "invalid_memory_mode", "invalid_agent", "invalid_tools"]), body = ErrorEnvelope),
         (status = 402, description = "The plan's agent-hours or Mind tokens for this month are used (`details.budget` says which). Codes: `monthly_quota_exceeded`. Details: MonthlyQuotaDetails.", body = ErrorEnvelope),
         (status = 404, description = "`agent` names no component of this account. Codes: `component_not_found`.", body = ErrorEnvelope),
         (status = 429, description = "The account runs its plan's maximum of agents (`concurrent_limit_reached`, details: ConcurrentLimitDetails), or this key spawned its plan's agents per minute or hour (`rate_limited`, details: RateLimitDetails), or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`, details: RequestLimitDetails). Codes: `concurrent_limit_reached`, `rate_limited`, `request_limit_reached`.", body = ErrorEnvelope,
@@ -56,7 +56,7 @@ pub async fn spawn(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = AgentList),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -75,7 +75,7 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the agent", body = AgentView),
-        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = AGENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
@@ -92,7 +92,7 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "stopped (or already finished)", body = StopResult),
-        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = AGENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn stop(
     State(state): State<AppState>,
@@ -110,8 +110,8 @@ pub async fn stop(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = LogPage),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
+        (status = 404, description = AGENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn logs(
     State(state): State<AppState>,
@@ -121,20 +121,13 @@ pub async fn logs(
 ) -> AppResult<Json<LogPage>> {
     let record = state.runtime.agent(&who.account, &agent_id(path)?).await?;
     let limit = q.limit.unwrap_or_default().0;
-    let after = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(LOGS_CURSOR, c))
-        .transpose()?
-        .unwrap_or(0);
+    let after = LOGS_CURSOR.position(q.cursor.as_deref())?.unwrap_or(0);
     let (events, more) = (state.records)
         .logs(&record.account, &record.agent_id, after, limit)
         .await?;
-    let next = more
-        .then(|| events.last().map(|e| cursor::encode(LOGS_CURSOR, e.seq)))
-        .flatten();
+    let next = more.then(|| events.last().map(|e| e.seq)).flatten();
     Ok(Json(LogPage {
         data: events.iter().map(LogEventView::from).collect(),
-        next_cursor: next,
+        next_cursor: LOGS_CURSOR.next(next),
     }))
 }

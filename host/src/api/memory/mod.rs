@@ -10,12 +10,13 @@ use axum::{
 
 use super::{
     auth::{AccountAuth, Auth},
+    descriptions::{BAD_QUERY, MEMORY_BUSY, MEMORY_NOT_FOUND, bad_fields},
     doc::ErrorEnvelope,
     extract::{Body, Query},
 };
 use crate::{
     app::{
-        AppError, AppResult, AppState, cursor,
+        AppError, AppResult, AppState,
         memory::{
             self, AddressQuery, ConsolidateBody, ConsolidateResponse, DedupeBody, DedupePair,
             DedupeResponse, DeleteQuery, DeleteResponse, EXPORT_FORMAT, ExportDocument,
@@ -71,9 +72,9 @@ fn query_error(e: MemoryError) -> AppError {
     responses(
         (status = 201, description = "a memory or a new version was created", body = MemoryView),
         (status = 200, description = "identical to the live memory: nothing written", body = MemoryView),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`, `invalid_observed_at`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_key", "invalid_value", "invalid_namespace", "invalid_tags", "invalid_importance", "invalid_expires_in_days", "invalid_observed_at"]), body = ErrorEnvelope),
         (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn put(
@@ -95,7 +96,7 @@ pub async fn put(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the memory", body = MemoryView),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace (none live at `as_of`, when given). Codes: `not_found`.", body = ErrorEnvelope),
     ))]
 pub async fn get(
@@ -119,8 +120,8 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
+        (status = 404, description = MEMORY_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -151,8 +152,8 @@ pub async fn delete(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the versions", body = History),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
+        (status = 404, description = MEMORY_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn history(
     State(state): State<AppState>,
@@ -160,11 +161,7 @@ pub async fn history(
     Query(q): Query<HistoryQuery>,
 ) -> AppResult<Json<History>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(HISTORY_CURSOR, c))
-        .transpose()?;
+    let before = HISTORY_CURSOR.position(q.cursor.as_deref())?;
     let limit = q.limit.map_or(LIST_DEFAULT, |l| l.0);
     let page = (state.memory)
         .history(&who.account, &namespace, &key, before, limit)
@@ -175,7 +172,7 @@ pub async fn history(
     }
     Ok(Json(History {
         data: page.memories.iter().map(MemoryView::from).collect(),
-        next_cursor: page.next_before.map(|n| cursor::encode(HISTORY_CURSOR, n)),
+        next_cursor: HISTORY_CURSOR.next(page.next_before),
     }))
 }
 
@@ -184,8 +181,8 @@ pub async fn history(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`, `invalid_rerank`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 400, description = bad_fields(&["invalid_query", "invalid_namespace", "invalid_tags", "invalid_limit", "invalid_mode", "invalid_min_score", "invalid_as_of", "invalid_observed_after", "invalid_observed_before", "invalid_rerank"]), body = ErrorEnvelope),
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn search(
@@ -221,7 +218,7 @@ pub async fn search(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -243,11 +240,7 @@ pub async fn list(
         })
         .unwrap_or_default();
     validate_tags(&tags).map_err(|e| AppError::invalid_query("tags", e.to_string()))?;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(LIST_CURSOR, c))
-        .transpose()?;
+    let before = LIST_CURSOR.position(q.cursor.as_deref())?;
     let time = TimeFilter {
         as_of: instant_param("as_of", q.as_of.as_deref())?,
         observed_after: instant_param("observed_after", q.observed_after.as_deref())?,
@@ -267,7 +260,7 @@ pub async fn list(
         .map_err(query_error)?;
     Ok(Json(MemoryList {
         data: page.memories.iter().map(MemoryView::from).collect(),
-        next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
+        next_cursor: LIST_CURSOR.next(page.next_before),
     }))
 }
 
@@ -276,7 +269,7 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "what was (or, dry, would be) removed", body = DedupeResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_namespace", "invalid_threshold", "invalid_dry_run"]), body = ErrorEnvelope),
     ))]
 pub async fn dedupe(
     State(state): State<AppState>,
@@ -313,7 +306,7 @@ pub async fn dedupe(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_namespace", "invalid_threshold", "invalid_min_cluster_size", "invalid_dry_run"]), body = ErrorEnvelope),
         (status = 402, description = "The plan's Mind tokens for this month are used (`details.budget` is `tokens`): consolidation asks the Mind for nothing and writes nothing until the month resets (a dry run is still answered). Codes: `monthly_quota_exceeded`. Details: TokenQuotaDetails.", body = ErrorEnvelope),
         (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart; or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `rate_limited`, `request_limit_reached`. Details: ConsolidateRateLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
@@ -370,10 +363,10 @@ pub async fn export(State(state): State<AppState>, auth: Auth) -> AppResult<Json
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "counts; refused items are in `errors`", body = ImportResult),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_memories`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_memories"]), body = ErrorEnvelope),
         (status = 402, description = "The import halted at the live-memory quota; what it did so far is in `details`. Codes: `memory_quota_exceeded`. Details: ImportQuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 64 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn import(

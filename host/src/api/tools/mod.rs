@@ -12,7 +12,7 @@ use axum::{
 mod call;
 
 pub use self::call::*;
-use super::{auth::AccountAuth, doc::ErrorEnvelope, extract::Body};
+use super::{auth::AccountAuth, descriptions::TOOL_NOT_FOUND, doc::ErrorEnvelope, extract::Body};
 use crate::{
     app::{
         AppResult, AppState,
@@ -65,7 +65,7 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the tool", body = ToolView),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
@@ -85,7 +85,7 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted; the tool as it was", body = ToolView),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -106,7 +106,7 @@ pub async fn delete(
         (status = 200, description = "listed; the server with its tools", body = ToolView),
         (status = 409, description = "The tool is an HTTP tool, which has no list to refresh. Codes: `not_an_mcp_server`.", body = ErrorEnvelope),
         (status = 403, description = "The host's egress policy refuses the server's URL (its scheme, host and port on no allowlist, or its addresses refused); `details.rule` says which. Nothing was sent. Codes: `tool_denied`. Details: ToolDeniedDetails.", body = ErrorEnvelope),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
         (status = 502, description = "The server could not be reached or listed: its answer, the connection, the timeout; the message says which. Codes: `tool_failed`.", body = ErrorEnvelope),
     ))]
 pub async fn refresh(

@@ -12,7 +12,7 @@ use utoipa::{
 };
 
 use super::{
-    super::{AppError, Kind, cursor, params::QueryLimit, schema},
+    super::{AppError, Kind, cursor::Pager, params::QueryLimit, schema},
     request::{LIST_DEFAULT, LIST_MAX},
 };
 use crate::{
@@ -25,7 +25,7 @@ use crate::{
 };
 
 /// Cursor kind of the component list.
-pub const COMPONENTS_CURSOR: &str = "c1";
+pub const COMPONENTS_CURSOR: Pager = Pager::new("c1");
 
 /// 404 `component_not_found`: no component of the caller's account has that id or name.
 pub fn component_not_found() -> AppError {
@@ -88,7 +88,7 @@ fn list_limit() -> Schema {
 fn components_cursor() -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(cursor::pattern(COMPONENTS_CURSOR)))
+        .pattern(Some(COMPONENTS_CURSOR.pattern()))
         .into()
 }
 

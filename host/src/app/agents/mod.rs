@@ -10,15 +10,15 @@ pub mod upload;
 pub use self::components::{COMPONENTS_CURSOR, component_not_found};
 pub use self::request::{LIST_DEFAULT, LIST_MAX, ListQuery, LogsQuery, SpawnBody};
 pub use self::response::*;
-use super::{AppError, AppResult, AppState, Kind, cursor};
+use super::{AppError, AppResult, AppState, Kind, cursor::Pager};
 use crate::{
     accounts::Principal,
     runtime::{AgentError, AgentRecord, RecordError},
 };
 
 /// Cursor kinds of the agent list and of log pages.
-pub const AGENTS_CURSOR: &str = "a1";
-pub const LOGS_CURSOR: &str = "l1";
+pub const AGENTS_CURSOR: Pager = Pager::new("a1");
+pub const LOGS_CURSOR: Pager = Pager::new("l1");
 
 /// 404 `agent_not_found`.
 pub fn agent_not_found() -> AppError {
@@ -58,9 +58,7 @@ pub async fn list(
     limit: usize,
     cursor: Option<&str>,
 ) -> AppResult<AgentList> {
-    let before = cursor
-        .map(|c| cursor::decode(AGENTS_CURSOR, c))
-        .transpose()?;
+    let before = AGENTS_CURSOR.position(cursor)?;
     let (page, next) = state.records.list(account, before, limit).await?;
     Ok(AgentList::page(&page, next))
 }
@@ -70,7 +68,7 @@ impl AgentList {
     pub fn page(agents: &[AgentRecord], next: Option<u64>) -> Self {
         AgentList {
             data: agents.iter().map(AgentView::from).collect(),
-            next_cursor: next.map(|n| cursor::encode(AGENTS_CURSOR, n)),
+            next_cursor: AGENTS_CURSOR.next(next),
         }
     }
 }

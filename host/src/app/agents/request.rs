@@ -6,7 +6,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema, openapi::Schema};
 
 use super::{
-    super::{cursor, params::QueryLimit, schema},
+    super::{params::QueryLimit, schema},
     AGENTS_CURSOR, LOGS_CURSOR,
 };
 use crate::{
@@ -86,14 +86,14 @@ fn logs_limit() -> Schema {
 fn agents_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(cursor::pattern(AGENTS_CURSOR)))
+        .pattern(Some(AGENTS_CURSOR.pattern()))
         .into()
 }
 
 fn logs_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(cursor::pattern(LOGS_CURSOR)))
+        .pattern(Some(LOGS_CURSOR.pattern()))
         .into()
 }
 

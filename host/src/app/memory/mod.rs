@@ -11,7 +11,7 @@ use serde_json::Value;
 use wasmind_sdk::Memory as ToolMemory;
 
 pub use self::{request::*, response::*};
-use super::{AppError, AppResult, AppState, Kind, views::TokenUsage};
+use super::{AppError, AppResult, AppState, Kind, cursor::Pager, views::TokenUsage};
 use crate::{
     accounts::Principal,
     memory::{
@@ -22,8 +22,8 @@ use crate::{
 };
 
 /// Cursor kinds of memory list and history pages.
-pub const LIST_CURSOR: &str = "m1";
-pub const HISTORY_CURSOR: &str = "h1";
+pub const LIST_CURSOR: Pager = Pager::new("m1");
+pub const HISTORY_CURSOR: Pager = Pager::new("h1");
 
 /// The live-memory quota of `who`'s plan.
 fn quota(state: &AppState, who: &Principal) -> Quota {

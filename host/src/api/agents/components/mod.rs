@@ -11,7 +11,12 @@ use axum::{
 };
 use futures_util::StreamExt;
 
-use super::super::{auth::Auth, doc::ErrorEnvelope, extract::Query};
+use super::super::{
+    auth::Auth,
+    descriptions::{BAD_QUERY, COMPONENT_NOT_FOUND},
+    doc::ErrorEnvelope,
+    extract::Query,
+};
 use crate::app::{
     AppError, AppResult, AppState, Kind,
     agents::{
@@ -21,7 +26,6 @@ use crate::app::{
         },
         upload as components,
     },
-    cursor,
 };
 
 /// The one content type an upload may declare (none is accepted too).
@@ -109,7 +113,7 @@ pub async fn upload(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = ComponentList),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -117,18 +121,14 @@ pub async fn list(
     Query(q): Query<ComponentListQuery>,
 ) -> AppResult<Json<ComponentList>> {
     let limit = q.limit.unwrap_or_default().0;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(COMPONENTS_CURSOR, c))
-        .transpose()?;
+    let before = COMPONENTS_CURSOR.position(q.cursor.as_deref())?;
     let (page, next) = state
         .runtime
         .components(&who.account, before, limit)
         .await?;
     Ok(Json(ComponentList {
         data: page.into_iter().map(ComponentView::from).collect(),
-        next_cursor: next.map(|n| cursor::encode(COMPONENTS_CURSOR, n)),
+        next_cursor: COMPONENTS_CURSOR.next(next),
     }))
 }
 
@@ -139,7 +139,7 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the component", body = ComponentView),
-        (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = COMPONENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
@@ -162,7 +162,7 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted; the component as it was", body = ComponentView),
-        (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = COMPONENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
