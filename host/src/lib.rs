@@ -1,6 +1,7 @@
 //! wasmind hosts many tenants' AI agents and their long-term memory in one program.
 //!
-//! Users reach it over a JSON REST API (`api`), authenticated by API keys that belong to
+//! Users reach it over a JSON REST API (`api`), MCP (`mcp`) and a web console, each a door
+//! onto the same application layer (`app`), authenticated by API keys that belong to
 //! accounts (`accounts`). Each account's memories live in redb with derived keyword and
 //! vector indexes (`memory`). Agents are WebAssembly components run in wasmtime sandboxes
 //! (`runtime`) that think with a reasoning model (`mind`) and call the tools their tenant
@@ -19,6 +20,7 @@
 pub mod accounts;
 pub mod admin;
 pub mod api;
+pub mod app;
 pub mod billing;
 mod blocking;
 pub mod cli;

@@ -1,5 +1,5 @@
 //! Places held per key under a bound: what the per-address connection cap
-//! (`server::door`), the per-account cap on requests in flight (`api::in_flight`) and the
+//! (`server::door`), the per-account cap on requests in flight (`app::in_flight`) and the
 //! open event streams, the console's and MCP's (`console::Streams`), count. A [`Place`] is
 //! taken while the key holds fewer than its bound, and given back when dropped, wherever
 //! that happens (a connection's place is taken on the door's thread and dropped on a

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use wasmind::accounts::Plan;
-use wasmind::api::{AppState, app};
+use wasmind::api::app;
+use wasmind::app::AppState;
 use wasmind::config::Config;
 use wasmind::data_dir::DataDir;
 use wasmind::memory::MemoryService;

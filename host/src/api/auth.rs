@@ -1,22 +1,26 @@
 //! Bearer-key authentication (§5): every route but the OpenAPI document needs
 //! `Authorization: Bearer <key>`; missing, malformed, unknown or revoked keys are 401
-//! `invalid_api_key`. The resulting `Principal` scopes everything the handler does, and
-//! the request counts against its account's requests in flight (`super::in_flight`).
+//! `invalid_api_key` ([`authenticate`]). The resulting `Principal` scopes everything the
+//! handler does, and the request counts against its account's requests in flight. The
+//! routes an account is read and managed through take the console's ID token too
+//! ([`AccountAuth`]).
 
 use axum::{
     extract::FromRequestParts,
-    http::{HeaderMap, header, request::Parts},
+    http::{header, request::Parts},
 };
 
-use super::{AppState, error::ApiError};
-use crate::accounts::{AccountStore, Principal};
+use crate::{
+    accounts::Principal,
+    app::{AppError, AppState, Caller, authenticate, bearer, is_id_token},
+};
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]
 pub struct Auth(pub Principal);
 
 impl FromRequestParts<AppState> for Auth {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
@@ -30,28 +34,34 @@ impl FromRequestParts<AppState> for Auth {
     }
 }
 
-/// The caller named by `headers`' `Authorization: Bearer <key>`, or the 401 to answer. Every
-/// door that takes API keys (the REST API, `/mcp`) asks this, so they refuse alike.
-pub async fn authenticate(
-    keys: &dyn AccountStore,
-    headers: &HeaderMap,
-) -> Result<Principal, ApiError> {
-    let header = headers.get(header::AUTHORIZATION).ok_or_else(|| {
-        ApiError::invalid_api_key(
-            "missing Authorization header: send `Authorization: Bearer <API key>`",
-        )
-    })?;
-    let key = header
-        .to_str()
-        .ok()
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .ok_or_else(|| {
-            ApiError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`")
-        })?;
-    keys.authenticate(key)
-        .await
-        .map_err(|e| ApiError::internal(&e))?
-        .ok_or_else(|| ApiError::invalid_api_key("unknown or revoked API key"))
+/// The account a request acts for, named by an API key or by the console's ID token (both
+/// as `Authorization: Bearer …`, told apart by their shape): the routes an account is read
+/// and managed through, which the console calls as the REST API's clients do. What a key
+/// does as itself stays [`Auth`]. A missing or malformed header, or a credential shaped as
+/// a key, is refused as a key is (401 `invalid_api_key`); a bad ID token is 401
+/// `invalid_id_token`. The token rides in a header the console's script sets, never in a
+/// cookie, so no page of another site can send it.
+#[derive(Debug, Clone)]
+pub struct AccountAuth(pub Caller);
+
+impl FromRequestParts<AppState> for AccountAuth {
+    type Rejection = AppError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let credential = (parts.headers.get(header::AUTHORIZATION))
+            .and_then(|value| bearer(value.to_str().ok()))
+            .filter(|credential| is_id_token(credential));
+        match credential {
+            Some(token) => {
+                let session = super::console::sign_in(state, parts, token).await?;
+                Ok(AccountAuth(session.into()))
+            }
+            None => Auth::from_request_parts(parts, state)
+                .await
+                .map(|Auth(who)| AccountAuth(who.into())),
+        }
+    }
 }

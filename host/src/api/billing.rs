@@ -3,22 +3,17 @@
 //! subscription, and the provider's webhook — keyless, authenticated by its signature,
 //! and the specification's "internal billing route" (`user_not_found`).
 
-use axum::{
-    Json,
-    extract::State,
-    http::{HeaderMap, StatusCode},
-};
+use axum::{Json, extract::State, http::HeaderMap};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    AppState,
-    auth::Auth,
+    auth::AccountAuth,
     doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
     extract::{Body, Raw},
 };
 use crate::{
+    app::{AppError, AppResult, AppState, Kind},
     billing::{BillingError, Checkout, Outcome},
     clock::iso8601,
     object::Fields,
@@ -100,23 +95,21 @@ pub struct WebhookReceipt {
     pub plan: Option<&'static str>,
 }
 
-impl From<BillingError> for ApiError {
+impl From<BillingError> for AppError {
     fn from(e: BillingError) -> Self {
         let message = e.to_string();
         match e {
-            BillingError::NotConfigured => ApiError::new(
-                StatusCode::NOT_IMPLEMENTED,
-                "billing_not_configured",
-                message,
-            ),
-            BillingError::InvalidPlan(_) => ApiError::invalid_field("plan", message),
-            BillingError::InvalidPriceId { .. } => ApiError::invalid_field("price_id", message),
+            BillingError::NotConfigured => {
+                AppError::new(Kind::NotImplemented, "billing_not_configured", message)
+            }
+            BillingError::InvalidPlan(_) => AppError::invalid_field("plan", message),
+            BillingError::InvalidPriceId { .. } => AppError::invalid_field("price_id", message),
             BillingError::NoCustomer => {
-                ApiError::new(StatusCode::NOT_FOUND, "customer_not_found", message)
+                AppError::new(Kind::NotFound, "customer_not_found", message)
             }
             BillingError::Unavailable(_) => {
-                let mut e = ApiError::new(
-                    StatusCode::BAD_GATEWAY,
+                let mut e = AppError::new(
+                    Kind::BadGateway,
                     "billing_unavailable",
                     "the payment provider failed or did not answer in time; nothing was \
                      changed: retry shortly",
@@ -125,11 +118,11 @@ impl From<BillingError> for ApiError {
                 e
             }
             BillingError::Signature(_) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_signature", message)
+                AppError::new(Kind::BadRequest, "invalid_signature", message)
             }
-            BillingError::BadEvent(_) => ApiError::invalid_body(message),
+            BillingError::BadEvent(_) => AppError::invalid_body(message),
             BillingError::UserNotFound(_) => {
-                ApiError::new(StatusCode::NOT_FOUND, "user_not_found", message)
+                AppError::new(Kind::NotFound, "user_not_found", message)
             }
             BillingError::Accounts(e) => e.into(),
             BillingError::Storage(e) => e.into(),
@@ -149,12 +142,12 @@ impl From<Checkout> for CheckoutSession {
     }
 }
 
-/// The account's [`BillingState`] (the REST route's body and the console's).
-pub(in crate::api) async fn state_of(
+/// The account's [`BillingState`].
+async fn state_of(
     state: &AppState,
     account: &str,
     plan: crate::accounts::Plan,
-) -> ApiResult<BillingState> {
+) -> AppResult<BillingState> {
     let link = state.billing.link(account).await?;
     let subscription = link.as_ref().and_then(|l| l.subscription.as_ref());
     Ok(BillingState {
@@ -183,31 +176,13 @@ pub(in crate::api) async fn state_of(
     ))]
 pub async fn checkout(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     Body(body): Body<CheckoutBody>,
-) -> ApiResult<Json<CheckoutSession>> {
-    checkout_in(&state, &who.account, body).await.map(Json)
-}
-
-/// A checkout for `account` (the REST route's body and the console's).
-pub(in crate::api) async fn checkout_in(
-    state: &AppState,
-    account: &str,
-    body: CheckoutBody,
-) -> ApiResult<CheckoutSession> {
+) -> AppResult<Json<CheckoutSession>> {
     let opened = (state.billing)
-        .checkout(account, &body.plan, body.price_id.as_deref())
+        .checkout(&who.account, &body.plan, body.price_id.as_deref())
         .await?;
-    Ok(opened.into())
-}
-
-/// The portal of `account` (the REST route's body and the console's).
-pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> ApiResult<PortalSession> {
-    let page = state.billing.portal(account).await?;
-    Ok(PortalSession {
-        url: page.url,
-        session_id: page.id,
-    })
+    Ok(Json(opened.into()))
 }
 
 /// Opens the payment provider's portal, where the account's payment details, invoices and
@@ -223,9 +198,13 @@ pub(in crate::api) async fn portal_in(state: &AppState, account: &str) -> ApiRes
     ))]
 pub async fn portal(
     State(state): State<AppState>,
-    Auth(who): Auth,
-) -> ApiResult<Json<PortalSession>> {
-    portal_in(&state, &who.account).await.map(Json)
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<PortalSession>> {
+    let page = state.billing.portal(&who.account).await?;
+    Ok(Json(PortalSession {
+        url: page.url,
+        session_id: page.id,
+    }))
 }
 
 /// The account's plan and subscription.
@@ -236,8 +215,8 @@ pub async fn portal(
     ))]
 pub async fn subscription(
     State(state): State<AppState>,
-    Auth(who): Auth,
-) -> ApiResult<Json<BillingState>> {
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<BillingState>> {
     state_of(&state, &who.account, who.plan).await.map(Json)
 }
 
@@ -259,7 +238,7 @@ pub async fn webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
     Raw(payload): Raw,
-) -> ApiResult<Json<WebhookReceipt>> {
+) -> AppResult<Json<WebhookReceipt>> {
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok());

@@ -3,7 +3,7 @@
 //! The document is generated: the base here (info, the bearer scheme, the error envelope)
 //! and one entry per handler, registered with its route through `OpenApiRouter` (see
 //! `super::app`), so a route cannot be served without being documented. The request and
-//! response types' schemas carry the bounds the server enforces (see `super::schema`). It
+//! response types' schemas carry the bounds the server enforces (see `crate::app::schema`). It
 //! is served at `GET /api/v1/openapi.json`, and Swagger UI — its assets compiled into the
 //! binary, nothing fetched from elsewhere — at `/api/v1/docs/`. Neither needs a key.
 
@@ -29,18 +29,22 @@ use utoipa::{
 };
 use utoipa_swagger_ui::Config;
 
-use super::{
-    agents::{
-        ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails,
-        components::UploadRateDetails,
+use super::console::KeyQuotaDetails;
+use crate::{
+    app::{
+        AppError, RequestLimitDetails, StreamLimitDetails,
+        agents::{
+            ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails,
+            components::UploadRateDetails,
+        },
+        memory::{
+            ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails,
+        },
+        tools::ToolDeniedDetails,
     },
-    console::{KeyQuotaDetails, StreamLimitDetails},
-    error::ApiError,
-    in_flight::RequestLimitDetails,
-    memory::{ConsolidateRateLimitDetails, ImportQuotaDetails, QuotaDetails, TokenQuotaDetails},
-    tools::ToolDeniedDetails,
+    egress::EgressConfig,
+    tools::Registration,
 };
-use crate::{egress::EgressConfig, tools::Registration};
 
 /// The error envelope of every error response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -331,7 +335,7 @@ fn asset(served: &Served, file: &str) -> Response {
         )
             .into_response(),
         Ok(None) => super::not_found().into_response(),
-        Err(e) => ApiError::internal(&e).into_response(),
+        Err(e) => AppError::internal(&e).into_response(),
     }
 }
 

@@ -7,8 +7,11 @@ use axum::{Json, extract::State};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{AppState, auth::Auth, error::ApiResult};
-use crate::{accounts::Plan, egress::policy};
+use super::auth::AccountAuth;
+use crate::{
+    app::{AppResult, AppState},
+    egress::policy,
+};
 
 /// One host the account's agents may reach.
 #[derive(Serialize, ToSchema)]
@@ -35,14 +38,18 @@ pub struct EgressList {
     pub entries: Vec<EgressEntry>,
 }
 
-/// What `account` on `plan` may reach: everyone's entries, its plan's, then its own (the
-/// REST route's body and the console's).
-pub(in crate::api) async fn egress_in(
-    state: &AppState,
-    account: &str,
-    plan: Plan,
-) -> ApiResult<EgressList> {
-    let own = state.keys.egress(account).await?;
+/// The hosts the account's agents may send HTTP requests to.
+#[utoipa::path(operation_id = "egress", get, path = "/api/v1/egress", tag = "agents",
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "the account's effective allowlist", body = EgressList),
+    ))]
+pub async fn egress(
+    State(state): State<AppState>,
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<EgressList>> {
+    let plan = who.plan;
+    let own = state.keys.egress(&who.account).await?;
     let config = &state.config.egress;
     let entries = policy::effective(&config.allow, &config.plans, plan, &own)
         .map(|(source, a)| EgressEntry {
@@ -52,18 +59,8 @@ pub(in crate::api) async fn egress_in(
             from: source.as_str(),
         })
         .collect();
-    Ok(EgressList {
+    Ok(Json(EgressList {
         plan: plan.as_str(),
         entries,
-    })
-}
-
-/// The hosts the account's agents may send HTTP requests to.
-#[utoipa::path(operation_id = "egress", get, path = "/api/v1/egress", tag = "agents",
-    security(("bearerAuth" = [])),
-    responses(
-        (status = 200, description = "the account's effective allowlist", body = EgressList),
-    ))]
-pub async fn egress(State(state): State<AppState>, Auth(who): Auth) -> ApiResult<Json<EgressList>> {
-    egress_in(&state, &who.account, who.plan).await.map(Json)
+    }))
 }

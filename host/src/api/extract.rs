@@ -1,4 +1,4 @@
-//! Request extractors whose rejections are `ApiError`s, so even a malformed request is
+//! Request extractors whose rejections are `AppError`s, so even a malformed request is
 //! answered in the specification's envelope, never with the framework's plain text.
 //!
 //! A body is read as a JSON object and then as its typed request ([`Body`]); a query
@@ -15,8 +15,8 @@ use axum::{
 };
 use serde_json::{Map, Value};
 
-use super::error::ApiError;
-use crate::object::{self, Fault, FieldError, Fields};
+use crate::app::{AppError, Kind};
+use crate::object::{self, Fault, Fields};
 
 /// A body's bytes as sent, within the router's size limit (over it, 413
 /// `payload_too_large`): what [`Body`] parses, and a signed payload checked as it came.
@@ -24,18 +24,18 @@ use crate::object::{self, Fault, FieldError, Fields};
 pub struct Raw(pub Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for Raw {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
+                AppError::new(
+                    Kind::PayloadTooLarge,
                     "payload_too_large",
                     "request body is too large; send fewer or smaller items",
                 )
             } else {
-                ApiError::invalid_body(format!("could not read the request body: {rejection}"))
+                AppError::invalid_body(format!("could not read the request body: {rejection}"))
             }
         })?;
         Ok(Raw(bytes))
@@ -47,19 +47,19 @@ impl<S: Send + Sync> FromRequest<S> for Raw {
 pub struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let Raw(bytes) = Raw::from_request(req, state).await?;
         let object = match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => map,
             Ok(_) => {
-                return Err(ApiError::invalid_body(
+                return Err(AppError::invalid_body(
                     "the request body must be a JSON object",
                 ));
             }
             Err(e) => {
-                return Err(ApiError::invalid_body(format!(
+                return Err(AppError::invalid_body(format!(
                     "the request body is not valid JSON: {e}"
                 )));
             }
@@ -68,29 +68,23 @@ impl<S: Send + Sync, T: Fields> FromRequest<S> for Body<T> {
     }
 }
 
-impl From<FieldError> for ApiError {
-    fn from(e: FieldError) -> Self {
-        ApiError::invalid_field(e.field, e.message())
-    }
-}
-
 /// Query-string parameters, each given at most once, read as `T`.
 #[derive(Debug)]
 pub struct Query<T>(pub T);
 
 impl<S: Send + Sync, T: Fields> FromRequestParts<S> for Query<T> {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
         let pairs: Vec<(String, String)> =
             serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
-                .map_err(|e| ApiError::invalid_query("", format!("malformed query string: {e}")))?;
+                .map_err(|e| AppError::invalid_query("", format!("malformed query string: {e}")))?;
         let mut given = BTreeMap::new();
         for (name, value) in pairs {
             match given.entry(name) {
                 Entry::Occupied(e) => {
                     let name = e.key();
-                    return Err(ApiError::invalid_query(
+                    return Err(AppError::invalid_query(
                         name,
                         format!("query parameter {name:?} is given more than once"),
                     ));
@@ -106,7 +100,7 @@ impl<S: Send + Sync, T: Fields> FromRequestParts<S> for Query<T> {
                 Fault::Missing => format!("query parameter {:?} is required", e.field),
                 _ => e.message(),
             };
-            ApiError::invalid_query(e.field, message)
+            AppError::invalid_query(e.field, message)
         })
     }
 }

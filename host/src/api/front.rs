@@ -33,7 +33,7 @@ use tower_http::{
 };
 use tracing::{Level, Span};
 
-use super::{ApiError, authenticate};
+use crate::app::{AppError, CURRENT_REQUEST, Kind, authenticate};
 use crate::{accounts::Accounts, health::Readiness};
 
 /// The request id header.
@@ -49,17 +49,6 @@ pub type AppSlot = Arc<OnceLock<Loaded>>;
 pub struct Loaded {
     pub api: Router,
     pub keys: Accounts,
-}
-
-tokio::task_local! {
-    /// The id of the request the current task serves, so a 500's message can quote the
-    /// same id as its `x-request-id` header and its log line.
-    static CURRENT_REQUEST: String;
-}
-
-/// The id of the request being served, if this task serves one.
-pub(super) fn current_request_id() -> Option<String> {
-    CURRENT_REQUEST.try_with(Clone::clone).ok()
 }
 
 /// The router served from the first moment: health, then `app` once it is set.
@@ -141,8 +130,8 @@ async fn readyz(
 
 /// 503 `temporarily_unavailable` for the API while the server loads.
 fn loading() -> Response {
-    let mut err = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
+    let mut err = AppError::new(
+        Kind::Unavailable,
         "temporarily_unavailable",
         "the server is starting (loading the embedder, indexes and agent runtime); retry \
          shortly: GET /readyz answers 200 once it is ready",
@@ -263,7 +252,7 @@ mod tests {
             .route("/api/v1/memory", get(|| async { "served" }))
             .route(
                 "/api/v1/broken",
-                get(|| async { ApiError::internal(&"a disk fell off") }),
+                get(|| async { AppError::internal(&"a disk fell off") }),
             );
         let dir = tempfile::tempdir().unwrap();
         let db = Arc::new(redb::Database::create(dir.path().join("db")).unwrap());

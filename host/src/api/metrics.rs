@@ -17,7 +17,7 @@ use axum::{
     routing::get,
 };
 
-use super::{ApiError, AppState};
+use crate::app::{AppError, AppState};
 use crate::metrics::{Exporter, names, scrape};
 
 /// The `route` of a request that matched no route.
@@ -105,22 +105,22 @@ pub async fn mount(
 }
 
 /// Sets the scrape-time gauges, then renders everything recorded.
-async fn render(State(scrape): State<Scrape>) -> Result<Response, ApiError> {
+async fn render(State(scrape): State<Scrape>) -> Result<Response, AppError> {
     let Scrape { exporter, state } = scrape;
     scrape::agents_live(state.runtime.live(), state.runtime.parked());
     let plans = state
         .keys
         .plans()
         .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .map_err(|e| AppError::internal(&e))?;
     let counts = state
         .memory
         .live_counts()
         .await
-        .map_err(|e| ApiError::internal(&e))?;
+        .map_err(|e| AppError::internal(&e))?;
     scrape::memories_by_plan(&counts, &plans);
     let subscriptions = (state.billing.links().await)
-        .map_err(|e| ApiError::internal(&e))?
+        .map_err(|e| AppError::internal(&e))?
         .into_iter()
         .filter_map(|l| Some((l.account, l.subscription?.status)))
         .collect();

@@ -1,87 +1,39 @@
 //! The HTTP API (axum): routes of the specification under `/api/v1`, the bearer-key
 //! extractor, the error envelope, and the OpenAPI document generated from the handlers'
-//! request and response types. Handlers read a typed request, call the domain, and render
-//! a typed response; nothing below this module knows HTTP.
+//! request and response types. Handlers read a typed request, call the application layer
+//! (`crate::app`: its operations, or the domain where one call is the whole rule), and
+//! render its typed response or refusal; nothing below this module knows HTTP.
 
-pub(crate) mod agents;
+mod agents;
 mod auth;
 mod billing;
 mod console;
-mod cursor;
+mod descriptions;
 mod doc;
 mod egress;
 mod error;
 mod extract;
 mod front;
-mod in_flight;
 mod memory;
 mod metrics;
-pub(crate) mod params;
-mod refusal;
-mod schema;
 mod shared_responses;
-pub(crate) mod tools;
-mod views;
+mod tools;
 
-use std::{borrow::Cow, sync::Arc};
+use std::borrow::Cow;
 
-use axum::{Router, body::Bytes, extract::DefaultBodyLimit, http::StatusCode, routing::get};
+use axum::{Router, body::Bytes, extract::DefaultBodyLimit, routing::get};
 use utoipa::OpenApi;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-pub use auth::authenticate;
-pub use error::{ApiError, ApiResult};
 pub use front::{AppSlot, Loaded, front};
-pub(crate) use in_flight::hold as hold_in_flight;
-pub use in_flight::{InFlight, RequestLimitDetails};
 pub use metrics::mount as mount_metrics;
 
-use crate::{
-    accounts::{Accounts, Ledger, Plan, PlanLimits, TokenBudgets},
-    billing::Billing,
-    config::Config,
-    console::Console,
-    memory::MemoryService,
-    mind::Mind,
-    runtime::{AgentStore, Runtime},
-    tools::Tools,
-};
+use crate::app::{AppError, AppState, Kind, hold_in_flight};
 
 /// Largest request body accepted, except for import.
 const BODY_LIMIT: usize = 1 << 20;
 /// Largest import body: 10,000 memories of a few hundred characters each.
 const IMPORT_BODY_LIMIT: usize = 64 << 20;
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub keys: Accounts,
-    pub memory: MemoryService,
-    pub config: Arc<Config>,
-    pub runtime: Runtime,
-    pub records: AgentStore,
-    pub usage: Ledger,
-    /// The plans' monthly Mind-token budgets, which the host's own Mind jobs check.
-    pub budgets: TokenBudgets,
-    /// The Mind, for the host's own jobs (consolidation summaries).
-    pub mind: Arc<dyn Mind>,
-    /// Console sign-in (ID tokens).
-    pub console: Arc<Console>,
-    /// Tenants' registered tools.
-    pub tools: Arc<Tools>,
-    /// Each account's requests in flight on this node, under its plan's bound.
-    pub in_flight: InFlight,
-    /// Checkout, portal and the payment provider's webhooks.
-    pub billing: Arc<Billing>,
-}
-
-impl AppState {
-    /// What `plan` allows: the one place every door (REST, MCP, the console) learns an
-    /// account's limits from its plan.
-    pub fn limits(&self, plan: Plan) -> &PlanLimits {
-        self.config.plans.limits(plan)
-    }
-}
 
 /// The whole API as a router, ready to serve (or to drive with `oneshot` in tests).
 pub fn app(state: AppState) -> Router {
@@ -100,7 +52,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn(in_flight::hold))
+        .layer(axum::middleware::from_fn(hold_in_flight))
         .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }
@@ -153,24 +105,7 @@ fn routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(console::account::revoke_key))
         .routes(routes!(console::account::usage))
-        .routes(routes!(console::billing::state))
-        .routes(routes!(console::billing::checkout))
-        .routes(routes!(console::billing::portal))
-        .routes(routes!(console::reads::list_agents))
-        .routes(routes!(console::reads::get_agent))
         .routes(routes!(console::events::events))
-        .routes(routes!(console::reads::namespaces))
-        .routes(routes!(console::reads::list_memories))
-        .routes(routes!(console::reads::search))
-        .routes(routes!(console::reads::history))
-        .routes(routes!(console::reads::delete_memory))
-        .routes(routes!(
-            console::reads::list_tools,
-            console::tools::create_tool
-        ))
-        .routes(routes!(console::tools::delete_tool))
-        .routes(routes!(console::tools::refresh_tool))
-        .routes(routes!(console::reads::egress))
 }
 
 /// An asset's bytes as a response body: one compiled into the binary is sent from there,
@@ -184,17 +119,17 @@ fn asset_body(bytes: Cow<'static, [u8]>) -> Bytes {
 }
 
 /// 404 `route_not_found`.
-fn not_found() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
+fn not_found() -> AppError {
+    AppError::new(
+        Kind::NotFound,
         "route_not_found",
         "no such route; see GET /api/v1/openapi.json for the routes served",
     )
 }
 
-fn method_not_allowed() -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
+fn method_not_allowed() -> AppError {
+    AppError::new(
+        Kind::MethodNotAllowed,
         "method_not_allowed",
         "this route does not accept that method; see GET /api/v1/openapi.json",
     )

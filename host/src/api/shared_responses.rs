@@ -1,7 +1,7 @@
 //! The error responses every keyed route shares, declared once here rather than in each
 //! handler's `#[utoipa::path]`: a refused credential (401, in the words of the route's
 //! scheme), a JSON body over the limit (413), the account's requests in flight at its
-//! plan's bound (429, `super::in_flight`), an unexpected error (500). A route that answers
+//! plan's bound (429, `crate::app::InFlight`), an unexpected error (500). A route that answers
 //! one of these statuses otherwise (a larger body limit, another credential rule, a 429 of
 //! its own) declares its own, which stands (and a 429 of its own names
 //! `request_limit_reached` too).

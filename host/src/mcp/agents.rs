@@ -1,5 +1,5 @@
-//! The agent tools: spawn, get, stop and list, each the runtime's operation the REST route
-//! calls too (a spawn's checks and admission are the runtime's), with the REST response
+//! The agent tools: spawn, get, stop and list, each the application layer's operation the
+//! REST route calls too (a spawn's checks and admission are the runtime's), with the REST response
 //! body as the tool's result. A refusal is a tool error whose text is the error's code and
 //! message (and, where waiting helps, the seconds to wait) and whose structured content is
 //! the specification's error envelope.
@@ -11,12 +11,9 @@ use utoipa::PartialSchema;
 
 use crate::{
     accounts::Principal,
-    api::{
-        ApiError, ApiResult, AppState,
-        agents::{
-            AgentList, AgentView, LIST_DEFAULT, LIST_MAX, SpawnBody, SpawnedAgent, StopResult,
-            list_position,
-        },
+    app::{
+        AppError, AppResult, AppState,
+        agents::{self, AgentView, LIST_DEFAULT, LIST_MAX, SpawnBody, StopResult},
         params::Limit,
     },
     object::{self, Fields},
@@ -117,14 +114,7 @@ pub async fn call(
     args: JsonObject,
 ) -> CallToolResult {
     let outcome = match name {
-        SPAWN => {
-            run(args, |body: SpawnBody| async move {
-                let request = body.request(who, state.limits(who.plan));
-                let record = state.runtime.spawn(request).await?;
-                Ok(SpawnedAgent::from(&record))
-            })
-            .await
-        }
+        SPAWN => run(args, |body: SpawnBody| agents::spawn(state, who, body)).await,
         GET => {
             run(args, |a: AgentId| async move {
                 let record = state.runtime.agent(&who.account, &a.agent_id).await?;
@@ -142,9 +132,7 @@ pub async fn call(
         _ => {
             run(args, |p: Page| async move {
                 let limit = p.limit.unwrap_or_default().0;
-                let before = list_position(p.cursor.as_deref())?;
-                let (page, next) = state.records.list(&who.account, before, limit).await?;
-                Ok(AgentList::page(&page, next))
+                agents::list(state, &who.account, limit, p.cursor.as_deref()).await
             })
             .await
         }
@@ -154,7 +142,7 @@ pub async fn call(
 
 /// An operation's outcome as a tool result: the JSON (as text and as structured content),
 /// or the refusal.
-pub(super) fn answer(outcome: ApiResult<Value>) -> CallToolResult {
+pub(super) fn answer(outcome: AppResult<Value>) -> CallToolResult {
     match outcome {
         Ok(result) => {
             let mut ok = CallToolResult::success(vec![ContentBlock::text(result.to_string())]);
@@ -167,17 +155,17 @@ pub(super) fn answer(outcome: ApiResult<Value>) -> CallToolResult {
 
 /// Reads the arguments as `A` (a bad one is refused as the REST body's field would be), then
 /// runs the operation and renders its result as JSON.
-pub(super) async fn run<A: Fields, T: Serialize, F: Future<Output = ApiResult<T>>>(
+pub(super) async fn run<A: Fields, T: Serialize, F: Future<Output = AppResult<T>>>(
     args: JsonObject,
     operation: impl FnOnce(A) -> F,
-) -> ApiResult<Value> {
+) -> AppResult<Value> {
     let args = object::read(args)?;
     let result = operation(args).await?;
     Ok(serde_json::to_value(result).expect("responses serialize"))
 }
 
 /// A refusal as a tool error: `code: message`, the wait when one helps, and the envelope.
-fn refused(e: ApiError) -> CallToolResult {
+fn refused(e: AppError) -> CallToolResult {
     let mut text = format!("{}: {}", e.code, e.message);
     if let Some(secs) = e.retry_after {
         text.push_str(&format!(" (retry after {secs} seconds)"));
@@ -196,17 +184,16 @@ fn refused(e: ApiError) -> CallToolResult {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::StatusCode;
     use serde_json::json;
 
     use super::refused;
-    use crate::api::ApiError;
+    use crate::app::{AppError, Kind};
 
     /// A refusal a client can wait out says how long in its text and its envelope.
     #[test]
     fn a_refusal_is_a_tool_error_with_its_code_and_the_wait() {
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
+        let mut e = AppError::new(
+            Kind::TooManyRequests,
             "rate_limited",
             "this API key spawned its 5 agents per minute; retry in 42 s",
         )
@@ -229,8 +216,8 @@ mod tests {
             }}))
         );
 
-        let plain = refused(ApiError::new(
-            StatusCode::NOT_FOUND,
+        let plain = refused(AppError::new(
+            Kind::NotFound,
             "agent_not_found",
             "no agent with that id",
         ));

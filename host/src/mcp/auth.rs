@@ -1,5 +1,5 @@
-//! The API key on every request to `/mcp`: the REST API's check ([`authenticate`]), in front
-//! of the MCP service. A refused request is the REST API's 401 `invalid_api_key` envelope with
+//! The API key on every request to `/mcp`: the application layer's check ([`authenticate`]),
+//! in front of the MCP service. A refused request is the REST API's 401 `invalid_api_key` envelope with
 //! `WWW-Authenticate: Bearer`, the answer MCP clients expect; an admitted one carries its
 //! [`Principal`](crate::accounts::Principal) in its extensions, where the tool handlers read it,
 //! and counts against its account's requests in flight as REST requests do (an event stream
@@ -7,14 +7,14 @@
 
 use axum::{
     extract::{Request, State},
-    http::{HeaderValue, StatusCode, header},
+    http::{HeaderValue, header},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 
 use crate::{
     accounts::Accounts,
-    api::{InFlight, authenticate},
+    app::{InFlight, Kind, authenticate},
 };
 
 /// Admits a request with a live key (noting its principal) under its account's bound on
@@ -36,7 +36,7 @@ pub async fn require_key(
             next.run(request).await
         }
         Err(refusal) => {
-            let unauthorized = refusal.status == StatusCode::UNAUTHORIZED;
+            let unauthorized = refusal.kind == Kind::Unauthorized;
             let mut response = refusal.into_response();
             if unauthorized {
                 response
@@ -62,7 +62,7 @@ mod tests {
     use super::require_key;
     use crate::{
         accounts::{Accounts, KeyStore, Plans, Principal},
-        api::{InFlight, hold_in_flight},
+        app::{InFlight, hold_in_flight},
     };
 
     /// `/mcp` answering the account's name, `/mcp/stream` a body that never ends, as

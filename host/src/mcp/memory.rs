@@ -9,10 +9,9 @@ use wasmind_sdk::{ToolCall, is_memory_tool, memory_tools, run_memory_tool};
 
 use crate::{
     accounts::Principal,
-    api::AppState,
+    app::{AppState, memory::tool_memory},
     blocking::{BlockingError, run_blocking},
-    memory::{Door, Provenance},
-    runtime::account_memory,
+    memory::Door,
 };
 
 /// The memory tools as MCP tools.
@@ -41,14 +40,7 @@ pub async fn call(
     name: &str,
     args: JsonObject,
 ) -> CallToolResult {
-    let quota = state.limits(who.plan).memory_quota();
-    let provenance = Provenance::keyed(Door::Mcp, &who.key_id);
-    let memory = account_memory(
-        state.memory.clone(),
-        who.account.to_string(),
-        quota,
-        provenance,
-    );
+    let memory = tool_memory(state, who, Door::Mcp);
     let call = ToolCall::new("mcp", name, &Value::Object(args));
     // The SDK's memory is synchronous (a guest blocks on its host calls): run it on a
     // blocking thread, which waits on the async host side.

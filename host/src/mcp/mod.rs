@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 
-use crate::api::{AppState, hold_in_flight};
+use crate::app::{AppState, hold_in_flight};
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";

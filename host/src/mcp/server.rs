@@ -13,7 +13,7 @@ use rmcp::{
 };
 
 use super::{agents, memory, tools};
-use crate::{accounts::Principal, api::AppState};
+use crate::{accounts::Principal, app::AppState};
 
 /// One MCP session's handler; every call reads its caller from its own request.
 #[derive(Clone)]

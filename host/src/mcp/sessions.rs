@@ -29,7 +29,7 @@ use rmcp::transport::{
 
 use crate::{
     accounts::{Plans, Principal},
-    api::ApiError,
+    app::{AppError, streams},
     console::Streams,
 };
 
@@ -109,14 +109,14 @@ impl Sessions {
 
     /// A place for one more session of `who`'s account within its plan's `mcp_sessions`,
     /// or the refusal to answer.
-    async fn reserve(&self, who: &Principal) -> Result<Opening<'_>, ApiError> {
+    async fn reserve(&self, who: &Principal) -> Result<Opening<'_>, AppError> {
         let max = self.plans.limits(who.plan).mcp_sessions;
         let live = self.manager.sessions.read().await;
         let mut held = self.held.lock();
         held.owners.retain(|id, _| live.contains_key(id));
         let open = held.count(&who.account);
         if open >= max {
-            return Err(ApiError::session_limit(who.plan, open, max));
+            return Err(AppError::session_limit(who.plan, open, max));
         }
         *held.opening.entry(who.account.clone()).or_default() += 1;
         Ok(Opening {
@@ -175,10 +175,10 @@ pub async fn bind(State(sessions): State<Arc<Sessions>>, request: Request, next:
             response
         }
         Some(_) if method == Method::GET => {
-            let max = sessions.plans.limits(who.plan).event_streams;
-            let slot = match sessions.streams.open(&who.account, max) {
+            let (streams, plans) = (&sessions.streams, &sessions.plans);
+            let slot = match streams::open(streams, plans, &who.account, who.plan) {
                 Ok(slot) => slot,
-                Err(full) => return ApiError::stream_limit(who.plan, full).into_response(),
+                Err(refused) => return refused.into_response(),
             };
             let response = next.run(request).await;
             if !response.status().is_success() {

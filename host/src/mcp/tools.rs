@@ -10,10 +10,7 @@ use utoipa::PartialSchema;
 use super::agents::{answer, run, tool};
 use crate::{
     accounts::Principal,
-    api::{
-        AppState,
-        tools::{ToolCallResponse, ToolView, list_in, tool_not_found},
-    },
+    app::{AppState, tools as ops},
     object::Fields,
     tools::Registration,
 };
@@ -113,41 +110,29 @@ pub async fn call(
     args: JsonObject,
 ) -> CallToolResult {
     let outcome = match name {
-        LIST => (list_in(state, &who.account).await)
+        LIST => (ops::list(state, &who.account).await)
             .map(|list| serde_json::to_value(list).expect("responses serialize")),
         REGISTER => {
-            run(args, |registration: Registration| async move {
-                let max = state.limits(who.plan).tools;
-                let record = state
-                    .tools
-                    .register(&who.account, registration, max)
-                    .await?;
-                Ok(ToolView::from(record))
+            run(args, |registration: Registration| {
+                ops::register(state, &who.account, who.plan, registration)
             })
             .await
         }
         DELETE => {
             run(args, |n: Named| async move {
-                let record = state.tools.delete(&who.account, &n.name).await?;
-                record.map(ToolView::from).ok_or_else(tool_not_found)
+                ops::delete(state, &who.account, &n.name).await
             })
             .await
         }
         REFRESH => {
             run(args, |n: Named| async move {
-                let record = state.tools.refresh(&who.account, who.plan, &n.name).await?;
-                Ok(ToolView::from(record))
+                ops::refresh(state, &who.account, who.plan, &n.name).await
             })
             .await
         }
         _ => {
             run(args, |c: Called| async move {
-                let arguments = c.arguments.to_string();
-                let tools = &state.tools;
-                let result = tools
-                    .try_call(&who.account, who.plan, &c.name, &arguments)
-                    .await?;
-                Ok(ToolCallResponse { result })
+                ops::call(state, &who.account, who.plan, &c.name, &c.arguments).await
             })
             .await
         }

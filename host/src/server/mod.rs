@@ -26,7 +26,8 @@ use self::stores::Stores;
 use crate::{
     accounts::{Plans, TokenBudgets},
     admin::{self, Admin, LiveCounts},
-    api::{self, AppSlot, AppState, InFlight, Loaded, app, front},
+    api::{self, AppSlot, Loaded, app, front},
+    app::{AppState, InFlight},
     billing::Billing,
     blocking::run_blocking,
     config::Config,

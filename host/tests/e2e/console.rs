@@ -1,8 +1,8 @@
 //! The console's server side end to end: `wasmind console login` links (minted while the
 //! server runs) sign in; missing and invalid ID tokens get their codes; a tenant reaches
-//! only its own account through every console route; keys made and revoked in the console
-//! act on the public API at once; an agent's event stream delivers its progress, its log
-//! and its end as they happen.
+//! only its own account through every route the console calls (the public ones with an ID
+//! token); keys made and revoked in the console act on the public API at once; an agent's
+//! event stream delivers its progress, its log and its end as they happen.
 
 use std::{
     io::{BufRead, BufReader},
@@ -84,9 +84,16 @@ fn login_links_sign_in_and_bad_tokens_are_refused() {
         "{:#}",
         with_key.body
     );
-    // An ID token is not an API key either.
-    Client::new(&server.base, Some(&token))
-        .get("/api/v1/memory/list")
+    // The public routes an account is read and managed through take the ID token as they
+    // take a key (the console calls them); what a key does as itself does not.
+    let signed_in = Client::new(&server.base, Some(&token));
+    let listed = signed_in.get("/api/v1/memory/list");
+    assert_eq!(listed.status, 200, "{:#}", listed.body);
+    signed_in
+        .post("/api/v1/memory", &json!({ "key": "k", "value": "v" }))
+        .assert_error(401, "invalid_api_key");
+    signed_in
+        .post("/api/v1/agents", &json!({ "task": "t" }))
         .assert_error(401, "invalid_api_key");
     // A changed signature, garbage, an unknown account, another data dir's key.
     let (head, sig) = token.rsplit_once('.').unwrap();
@@ -105,6 +112,17 @@ fn login_links_sign_in_and_bad_tokens_are_refused() {
         r.assert_error(401, "invalid_id_token");
         let message = r.body["error"]["message"].as_str().unwrap();
         assert!(message.contains(says), "{bad}: {message}");
+        // On a public route, a credential shaped as an ID token is refused as one; any
+        // other as an API key.
+        let shared = Client::new(&server.base, Some(bad)).get("/api/v1/agents");
+        match bad.split('.').count() {
+            3 => {
+                shared.assert_error(401, "invalid_id_token");
+                let message = shared.body["error"]["message"].as_str().unwrap();
+                assert!(message.contains(says), "{bad}: {message}");
+            }
+            _ => shared.assert_error(401, "invalid_api_key"),
+        }
     }
     let malformed = Client::new(&server.base, None).send(
         Client::new(&server.base, None)
@@ -193,7 +211,7 @@ fn key_ids(c: &Client) -> Vec<String> {
 }
 
 #[test]
-fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
+fn a_tenant_reaches_only_its_own_account_through_every_route_the_console_calls() {
     let (tmp, server, keys) = server_with_keys(
         &[("alice", "free"), ("mallory", "free")],
         &Options::hash_embedder(),
@@ -222,23 +240,19 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
 
     // Agents, one agent, its event stream.
     let count = |c: &Client| {
-        let r = c.get("/api/v1/console/agents");
+        let r = c.get("/api/v1/agents");
         assert_eq!(r.status, 200, "{:#}", r.body);
         r.body["data"].as_array().unwrap().len()
     };
     assert_eq!((count(&a), count(&m)), (1, 0));
-    assert_eq!(
-        a.get(&format!("/api/v1/console/agents/{agent}")).status,
-        200
-    );
-    m.get(&format!("/api/v1/console/agents/{agent}"))
+    assert_eq!(a.get(&format!("/api/v1/agents/{agent}")).status, 200);
+    m.get(&format!("/api/v1/agents/{agent}"))
         .assert_error(404, "agent_not_found");
     let events = format!("/api/v1/console/agents/{agent}/events");
     m.get(&events).assert_error(404, "agent_not_found");
 
     // Memory: namespaces, list, search, history, delete.
-    let namespaces =
-        |c: &Client| c.get("/api/v1/console/memory/namespaces").body["namespaces"].clone();
+    let namespaces = |c: &Client| c.get("/api/v1/memory/namespaces").body["namespaces"].clone();
     assert!(
         namespaces(&a)
             .as_array()
@@ -248,7 +262,7 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
     );
     assert_eq!(namespaces(&m), json!([]));
     let listed = |c: &Client| {
-        c.get("/api/v1/console/memory/list?namespace=vault").body["data"]
+        c.get("/api/v1/memory/list?namespace=vault").body["data"]
             .as_array()
             .unwrap()
             .len()
@@ -256,7 +270,7 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
     assert_eq!((listed(&a), listed(&m)), (1, 0));
     let search = json!({ "query": "launch code", "mode": "keyword", "namespace": "vault" });
     let found = |c: &Client| {
-        let r = c.post("/api/v1/console/memory/search", &search);
+        let r = c.post("/api/v1/memory/search", &search);
         assert_eq!(r.status, 200, "{:#}", r.body);
         r.body["results"].as_array().unwrap().clone()
     };
@@ -264,10 +278,10 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
     assert_eq!(hits.len(), 1);
     assert!(hits[0]["breakdown"]["keyword"].is_number());
     assert!(found(&m).is_empty());
-    let history = "/api/v1/console/memory/history?key=secret&namespace=vault";
+    let history = "/api/v1/memory/history?key=secret&namespace=vault";
     assert_eq!(a.get(history).status, 200);
     m.get(history).assert_error(404, "not_found");
-    m.delete("/api/v1/console/memory?key=secret&namespace=vault&hard=true")
+    m.delete("/api/v1/memory?key=secret&namespace=vault&hard=true")
         .assert_error(404, "not_found");
     assert_eq!(listed(&a), 1, "mallory deleted nothing");
 
@@ -295,7 +309,7 @@ fn a_tenant_reaches_only_its_own_account_through_every_console_route() {
     assert_eq!(ua["concurrent_agents"]["limit"], 2);
 
     // And alice's memory survived, deletable by alice.
-    let gone = a.delete("/api/v1/console/memory?key=secret&namespace=vault");
+    let gone = a.delete("/api/v1/memory?key=secret&namespace=vault");
     assert_eq!(gone.status, 200, "{:#}", gone.body);
     assert_eq!(listed(&a), 0);
 }

@@ -402,7 +402,7 @@ fn an_accounts_own_entry_admits_only_its_agents() {
     );
     let (_, token) = crate::console::login(&dir, "acme", None);
     let console = Client::new(&server.base, Some(&token));
-    assert_eq!(console.get("/api/v1/console/egress").body, listed.body);
+    assert_eq!(console.get("/api/v1/egress").body, listed.body);
 
     let task = format!("get {}", origin.url("/mine"));
     let guests = [&acme, &beta].map(|c| upload(c, FETCH, "fetch", "1.0.0"));

@@ -251,7 +251,7 @@ fn an_empty_observation_window_finds_nothing() {
         &c,
         &json!({ "key": "seen", "value": "a heron by the river", "observed_at": observed }),
     );
-    for (prefix, c) in [("/api/v1/memory", &c), ("/api/v1/console/memory", &console)] {
+    for (prefix, c) in [("/api/v1/memory", &c), ("/api/v1/memory", &console)] {
         let window = |after: u64, before: u64| {
             let list = c.get(&format!(
                 "{prefix}/list?observed_after={after}&observed_before={before}"

@@ -77,7 +77,6 @@ const OPENAPI: &str = "/api/v1/openapi.json";
 const DOCS: &str = "/api/v1/docs";
 const AGENTS: &str = "/api/v1/agents";
 const CONSOLE: &str = "/api/v1/console";
-const CONSOLE_SEARCH: &str = "/api/v1/console/memory/search";
 const EVENTS: &str = "/api/v1/console/agents/{id}/events";
 
 /// Tiny plans for the admission refusals: free has no agent-hours nor Mind tokens (402 at
@@ -1565,7 +1564,7 @@ fn http_tool(name: &str, url: &str) -> Value {
     })
 }
 
-/// Every bad field of a registration at `route` (the public one or the console's), each
+/// Every bad field of a registration at `route` (with an API key or the console's ID token), each
 /// refused with its code; a body that is no object, and one over the size limit.
 fn refuse_registrations(
     spec: &mut Spec,
@@ -1617,8 +1616,6 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
     use crate::common::fake_stripe::{FakeStripe, WEBHOOK_SECRET, sign};
     const CHECKOUT: &str = "/api/v1/billing/checkout";
     const PORTAL: &str = "/api/v1/billing/portal";
-    const CONSOLE_CHECKOUT: &str = "/api/v1/console/billing/checkout";
-    const CONSOLE_PORTAL: &str = "/api/v1/console/billing/portal";
     let lightyear = json!({ "plan": "lightyear" });
     expect_error(
         &spec.post(c, CHECKOUT, &lightyear),
@@ -1634,9 +1631,9 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
     assert_eq!(off.body["billing_enabled"], false);
     let (_, token) = crate::console::login(data_dir, "acme", None);
     let t = Client::new(base, Some(&token));
-    let refused = spec.post(&t, CONSOLE_CHECKOUT, &lightyear);
+    let refused = spec.post(&t, CHECKOUT, &lightyear);
     expect_error(&refused, 501, "billing_not_configured");
-    let refused = spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict);
+    let refused = spec.exchange(&t, &Method::POST, PORTAL, None, Conformance::Strict);
     expect_error(&refused, 501, "billing_not_configured");
 
     let anon_here = Client::new(base, None);
@@ -1734,11 +1731,7 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
     let huge = "x".repeat(1_100_000);
     let too_big = json!({ "plan": "lightyear", "price_id": huge });
     expect_error(&spec.post(&p, CHECKOUT, &too_big), 413, "payload_too_large");
-    expect_error(
-        &spec.post(&t, CONSOLE_CHECKOUT, &too_big),
-        413,
-        "payload_too_large",
-    );
+    expect_error(&spec.post(&t, CHECKOUT, &too_big), 413, "payload_too_large");
     let r = spec.exchange(
         &anon,
         &Method::POST,
@@ -1759,39 +1752,31 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
         502,
         "billing_unavailable",
     );
-    // The console's, with an ID token: the same answers.
+    // With the console's ID token: the same answers.
     let (tmp3, linked, keys) = paying(&stripe.base);
     let l = linked.client(&keys[0]);
     let (_, token) = crate::console::login(&tmp3.path().join("data"), "acme", None);
     let t = Client::new(&linked.base, Some(&token));
-    expect(spec.get(&t, "/api/v1/console/billing"), 200);
+    expect(spec.get(&t, "/api/v1/billing"), 200);
     expect_error(
-        &spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        &spec.exchange(&t, &Method::POST, PORTAL, None, Conformance::Strict),
         404,
         "customer_not_found",
     );
     let platinum = json!({ "plan": "platinum" });
-    expect_error(
-        &spec.post(&t, CONSOLE_CHECKOUT, &platinum),
-        400,
-        "invalid_plan",
-    );
+    expect_error(&spec.post(&t, CHECKOUT, &platinum), 400, "invalid_plan");
     let r = spec.exchange(
         &t,
         &Method::POST,
-        CONSOLE_CHECKOUT,
+        CHECKOUT,
         Some(&other.to_string()),
         Conformance::Opaque,
     );
     expect_error(&r, 400, "invalid_price_id");
-    expect_error(
-        &spec.post_raw(&t, CONSOLE_CHECKOUT, "[1]"),
-        400,
-        "invalid_body",
-    );
-    expect(spec.post(&t, CONSOLE_CHECKOUT, &lightyear), 200);
+    expect_error(&spec.post_raw(&t, CHECKOUT, "[1]"), 400, "invalid_body");
+    expect(spec.post(&t, CHECKOUT, &lightyear), 200);
     expect(
-        spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        spec.exchange(&t, &Method::POST, PORTAL, None, Conformance::Strict),
         200,
     );
     drop(stripe);
@@ -1801,12 +1786,12 @@ fn drive_billing(spec: &mut Spec, c: &Client, base: &str, data_dir: &std::path::
         "billing_unavailable",
     );
     expect_error(
-        &spec.exchange(&t, &Method::POST, CONSOLE_PORTAL, None, Conformance::Strict),
+        &spec.exchange(&t, &Method::POST, PORTAL, None, Conformance::Strict),
         502,
         "billing_unavailable",
     );
     expect_error(
-        &spec.post(&t, CONSOLE_CHECKOUT, &lightyear),
+        &spec.post(&t, CHECKOUT, &lightyear),
         502,
         "billing_unavailable",
     );
@@ -1976,7 +1961,8 @@ fn drive_page(spec: &Spec, base: &str) {
     assert_eq!(body["error"]["code"], "route_not_found");
 }
 
-/// Search bodies refused with 400, and their codes (the public and the console search).
+/// Search bodies refused with 400, and their codes (with an API key and with the console's
+/// ID token).
 fn search_refusals() -> Vec<(Value, &'static str)> {
     vec![
         (json!({}), "invalid_query"),
@@ -2015,10 +2001,10 @@ fn search_refusals() -> Vec<(Value, &'static str)> {
     ]
 }
 
-/// The console's writes of tools, with ID tokens of `acme` (whose tools `drive_tools`
-/// made) and of `small` (at its plan's one tool).
+/// The console's writes of tools: the public routes with ID tokens of `acme` (whose tools
+/// `drive_tools` made) and of `small` (at its plan's one tool).
 fn drive_console_tools(spec: &mut Spec, base: &str, data_dir: &std::path::Path, mcp: &McpOrigin) {
-    const TOOLS: &str = "/api/v1/console/tools";
+    const TOOLS: &str = "/api/v1/tools";
     let (_, token) = crate::console::login(data_dir, "acme", None);
     let t = Client::new(base, Some(&token));
     let server = json!({ "name": "console_calc", "kind": "mcp", "url": mcp.url() });
@@ -2051,16 +2037,16 @@ fn drive_console_tools(spec: &mut Spec, base: &str, data_dir: &std::path::Path, 
     expect_error(&r, 402, "tool_quota_exceeded");
 }
 
-/// The console's routes with an ID token of `acme` (`wasmind console login` on the
-/// server's data dir); `c` is acme's API key.
+/// The console's routes, and the public routes the console calls, with an ID token of
+/// `acme` (`wasmind console login` on the server's data dir); `c` is acme's API key.
 fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Client) {
     let (_, token) = crate::console::login(data_dir, "acme", None);
     let t = Client::new(base, Some(&token));
     let me = expect(spec.get(&t, "/api/v1/console/me"), 200);
     assert_eq!(me.body["account"], "acme");
     expect(spec.get(&t, "/api/v1/console/usage"), 200);
-    expect(spec.get(&t, "/api/v1/console/egress"), 200);
-    let tools = expect(spec.get(&t, "/api/v1/console/tools"), 200);
+    expect(spec.get(&t, "/api/v1/egress"), 200);
+    let tools = expect(spec.get(&t, "/api/v1/tools"), 200);
     assert!(tools.body["data"].as_array().is_some(), "{:#}", tools.body);
 
     // Keys: create, list, revoke; another account's key is not found.
@@ -2103,15 +2089,15 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
     );
     assert_eq!(r.status, 201, "{:#}", r.body);
     let id = r.body["agent_id"].as_str().unwrap().to_string();
-    expect(spec.get(&t, "/api/v1/console/agents"), 200);
+    expect(spec.get(&t, "/api/v1/agents"), 200);
     expect_error(
-        &spec.get(&t, "/api/v1/console/agents?limit=0"),
+        &spec.get(&t, "/api/v1/agents?limit=0"),
         400,
         "invalid_query",
     );
-    expect(spec.get(&t, &format!("/api/v1/console/agents/{id}")), 200);
+    expect(spec.get(&t, &format!("/api/v1/agents/{id}")), 200);
     expect_error(
-        &spec.get(&t, "/api/v1/console/agents/ag_nope"),
+        &spec.get(&t, "/api/v1/agents/ag_nope"),
         404,
         "agent_not_found",
     );
@@ -2143,42 +2129,31 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
 
     // Memory: namespaces, list, search, history, delete.
     put_cluster(spec, c, "console");
-    expect(spec.get(&t, "/api/v1/console/memory/namespaces"), 200);
-    expect(
-        spec.get(&t, "/api/v1/console/memory/list?namespace=console"),
-        200,
-    );
+    expect(spec.get(&t, "/api/v1/memory/namespaces"), 200);
+    expect(spec.get(&t, "/api/v1/memory/list?namespace=console"), 200);
     expect_error(
-        &spec.get(&t, "/api/v1/console/memory/list?limit=0"),
+        &spec.get(&t, "/api/v1/memory/list?limit=0"),
         400,
         "invalid_query",
     );
     expect(
         spec.post(
             &t,
-            CONSOLE_SEARCH,
+            SEARCH,
             &json!({ "query": "cluster", "mode": "keyword" }),
         ),
         200,
     );
     for (body, code) in search_refusals() {
-        expect_error(&spec.post(&t, CONSOLE_SEARCH, &body), 400, code);
+        expect_error(&spec.post(&t, SEARCH, &body), 400, code);
     }
+    expect_error(&spec.post_raw(&t, SEARCH, "[]"), 400, "invalid_body");
     expect_error(
-        &spec.post_raw(&t, CONSOLE_SEARCH, "[]"),
-        400,
-        "invalid_body",
-    );
-    expect_error(
-        &spec.post(
-            &t,
-            CONSOLE_SEARCH,
-            &json!({ "query": "x".repeat(1_100_000) }),
-        ),
+        &spec.post(&t, SEARCH, &json!({ "query": "x".repeat(1_100_000) })),
         413,
         "payload_too_large",
     );
-    let history = "/api/v1/console/memory/history";
+    let history = "/api/v1/memory/history";
     expect(
         spec.get(&t, &format!("{history}?key=cluster_0&namespace=console")),
         200,
@@ -2189,7 +2164,7 @@ fn drive_console(spec: &mut Spec, base: &str, data_dir: &std::path::Path, c: &Cl
         "not_found",
     );
     expect_error(&spec.get(&t, history), 400, "invalid_query");
-    let memory = "/api/v1/console/memory";
+    let memory = "/api/v1/memory";
     expect(
         spec.delete(&t, &format!("{memory}?key=cluster_0&namespace=console")),
         200,
@@ -2872,7 +2847,7 @@ fn drive_unavailable_embedder(spec: &mut Spec) -> bool {
                 &server.base,
                 Some(&crate::console::login(&dir, "acme", None).1),
             ),
-            CONSOLE_SEARCH,
+            SEARCH,
             &json!({ "query": "needs an embedding" }),
         ),
         spec.post(

@@ -332,7 +332,7 @@ fn another_account_never_sees_lists_or_calls_a_tenant_s_tools() {
     let dir = tmp.path().join("data");
     let console = |account: &str| {
         let token = login(&dir, account, None).1;
-        let r = Client::new(&server.base, Some(&token)).get("/api/v1/console/tools");
+        let r = Client::new(&server.base, Some(&token)).get("/api/v1/tools");
         assert_eq!(r.status, 200, "{:#}", r.body);
         r.body["data"].clone()
     };

@@ -9,27 +9,20 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{
-    super::{
-        AppState,
-        doc::ErrorEnvelope,
-        error::{ApiError, ApiResult},
-    },
-    auth::ConsoleAuth,
-    views::*,
-};
+use super::{super::doc::ErrorEnvelope, auth::ConsoleAuth, views::*};
 use crate::{
     accounts::{CreateKeyError, KeyInfo, Places},
+    app::{AppError, AppResult, AppState, Kind},
     clock::{iso8601, month_of, now_ms},
 };
 
 /// A storage failure as the 500 to answer, its whole chain of causes logged.
-fn failed(e: &dyn std::fmt::Display) -> ApiError {
-    ApiError::internal(&format!("{e:#}"))
+fn failed(e: &dyn std::fmt::Display) -> AppError {
+    AppError::internal(&format!("{e:#}"))
 }
 
 /// The account's keys, newest first.
-async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
+async fn keys_of(state: &AppState, account: &str) -> AppResult<Vec<KeyInfo>> {
     let mut mine = state.keys.keys(account).await?;
     mine.reverse();
     Ok(mine)
@@ -37,7 +30,7 @@ async fn keys_of(state: &AppState, account: &str) -> ApiResult<Vec<KeyInfo>> {
 
 /// A key not created, as the answer: the plan's bound is 402 `key_quota_exceeded`, with
 /// `Retry-After` when a revoked key's place frees by waiting.
-impl From<CreateKeyError> for ApiError {
+impl From<CreateKeyError> for AppError {
     fn from(e: CreateKeyError) -> Self {
         match e {
             CreateKeyError::KeyLimit {
@@ -48,8 +41,8 @@ impl From<CreateKeyError> for ApiError {
                     held,
                     frees_at,
                 } = places;
-                let mut e = ApiError::new(
-                    StatusCode::PAYMENT_REQUIRED,
+                let mut e = AppError::new(
+                    Kind::PaymentRequired,
                     "key_quota_exceeded",
                     format!(
                         "this account's keys take the {plan} plan's {max} places: {active} active \
@@ -97,7 +90,7 @@ pub async fn me(ConsoleAuth(session): ConsoleAuth) -> Json<Me> {
 pub async fn list_keys(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<KeyList>> {
+) -> AppResult<Json<KeyList>> {
     let data = keys_of(&state, &session.account)
         .await?
         .into_iter()
@@ -122,7 +115,7 @@ pub async fn list_keys(
 pub async fn create_key(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Response> {
+) -> AppResult<Response> {
     // The account exists (sign-in checked it), so this keeps its plan.
     let (secret, info) = state
         .keys
@@ -148,12 +141,12 @@ pub async fn revoke_key(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
     Path(key_id): Path<String>,
-) -> ApiResult<Json<RevokedKey>> {
+) -> AppResult<Json<RevokedKey>> {
     // Only an id among the account's own keys is revoked: another account's key, or a
     // secret given in place of an id, is not found.
     let info = (state.keys.revoke_own(&session.account, &key_id).await)?.ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
+        AppError::new(
+            Kind::NotFound,
             "key_not_found",
             "this account has no key with that id",
         )
@@ -173,7 +166,7 @@ pub async fn revoke_key(
 pub async fn usage(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
-) -> ApiResult<Json<UsageReport>> {
+) -> AppResult<Json<UsageReport>> {
     let account = session.account.as_str();
     let limits = state.limits(session.plan);
     let now = now_ms();

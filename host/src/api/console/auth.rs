@@ -1,19 +1,22 @@
-//! ID-token authentication of the console routes (§5.4): `Authorization: Bearer <ID
+//! ID-token authentication of the console-only routes (§5.4): `Authorization: Bearer <ID
 //! token>`. None → 401 `missing_id_token`; a token that is not a valid ID token of an
 //! existing account (expired, wrong issuer or audience, bad signature, malformed, an API
 //! key) → 401 `invalid_id_token` whose message says which. The event stream alone may take
 //! the token as `?id_token=` instead ([`StreamAuth`]), because a browser's `EventSource`
-//! cannot set headers.
+//! cannot set headers. The routes the console shares with the REST API take the token
+//! through [`super::super::auth::AccountAuth`] instead.
 
 use std::sync::Arc;
 
 use axum::{
     extract::FromRequestParts,
-    http::{StatusCode, header, request::Parts},
+    http::{header, request::Parts},
 };
 
-use super::super::{AppState, error::ApiError};
-use crate::console::{Session, SignInError};
+use crate::{
+    app::{AppError, AppState, Kind, bearer, invalid_id_token},
+    console::Session,
+};
 
 /// The signed-in tenant of a console request.
 #[derive(Debug, Clone)]
@@ -23,35 +26,26 @@ pub struct ConsoleAuth(pub Session);
 #[derive(Debug, Clone)]
 pub struct StreamAuth(pub Session);
 
-fn missing(message: &str) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "missing_id_token", message)
-}
-
-fn invalid(message: impl Into<String>) -> ApiError {
-    ApiError::new(StatusCode::UNAUTHORIZED, "invalid_id_token", message)
+fn missing(message: &str) -> AppError {
+    AppError::new(Kind::Unauthorized, "missing_id_token", message)
 }
 
 /// The token of an `Authorization` header, if there is one.
-fn bearer(parts: &Parts) -> Option<Result<&str, ApiError>> {
+fn token(parts: &Parts) -> Option<Result<&str, AppError>> {
     let header = parts.headers.get(header::AUTHORIZATION)?;
-    Some(
-        header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| invalid("malformed Authorization header: expected `Bearer <ID token>`")),
-    )
+    Some(bearer(header.to_str().ok()).ok_or_else(|| {
+        invalid_id_token("malformed Authorization header: expected `Bearer <ID token>`")
+    }))
 }
 
 /// The session `token` opens, its request admitted under the account's requests in
 /// flight (as an API key's are).
-async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session, ApiError> {
-    let session = state.console.sign_in(token).await.map_err(|e| match e {
-        SignInError::Refused(refusal) => invalid(refusal.to_string()),
-        SignInError::Storage(cause) => ApiError::internal(&format!("{cause:#}")),
-    })?;
+pub(in crate::api) async fn sign_in(
+    state: &AppState,
+    parts: &Parts,
+    token: &str,
+) -> Result<Session, AppError> {
+    let session = crate::app::sign_in(&state.console, token).await?;
     let account = Arc::from(session.account.as_str());
     state
         .in_flight
@@ -60,13 +54,13 @@ async fn sign_in(state: &AppState, parts: &Parts, token: &str) -> Result<Session
 }
 
 impl FromRequestParts<AppState> for ConsoleAuth {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).ok_or_else(|| {
+        let token = token(parts).ok_or_else(|| {
             missing("missing Authorization header: send `Authorization: Bearer <ID token>`")
         })??;
         sign_in(state, parts, token).await.map(ConsoleAuth)
@@ -74,13 +68,13 @@ impl FromRequestParts<AppState> for ConsoleAuth {
 }
 
 impl FromRequestParts<AppState> for StreamAuth {
-    type Rejection = ApiError;
+    type Rejection = AppError;
 
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        if let Some(token) = bearer(parts) {
+        if let Some(token) = token(parts) {
             return sign_in(state, parts, token?).await.map(StreamAuth);
         }
         let pairs: Vec<(String, String)> =

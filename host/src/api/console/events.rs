@@ -28,15 +28,17 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::{
-    super::{
-        AppState, agents,
-        agents::{AgentView, LogEventView, ProgressView},
-        doc::ErrorEnvelope,
-        error::{ApiError, ApiResult},
-    },
+    super::{agents, descriptions::AGENT_NOT_FOUND, doc::ErrorEnvelope},
     auth::StreamAuth,
 };
-use crate::runtime::{AgentRecord, Progress, Watch};
+use crate::{
+    app::{
+        AppResult, AppState,
+        agents::{AgentView, LogEventView, ProgressView},
+        streams,
+    },
+    runtime::{AgentRecord, Progress, Watch},
+};
 
 /// Log events read from the store at once: the most one stream holds.
 const LOG_PAGE: usize = 500;
@@ -52,7 +54,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
     security(("idToken" = [])),
     responses(
         (status = 200, description = "`text/event-stream`: `event: status` (data: the agent record, as GET /api/v1/agents/{id}) first and on each status change; `event: progress` (data: a progress entry); `event: log` (data: a log event, as in GET /api/v1/agents/{id}/logs); when the agent is terminal a final `status`, then `event: end` (data `{}`), and the stream closes.", body = StreamEvent, content_type = "text/event-stream"),
-        (status = 404, description = "No agent with that id in this account. Codes: `agent_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = AGENT_NOT_FOUND, body = ErrorEnvelope),
         (status = 429, description = "The account has its plan's `event_streams` open (`stream_limit_reached`: close one, or wait until one ends), or its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `stream_limit_reached`, `request_limit_reached`. Details: StreamLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
@@ -60,15 +62,13 @@ pub async fn events(
     State(state): State<AppState>,
     StreamAuth(session): StreamAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+) -> AppResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let id = agents::agent_id(path)?;
     // Watch first: a change committed between the read below and the first wait is not lost.
     let watch = state.records.watch(&id);
     let record = state.runtime.agent(&session.account, &id).await?;
-    let max = state.limits(session.plan).event_streams;
-    let slot = (state.console.streams)
-        .open(&session.account, max)
-        .map_err(|full| ApiError::stream_limit(session.plan, full))?;
+    let (streams, plans) = (&state.console.streams, &state.config.plans);
+    let slot = streams::open(streams, plans, &session.account, session.plan)?;
     let closed = state.console.streams.closed();
     let feed = Feed::open(state, watch, record).await;
     // The stream holds its slot until it is dropped: ended, its client gone, or the server
@@ -80,17 +80,6 @@ pub async fn events(
             Ok(event)
         });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
-}
-
-/// `details` of 429 `stream_limit_reached`.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StreamLimitDetails {
-    pub plan: &'static str,
-    /// Streams the account has open.
-    pub current_streams: u32,
-    /// The plan's `event_streams`.
-    pub max_streams: u32,
 }
 
 /// One stream's state: what it sent, and what is queued to send.

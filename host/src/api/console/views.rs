@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::{ToSchema, openapi::Schema};
 
-use super::super::schema;
+use crate::app::schema;
 
 /// A plan tier as the API spells it.
 fn plan() -> Schema {

@@ -1,67 +1,55 @@
 //! `/api/v1/memory…` handlers (§4.2): read the typed request, call the memory service
 //! scoped to the caller's account, render the result.
 
-mod request;
-mod response;
-
 use axum::{
     Json,
     extract::State,
     http::StatusCode,
     response::{IntoResponse, Response},
 };
-use serde_json::Value;
 
-pub use self::request::{
-    AddressQuery, ConsolidateBody, DedupeBody, DeleteQuery, HistoryQuery, ImportBody, ListQuery,
-    SearchBody,
-};
-use self::request::{IMPORT_MAX_ITEMS, INSTANT_RULE, LIST_DEFAULT, MEMORIES_RULE};
-pub use self::response::*;
 use super::{
-    AppState,
-    auth::Auth,
-    cursor,
+    auth::{AccountAuth, Auth},
+    descriptions::{BAD_QUERY, MEMORY_BUSY, MEMORY_NOT_FOUND, bad_fields},
     doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
     extract::{Body, Query},
-    params::whole_text,
-    views::{ExportItem, MemoryView, SearchHitView, TokenUsage},
 };
 use crate::{
-    accounts::Principal,
+    app::{
+        AppError, AppResult, AppState,
+        memory::{
+            self, AddressQuery, ConsolidateBody, ConsolidateResponse, DedupeBody, DedupePair,
+            DedupeResponse, DeleteQuery, DeleteResponse, EXPORT_FORMAT, ExportDocument,
+            HISTORY_CURSOR, History, HistoryQuery, INSTANT_RULE, ImportBody, ImportResult,
+            LIST_CURSOR, LIST_DEFAULT, ListQuery, MemoryList, NamespaceEntry, Namespaces,
+            SearchBody, SearchResponse,
+        },
+        params::whole_text,
+        views::{ExportItem, MemoryView, SearchHitView},
+    },
     clock::now_ms,
     memory::{
-        ConsolidateQuery, DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ImportItem,
-        ListQuery as Listing, MemoryDraft, MemoryError, Mode, Provenance, PutInput, Quota,
-        Rejected, SearchQuery, TimeFilter, optional_namespace, optional_unit, validate_key,
-        validate_namespace, validate_tags,
+        DEFAULT_NAMESPACE, DEFAULT_THRESHOLD, Deleted, Door, ListQuery as Listing, MemoryDraft,
+        MemoryError, Mode, SearchQuery, TimeFilter, optional_namespace, optional_unit,
+        validate_key, validate_namespace, validate_tags,
     },
 };
 
-/// Cursor kind of memory list pages.
-const LIST_CURSOR: &str = "m1";
-const HISTORY_CURSOR: &str = "h1";
-
-fn quota(state: &AppState, auth: &Auth) -> Quota {
-    state.limits(auth.0.plan).memory_quota()
-}
-
 /// The (namespace, key) a GET or DELETE names in its query string.
-fn address(key: &str, namespace: Option<&str>) -> ApiResult<(String, String)> {
-    validate_key(key).map_err(|e| ApiError::invalid_query("key", e.to_string()))?;
+fn address(key: &str, namespace: Option<&str>) -> AppResult<(String, String)> {
+    validate_key(key).map_err(|e| AppError::invalid_query("key", e.to_string()))?;
     let namespace = namespace.unwrap_or(DEFAULT_NAMESPACE);
     validate_namespace(namespace)
-        .map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+        .map_err(|e| AppError::invalid_query("namespace", e.to_string()))?;
     Ok((namespace.to_string(), key.to_string()))
 }
 
 /// An instant (epoch ms) given as query parameter `name`, if given.
-fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u64>> {
+fn instant_param(name: &'static str, given: Option<&str>) -> AppResult<Option<u64>> {
     given
         .map(|text| {
             whole_text(text).ok_or_else(|| {
-                ApiError::invalid_query(
+                AppError::invalid_query(
                     name,
                     format!("{name} must be {INSTANT_RULE}, got {text:?}"),
                 )
@@ -71,9 +59,9 @@ fn instant_param(name: &'static str, given: Option<&str>) -> ApiResult<Option<u6
 }
 
 /// A domain refusal of a query parameter (a time filter) as `invalid_query`.
-fn query_error(e: MemoryError) -> ApiError {
+fn query_error(e: MemoryError) -> AppError {
     match e {
-        MemoryError::Invalid { field, message } => ApiError::invalid_query(field, message),
+        MemoryError::Invalid { field, message } => AppError::invalid_query(field, message),
         other => other.into(),
     }
 }
@@ -84,19 +72,17 @@ fn query_error(e: MemoryError) -> ApiError {
     responses(
         (status = 201, description = "a memory or a new version was created", body = MemoryView),
         (status = 200, description = "identical to the live memory: nothing written", body = MemoryView),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_key`, `invalid_value`, `invalid_namespace`, `invalid_tags`, `invalid_importance`, `invalid_expires_in_days`, `invalid_observed_at`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_key", "invalid_value", "invalid_namespace", "invalid_tags", "invalid_importance", "invalid_expires_in_days", "invalid_observed_at"]), body = ErrorEnvelope),
         (status = 402, description = "The plan's live-memory quota is full; run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan. Codes: `memory_quota_exceeded`. Details: QuotaDetails.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn put(
     State(state): State<AppState>,
     auth: Auth,
     Body(draft): Body<MemoryDraft>,
-) -> ApiResult<Response> {
-    let provenance = Provenance::keyed(Door::Rest, &auth.0.key_id);
-    let input = PutInput::new(&auth.0.account, draft, provenance)?;
-    let outcome = state.memory.put(input, quota(&state, &auth)).await?;
+) -> AppResult<Response> {
+    let outcome = memory::put(&state, &auth.0, Door::Rest, draft).await?;
     let status = if outcome.created {
         StatusCode::CREATED
     } else {
@@ -110,14 +96,14 @@ pub async fn put(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the memory", body = MemoryView),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
         (status = 404, description = "No live memory at that key and namespace (none live at `as_of`, when given). Codes: `not_found`.", body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
     auth: Auth,
     Query(q): Query<AddressQuery>,
-) -> ApiResult<Json<MemoryView>> {
+) -> AppResult<Json<MemoryView>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let account = &auth.0.account;
     let memory = match instant_param("as_of", q.as_of.as_deref())? {
@@ -134,38 +120,31 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
+        (status = 404, description = MEMORY_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<DeleteQuery>,
-) -> ApiResult<Json<DeleteResponse>> {
-    delete_in(&state, &auth.0.account, q).await.map(Json)
-}
-
-/// The body of a memory delete in `account`, whoever signed the request in.
-pub(in crate::api) async fn delete_in(
-    state: &AppState,
-    account: &str,
-    q: DeleteQuery,
-) -> ApiResult<DeleteResponse> {
+) -> AppResult<Json<DeleteResponse>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
     let hard = q.hard.unwrap_or_default().0;
-    let deleted = state.memory.delete(account, &namespace, &key, hard).await?;
+    let deleted = (state.memory)
+        .delete(&who.account, &namespace, &key, hard)
+        .await?;
     let (versions_removed, memory) = match deleted {
         Deleted::Soft(memory) => (0, Some(MemoryView::from(&*memory))),
         Deleted::Hard(n) => (n, None),
     };
-    Ok(DeleteResponse {
+    Ok(Json(DeleteResponse {
         deleted: true,
         hard,
         key,
         namespace,
         versions_removed,
         memory,
-    })
+    }))
 }
 
 /// A page of a memory's versions, newest first (paged as the list is).
@@ -173,41 +152,28 @@ pub(in crate::api) async fn delete_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the versions", body = History),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
-        (status = 404, description = "No live memory at that key and namespace. Codes: `not_found`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
+        (status = 404, description = MEMORY_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn history(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<HistoryQuery>,
-) -> ApiResult<Json<History>> {
-    history_in(&state, &auth.0.account, &q).await.map(Json)
-}
-
-/// The body of a page of a memory's history in `account`, whoever signed the request in;
-/// `not_found` when the memory has no version at all.
-pub(in crate::api) async fn history_in(
-    state: &AppState,
-    account: &str,
-    q: &HistoryQuery,
-) -> ApiResult<History> {
+) -> AppResult<Json<History>> {
     let (namespace, key) = address(&q.key, q.namespace.as_deref())?;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(HISTORY_CURSOR, c))
-        .transpose()?;
+    let before = HISTORY_CURSOR.position(q.cursor.as_deref())?;
     let limit = q.limit.map_or(LIST_DEFAULT, |l| l.0);
     let page = (state.memory)
-        .history(account, &namespace, &key, before, limit)
+        .history(&who.account, &namespace, &key, before, limit)
         .await?;
+    // A memory with no version at all is not found; a later page may be empty.
     if page.memories.is_empty() && before.is_none() {
         return Err(MemoryError::NotFound { key, namespace }.into());
     }
-    Ok(History {
+    Ok(Json(History {
         data: page.memories.iter().map(MemoryView::from).collect(),
-        next_cursor: page.next_before.map(|n| cursor::encode(HISTORY_CURSOR, n)),
-    })
+        next_cursor: HISTORY_CURSOR.next(page.next_before),
+    }))
 }
 
 /// Hybrid, semantic or keyword search over live memories.
@@ -215,24 +181,15 @@ pub(in crate::api) async fn history_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_query`, `invalid_namespace`, `invalid_tags`, `invalid_limit`, `invalid_mode`, `invalid_min_score`, `invalid_as_of`, `invalid_observed_after`, `invalid_observed_before`, `invalid_rerank`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 400, description = bad_fields(&["invalid_query", "invalid_namespace", "invalid_tags", "invalid_limit", "invalid_mode", "invalid_min_score", "invalid_as_of", "invalid_observed_after", "invalid_observed_before", "invalid_rerank"]), body = ErrorEnvelope),
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn search(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Body(body): Body<SearchBody>,
-) -> ApiResult<Json<SearchResponse>> {
-    search_in(&state, &auth.0.account, body).await.map(Json)
-}
-
-/// The body of a search in `account`, whoever signed the request in.
-pub(in crate::api) async fn search_in(
-    state: &AppState,
-    account: &str,
-    body: SearchBody,
-) -> ApiResult<SearchResponse> {
+) -> AppResult<Json<SearchResponse>> {
     wasmind_rules::validate_query(&body.query).map_err(MemoryError::from)?;
     let tags = body.tags.unwrap_or_default();
     validate_tags(&tags)?;
@@ -250,10 +207,10 @@ pub(in crate::api) async fn search_in(
             observed_before: body.observed_before,
         },
     };
-    let hits = state.memory.search(account, q).await?;
-    Ok(SearchResponse {
+    let hits = state.memory.search(&who.account, q).await?;
+    Ok(Json(SearchResponse {
         results: hits.iter().map(SearchHitView::from).collect(),
-    })
+    }))
 }
 
 /// A page of live memories, newest first.
@@ -261,24 +218,15 @@ pub(in crate::api) async fn search_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Auth,
+    AccountAuth(who): AccountAuth,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<MemoryList>> {
-    list_in(&state, &auth.0.account, q).await.map(Json)
-}
-
-/// The body of a memory list page in `account`, whoever signed the request in.
-pub(in crate::api) async fn list_in(
-    state: &AppState,
-    account: &str,
-    q: ListQuery,
-) -> ApiResult<MemoryList> {
+) -> AppResult<Json<MemoryList>> {
     if let Some(ns) = &q.namespace {
-        validate_namespace(ns).map_err(|e| ApiError::invalid_query("namespace", e.to_string()))?;
+        validate_namespace(ns).map_err(|e| AppError::invalid_query("namespace", e.to_string()))?;
     }
     let tags: Vec<String> = q
         .tags
@@ -291,12 +239,8 @@ pub(in crate::api) async fn list_in(
                 .collect()
         })
         .unwrap_or_default();
-    validate_tags(&tags).map_err(|e| ApiError::invalid_query("tags", e.to_string()))?;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(LIST_CURSOR, c))
-        .transpose()?;
+    validate_tags(&tags).map_err(|e| AppError::invalid_query("tags", e.to_string()))?;
+    let before = LIST_CURSOR.position(q.cursor.as_deref())?;
     let time = TimeFilter {
         as_of: instant_param("as_of", q.as_of.as_deref())?,
         observed_after: instant_param("observed_after", q.observed_after.as_deref())?,
@@ -311,13 +255,13 @@ pub(in crate::api) async fn list_in(
     };
     let page = state
         .memory
-        .list(account, query)
+        .list(&who.account, query)
         .await
         .map_err(query_error)?;
-    Ok(MemoryList {
+    Ok(Json(MemoryList {
         data: page.memories.iter().map(MemoryView::from).collect(),
-        next_cursor: page.next_before.map(|n| cursor::encode(LIST_CURSOR, n)),
-    })
+        next_cursor: LIST_CURSOR.next(page.next_before),
+    }))
 }
 
 /// Remove near-duplicate memories, keeping the more useful of each pair.
@@ -325,13 +269,13 @@ pub(in crate::api) async fn list_in(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "what was (or, dry, would be) removed", body = DedupeResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_namespace", "invalid_threshold", "invalid_dry_run"]), body = ErrorEnvelope),
     ))]
 pub async fn dedupe(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<DedupeBody>,
-) -> ApiResult<Json<DedupeResponse>> {
+) -> AppResult<Json<DedupeResponse>> {
     let namespace = optional_namespace(body.namespace)?;
     let threshold =
         optional_unit("threshold", body.threshold)?.map_or(DEFAULT_THRESHOLD, |t| t as f32);
@@ -362,7 +306,7 @@ pub async fn dedupe(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "what was (or, dry, would be) consolidated", body = ConsolidateResponse),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_namespace`, `invalid_threshold`, `invalid_min_cluster_size`, `invalid_dry_run`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_namespace", "invalid_threshold", "invalid_min_cluster_size", "invalid_dry_run"]), body = ErrorEnvelope),
         (status = 402, description = "The plan's Mind tokens for this month are used (`details.budget` is `tokens`): consolidation asks the Mind for nothing and writes nothing until the month resets (a dry run is still answered). Codes: `monthly_quota_exceeded`. Details: TokenQuotaDetails.", body = ErrorEnvelope),
         (status = 429, description = "A consolidation of this namespace, or of the whole account, is running (`details.reason` = `in_progress`) or one wrote less than the cooldown ago (`cooldown`); other namespaces are consolidated apart; or the account has its plan's `requests_in_flight` requests in flight (`request_limit_reached`). Codes: `rate_limited`, `request_limit_reached`. Details: ConsolidateRateLimitDetails or RequestLimitDetails.", body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
@@ -373,44 +317,8 @@ pub async fn consolidate(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<ConsolidateBody>,
-) -> ApiResult<Json<ConsolidateResponse>> {
-    let q = ConsolidateQuery {
-        key_id: Some(auth.0.key_id.to_string()),
-        ..ConsolidateQuery::new(
-            body.namespace,
-            body.threshold,
-            body.min_cluster_size,
-            body.dry_run,
-        )?
-    };
-    let account = &auth.0.account;
-    let tokens = state.budgets.of(account, auth.0.plan);
-    let (spent, result) = (state.memory)
-        .consolidate(account, &q, state.mind.as_ref(), &tokens)
-        .await;
-    let report = result?;
-    Ok(Json(ConsolidateResponse {
-        dry_run: q.dry_run,
-        clusters: report.clusters.len(),
-        skipped: report.skipped,
-        consolidated: report
-            .clusters
-            .into_iter()
-            .map(|c| {
-                let (memory_id, key) = c.summary.unzip();
-                ConsolidatedCluster {
-                    memory_id,
-                    key,
-                    namespace: c.namespace,
-                    replaced: c.replaced,
-                }
-            })
-            .collect(),
-        usage: TokenUsage {
-            input_tokens: spent.input_tokens.into(),
-            output_tokens: spent.output_tokens.into(),
-        },
-    }))
+) -> AppResult<Json<ConsolidateResponse>> {
+    memory::consolidate(&state, &auth.0, body).await.map(Json)
 }
 
 /// The account's namespaces and their live-memory counts.
@@ -419,22 +327,17 @@ pub async fn consolidate(
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
     ))]
-pub async fn namespaces(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<Namespaces>> {
-    namespaces_in(&state, &auth.0.account).await.map(Json)
-}
-
-/// The body of the namespace listing of `account`, whoever signed the request in.
-pub(in crate::api) async fn namespaces_in(
-    state: &AppState,
-    account: &str,
-) -> ApiResult<Namespaces> {
-    let list = state.memory.namespaces(account).await?;
-    Ok(Namespaces {
+pub async fn namespaces(
+    State(state): State<AppState>,
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<Namespaces>> {
+    let list = state.memory.namespaces(&who.account).await?;
+    Ok(Json(Namespaces {
         namespaces: list
             .into_iter()
             .map(|(namespace, count)| NamespaceEntry { namespace, count })
             .collect(),
-    })
+    }))
 }
 
 /// Every live memory of the account, in a document import takes back.
@@ -443,7 +346,7 @@ pub(in crate::api) async fn namespaces_in(
     responses(
         (status = 200, description = "the export document", body = ExportDocument),
     ))]
-pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json<ExportDocument>> {
+pub async fn export(State(state): State<AppState>, auth: Auth) -> AppResult<Json<ExportDocument>> {
     let memories = state.memory.export(&auth.0.account).await?;
     let now = now_ms();
     Ok(Json(ExportDocument {
@@ -455,94 +358,21 @@ pub async fn export(State(state): State<AppState>, auth: Auth) -> ApiResult<Json
     }))
 }
 
-/// One import item, read on its own so a bad one is reported and the rest go on.
-fn import_item(who: &Principal, index: usize, item: Value) -> ImportItem {
-    let key = item.get("key").and_then(Value::as_str).map(str::to_string);
-    let input = match item {
-        Value::Object(object) => MemoryDraft::from_object(object)
-            .and_then(|draft| {
-                let provenance = Provenance::keyed(Door::Import, &who.key_id);
-                PutInput::new(&who.account, draft, provenance)
-            })
-            .map_err(Rejected::from),
-        _ => Err(Rejected {
-            code: "invalid_memory".into(),
-            message: "each memory must be a JSON object".into(),
-        }),
-    };
-    ImportItem { index, key, input }
-}
-
 /// Write many memories in order; halts at the quota with 402 and what it did.
 #[utoipa::path(post, path = "/api/v1/memory/import", tag = "memory", request_body = ImportBody,
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "counts; refused items are in `errors`", body = ImportResult),
-        (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"`; a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_memories`.", body = ErrorEnvelope),
+        (status = 400, description = bad_fields(&["invalid_memories"]), body = ErrorEnvelope),
         (status = 402, description = "The import halted at the live-memory quota; what it did so far is in `details`. Codes: `memory_quota_exceeded`. Details: ImportQuotaDetails.", body = ErrorEnvelope),
         (status = 413, description = "The body is over 64 MiB. Codes: `payload_too_large`.", body = ErrorEnvelope),
-        (status = 503, description = "The embedding provider failed, or the account has as much memory work waiting at this node as its queue holds (`[embedder] queue_per_account`, `[memory] write_queue_per_account`); retry with backoff (1 s, 2 s, 4 s). Codes: `temporarily_unavailable`.", body = ErrorEnvelope,
+        (status = 503, description = MEMORY_BUSY, body = ErrorEnvelope,
             headers(("Retry-After" = u64, description = "seconds to wait"))),
     ))]
 pub async fn import(
     State(state): State<AppState>,
     auth: Auth,
     Body(body): Body<ImportBody>,
-) -> ApiResult<Json<ImportResult>> {
-    let Some(raw) = body.memories else {
-        return Err(ApiError::invalid_field(
-            "memories",
-            format!("memories must be {MEMORIES_RULE}"),
-        ));
-    };
-    if raw.len() > IMPORT_MAX_ITEMS {
-        return Err(ApiError::invalid_field(
-            "memories",
-            format!(
-                "{} memories given; one import takes at most {IMPORT_MAX_ITEMS}",
-                raw.len()
-            ),
-        ));
-    }
-    let account = &auth.0.account;
-    let items = raw
-        .into_iter()
-        .enumerate()
-        .map(|(index, item)| import_item(&auth.0, index, item))
-        .collect();
-    let report = state
-        .memory
-        .import(account, items, quota(&state, &auth))
-        .await?;
-    let counts = ImportResult {
-        imported: report.imported,
-        failed: report.failed,
-        errors: report
-            .errors
-            .into_iter()
-            .map(|e| ImportItemError {
-                index: e.index,
-                key: e.key,
-                code: e.rejected.code,
-                message: e.rejected.message,
-            })
-            .collect(),
-    };
-    match report.halted {
-        None => Ok(Json(counts)),
-        Some((limit, used)) => Err(ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
-            "memory_quota_exceeded",
-            format!(
-                "memory quota exceeded after importing {} item(s): {used} of {limit} live memories in use; \
-                 run POST /api/v1/memory/dedupe first, otherwise delete memories or upgrade the plan",
-                counts.imported
-            ),
-        )
-        .with_details(ImportQuotaDetails {
-            counts,
-            limit,
-            used,
-        })),
-    }
+) -> AppResult<Json<ImportResult>> {
+    memory::import(&state, &auth.0, body).await.map(Json)
 }

@@ -5,71 +5,16 @@
 use axum::{
     Json,
     extract::{Path, State, rejection::PathRejection},
-    http::StatusCode,
-};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::ToSchema;
-
-use super::{ToolDeniedDetails, path_name, tool_not_found};
-use crate::{
-    api::{
-        AppState,
-        auth::Auth,
-        doc::ErrorEnvelope,
-        error::{ApiError, ApiResult},
-        extract::Body,
-    },
-    object::Fields,
-    tools::ToolError,
 };
 
-/// A call's arguments.
-#[derive(Debug, Deserialize, ToSchema)]
-pub struct ToolCallRequest {
-    /// The arguments, a JSON object checked against the tool's `parameters`.
-    #[schema(value_type = Object)]
-    pub arguments: Value,
-}
-
-impl Fields for ToolCallRequest {
-    const FIELDS: &'static [(&'static str, &'static str)] = &[("arguments", "a JSON object")];
-}
-
-/// What the tool answered.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolCallResponse {
-    /// The response's text (an MCP tool's text content), cut at the host's
-    /// `[tools] max_result_chars`, as an agent gets it.
-    pub result: String,
-}
-
-impl From<ToolError> for ApiError {
-    fn from(e: ToolError) -> Self {
-        match e {
-            ToolError::Unknown(_) => tool_not_found(),
-            e @ ToolError::Server(_) => {
-                ApiError::new(StatusCode::CONFLICT, "not_a_tool", e.to_string())
-            }
-            ToolError::InvalidArguments(m) => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_arguments", m)
-            }
-            ToolError::Denied { rule, message } if rule == "budget" => ApiError::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "http_budget_exceeded",
-                message,
-            )
-            .with_details(ToolDeniedDetails { rule }),
-            ToolError::Denied { rule, message } => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "tool_denied",
-                format!("the host's egress policy refuses the tool's request: {message}"),
-            )
-            .with_details(ToolDeniedDetails { rule }),
-            ToolError::Failed(m) => ApiError::new(StatusCode::BAD_GATEWAY, "tool_failed", m),
-        }
-    }
-}
+use super::{
+    super::{auth::Auth, doc::ErrorEnvelope, extract::Body},
+    path_name,
+};
+use crate::app::{
+    AppResult, AppState,
+    tools::{self, ToolCallRequest, ToolCallResponse},
+};
 
 /// Call a tool as an agent would: an HTTP tool by its name, an MCP server's tool by the
 /// name agents see (`mcp_<server>_<tool>`). Each call is a request through the host's
@@ -94,12 +39,9 @@ pub async fn call(
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
     Body(request): Body<ToolCallRequest>,
-) -> ApiResult<Json<ToolCallResponse>> {
+) -> AppResult<Json<ToolCallResponse>> {
     let name = path_name(path)?;
-    let arguments = request.arguments.to_string();
-    let result = state
-        .tools
-        .try_call(&who.account, who.plan, &name, &arguments)
-        .await?;
-    Ok(Json(ToolCallResponse { result }))
+    tools::call(&state, &who.account, who.plan, &name, &request.arguments)
+        .await
+        .map(Json)
 }

@@ -1,6 +1,6 @@
-//! `/api/v1/tools…` handlers: a tenant registers the tools its agents may call (HTTP
-//! endpoints and remote MCP servers), lists, reads and deletes them, and lists an MCP
-//! server's tools again. Every route sees only the caller's account: another account's
+//! `/api/v1/tools…` handlers, the application layer's tool operations over HTTP: a tenant
+//! registers the tools its agents may call (HTTP endpoints and remote MCP servers), lists,
+//! reads and deletes them, and lists an MCP server's tools again. Every route sees only the caller's account: another account's
 //! tool is 404. No answer carries a secret.
 
 use axum::{
@@ -8,82 +8,22 @@ use axum::{
     extract::{Path, State, rejection::PathRejection},
     http::StatusCode,
 };
-use serde_json::json;
 
 mod call;
-mod request;
-mod response;
 
-pub use self::{call::*, response::*};
-use super::{
-    AppState,
-    auth::Auth,
-    doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
-    extract::Body,
-};
+pub use self::call::*;
+use super::{auth::AccountAuth, descriptions::TOOL_NOT_FOUND, doc::ErrorEnvelope, extract::Body};
 use crate::{
-    accounts::Plan,
-    tools::{RefreshError, RegisterError, Registration, ToolError},
+    app::{
+        AppResult, AppState,
+        tools::{self, ToolList, ToolView, tool_not_found},
+    },
+    tools::Registration,
 };
-
-/// 404 `tool_not_found`: no tool of the caller's account has that name.
-pub fn tool_not_found() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "tool_not_found",
-        "no tool with that name in this account; GET /api/v1/tools lists them",
-    )
-}
 
 /// A tool name of a path; a path that does not parse names no tool.
-fn path_name(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+fn path_name(path: Result<Path<String>, PathRejection>) -> AppResult<String> {
     path.map(|Path(name)| name).map_err(|_| tool_not_found())
-}
-
-impl From<RegisterError> for ApiError {
-    fn from(e: RegisterError) -> Self {
-        match e {
-            RegisterError::Invalid(invalid) => {
-                ApiError::invalid_field(invalid.field, invalid.message)
-            }
-            RegisterError::Exists => ApiError::new(
-                StatusCode::CONFLICT,
-                "tool_exists",
-                "this account has a tool of that name; delete it first, or choose another name",
-            ),
-            RegisterError::Quota { max } => ApiError::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "tool_quota_exceeded",
-                format!("this account has its plan's {max} tools; delete one or upgrade the plan"),
-            )
-            .with_details(json!({ "limit": max })),
-            RegisterError::Storage(e) => ApiError::internal(&e),
-        }
-    }
-}
-
-impl From<RefreshError> for ApiError {
-    fn from(e: RefreshError) -> Self {
-        match e {
-            RefreshError::NotFound => tool_not_found(),
-            RefreshError::NotMcp(_) => {
-                ApiError::new(StatusCode::CONFLICT, "not_an_mcp_server", e.to_string())
-            }
-            RefreshError::Tool(ToolError::Denied { rule, message }) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "tool_denied",
-                format!("the host's egress policy refuses the MCP server: {message}"),
-            )
-            .with_details(ToolDeniedDetails { rule }),
-            RefreshError::Tool(e) => ApiError::new(
-                StatusCode::BAD_GATEWAY,
-                "tool_failed",
-                format!("the MCP server could not be listed: {e}"),
-            ),
-            RefreshError::Storage(e) => ApiError::internal(&e),
-        }
-    }
 }
 
 /// Register a tool: an HTTP endpoint, or a remote MCP server whose tools are listed on
@@ -99,24 +39,11 @@ impl From<RefreshError> for ApiError {
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     Body(registration): Body<Registration>,
-) -> ApiResult<(StatusCode, Json<ToolView>)> {
-    let view = register_in(&state, &who.account, who.plan, registration).await?;
+) -> AppResult<(StatusCode, Json<ToolView>)> {
+    let view = tools::register(&state, &who.account, who.plan, registration).await?;
     Ok((StatusCode::CREATED, Json(view)))
-}
-
-/// Registers `registration` in `account`, within its `plan`'s `tools`: the keyed route's
-/// and the console's.
-pub(crate) async fn register_in(
-    state: &AppState,
-    account: &str,
-    plan: Plan,
-    registration: Registration,
-) -> ApiResult<ToolView> {
-    let max = state.limits(plan).tools;
-    let record = state.tools.register(account, registration, max).await?;
-    Ok(ToolView::from(record))
 }
 
 /// The account's tools, by name.
@@ -125,16 +52,11 @@ pub(crate) async fn register_in(
     responses(
         (status = 200, description = "every tool of the account", body = ToolList),
     ))]
-pub async fn list(State(state): State<AppState>, Auth(who): Auth) -> ApiResult<Json<ToolList>> {
-    list_in(&state, &who.account).await.map(Json)
-}
-
-/// The tools of `account`: the keyed route's and the console's.
-pub(crate) async fn list_in(state: &AppState, account: &str) -> ApiResult<ToolList> {
-    let records = state.tools.list(account).await?;
-    Ok(ToolList {
-        data: records.into_iter().map(ToolView::from).collect(),
-    })
+pub async fn list(
+    State(state): State<AppState>,
+    AccountAuth(who): AccountAuth,
+) -> AppResult<Json<ToolList>> {
+    tools::list(&state, &who.account).await.map(Json)
 }
 
 /// One tool.
@@ -143,13 +65,13 @@ pub(crate) async fn list_in(state: &AppState, account: &str) -> ApiResult<ToolLi
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the tool", body = ToolView),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ToolView>> {
+) -> AppResult<Json<ToolView>> {
     let name = path_name(path)?;
     let record = state.tools.get(&who.account, &name).await?;
     record
@@ -163,25 +85,15 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted; the tool as it was", body = ToolView),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ToolView>> {
-    delete_in(&state, &who.account, path).await.map(Json)
-}
-
-/// Deletes the tool of `account` the path names: the keyed route's and the console's.
-pub(crate) async fn delete_in(
-    state: &AppState,
-    account: &str,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult<ToolView> {
+) -> AppResult<Json<ToolView>> {
     let name = path_name(path)?;
-    let record = state.tools.delete(account, &name).await?;
-    record.map(ToolView::from).ok_or_else(tool_not_found)
+    tools::delete(&state, &who.account, &name).await.map(Json)
 }
 
 /// List an MCP server's tools again, through the host's egress policy. A failure keeps
@@ -194,28 +106,14 @@ pub(crate) async fn delete_in(
         (status = 200, description = "listed; the server with its tools", body = ToolView),
         (status = 409, description = "The tool is an HTTP tool, which has no list to refresh. Codes: `not_an_mcp_server`.", body = ErrorEnvelope),
         (status = 403, description = "The host's egress policy refuses the server's URL (its scheme, host and port on no allowlist, or its addresses refused); `details.rule` says which. Nothing was sent. Codes: `tool_denied`. Details: ToolDeniedDetails.", body = ErrorEnvelope),
-        (status = 404, description = "No tool of that name in this account. Codes: `tool_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
         (status = 502, description = "The server could not be reached or listed: its answer, the connection, the timeout; the message says which. Codes: `tool_failed`.", body = ErrorEnvelope),
     ))]
 pub async fn refresh(
     State(state): State<AppState>,
-    Auth(who): Auth,
+    AccountAuth(who): AccountAuth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ToolView>> {
-    refresh_in(&state, &who.account, who.plan, path)
-        .await
-        .map(Json)
-}
-
-/// Lists again the MCP server of `account` the path names: the keyed route's and the
-/// console's.
-pub(crate) async fn refresh_in(
-    state: &AppState,
-    account: &str,
-    plan: Plan,
-    path: Result<Path<String>, PathRejection>,
-) -> ApiResult<ToolView> {
+) -> AppResult<Json<ToolView>> {
     let name = path_name(path)?;
-    let record = state.tools.refresh(account, plan, &name).await?;
-    Ok(ToolView::from(record))
+    (tools::refresh(&state, &who.account, who.plan, &name).await).map(Json)
 }

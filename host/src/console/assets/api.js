@@ -1,9 +1,11 @@
-// The console API client: the ID token kept in sessionStorage, JSON calls under
-// /api/v1/console/ with it as a bearer token, and the spec's error envelope turned into
-// an ApiError. A 401 forgets the token and tells the page to sign in again.
+// The console API client: the ID token kept in sessionStorage, JSON calls under /api/v1/
+// with it as a bearer token in the Authorization header (never a cookie, so no other site's
+// page can send it) — the public REST routes, which take it as they take an API key, and
+// the console's own under console/ — and the spec's error envelope turned into an
+// ApiError. A 401 forgets the token and tells the page to sign in again.
 
 const TOKEN_KEY = 'wasmind.id_token';
-const BASE = '/api/v1/console/';
+const BASE = '/api/v1/';
 
 /** An error answer of the API: HTTP status, the envelope's code and message. */
 export class ApiError extends Error {
@@ -24,7 +26,7 @@ export function onUnauthorized(handler) {
   unauthorized = handler;
 }
 
-/** Calls the console API; resolves to the parsed JSON answer, rejects with ApiError. */
+/** Calls the API at `path` under /api/v1/; resolves to the parsed JSON answer, rejects with ApiError. */
 export async function api(method, path, body) {
   const headers = { Authorization: `Bearer ${token() ?? ''}` };
   const init = { method, headers };
@@ -51,5 +53,5 @@ export function query(params) {
 
 /** The SSE URL of one agent: EventSource cannot send headers, so the token rides along. */
 export function eventsUrl(agentId) {
-  return `${BASE}agents/${encodeURIComponent(agentId)}/events${query({ id_token: token() })}`;
+  return `${BASE}console/agents/${encodeURIComponent(agentId)}/events${query({ id_token: token() })}`;
 }

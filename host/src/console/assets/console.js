@@ -46,7 +46,7 @@ async function signIn() {
     return;
   }
   try {
-    const me = await api('GET', 'me');
+    const me = await api('GET', 'console/me');
     $('account').textContent = me.account;
     $('plan').textContent = `plan ${me.plan}`;
     $('who').hidden = false;

@@ -19,12 +19,12 @@ function row(key) {
 }
 
 async function load() {
-  const { data } = await api('GET', 'keys');
+  const { data } = await api('GET', 'console/keys');
   $('keys-table').tBodies[0].replaceChildren(...data.map(row));
 }
 
 async function create() {
-  const created = await api('POST', 'keys');
+  const created = await api('POST', 'console/keys');
   $('new-key-secret').textContent = created.key;
   $('new-key-id').textContent = created.key_id;
   $('copy-state').textContent = '';
@@ -35,7 +35,7 @@ async function create() {
 async function revoke(keyId) {
   if (!window.confirm(`Revoke ${keyId}? Requests with it will be refused at once.`)) return;
   await attempt(async () => {
-    await api('DELETE', `keys/${encodeURIComponent(keyId)}`);
+    await api('DELETE', `console/keys/${encodeURIComponent(keyId)}`);
     await load();
   });
 }

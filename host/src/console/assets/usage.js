@@ -24,7 +24,7 @@ function against(id, { used, limit }, unit, digits = 0) {
 const windowName = (secs) => ({ 60: 'per minute', 3600: 'per hour' })[secs] ?? `per ${secs} s`;
 
 async function load() {
-  const u = await api('GET', 'usage');
+  const u = await api('GET', 'console/usage');
   $('usage-period').textContent = `${u.month}, plan ${u.plan}`;
   await billing.load();
   // Four decimals, as `wasmind usage` prints them: a first run is a few ten-thousandths.

@@ -10,6 +10,7 @@ use super::{
     names::Spec,
     store::{ComponentBackend, ComponentRecord, CreateError, Result, newest},
 };
+use crate::runtime::newest;
 use crate::storage::{bigint, unsigned};
 
 /// Components over a PostgreSQL pool whose migrations have run.
@@ -26,10 +27,6 @@ impl PgComponents {
 
 fn record(json: &str) -> Result<ComponentRecord> {
     Ok(serde_json::from_str(json)?)
-}
-
-fn records(rows: &[String]) -> Result<Vec<ComponentRecord>> {
-    rows.iter().map(|json| record(json)).collect()
 }
 
 /// Holds the account's components still until `tx` ends.
@@ -155,19 +152,8 @@ impl ComponentBackend for PgComponents {
         before: Option<u64>,
         limit: usize,
     ) -> Result<(Vec<ComponentRecord>, Option<u64>)> {
-        let rows: Vec<String> = sqlx::query_scalar(
-            "SELECT record::text FROM components WHERE account_id = $1 AND seq < $2
-             ORDER BY seq DESC LIMIT $3",
-        )
-        .bind(account)
-        .bind(bigint(before.unwrap_or(u64::MAX)))
-        .bind(bigint(limit as u64).saturating_add(1))
-        .fetch_all(&self.pool)
-        .await?;
-        let more = rows.len() > limit;
-        let page = records(&rows[..rows.len().min(limit)])?;
-        let next = more.then(|| page.last().map(|r| r.seq)).flatten();
-        Ok((page, next))
+        let seq = |r: &ComponentRecord| r.seq;
+        newest::pg_page(&self.pool, "components", (account, before, limit), seq).await
     }
 
     async fn delete(&self, account: &str, id: &str) -> Result<Option<(ComponentRecord, bool)>> {

@@ -13,7 +13,7 @@ use super::{
     Result, apply,
 };
 use crate::{
-    runtime::changes::Changes,
+    runtime::{changes::Changes, newest},
     storage::{bigint, forward_notices, unsigned},
 };
 
@@ -86,23 +86,9 @@ impl AgentBackend for PgAgents {
         before: Option<u64>,
         limit: usize,
     ) -> Result<(Vec<AgentRecord>, Option<u64>)> {
-        let rows: Vec<String> = sqlx::query_scalar(
-            "SELECT record::text FROM agents WHERE account_id = $1 AND seq < $2
-             ORDER BY seq DESC LIMIT $3",
-        )
-        .bind(account)
-        .bind(bigint(before.unwrap_or(u64::MAX)))
-        .bind(bigint(limit.saturating_add(1)))
-        .fetch_all(&self.pool)
-        .await?;
-        let more = rows.len() > limit;
-        let page = rows
-            .iter()
-            .take(limit)
-            .map(|json| record(json))
-            .collect::<Result<Vec<_>>>()?;
-        let next = more.then(|| page.last().map(|r| r.seq)).flatten();
-        Ok((page, next))
+        let page = (account, before, limit);
+        let seq = |r: &AgentRecord| r.seq;
+        Ok(newest::pg_page(&self.pool, "agents", page, seq).await?)
     }
 
     async fn update(

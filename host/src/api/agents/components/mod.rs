@@ -10,63 +10,42 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use futures_util::StreamExt;
-use serde_json::json;
 
-mod types;
-
-pub use self::types::*;
 use super::super::{
-    AppState,
     auth::Auth,
-    cursor,
+    descriptions::{BAD_QUERY, COMPONENT_NOT_FOUND},
     doc::ErrorEnvelope,
-    error::{ApiError, ApiResult},
     extract::Query,
 };
-use crate::{
-    invalid::Invalid,
-    runtime::{Upload, UploadError},
+use crate::app::{
+    AppError, AppResult, AppState, Kind,
+    agents::{
+        components::{
+            COMPONENTS_CURSOR, ComponentList, ComponentListQuery, ComponentView, UploadQuery,
+            WasmBody, component_not_found,
+        },
+        upload as components,
+    },
 };
 
-/// Cursor kind of the component list.
-const COMPONENTS_CURSOR: &str = "c1";
 /// The one content type an upload may declare (none is accepted too).
 const WASM: &str = "application/wasm";
 
-/// 404 `component_not_found`: no component of the caller's account has that id or name.
-pub fn component_not_found() -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "component_not_found",
-        "no component with that id, name or name@version in this account",
-    )
-}
-
 /// A component id of a path; a path that does not parse names no component.
-fn path_id(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+fn path_id(path: Result<Path<String>, PathRejection>) -> AppResult<String> {
     path.map(|Path(id)| id).map_err(|_| component_not_found())
 }
 
-/// 400 `invalid_<parameter>` for an upload's name or version.
-fn invalid_parameter(parameter: &str, message: impl Into<String>) -> ApiError {
-    ApiError::new(
-        StatusCode::BAD_REQUEST,
-        format!("invalid_{parameter}"),
-        message,
-    )
-    .with_details(json!({ "parameter": parameter }))
-}
-
-fn too_large(max: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
+fn too_large(max: u64) -> AppError {
+    AppError::new(
+        Kind::PayloadTooLarge,
         "payload_too_large",
         format!("the component is over this plan's {max} bytes (component_max_bytes)"),
     )
 }
 
 /// The body, read up to `max` bytes: past that, 413 without reading on.
-async fn read_body(headers: &HeaderMap, body: RawBody, max: u64) -> ApiResult<Vec<u8>> {
+async fn read_body(headers: &HeaderMap, body: RawBody, max: u64) -> AppResult<Vec<u8>> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -78,60 +57,13 @@ async fn read_body(headers: &HeaderMap, body: RawBody, max: u64) -> ApiResult<Ve
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk
-            .map_err(|e| ApiError::invalid_body(format!("could not read the request body: {e}")))?;
+            .map_err(|e| AppError::invalid_body(format!("could not read the request body: {e}")))?;
         if (bytes.len() + chunk.len()) as u64 > max {
             return Err(too_large(max));
         }
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
-}
-
-impl From<UploadError> for ApiError {
-    fn from(e: UploadError) -> Self {
-        match e {
-            UploadError::Invalid(Invalid { field, message }) => invalid_parameter(field, message),
-            UploadError::InvalidComponent(m) => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_component",
-                format!("the upload cannot run as an agent: {m}"),
-            ),
-            UploadError::Exists => ApiError::new(
-                StatusCode::CONFLICT,
-                "component_exists",
-                "this account has a component of that name and version; upload a new version",
-            ),
-            UploadError::Quota { max } => ApiError::new(
-                StatusCode::PAYMENT_REQUIRED,
-                "component_quota_exceeded",
-                format!(
-                    "this account has its plan's {max} components; delete one or upgrade the plan"
-                ),
-            )
-            .with_details(json!({ "limit": max })),
-            UploadError::RateLimited {
-                plan,
-                per_hour,
-                retry_after_secs,
-            } => {
-                let mut e = ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    format!(
-                        "this account uploaded its {per_hour} components per hour; retry in {retry_after_secs} s"
-                    ),
-                )
-                .with_details(UploadRateDetails {
-                    plan: plan.as_str(),
-                    window: "hour",
-                    limit_per_hour: per_hour,
-                });
-                e.retry_after = Some(retry_after_secs);
-                e
-            }
-            UploadError::Storage(e) => ApiError::internal(&e),
-        }
-    }
 }
 
 /// Upload an agent component: validated (a component whose imports the sandbox offers and
@@ -153,38 +85,26 @@ impl From<UploadError> for ApiError {
 pub async fn upload(
     State(state): State<AppState>,
     Auth(who): Auth,
-    query: Result<Query<UploadQuery>, ApiError>,
+    query: Result<Query<UploadQuery>, AppError>,
     headers: HeaderMap,
     body: RawBody,
-) -> ApiResult<Response> {
+) -> AppResult<Response> {
     // The body is read first, so that each refusal below is sent after it and reaches a
     // client still sending (a response before the body is read closes the connection).
-    let limits = state.limits(who.plan);
-    let bytes = read_body(&headers, body, limits.component_max_bytes).await?;
+    let bytes = read_body(&headers, body, components::max_bytes(&state, &who)).await?;
     if let Some(given) = headers.get(header::CONTENT_TYPE) {
         let essence = given.to_str().unwrap_or("").split(';').next().unwrap_or("");
         if !essence.trim().eq_ignore_ascii_case(WASM) {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            return Err(AppError::new(
+                Kind::UnsupportedMediaType,
                 "unsupported_media_type",
                 format!("send the component's bytes as Content-Type: {WASM}"),
             ));
         }
     }
     let Query(q) = query?;
-    let record = state
-        .runtime
-        .upload_component(Upload {
-            account: who.account.to_string(),
-            name: q.name,
-            version: q.version,
-            bytes,
-            max_components: limits.components,
-            plan: who.plan,
-            uploads_per_hour: limits.component_uploads_per_hour,
-        })
-        .await?;
-    Ok((StatusCode::CREATED, Json(ComponentView::from(record))).into_response())
+    let view = components::upload(&state, &who, q, bytes).await?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
 /// The account's components, newest first.
@@ -193,26 +113,22 @@ pub async fn upload(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "a page", body = ComponentList),
-        (status = 400, description = "A bad query parameter, named in `details.parameter`. Codes: `invalid_query`.", body = ErrorEnvelope),
+        (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
     ))]
 pub async fn list(
     State(state): State<AppState>,
     Auth(who): Auth,
     Query(q): Query<ComponentListQuery>,
-) -> ApiResult<Json<ComponentList>> {
+) -> AppResult<Json<ComponentList>> {
     let limit = q.limit.unwrap_or_default().0;
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode(COMPONENTS_CURSOR, c))
-        .transpose()?;
+    let before = COMPONENTS_CURSOR.position(q.cursor.as_deref())?;
     let (page, next) = state
         .runtime
         .components(&who.account, before, limit)
         .await?;
     Ok(Json(ComponentList {
         data: page.into_iter().map(ComponentView::from).collect(),
-        next_cursor: next.map(|n| cursor::encode(COMPONENTS_CURSOR, n)),
+        next_cursor: COMPONENTS_CURSOR.next(next),
     }))
 }
 
@@ -223,13 +139,13 @@ pub async fn list(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "the component", body = ComponentView),
-        (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = COMPONENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn get(
     State(state): State<AppState>,
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ComponentView>> {
+) -> AppResult<Json<ComponentView>> {
     let id = path_id(path)?;
     state
         .runtime
@@ -246,13 +162,13 @@ pub async fn get(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "deleted; the component as it was", body = ComponentView),
-        (status = 404, description = "No component with that id in this account. Codes: `component_not_found`.", body = ErrorEnvelope),
+        (status = 404, description = COMPONENT_NOT_FOUND, body = ErrorEnvelope),
     ))]
 pub async fn delete(
     State(state): State<AppState>,
     Auth(who): Auth,
     path: Result<Path<String>, PathRejection>,
-) -> ApiResult<Json<ComponentView>> {
+) -> AppResult<Json<ComponentView>> {
     let id = path_id(path)?;
     state
         .runtime

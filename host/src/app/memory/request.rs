@@ -53,14 +53,14 @@ fn search_limit() -> Schema {
 fn list_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(super::super::cursor::pattern(super::LIST_CURSOR)))
+        .pattern(Some(super::LIST_CURSOR.pattern()))
         .into()
 }
 
 fn history_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(super::super::cursor::pattern(super::HISTORY_CURSOR)))
+        .pattern(Some(super::HISTORY_CURSOR.pattern()))
         .into()
 }
 

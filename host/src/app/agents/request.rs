@@ -5,7 +5,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema, openapi::Schema};
 
-use super::super::{params::QueryLimit, schema};
+use super::{
+    super::{params::QueryLimit, schema},
+    AGENTS_CURSOR, LOGS_CURSOR,
+};
 use crate::{
     accounts::{PlanLimits, Principal},
     object::Fields,
@@ -83,14 +86,14 @@ fn logs_limit() -> Schema {
 fn agents_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(super::super::cursor::pattern(super::AGENTS_CURSOR)))
+        .pattern(Some(AGENTS_CURSOR.pattern()))
         .into()
 }
 
 fn logs_cursor() -> Schema {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
-        .pattern(Some(super::super::cursor::pattern(super::LOGS_CURSOR)))
+        .pattern(Some(LOGS_CURSOR.pattern()))
         .into()
 }
 

@@ -1,5 +1,5 @@
-//! What the component routes read and answer, each field with the schema of the bounds
-//! the handlers enforce.
+//! What the component operations read and answer, each field with the schema of the
+//! bounds they enforce, and the refusal of a component lookup.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{
@@ -12,11 +12,8 @@ use utoipa::{
 };
 
 use super::{
-    super::{
-        super::{cursor, params::QueryLimit, schema},
-        request::{LIST_DEFAULT, LIST_MAX},
-    },
-    COMPONENTS_CURSOR,
+    super::{AppError, Kind, cursor::Pager, params::QueryLimit, schema},
+    request::{LIST_DEFAULT, LIST_MAX},
 };
 use crate::{
     clock::iso8601,
@@ -26,6 +23,18 @@ use crate::{
         MAX_VERSION_CHARS, VERSION_PATTERN,
     },
 };
+
+/// Cursor kind of the component list.
+pub const COMPONENTS_CURSOR: Pager = Pager::new("c1");
+
+/// 404 `component_not_found`: no component of the caller's account has that id or name.
+pub fn component_not_found() -> AppError {
+    AppError::new(
+        Kind::NotFound,
+        "component_not_found",
+        "no component with that id, name or name@version in this account",
+    )
+}
 
 fn component_name() -> ObjectBuilder {
     ObjectBuilder::new()
@@ -79,7 +88,7 @@ fn list_limit() -> Schema {
 fn components_cursor() -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
-        .pattern(Some(cursor::pattern(COMPONENTS_CURSOR)))
+        .pattern(Some(COMPONENTS_CURSOR.pattern()))
         .into()
 }
 

@@ -1,4 +1,4 @@
-//! What the tool routes answer: one shape whose kind's fields are set and the other's
+//! What the tool operations answer: one shape whose kind's fields are set and the other's
 //! null. No answer carries a secret: only whether there is one, and an HTTP tool's header
 //! name.
 
@@ -153,4 +153,12 @@ pub struct ToolDeniedDetails {
 
 fn rules() -> Schema {
     schema::one_of(["allowlist", "address", "budget"]).into()
+}
+
+/// What the tool answered.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolCallResponse {
+    /// The response's text (an MCP tool's text content), cut at the host's
+    /// `[tools] max_result_chars`, as an agent gets it.
+    pub result: String,
 }

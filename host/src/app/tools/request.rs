@@ -1,4 +1,4 @@
-//! What the tool routes read: a registration, one of two kinds told apart by `kind`, each
+//! What the tool operations read: a call's arguments, and a registration, one of two kinds told apart by `kind`, each
 //! field with the schema of the bounds the domain enforces (`tools::define`).
 
 use std::borrow::Cow;
@@ -170,4 +170,16 @@ impl ToSchema for Registration {
     fn name() -> Cow<'static, str> {
         Cow::Borrowed("ToolRequest")
     }
+}
+
+/// A call's arguments.
+#[derive(Debug, serde::Deserialize, ToSchema)]
+pub struct ToolCallRequest {
+    /// The arguments, a JSON object checked against the tool's `parameters`.
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+}
+
+impl crate::object::Fields for ToolCallRequest {
+    const FIELDS: &'static [(&'static str, &'static str)] = &[("arguments", "a JSON object")];
 }

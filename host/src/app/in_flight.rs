@@ -21,7 +21,7 @@ use std::{
 use axum::{
     body::{Body, Bytes},
     extract::Request,
-    http::{Extensions, StatusCode},
+    http::Extensions,
     middleware::Next,
     response::Response,
 };
@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::ApiError;
+use super::{AppError, Kind};
 use crate::{
     accounts::{Plan, Plans},
     places::{Full, Place, Places},
@@ -67,9 +67,9 @@ impl InFlight {
         extensions: &Extensions,
         account: &Arc<str>,
         plan: Plan,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), AppError> {
         let Some(Slot(slot)) = extensions.get::<Slot>() else {
-            return Err(ApiError::internal(
+            return Err(AppError::internal(
                 &"a route that authenticates is not under in_flight::hold",
             ));
         };
@@ -133,9 +133,9 @@ impl hyper::body::Body for Holding {
 }
 
 /// 429 `request_limit_reached`, in the words of `concurrent_limit_reached`.
-fn request_limit(plan: Plan, full: Full) -> ApiError {
-    let mut e = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
+fn request_limit(plan: Plan, full: Full) -> AppError {
+    let mut e = AppError::new(
+        Kind::TooManyRequests,
         "request_limit_reached",
         format!(
             "{} requests of this account are in flight (event streams included), the {plan} \
@@ -166,7 +166,12 @@ pub struct RequestLimitDetails {
 #[cfg(test)]
 mod tests {
     use axum::{
-        Router, body::to_bytes, extract::State, http::Request, middleware, response::IntoResponse,
+        Router,
+        body::to_bytes,
+        extract::State,
+        http::{Request, StatusCode},
+        middleware,
+        response::IntoResponse,
         routing::get,
     };
     use futures_util::stream;
@@ -182,7 +187,7 @@ mod tests {
         async fn admitted(
             State(f): State<InFlight>,
             request: Request<Body>,
-        ) -> Result<(), ApiError> {
+        ) -> Result<(), AppError> {
             f.admit(request.extensions(), &Arc::from(ACCOUNT), Plan::Free)
         }
         let short = |state, request| async move { admitted(state, request).await.into_response() };

@@ -1,13 +1,13 @@
 //! The domains' refusals as the specification's errors (§4.3, §7, §8) — a spawn's, a Mind
 //! job's for the month's tokens, a stream's or an MCP session's past the plan's bound:
-//! codes, `details`, messages that say what to do, and `Retry-After` where waiting helps.
+//! codes, `details`, messages that say what to do, and the wait where waiting helps.
 
-use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::{
-    agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails},
-    console::StreamLimitDetails,
-    error::ApiError,
+    agents::{ConcurrentLimitDetails, MonthlyQuotaDetails, RateLimitDetails, component_not_found},
+    error::{AppError, Kind},
     memory::TokenQuotaDetails,
 };
 use crate::{
@@ -22,7 +22,7 @@ use crate::{
 /// or before opening a stream or an MCP session again at its bound.
 const RETRY_BUSY_SECS: u64 = 5;
 
-impl From<SpawnRefusal> for ApiError {
+impl From<SpawnRefusal> for AppError {
     fn from(refusal: SpawnRefusal) -> Self {
         match refusal {
             SpawnRefusal::MonthlyQuota {
@@ -38,8 +38,8 @@ impl From<SpawnRefusal> for ApiError {
                     MonthlyBudget::AgentHours => format!("{limit_hours} agent-hours"),
                     MonthlyBudget::Tokens => format!("{limit_tokens} Mind tokens"),
                 };
-                ApiError::new(
-                    StatusCode::PAYMENT_REQUIRED,
+                AppError::new(
+                    Kind::PaymentRequired,
                     "monthly_quota_exceeded",
                     format!(
                         "the {plan} plan's {spent} for this month are used; the budget resets at {}",
@@ -57,8 +57,8 @@ impl From<SpawnRefusal> for ApiError {
                 })
             }
             SpawnRefusal::ConcurrentLimit { plan, current, max } => {
-                let mut e = ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
+                let mut e = AppError::new(
+                    Kind::TooManyRequests,
                     "concurrent_limit_reached",
                     format!(
                         "{current} agents are spawning or running, the {plan} plan's maximum; wait until one finishes or stop one"
@@ -73,8 +73,8 @@ impl From<SpawnRefusal> for ApiError {
                 e
             }
             SpawnRefusal::AtCapacity { cap } => {
-                let mut e = ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                let mut e = AppError::new(
+                    Kind::Unavailable,
                     "temporarily_unavailable",
                     format!("this host is running its maximum of {cap} agents; retry with backoff"),
                 );
@@ -92,8 +92,8 @@ impl From<SpawnRefusal> for ApiError {
                     Window::Minute => per_minute,
                     Window::Hour => per_hour,
                 };
-                let mut e = ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
+                let mut e = AppError::new(
+                    Kind::TooManyRequests,
                     "rate_limited",
                     format!(
                         "this API key spawned its {limit} agents per {}; retry in {retry_after_secs} s",
@@ -110,20 +110,20 @@ impl From<SpawnRefusal> for ApiError {
                 e
             }
             SpawnRefusal::Invalid(Invalid { field, message }) => {
-                ApiError::invalid_field(field, message)
+                AppError::invalid_field(field, message)
             }
-            SpawnRefusal::ComponentNotFound => super::agents::component_not_found(),
-            SpawnRefusal::Storage(e) => ApiError::internal(&e),
+            SpawnRefusal::ComponentNotFound => component_not_found(),
+            SpawnRefusal::Storage(e) => AppError::internal(&e),
         }
     }
 }
 
-impl ApiError {
+impl AppError {
     /// 429 `stream_limit_reached`: the account has its plan's `event_streams` open (the
     /// console's and MCP's), in the words of `concurrent_limit_reached`.
-    pub fn stream_limit(plan: Plan, full: StreamsFull) -> Self {
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
+    pub(super) fn stream_limit(plan: Plan, full: StreamsFull) -> Self {
+        let mut e = AppError::new(
+            Kind::TooManyRequests,
             "stream_limit_reached",
             format!(
                 "{} event streams are open, the {plan} plan's maximum; close one or wait until one ends",
@@ -142,8 +142,8 @@ impl ApiError {
     /// 429 `session_limit_reached`: the account has its plan's `mcp_sessions` open at this
     /// node, in the words of `stream_limit_reached`.
     pub fn session_limit(plan: Plan, open: u32, max: u32) -> Self {
-        let mut e = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
+        let mut e = AppError::new(
+            Kind::TooManyRequests,
             "session_limit_reached",
             format!(
                 "{open} MCP sessions are open, the {plan} plan's maximum; end one (DELETE /mcp \
@@ -160,8 +160,19 @@ impl ApiError {
     }
 }
 
+/// `details` of 429 `stream_limit_reached`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamLimitDetails {
+    pub plan: &'static str,
+    /// Streams the account has open.
+    pub current_streams: u32,
+    /// The plan's `event_streams`.
+    pub max_streams: u32,
+}
+
 /// `details` of 429 `session_limit_reached` (MCP, not in the OpenAPI document).
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SessionLimitDetails {
     plan: &'static str,
@@ -173,10 +184,10 @@ struct SessionLimitDetails {
 
 /// A Mind job refused for the month's spent tokens: the spawn's code for the same budget,
 /// 402 `monthly_quota_exceeded` with `details.budget` = `tokens`.
-impl From<TokensSpent> for ApiError {
+impl From<TokensSpent> for AppError {
     fn from(spent: TokensSpent) -> Self {
-        ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
+        AppError::new(
+            Kind::PaymentRequired,
             "monthly_quota_exceeded",
             spent.to_string(),
         )
@@ -198,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_monthly_budget_is_402_with_when_it_resets() {
-        let e = ApiError::from(SpawnRefusal::MonthlyQuota {
+        let e = AppError::from(SpawnRefusal::MonthlyQuota {
             plan: Plan::Free,
             budget: MonthlyBudget::AgentHours,
             used_hours: 10.5,
@@ -208,8 +219,8 @@ mod tests {
             resets_at: 1_798_761_600_000,
         });
         assert_eq!(
-            (e.status, e.code.as_str(), e.retry_after),
-            (StatusCode::PAYMENT_REQUIRED, "monthly_quota_exceeded", None)
+            (e.kind, e.code.as_str(), e.retry_after),
+            (Kind::PaymentRequired, "monthly_quota_exceeded", None)
         );
         assert_eq!(
             e.message,
@@ -231,7 +242,7 @@ mod tests {
 
     #[test]
     fn spent_monthly_tokens_are_the_same_402_naming_the_token_budget() {
-        let e = ApiError::from(SpawnRefusal::MonthlyQuota {
+        let e = AppError::from(SpawnRefusal::MonthlyQuota {
             plan: Plan::Liftoff,
             budget: MonthlyBudget::Tokens,
             used_hours: 0.25,
@@ -241,8 +252,8 @@ mod tests {
             resets_at: 1_798_761_600_000,
         });
         assert_eq!(
-            (e.status, e.code.as_str(), e.retry_after),
-            (StatusCode::PAYMENT_REQUIRED, "monthly_quota_exceeded", None)
+            (e.kind, e.code.as_str(), e.retry_after),
+            (Kind::PaymentRequired, "monthly_quota_exceeded", None)
         );
         assert_eq!(
             e.message,
@@ -261,32 +272,23 @@ mod tests {
 
     #[test]
     fn a_full_host_is_503_and_a_full_account_429_both_retried_after_5_s() {
-        let e = ApiError::from(SpawnRefusal::AtCapacity { cap: 7 });
+        let e = AppError::from(SpawnRefusal::AtCapacity { cap: 7 });
         assert_eq!(
-            (e.status, e.code.as_str(), e.retry_after, e.details),
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "temporarily_unavailable",
-                Some(5),
-                None
-            )
+            (e.kind, e.code.as_str(), e.retry_after, e.details),
+            (Kind::Unavailable, "temporarily_unavailable", Some(5), None)
         );
         assert_eq!(
             e.message,
             "this host is running its maximum of 7 agents; retry with backoff"
         );
-        let e = ApiError::from(SpawnRefusal::ConcurrentLimit {
+        let e = AppError::from(SpawnRefusal::ConcurrentLimit {
             plan: Plan::Liftoff,
             current: 5,
             max: 5,
         });
         assert_eq!(
-            (e.status, e.code.as_str(), e.retry_after),
-            (
-                StatusCode::TOO_MANY_REQUESTS,
-                "concurrent_limit_reached",
-                Some(5)
-            )
+            (e.kind, e.code.as_str(), e.retry_after),
+            (Kind::TooManyRequests, "concurrent_limit_reached", Some(5))
         );
         assert_eq!(
             e.details,
@@ -296,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_rate_names_the_window_that_refused() {
-        let e = ApiError::from(SpawnRefusal::RateLimited {
+        let e = AppError::from(SpawnRefusal::RateLimited {
             plan: Plan::Lightyear,
             window: Window::Hour,
             retry_after_secs: 42,
@@ -304,8 +306,8 @@ mod tests {
             per_hour: 500,
         });
         assert_eq!(
-            (e.status, e.code.as_str(), e.retry_after),
-            (StatusCode::TOO_MANY_REQUESTS, "rate_limited", Some(42))
+            (e.kind, e.code.as_str(), e.retry_after),
+            (Kind::TooManyRequests, "rate_limited", Some(42))
         );
         assert_eq!(
             e.message,
