@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmind::memory::Class;
-use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind};
+use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind, Role};
 
 #[path = "recall/locomo.rs"]
 #[allow(dead_code)]
@@ -57,13 +57,15 @@ fn bench(kind: EmbedderKind) {
             candle_core::utils::get_num_threads()
         );
     }
-    model.embed(&["warm up the thread pools"]).expect("warm-up");
+    model
+        .embed(Role::Query, &["warm up the thread pools"])
+        .expect("warm-up");
 
     let texts = sentences(QUERIES + BATCH * BATCHES * 4);
     let mut texts = texts.iter();
 
     let direct = latencies(texts.by_ref().take(QUERIES), |t| {
-        model.embed(&[t]).expect("embed");
+        model.embed(Role::Query, &[t]).expect("embed");
     });
     report("query, direct Embedder::embed", &direct);
 
@@ -73,7 +75,7 @@ fn bench(kind: EmbedderKind) {
     let started = Instant::now();
     for batch in &batches {
         let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
-        model.embed(&refs).expect("embed");
+        model.embed(Role::Passage, &refs).expect("embed");
     }
     println!(
         "bulk, direct Embedder::embed, batches of {BATCH}: {:.0} texts/s",
