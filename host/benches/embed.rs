@@ -1,16 +1,18 @@
 //! Embedding speed of the local models: query latency and bulk throughput, for the int8
 //! all-MiniLM-L6-v2 on ONNX Runtime (`onnx`, the default) and the fp32 one in candle (`minilm`).
 //!
-//! `cargo bench -p wasmind --bench embed [-- onnx|minilm]` (both when none is named and the
-//! build has the `minilm` feature: `--features minilm`; else `onnx`); the files are found
-//! as `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
+//! `cargo bench -p wasmind --bench embed [-- onnx|minilm|all-MiniLM-L6-v2|e5-small-v2 …]`
+//! (both kinds when none is named and the build has the `minilm` feature: `--features
+//! minilm`; else `onnx`; a model's name runs the `onnx` kind with that model, so naming both
+//! models measures them in the same run, under the same load); the files are found as
+//! `serve` finds them (`WASMIND_HOME`, else the checkout's `models/`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use wasmind::memory::Class;
-use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind};
+use wasmind::memory::embed::{self, EmbedService, EmbedderConfig, EmbedderKind, OnnxModel, Role};
 
 #[path = "recall/locomo.rs"]
 #[allow(dead_code)]
@@ -21,26 +23,32 @@ const BATCH: usize = 32;
 const BATCHES: usize = 12;
 
 fn main() {
-    let named: Vec<EmbedderKind> = std::env::args()
+    let default = OnnxModel::default();
+    let named: Vec<(EmbedderKind, OnnxModel)> = std::env::args()
         .skip(1)
-        .filter_map(|a| a.parse().ok())
+        .filter_map(|a| match a.parse::<OnnxModel>() {
+            Ok(model) => Some((EmbedderKind::Onnx, model)),
+            Err(_) => a.parse().ok().map(|kind| (kind, default)),
+        })
         .collect();
-    let kinds = if named.is_empty() {
-        let mut kinds = vec![EmbedderKind::Onnx];
-        kinds.extend(cfg!(feature = "minilm").then_some(EmbedderKind::Minilm));
-        kinds
+    let runs = if named.is_empty() {
+        let mut runs = vec![(EmbedderKind::Onnx, default)];
+        runs.extend(cfg!(feature = "minilm").then_some((EmbedderKind::Minilm, default)));
+        runs
     } else {
         named
     };
-    for kind in kinds {
-        bench(kind);
+    for (kind, model) in runs {
+        bench(kind, model);
     }
 }
 
-/// Every measurement for one embedder kind, with the default `[embedder]` settings.
-fn bench(kind: EmbedderKind) {
+/// Every measurement for one embedder kind (and the `onnx` kind's model), with the default
+/// `[embedder]` settings otherwise. Queries are embedded as queries, the rest as passages.
+fn bench(kind: EmbedderKind, model: OnnxModel) {
     let cfg = EmbedderConfig {
         kind,
+        model,
         ..EmbedderConfig::default()
     };
     let started = Instant::now();
@@ -57,13 +65,15 @@ fn bench(kind: EmbedderKind) {
             candle_core::utils::get_num_threads()
         );
     }
-    model.embed(&["warm up the thread pools"]).expect("warm-up");
+    model
+        .embed(Role::Query, &["warm up the thread pools"])
+        .expect("warm-up");
 
     let texts = sentences(QUERIES + BATCH * BATCHES * 4);
     let mut texts = texts.iter();
 
     let direct = latencies(texts.by_ref().take(QUERIES), |t| {
-        model.embed(&[t]).expect("embed");
+        model.embed(Role::Query, &[t]).expect("embed");
     });
     report("query, direct Embedder::embed", &direct);
 
@@ -73,7 +83,7 @@ fn bench(kind: EmbedderKind) {
     let started = Instant::now();
     for batch in &batches {
         let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
-        model.embed(&refs).expect("embed");
+        model.embed(Role::Passage, &refs).expect("embed");
     }
     println!(
         "bulk, direct Embedder::embed, batches of {BATCH}: {:.0} texts/s",

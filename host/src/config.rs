@@ -99,6 +99,11 @@ impl Config {
                         .parse()
                         .map_err(|e| anyhow::anyhow!("WASMIND_EMBEDDER: {e}"))?;
                 }
+                "WASMIND_EMBEDDER_MODEL" => {
+                    self.embedder.model = value
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("WASMIND_EMBEDDER_MODEL: {e}"))?;
+                }
                 "WASMIND_MODEL_DIR" => self.embedder.model_dir = Some(PathBuf::from(value)),
                 "WASMIND_ARTIFACT_CACHE_DIR" => {
                     self.runtime.artifact_cache_dir = Some(PathBuf::from(value));
@@ -156,6 +161,10 @@ mod tests {
             ("WASMIND_MIND_MODEL".to_string(), "m2".to_string()),
             ("WASMIND_EMBEDDER".to_string(), "hash".to_string()),
             (
+                "WASMIND_EMBEDDER_MODEL".to_string(),
+                "e5-small-v2".to_string(),
+            ),
+            (
                 "WASMIND_ARTIFACT_CACHE_DIR".to_string(),
                 "/var/cache/wasmind".to_string(),
             ),
@@ -163,6 +172,7 @@ mod tests {
         c2.apply_env(&env).unwrap();
         assert_eq!(c2.mind.model, "m2");
         assert_ne!(c2.embedder.kind, c.embedder.kind);
+        assert_ne!(c2.embedder.model, c.embedder.model);
         assert_eq!(
             c2.runtime.artifact_cache_dir,
             Some(PathBuf::from("/var/cache/wasmind"))

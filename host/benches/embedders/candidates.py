@@ -33,7 +33,9 @@ turns
 embedded one run each (the server's import), on rotating rounds so that every model sees
 the same load. `products` measures what int8 activations cost each packaged candidate:
 the same network with its dequantized int8 weights in fp32 products, recall and cosine.
-`--only NAME[,NAME]` picks candidates by name (the baseline is always in).
+`fusion` chooses the served fusion's two weights per candidate with ws + wk = 0.8, as the
+server's weights sum (each half's choice made on the other). `--only NAME[,NAME]` picks
+candidates by name (the baseline is always in).
 """
 
 from __future__ import annotations
@@ -378,12 +380,18 @@ def table(results: dict, conversations: list[dict], method, label: str) -> str:
     return "\n".join(lines)
 
 
-def tuned_fusion(results: dict, name: str) -> dict[str, tuple[float, float]]:
+RECALL_GRID = [(ws, wk) for ws in (0.4, 0.5, 0.57, 0.6, 0.7, 0.75, 0.8)
+               for wk in (0.0, 0.02, 0.05, 0.1, 0.15, 0.23, 0.3, 0.4) if ws + wk <= 0.8 + 1e-9]
+# The `fusion` phase's grid: ws + wk = 0.8 exactly, as the server's weights sum to 1 with
+# 0.1 each for importance and time decay (constant on LoCoMo, so only wk / ws matters).
+SUM_GRID = [(round(0.8 - wk, 3), wk) for wk in
+            (0.0, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.23)]
+
+
+def tuned_fusion(results: dict, name: str, grid=RECALL_GRID) -> dict[str, tuple[float, float]]:
     """For each half, the served fusion's weights (ws, wk) chosen on the *other* half by mean
-    R@5 + R@10, so that its figure on this half is untouched by the choice. The grid leaves
-    ws + wk ≤ 0.8 (the server keeps 0.2 for importance and time decay)."""
-    grid = [(ws, wk) for ws in (0.4, 0.5, 0.57, 0.6, 0.7, 0.75, 0.8)
-            for wk in (0.0, 0.02, 0.05, 0.1, 0.15, 0.23, 0.3, 0.4) if ws + wk <= 0.8 + 1e-9]
+    R@5 + R@10, so that its figure on this half is untouched by the choice. The default grid
+    leaves ws + wk ≤ 0.8 (the server keeps 0.2 for importance and time decay)."""
     score = {}
     for half, convs in HALVES.items():
         for w in grid:
@@ -395,6 +403,33 @@ def tuned_fusion(results: dict, name: str) -> dict[str, tuple[float, float]]:
             score[half, w] = np.mean(vals)
     halves = list(HALVES)
     return {half: max(grid, key=lambda w: score[halves[1 - halves.index(half)], w]) for half in halves}
+
+
+def fusion(work: Path, candidates: list[Candidate], data: Path) -> None:
+    """The served fusion's weights for each candidate, summing to 0.8 as the server's do:
+    each half's R@5 / R@10 over the grid, the weights the other half chooses, and the
+    result on this half (the figures `search.rs`'s per-model weights come from)."""
+    conversations = load(data)
+    results = evaluate(work, candidates, conversations)
+    for name in results:
+        print(f"### {name}: ws + wk = 0.8\n")
+        print("| ws / wk | " + " | ".join(HALVES) + " |")
+        print("|---" * (1 + len(HALVES)) + "|")
+        for w in SUM_GRID:
+            cells = []
+            for convs in HALVES.values():
+                vals = [recall_of(np.argsort(-served_fusion(cos, kw, *w)), ids, evidence)
+                        for ci in convs for ids, rows in [results[name][ci]]
+                        for _cat, evidence, cos, kw in rows]
+                m = np.mean(vals, axis=0)
+                cells.append(f"{m[0]:.3f} / {m[1]:.3f}")
+            print(f"| {w[0]} / {w[1]} | " + " | ".join(cells) + " |")
+        chosen = tuned_fusion(results, name, SUM_GRID)
+        print("\n- chosen on the other half: "
+              + ", ".join(f"for {h}: ws {w[0]} / wk {w[1]}" for h, w in chosen.items()) + "\n")
+        print(table({name: results[name]}, conversations,
+                    lambda cos, kw, half, w=chosen: served_fusion(cos, kw, *w[half]), "category"))
+        print()
 
 
 def recall(work: Path, candidates: list[Candidate], data: Path) -> None:
@@ -559,7 +594,7 @@ def products(work: Path, candidates: list[Candidate], data: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["fetch", "recall", "cost", "products"])
+    parser.add_argument("phase", choices=["fetch", "recall", "cost", "products", "fusion"])
     parser.add_argument("--work", default="/tmp/wasmind-embedders", help="downloads and caches")
     parser.add_argument("--data", help="the LoCoMo file (default ../shared/data/locomo-dev.json)")
     parser.add_argument("--only", help="candidate names, comma-separated")
@@ -577,6 +612,8 @@ def main() -> None:
         fetch(work, picked)
     elif args.phase == "recall":
         recall(work, picked, data_path(args.data))
+    elif args.phase == "fusion":
+        fusion(work, picked, data_path(args.data))
     elif args.phase == "cost":
         cost(work, picked, data_path(args.data), args.rounds, args.runs)
     else:

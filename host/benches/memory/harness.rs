@@ -14,18 +14,22 @@ use wasmind::app::AppState;
 use wasmind::config::Config;
 use wasmind::data_dir::DataDir;
 use wasmind::memory::MemoryService;
-use wasmind::memory::embed::{EmbedderConfig, EmbedderKind};
+use wasmind::memory::embed::{EmbedderConfig, EmbedderKind, OnnxModel};
 
 pub use crate::shared::model_dir;
 
 /// The configuration every bench server runs with: defaults, the given embedder kind (the
-/// fp32 candle model from its absolute dir; the others found as `serve` finds them), a key
-/// file for tools' secrets in the temp dir, and a lightyear plan big enough for `memories`.
+/// fp32 candle model from its absolute dir; the others found as `serve` finds them), the
+/// `onnx` kind's model `WASMIND_EMBEDDER_MODEL` names (as for `serve`), a key file for
+/// tools' secrets in the temp dir, and a lightyear plan big enough for `memories`.
 pub fn config(kind: EmbedderKind, memories: u64) -> Config {
     let mut config = Config {
         embedder: EmbedderConfig {
             kind,
             model_dir: (kind == EmbedderKind::Minilm).then(model_dir),
+            model: std::env::var("WASMIND_EMBEDDER_MODEL")
+                .map_or(Ok(OnnxModel::default()), |m| m.parse())
+                .unwrap_or_else(|e| panic!("WASMIND_EMBEDDER_MODEL: {e}")),
             ..EmbedderConfig::default()
         },
         ..Config::default()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use wasmind::memory::embed::{Embedder, EmbedderKind};
+use wasmind::memory::embed::{Embedder, EmbedderKind, Role};
 use wasmind::memory::{Door, Provenance, PutInput};
 
 use super::harness::{self, Client, Server};
@@ -165,7 +165,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
         .map(|_| {
             let t = texts.sentence(13, 17);
             let started = Instant::now();
-            model.embed(&[&t]).expect("embed");
+            model.embed(Role::Passage, &[&t]).expect("embed");
             started.elapsed()
         })
         .collect();
@@ -188,7 +188,7 @@ pub fn run(table: &mut Table, settings: &Settings, model: &Arc<dyn Embedder>) {
     let cpu = harness::cpu_time();
     let started = Instant::now();
     for _ in 0..5 {
-        model.embed(&refs).expect("embed");
+        model.embed(Role::Passage, &refs).expect("embed");
     }
     let per_s = 160.0 / started.elapsed().as_secs_f64();
     let cpu = per_put(harness::cpu_time() - cpu, 160);

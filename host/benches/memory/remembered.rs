@@ -11,12 +11,15 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use wasmind::memory::embed::{EmbedError, Embedder};
+use wasmind::memory::Fusion;
+use wasmind::memory::embed::{EmbedError, Embedder, Role};
 
 /// What a file of embeddings starts with; one of another model or layout is started anew.
+/// v2 keys each text by its role ([`key`]): an asymmetric model embeds a query and a stored
+/// text differently.
 fn header(model: &dyn Embedder) -> String {
     format!(
-        "wasmind bench embeddings v1 {} {}\n",
+        "wasmind bench embeddings v2 {} {}\n",
         model.name(),
         model.dims()
     )
@@ -65,28 +68,34 @@ impl Remembered {
         })
     }
 
-    /// Each of `texts`' embedding, the model making those not known yet (`background`:
-    /// on the caller's priority, as an import's are).
-    fn vectors(&self, texts: &[&str], background: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Each of `texts`' embedding as `role`, the model making those not known yet
+    /// (`background`: on the caller's priority, as an import's are).
+    fn vectors(
+        &self,
+        role: Role,
+        texts: &[&str],
+        background: bool,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut missing: Vec<&str> = {
             let known = self.known.read();
             texts
                 .iter()
                 .copied()
-                .filter(|t| !known.contains_key(*t))
+                .filter(|t| !known.contains_key(&key(role, t)))
                 .collect()
         };
         missing.sort_unstable();
         missing.dedup();
         if !missing.is_empty() {
             let made = match background {
-                true => self.model.embed_background(&missing)?,
-                false => self.model.embed(&missing)?,
+                true => self.model.embed_background(role, &missing)?,
+                false => self.model.embed(role, &missing)?,
             };
             let mut file = self.file.lock();
             let mut known = self.known.write();
             for (text, vector) in missing.iter().zip(made) {
-                let bytes = text.as_bytes();
+                let key = key(role, text);
+                let bytes = key.as_bytes();
                 file.write_all(&(bytes.len() as u32).to_le_bytes())
                     .and_then(|()| file.write_all(bytes))
                     .and_then(|()| {
@@ -95,13 +104,22 @@ impl Remembered {
                             .try_for_each(|x| file.write_all(&x.to_le_bytes()))
                     })
                     .expect("remember an embedding");
-                known.insert((*text).to_owned(), vector);
+                known.insert(key, vector);
             }
             file.flush().expect("remember embeddings");
         }
         let known = self.known.read();
-        Ok(texts.iter().map(|t| known[*t].clone()).collect())
+        Ok(texts.iter().map(|t| known[&key(role, t)].clone()).collect())
     }
+}
+
+/// A text's key in the file: its role's letter, then the text.
+fn key(role: Role, text: &str) -> String {
+    let tag = match role {
+        Role::Query => 'q',
+        Role::Passage => 'p',
+    };
+    format!("{tag}{text}")
 }
 
 impl Embedder for Remembered {
@@ -113,12 +131,16 @@ impl Embedder for Remembered {
         self.model.dims()
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.vectors(texts, false)
+    fn embed(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.vectors(role, texts, false)
     }
 
-    fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.vectors(texts, true)
+    fn embed_background(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.vectors(role, texts, true)
+    }
+
+    fn fusion(&self) -> Fusion {
+        self.model.fusion()
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmind::memory::embed::Embedder;
+use wasmind::memory::embed::{Embedder, Role};
 use wasmind::memory::index::{KeywordIndex, LATEST, SearchFilter, VectorIndex};
 use wasmind::memory::{Mode, SearchQuery};
 
@@ -258,7 +258,11 @@ pub fn run(
         slowest.push((started.elapsed(), account.as_str(), q.as_str()));
         if i < settings.embed_queries {
             let started = Instant::now();
-            let v = model.embed(&[q]).expect("embed").pop().expect("vector");
+            let v = model
+                .embed(Role::Query, &[q])
+                .expect("embed")
+                .pop()
+                .expect("vector");
             embed_samples.push(started.elapsed());
             let started = Instant::now();
             vector.search(&filter, &v, 40).expect("vector search");

@@ -43,7 +43,7 @@ pub use input::{
 pub use postgres::PgMemory;
 pub use quota::Quota;
 pub use record::{Door, Memory, Provenance, Source};
-pub use search::{Breakdown, DEFAULT_LIMIT, MAX_LIMIT, Mode, SearchHit, SearchQuery};
+pub use search::{Breakdown, DEFAULT_LIMIT, Fusion, MAX_LIMIT, Mode, SearchHit, SearchQuery};
 pub use service::{
     ClusterOutcome, ConsolidateQuery, ConsolidateReport, DedupeReport, Deleted, ListQuery,
     MemoryService,

@@ -19,6 +19,9 @@
 //! | semantic | 0.80     | 0       | 0.10       | 0.10      |
 //! | keyword  | 0        | 0.80    | 0.10       | 0.10      |
 //!
+//! The hybrid row is all-MiniLM-L6-v2's: each embedder says its own ([`Fusion`]), as how
+//! far apart a query's related and unrelated texts score depends on the model.
+//!
 //! With `rerank`, the mode's best [`rerank_pool`] are then read again by a cross-encoder
 //! with the query (`embed::cross`), and ordered by what it says: `score` becomes its
 //! relevance, σ(logit) ∈ (0, 1), also in the breakdown as `rerank` (the other parts are
@@ -71,13 +74,38 @@ impl Mode {
         self != Mode::Semantic
     }
 
-    fn weights(self) -> [f64; 4] {
+    fn weights(self, fusion: Fusion) -> [f64; 4] {
         match self {
-            Mode::Hybrid => [0.57, 0.23, 0.1, 0.1],
+            Mode::Hybrid => [fusion.semantic, fusion.keyword, 0.1, 0.1],
             Mode::Semantic => [0.8, 0.0, 0.1, 0.1],
             Mode::Keyword => [0.0, 0.8, 0.1, 0.1],
         }
     }
+}
+
+/// The hybrid search's weights of the semantic and keyword parts (summing to 0.8, the rest
+/// is importance's and time decay's), chosen for one embedder's cosines on LoCoMo's dev
+/// conversations, each split half's choice made on the other (BENCHMARKS.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fusion {
+    pub semantic: f64,
+    pub keyword: f64,
+}
+
+impl Fusion {
+    /// all-MiniLM-L6-v2's (and the weights of embedders tuned for none): its cosines spread
+    /// widely (a question's best turn 0.63, its median 0.26), so keywords weigh much.
+    pub const MINILM: Self = Self {
+        semantic: 0.57,
+        keyword: 0.23,
+    };
+    /// e5-small-v2's: its cosines are compressed (best turn 0.85, median 0.76), so a
+    /// keyword part of MiniLM's weight outweighs the whole semantic spread. Both halves
+    /// chose 0.03–0.035 for keywords (candidates.py `fusion`).
+    pub const E5: Self = Self {
+        semantic: 0.77,
+        keyword: 0.03,
+    };
 }
 
 /// Default and maximum results per search (§4.2), the shared rules' numbers.
@@ -163,9 +191,10 @@ pub fn merge(keyword: &[(u64, f32)], semantic: &[(u64, f32)]) -> HashMap<u64, Ca
     out
 }
 
-/// Scores one candidate.
+/// Scores one candidate, with the hybrid `fusion` of the embedder that made the vectors.
 pub fn score(
     mode: Mode,
+    fusion: Fusion,
     memory: &Memory,
     candidate: Candidate,
     best_bm25: f32,
@@ -183,7 +212,7 @@ pub fn score(
         time_decay: 0.5f64.powf(age_days / half_life_days).clamp(0.0, 1.0),
         rerank: None,
     };
-    let [ws, wk, wi, wt] = mode.weights();
+    let [ws, wk, wi, wt] = mode.weights(fusion);
     let total = ws * breakdown.semantic
         + wk * breakdown.keyword
         + wi * breakdown.importance
@@ -208,6 +237,28 @@ mod tests {
     use super::*;
     use crate::memory::record::sample;
 
+    /// Hybrid weighs semantic and keyword parts by the embedder's fusion; the other modes
+    /// do not depend on it.
+    #[test]
+    fn hybrid_weighs_by_the_embedders_fusion() {
+        let m = sample(1);
+        let total = |mode, fusion, cosine, bm25| {
+            let c = Candidate {
+                cosine: Some(cosine),
+                bm25: Some(bm25),
+            };
+            score(mode, fusion, &m, c, 3.0, m.updated_at, 30.0).0
+        };
+        let (minilm, e5) = (Fusion::MINILM, Fusion::E5);
+        let meaning = total(Mode::Hybrid, e5, 1.0, 0.0) - total(Mode::Hybrid, minilm, 1.0, 0.0);
+        assert!((meaning - (0.77 - 0.57)).abs() < 1e-9, "{meaning}");
+        let words = total(Mode::Hybrid, e5, 0.0, 3.0) - total(Mode::Hybrid, minilm, 0.0, 3.0);
+        assert!((words - (0.03 - 0.23)).abs() < 1e-9, "{words}");
+        for mode in [Mode::Semantic, Mode::Keyword] {
+            assert_eq!(total(mode, e5, 0.5, 2.0), total(mode, minilm, 0.5, 2.0));
+        }
+    }
+
     #[test]
     fn parts_and_total_stay_in_range() {
         let m = sample(1);
@@ -215,7 +266,7 @@ mod tests {
             cosine: Some(-0.3),
             bm25: Some(9.0),
         };
-        let (s, b) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
+        let (s, b) = score(Mode::Hybrid, Fusion::MINILM, &m, c, 3.0, m.updated_at, 30.0);
         assert_eq!(b.semantic, 0.0);
         assert_eq!(b.keyword, 1.0);
         assert_eq!(b.time_decay, 1.0);
@@ -224,7 +275,7 @@ mod tests {
             cosine: Some(1.0),
             bm25: Some(3.0),
         };
-        let (s, _) = score(Mode::Hybrid, &m, c, 3.0, m.updated_at, 30.0);
+        let (s, _) = score(Mode::Hybrid, Fusion::MINILM, &m, c, 3.0, m.updated_at, 30.0);
         assert!(s <= 1.0);
     }
 
@@ -235,7 +286,15 @@ mod tests {
             cosine: None,
             bm25: Some(1.5),
         };
-        let (_, b) = score(Mode::Keyword, &m, c, 3.0, m.updated_at, 30.0);
+        let (_, b) = score(
+            Mode::Keyword,
+            Fusion::MINILM,
+            &m,
+            c,
+            3.0,
+            m.updated_at,
+            30.0,
+        );
         assert!((b.keyword - 0.25).abs() < 1e-9, "{}", b.keyword);
     }
 
@@ -243,7 +302,15 @@ mod tests {
     fn decay_halves_per_half_life() {
         let m = sample(1);
         let later = m.updated_at + 30 * 86_400_000;
-        let (_, b) = score(Mode::Semantic, &m, Candidate::default(), 0.0, later, 30.0);
+        let (_, b) = score(
+            Mode::Semantic,
+            Fusion::MINILM,
+            &m,
+            Candidate::default(),
+            0.0,
+            later,
+            30.0,
+        );
         assert!((b.time_decay - 0.5).abs() < 1e-9);
     }
 
@@ -254,7 +321,15 @@ mod tests {
             cosine: Some(0.9),
             bm25: None,
         };
-        let (s, b) = score(Mode::Keyword, &m, with, 0.0, m.updated_at, 30.0);
+        let (s, b) = score(
+            Mode::Keyword,
+            Fusion::MINILM,
+            &m,
+            with,
+            0.0,
+            m.updated_at,
+            30.0,
+        );
         assert!(b.semantic > 0.8);
         assert!((s - 0.15).abs() < 1e-9, "{s}");
     }

@@ -402,11 +402,13 @@ impl MemoryService {
         // Scored at the instant looked at: decay is measured from then.
         let now = q.time.as_of.unwrap_or(now);
         let best_bm25 = found.iter().filter_map(|(_, c)| c.bm25).fold(0.0, f32::max);
+        let fusion = self.inner.embed.fusion();
         let hits = found
             .into_iter()
             .map(|(memory, candidate)| {
                 let (score, breakdown) = search::score(
                     q.mode,
+                    fusion,
                     &memory,
                     candidate,
                     best_bm25,

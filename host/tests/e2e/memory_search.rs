@@ -1,8 +1,9 @@
-//! Search with the real all-MiniLM-L6-v2 embedder: meaning, keywords, filters, scores.
+//! Search with the real embedders (all-MiniLM-L6-v2, and e5-small-v2 with its query and
+//! passage prefixes and its own hybrid weights): meaning, keywords, filters, scores.
 
 use serde_json::{Value, json};
 
-use crate::common::{Client, Options, put, server_with_keys};
+use crate::common::{Client, Options, Server, put, server_with_keys};
 
 fn seed(c: &Client) {
     let memories = [
@@ -62,8 +63,35 @@ fn keys_of(r: &Value) -> Vec<String> {
 #[test]
 fn meaning_keywords_filters_and_scores() {
     let (_tmp, server, keys) = server_with_keys(&[("acme", "free")], &Options::default());
-    let c = server.client(&keys[0]);
-    seed(&c);
+    assert!(server.log().contains("all-MiniLM-L6-v2-onnx-int8"));
+    meaning_keywords_filters_and_scores_with(&server.client(&keys[0]));
+}
+
+/// The same searches find the same with e5-small-v2; its data dir (or database) then
+/// refuses to start with MiniLM, naming both models.
+#[test]
+fn meaning_keywords_filters_and_scores_with_e5() {
+    let e5 = Options {
+        env: vec![("WASMIND_EMBEDDER_MODEL".into(), "e5-small-v2".into())],
+        ..Options::default()
+    };
+    let (tmp, mut server, keys) = server_with_keys(&[("acme", "free")], &e5);
+    assert!(server.log().contains("e5-small-v2-onnx-int8"));
+    meaning_keywords_filters_and_scores_with(&server.client(&keys[0]));
+    server.stop();
+    let refused = Server::try_start(&tmp.path().join("data"), &Options::default())
+        .err()
+        .expect("MiniLM started on e5's vectors");
+    for identity in [
+        "onnx:e5-small-v2-onnx-int8:384",
+        "onnx:all-MiniLM-L6-v2-onnx-int8:384",
+    ] {
+        assert!(refused.contains(identity), "{identity} not in {refused}");
+    }
+}
+
+fn meaning_keywords_filters_and_scores_with(c: &Client) {
+    seed(c);
 
     // A paraphrase sharing no words with the memory ranks it first.
     for mode in ["semantic", "hybrid"] {

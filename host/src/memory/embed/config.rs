@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
+use super::OnnxModel;
 use crate::secret::Secret;
 
 /// The `[embedder]` section of the TOML config file: which embedder to run and how.
@@ -17,6 +18,9 @@ use crate::secret::Secret;
 pub struct EmbedderConfig {
     /// Which embedder to build.
     pub kind: EmbedderKind,
+    /// Which network the `onnx` kind runs (its prefixes, output and default directory come
+    /// with it: [`OnnxModel::card`]); other kinds ignore it.
+    pub model: OnnxModel,
     /// Directory holding the model files (`model.onnx` and `tokenizer.json` for `onnx`;
     /// `model.safetensors`, `tokenizer.json` and `config.json` for `minilm`). `None` means
     /// the kind's directory under `models/` of the wasmind home ([`locate`](super::locate)).
@@ -56,6 +60,7 @@ impl Default for EmbedderConfig {
     fn default() -> Self {
         Self {
             kind: EmbedderKind::Onnx,
+            model: OnnxModel::default(),
             model_dir: None,
             onnxruntime: None,
             rerank_model_dir: None,
@@ -74,8 +79,9 @@ impl Default for EmbedderConfig {
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderKind {
-    /// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: semantic, 384 dims, ~3x faster
-    /// than `minilm` and within 0.98 cosine of it (the agreement test).
+    /// A sentence encoder with int8 weights on ONNX Runtime, the one `model` names: semantic,
+    /// 384 dims; its default all-MiniLM-L6-v2 is ~3x faster than `minilm` and within 0.98
+    /// cosine of it (the agreement test).
     #[default]
     Onnx,
     /// all-MiniLM-L6-v2 in fp32 run with candle (pure Rust): the reference `onnx` is checked
@@ -182,6 +188,10 @@ mod tests {
         let cfg: EmbedderConfig =
             toml::from_str("kind = \"hash\"\n[openai]\ndims = 256\n").unwrap();
         assert_eq!(cfg.kind, EmbedderKind::Hash);
+        assert_eq!(cfg.model, OnnxModel::MiniLmL6V2);
+        let e5: EmbedderConfig = toml::from_str("model = \"e5-small-v2\"").unwrap();
+        assert_eq!(e5.model, OnnxModel::E5SmallV2);
+        assert!(toml::from_str::<EmbedderConfig>("model = \"bge\"").is_err());
         assert_eq!(cfg.openai.dims, 256);
         assert_eq!(cfg.openai.model, "text-embedding-3-small");
         assert_eq!(cfg.batch_size, 32);

@@ -1,6 +1,6 @@
 //! A lexical feature-hashing embedder: instant and deterministic, for tests. Not semantic.
 
-use super::{EmbedError, Embedder, l2_normalize};
+use super::{EmbedError, Embedder, Role, l2_normalize};
 
 /// Weight of a whole lowercased word.
 const WORD_WEIGHT: f32 = 1.0;
@@ -75,7 +75,8 @@ impl Embedder for HashEmbedder {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Symmetric: a query and a stored text embed alike.
+    fn embed(&self, _role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         Ok(texts.iter().map(|t| self.embed_one(t)).collect())
     }
 }
@@ -101,7 +102,7 @@ mod tests {
     fn vectors_have_unit_length_and_dims() {
         let e = HashEmbedder::new(384);
         let texts = ["The cat sat on the mat", "", "!!!", "Ünïcödé wörds ok"];
-        for v in e.embed(&texts).unwrap() {
+        for v in e.embed(Role::Passage, &texts).unwrap() {
             assert_eq!(v.len(), 384);
             assert!((dot(&v, &v) - 1.0).abs() < 1e-5);
         }

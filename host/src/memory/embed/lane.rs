@@ -7,21 +7,34 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use super::{EmbedError, Embedder, quiet::Serving};
+use super::{EmbedError, Embedder, Role, quiet::Serving};
 use crate::{
     memory::fair::{self, Class},
     metrics::names,
     priority,
 };
 
-/// Whose work a lane does: it sets the threads' priority and the embedder's entry.
+/// Whose work a lane does: it sets the threads' priority, the embedder's entry and the
+/// [`Role`] of the texts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Work {
-    /// Requests' texts (puts, queries): the API's priority, [`Embedder::embed`].
+    /// Searches' queries: the API's priority, [`Embedder::embed`], [`Role::Query`].
+    Queries,
+    /// Puts' texts: the API's priority, [`Embedder::embed`], [`Role::Passage`].
     Requests,
     /// Bulk work (imports, consolidations): background priority (see [`priority`]),
-    /// [`Embedder::embed_background`].
+    /// [`Embedder::embed_background`], [`Role::Passage`].
     Background,
+}
+
+impl Work {
+    /// The role of the texts this work embeds.
+    fn role(self) -> Role {
+        match self {
+            Self::Queries => Role::Query,
+            Self::Requests | Self::Background => Role::Passage,
+        }
+    }
 }
 
 /// What a job gets back: one vector per text, in order.
@@ -96,7 +109,7 @@ impl Lane {
         let (tx, rx) = fair::channel(bounds);
         let meters = Meters::new(lane);
         let niceness = match work {
-            Work::Requests => None,
+            Work::Queries | Work::Requests => None,
             Work::Background => priority::background()
                 .inspect_err(|e| tracing::warn!(error = %e, "reading this thread's priority"))
                 .ok(),
@@ -172,8 +185,8 @@ fn run_batch(embedder: &dyn Embedder, work: Work, batch: Vec<Job>, timer: &metri
         .map(String::as_str)
         .collect();
     let embed = || match work {
-        Work::Requests => embedder.embed(&texts),
-        Work::Background => embedder.embed_background(&texts),
+        Work::Queries | Work::Requests => embedder.embed(work.role(), &texts),
+        Work::Background => embedder.embed_background(work.role(), &texts),
     };
     let result = catch_unwind(AssertUnwindSafe(embed))
         .unwrap_or_else(|_| Err(EmbedError::Inference("the embedder panicked".to_owned())))

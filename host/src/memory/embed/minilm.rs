@@ -9,7 +9,7 @@ use candle_transformers::models::bert::{BertModel, Config, DTYPE};
 use tokenizers::Tokenizer;
 
 use super::tokens::{embed_in_passes, load_tokenizer, read, require_files};
-use super::{EmbedError, Embedder, l2_normalize};
+use super::{EmbedError, Embedder, Role, l2_normalize};
 
 /// Most padded tokens one forward pass takes. Inputs are sorted by length and split into
 /// passes under this budget, so one long text does not make every short one pad to 256.
@@ -93,7 +93,8 @@ impl Embedder for MiniLm {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Symmetric: a query and a stored text embed alike.
+    fn embed(&self, _role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         embed_in_passes(&self.tokenizer, texts, TOKEN_BUDGET, |rows| {
             self.device
                 .with_context(|| self.forward(rows))
@@ -126,7 +127,10 @@ mod tests {
     fn vectors_are_unit_length_with_384_dims() {
         let long = "memory ".repeat(1000);
         let vecs = model()
-            .embed(&["A cat was sleeping on the carpet", "", &long])
+            .embed(
+                Role::Passage,
+                &["A cat was sleeping on the carpet", "", &long],
+            )
             .unwrap();
         assert_eq!(model().dims(), 384);
         for v in &vecs {
@@ -138,11 +142,14 @@ mod tests {
     #[test]
     fn paraphrase_beats_unrelated_without_shared_words() {
         let v = model()
-            .embed(&[
-                "The feline rested on the rug",
-                "A cat was sleeping on the carpet",
-                "Quarterly revenue grew by eight percent",
-            ])
+            .embed(
+                Role::Passage,
+                &[
+                    "The feline rested on the rug",
+                    "A cat was sleeping on the carpet",
+                    "Quarterly revenue grew by eight percent",
+                ],
+            )
             .unwrap();
         let (para, unrelated) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
         assert!(
@@ -160,9 +167,9 @@ mod tests {
             "a medium length sentence about cats",
             "",
         ];
-        let batch = model().embed(&texts).unwrap();
+        let batch = model().embed(Role::Passage, &texts).unwrap();
         for (text, b) in texts.iter().zip(&batch) {
-            let single = model().embed(&[text]).unwrap().remove(0);
+            let single = model().embed(Role::Passage, &[text]).unwrap().remove(0);
             let diff = single
                 .iter()
                 .zip(b)
@@ -177,8 +184,8 @@ mod tests {
         let long = "word ".repeat(400);
         let mut texts: Vec<&str> = vec![&long; TOKEN_BUDGET / MAX_TOKENS + 2];
         texts.push("tiny");
-        let batch = model().embed(&texts).unwrap();
-        let tiny = model().embed(&["tiny"]).unwrap().remove(0);
+        let batch = model().embed(Role::Passage, &texts).unwrap();
+        let tiny = model().embed(Role::Passage, &["tiny"]).unwrap().remove(0);
         assert!(dot(&batch[texts.len() - 1], &tiny) > 0.9999);
         assert!(dot(&batch[0], &batch[1]) > 0.9999);
     }

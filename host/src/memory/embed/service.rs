@@ -13,6 +13,7 @@ use super::quiet::{QUIET, Request, Serving};
 use super::rerank::{Reranker, RerankerFiles};
 use super::{EmbedError, Embedder, EmbedderConfig};
 use crate::memory::fair::{Bounds, Class};
+use crate::memory::search::Fusion;
 
 /// Runs an Embedder on dedicated threads, off the async runtime. Clone-able handle (Arc inside).
 ///
@@ -75,7 +76,7 @@ impl EmbedService {
         let inner = Inner {
             bulk: lane("bulk", cfg.threads.max(1), Work::Background),
             interactive: lane("interactive", cfg.threads.max(1), Work::Requests),
-            query: lane("query", 1, Work::Requests),
+            query: lane("query", 1, Work::Queries),
             cache: NonZeroUsize::new(cfg.query_cache).map(|n| Mutex::new(LruCache::new(n))),
             embedder,
             batch_size,
@@ -95,6 +96,11 @@ impl EmbedService {
     /// The embedder's name, for logs.
     pub fn name(&self) -> &str {
         self.inner.embedder.name()
+    }
+
+    /// The hybrid search's weights for this embedder's cosines.
+    pub fn fusion(&self) -> Fusion {
+        self.inner.embedder.fusion()
     }
 
     /// Counts a put or a search as being served until the guard is dropped: the bulk lane
@@ -262,7 +268,7 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::memory::embed::{HashEmbedder, from_config};
+    use crate::memory::embed::{HashEmbedder, Role, from_config};
 
     fn cfg(threads: usize, batch_size: usize) -> EmbedderConfig {
         EmbedderConfig {
@@ -305,7 +311,7 @@ mod tests {
         fn dims(&self) -> usize {
             self.inner.dims()
         }
-        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        fn embed(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             let texts_owned = texts.iter().map(|t| t.to_string()).collect();
             self.batches.lock().push(texts_owned);
@@ -318,7 +324,7 @@ mod tests {
             }
             assert!(!texts.contains(&"panic"), "asked to panic");
             std::thread::sleep(Duration::from_millis(5));
-            self.inner.embed(texts)
+            self.inner.embed(role, texts)
         }
     }
 
@@ -352,7 +358,10 @@ mod tests {
         held.await.unwrap().unwrap();
         for (writer, texts) in writers.into_iter().zip(&texts) {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            assert_eq!(writer.await.unwrap(), probe.inner.embed(&refs).unwrap());
+            assert_eq!(
+                writer.await.unwrap(),
+                probe.inner.embed(Role::Passage, &refs).unwrap()
+            );
         }
         // One held call, then all 32 queued texts in one batch.
         assert_eq!(probe.calls.load(Ordering::SeqCst), 2);
@@ -401,9 +410,9 @@ mod tests {
         assert_eq!(sizes, [1, 1, 2, 2, 2], "the import in chunks of a batch");
     }
 
-    /// Records the niceness of the thread each call runs on, and by which entry.
+    /// Records the niceness of the thread each call runs on, by which entry, for which role.
     #[derive(Default)]
-    struct Niceness(Mutex<Vec<(&'static str, i32)>>);
+    struct Niceness(Mutex<Vec<(&'static str, Role, i32)>>);
 
     impl Embedder for Niceness {
         fn name(&self) -> &str {
@@ -412,18 +421,25 @@ mod tests {
         fn dims(&self) -> usize {
             1
         }
-        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            self.0.lock().push(("embed", crate::priority::own()));
+        fn embed(&self, role: Role, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0.lock().push(("embed", role, crate::priority::own()));
             Ok(vec![vec![1.0]; texts.len()])
         }
-        fn embed_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            self.0.lock().push(("background", crate::priority::own()));
+        fn embed_background(
+            &self,
+            role: Role,
+            texts: &[&str],
+        ) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.0
+                .lock()
+                .push(("background", role, crate::priority::own()));
             Ok(vec![vec![1.0]; texts.len()])
         }
     }
 
     /// Bulk texts are embedded on threads of background priority through the embedder's
-    /// background entry; puts' and queries' texts at the caller's priority.
+    /// background entry; puts' and queries' texts at the caller's priority. Queries are
+    /// embedded as queries, everything stored as passages.
     #[tokio::test]
     async fn bulk_work_runs_at_background_priority_and_requests_do_not() {
         let calls = Arc::new(Niceness::default());
@@ -446,7 +462,11 @@ mod tests {
             own, background,
             "the test runs at the lowest priority already"
         );
-        let expected = [("background", background), ("embed", own), ("embed", own)];
+        let expected = [
+            ("background", Role::Passage, background),
+            ("embed", Role::Passage, own),
+            ("embed", Role::Query, own),
+        ];
         assert_eq!(*calls.0.lock(), expected);
     }
 
@@ -543,7 +563,7 @@ mod tests {
             .embed_documents_blocking("a", texts.clone())
             .unwrap();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        assert_eq!(got, probe.inner.embed(&refs).unwrap());
+        assert_eq!(got, probe.inner.embed(Role::Passage, &refs).unwrap());
         assert!(
             probe.calls.load(Ordering::SeqCst) >= 3,
             "batches hold at most 4 texts"
@@ -575,7 +595,7 @@ mod tests {
         for (text, vector) in texts.iter().zip(&got) {
             assert_eq!(
                 *vector,
-                probe.inner.embed(&[text.as_str()]).unwrap()[0],
+                probe.inner.embed(Role::Passage, &[text.as_str()]).unwrap()[0],
                 "{text}"
             );
         }
@@ -603,7 +623,7 @@ mod tests {
             .collect();
         for task in tasks {
             let (got, text) = task.await.unwrap();
-            let direct = model.embed(&[&text]).unwrap();
+            let direct = model.embed(Role::Passage, &[&text]).unwrap();
             let got = got.unwrap();
             let diff = got[0].iter().zip(&direct[0]).map(|(a, b)| (a - b).abs());
             assert!(diff.fold(0.0, f32::max) < 1e-4, "{text}");
