@@ -16,14 +16,23 @@ use wasmind_guest_build::Guests;
 
 fn main() {
     let guests = Guests::from_env();
-    guests.rerun_if_changed(&["rules", "guest-sdk", "examples", "tests/guests"]);
-    // `sqlx::migrate!` embeds them: a new migration must rebuild the crate.
-    println!("cargo:rerun-if-changed=migrations");
     let crates = [
         guests.crates_in("examples"),
         guests.crates_in("tests/guests"),
     ]
     .concat();
+    // The guests' own sources, not `examples/` whole: the Python and TypeScript examples
+    // beside them are tested by their toolchains, which write there (`npm ci`), and every
+    // such run rebuilt this crate (84 s of CI's postgres pass). The root manifest lists the
+    // guests, so a new one is seen.
+    let sources: Vec<String> = crates.iter().flat_map(|c| c.sources()).collect();
+    let watched: Vec<&str> = ["Cargo.toml", "rules", "guest-sdk"]
+        .into_iter()
+        .chain(sources.iter().map(String::as_str))
+        .collect();
+    guests.rerun_if_changed(&watched);
+    // `sqlx::migrate!` embeds them: a new migration must rebuild the crate.
+    println!("cargo:rerun-if-changed=migrations");
     let packages: Vec<&str> = crates.iter().map(|c| c.package.as_str()).collect();
     let paths = guests.build(&packages);
 

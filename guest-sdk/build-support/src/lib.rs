@@ -91,8 +91,8 @@ impl Guests {
     /// # Panics
     ///
     /// When `dir` cannot be read or a manifest names no package.
-    pub fn crates_in(&self, dir: &str) -> Vec<GuestCrate> {
-        let dir = self.workspace_root.join(dir);
+    pub fn crates_in(&self, dir_arg: &str) -> Vec<GuestCrate> {
+        let dir = self.workspace_root.join(dir_arg);
         let entries =
             fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
         let mut crates: Vec<GuestCrate> = entries
@@ -106,6 +106,7 @@ impl Guests {
                 GuestCrate {
                     name: dir_name.to_string_lossy().replace('-', "_"),
                     package: package_name(&manifest),
+                    dir: format!("{dir_arg}/{}", dir_name.to_string_lossy()),
                 }
             })
             .collect();
@@ -177,6 +178,20 @@ pub struct GuestCrate {
     pub name: String,
     /// Its package name (`default-agent`).
     pub package: String,
+    /// Its directory relative to the workspace root (`examples/default-agent`).
+    pub dir: String,
+}
+
+impl GuestCrate {
+    /// What it is built from, for [`Guests::rerun_if_changed`]: its manifest and `src`.
+    /// Not its whole directory, and not the directory it sits in, where other toolchains'
+    /// runs write (`npm ci`'s `node_modules` beside a TypeScript example).
+    pub fn sources(&self) -> [String; 2] {
+        [
+            format!("{}/Cargo.toml", self.dir),
+            format!("{}/src", self.dir),
+        ]
+    }
 }
 
 /// The `name` of the `[package]` table of `manifest` (a line scan: our manifests write it
@@ -254,5 +269,40 @@ mod tests {
         fs::write(&manifest, text).unwrap();
         assert_eq!(package_name(&manifest), "guest-spin");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_guest_is_watched_by_its_manifest_and_sources_only() {
+        let root = env::temp_dir().join(format!("wasmind-guest-crates-{}", std::process::id()));
+        let rust = root.join("examples/notes-agent");
+        fs::create_dir_all(rust.join("src")).unwrap();
+        fs::write(
+            rust.join("Cargo.toml"),
+            "[package]\nname = \"notes-agent\"\n",
+        )
+        .unwrap();
+        fs::create_dir_all(root.join("examples/notes-agent-ts/node_modules")).unwrap();
+        let guests = Guests {
+            cargo: "cargo".into(),
+            workspace_root: root.clone(),
+            target_dir: root.join("target"),
+        };
+        let crates = guests.crates_in("examples");
+        fs::remove_dir_all(&root).unwrap();
+        assert_eq!(
+            crates,
+            [GuestCrate {
+                name: "notes_agent".into(),
+                package: "notes-agent".into(),
+                dir: "examples/notes-agent".into(),
+            }]
+        );
+        assert_eq!(
+            crates[0].sources(),
+            [
+                "examples/notes-agent/Cargo.toml",
+                "examples/notes-agent/src"
+            ]
+        );
     }
 }
