@@ -165,7 +165,7 @@ async fn state_of(
 
 /// Opens a checkout at the payment provider for a plan.
 #[utoipa::path(operation_id = "billing_checkout", post, path = "/api/v1/billing/checkout", tag = "billing",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     request_body = CheckoutBody,
     responses(
         (status = 200, description = "the checkout to send the user to", body = CheckoutSession),
@@ -188,7 +188,7 @@ pub async fn checkout(
 /// Opens the payment provider's portal, where the account's payment details, invoices and
 /// cancellation are.
 #[utoipa::path(operation_id = "billing_portal", post, path = "/api/v1/billing/portal", tag = "billing",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the portal to send the user to", body = PortalSession),
         (status = 404, description = "The account never made a checkout. Codes: `customer_not_found`.", body = ErrorEnvelope),
@@ -209,7 +209,7 @@ pub async fn portal(
 
 /// The account's plan and subscription.
 #[utoipa::path(operation_id = "billing_state", get, path = "/api/v1/billing", tag = "billing",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the plan and subscription", body = BillingState),
     ))]

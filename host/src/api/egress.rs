@@ -40,7 +40,7 @@ pub struct EgressList {
 
 /// The hosts the account's agents may send HTTP requests to.
 #[utoipa::path(operation_id = "egress", get, path = "/api/v1/egress", tag = "agents",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the account's effective allowlist", body = EgressList),
     ))]

@@ -18,6 +18,13 @@ const ID_TOKEN_REFUSED: &str = "No ID token (`missing_id_token`), or not a valid
     existing account: expired, untrusted issuer, another audience, bad signature, malformed, \
     or an API key (`invalid_id_token`, the message says which). Codes: `missing_id_token`, \
     `invalid_id_token`.";
+/// 401 of a route that takes either credential: the account's reads and management, which
+/// the console calls as the REST API's clients do (`crate::api::auth::AccountAuth`).
+const EITHER_REFUSED: &str = "Missing, malformed, unknown or revoked API key \
+    (`invalid_api_key`), or a credential shaped as an ID token (a JWT) that is not a valid one \
+    of an existing account: expired, untrusted issuer, another audience, bad signature or \
+    malformed (`invalid_id_token`, the message says which). Codes: `invalid_api_key`, \
+    `invalid_id_token`.";
 /// 429 of every keyed route.
 const IN_FLIGHT: &str = "The account has its plan's `requests_in_flight` requests in flight \
     (event streams included); retry after Retry-After seconds. Codes: `request_limit_reached`. \
@@ -72,7 +79,9 @@ pub fn add(doc: &mut Value) {
 fn refused_credential(security: &Value) -> Option<&'static str> {
     let schemes = security.as_array()?;
     let named = |name: &str| schemes.iter().any(|s| s.get(name).is_some());
-    if named("idToken") {
+    if named("idToken") && named("bearerAuth") {
+        Some(EITHER_REFUSED)
+    } else if named("idToken") {
         Some(ID_TOKEN_REFUSED)
     } else if named("bearerAuth") {
         Some(API_KEY_REFUSED)
@@ -110,6 +119,9 @@ mod tests {
                     "get": { "responses": {} },
                 },
                 "/console": { "get": { "security": [{ "idToken": [] }], "responses": {} } },
+                "/either": {
+                    "get": { "security": [{ "bearerAuth": [] }, { "idToken": [] }], "responses": {} },
+                },
                 "/open": { "get": { "security": [{}], "responses": {} } },
             },
         });
@@ -128,6 +140,7 @@ mod tests {
         assert_eq!(described("/console", "get", "429"), IN_FLIGHT);
         assert!(described("/a", "get", "413").is_null());
         assert_eq!(described("/console", "get", "401"), ID_TOKEN_REFUSED);
+        assert_eq!(described("/either", "get", "401"), EITHER_REFUSED);
         assert_eq!(doc["paths"]["/open"]["get"]["responses"], json!({}));
     }
 }

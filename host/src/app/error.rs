@@ -17,6 +17,7 @@ use crate::{
     accounts::AccountError,
     memory::{MemoryError, Refusal, embed::EmbedError},
     object::FieldError,
+    runtime::SpawnStorageError,
     storage::StoreError,
 };
 
@@ -156,6 +157,14 @@ impl From<StoreError> for AppError {
 /// missing key or account is the operator's error, from the CLI), internal.
 impl From<AccountError> for AppError {
     fn from(e: AccountError) -> Self {
+        AppError::internal(&e)
+    }
+}
+
+/// A read of the runtime's figures (run time, spawns, running agents) that its store failed:
+/// internal, like any store's failure.
+impl From<SpawnStorageError> for AppError {
+    fn from(e: SpawnStorageError) -> Self {
         AppError::internal(&e)
     }
 }

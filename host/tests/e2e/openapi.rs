@@ -298,12 +298,22 @@ impl Spec {
             json!([{ key[0].clone(): [] }]),
             "global bearer security"
         );
+        // The account's reads and management take either; which ones is driven below.
+        let either = json!([{ key[0].clone(): [] }, { id_token[0].clone(): [] }]);
         for (method, path) in self.operations() {
             let op = self.operation(&method, &path).unwrap();
             assert_eq!(
                 path.starts_with(CONSOLE),
                 self.security(op) == &json!([{ id_token[0].clone(): [] }]),
-                "{method} {path}: the console's routes, and only they, take an ID token"
+                "{method} {path}: the console's routes, and only they, take an ID token alone"
+            );
+            let security = self.security(op);
+            assert!(
+                path.starts_with(CONSOLE)
+                    || !self.secured(op)
+                    || *security == doc["security"]
+                    || *security == either,
+                "{method} {path}: a key, or either credential: {security}"
             );
         }
 
@@ -981,6 +991,49 @@ fn the_document_is_true() {
         Conformance::Opaque,
     );
     expect_error(&r, 401, "invalid_api_key"); // the key is checked before the body
+
+    // An ID token where the document names it, and only there: a valid one is let in, one
+    // shaped as a token but not valid is `invalid_id_token`; a route of keys alone reads
+    // either as a bad key.
+    let (_, token) = crate::console::login(&tmp.path().join("data"), "acme", None);
+    let (signed_in, forged) = (
+        Client::new(&server.base, Some(&token)),
+        Client::new(&server.base, Some("eyJhbGciOiJSUzI1NiJ9.e30.c2lnbmF0dXJl")),
+    );
+    for (method, path) in spec.operations() {
+        let op = spec.operation(&method, &path).unwrap().clone();
+        if is_page(&path) || !spec.secured(&op) || path == BILLING_WEBHOOK {
+            continue;
+        }
+        let takes_token = spec.security(&op).to_string().contains("idToken");
+        // Any value stands for a path parameter; an empty object for a body.
+        let url = path
+            .split('/')
+            .map(|part| if part.starts_with('{') { "x" } else { part })
+            .collect::<Vec<_>>()
+            .join("/");
+        let m = Method::from_bytes(method.as_bytes()).unwrap();
+        let body = op.get("requestBody").map(|_| "{}");
+        let r = spec.exchange(&forged, &m, &url, body, Conformance::Opaque);
+        let code = if takes_token {
+            "invalid_id_token"
+        } else {
+            "invalid_api_key"
+        };
+        expect_error(&r, 401, code);
+        if op["requestBody"]["content"].get(WASM).is_some() {
+            continue; // a key's own upload: refused above, before its body is read
+        }
+        let r = spec.exchange(&signed_in, &m, &url, body, Conformance::Opaque);
+        if takes_token {
+            assert_ne!(
+                r.status, 401,
+                "{method} {url}: a valid ID token was refused"
+            );
+        } else {
+            expect_error(&r, 401, "invalid_api_key");
+        }
+    }
 
     // Every documented path refuses the methods it does not document with 405; the
     // specification's other routes, not served, are 404 (with or without a key).

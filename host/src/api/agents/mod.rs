@@ -53,7 +53,7 @@ pub async fn spawn(
 
 /// The account's agents, newest first.
 #[utoipa::path(operation_id = "list_agents", get, path = "/api/v1/agents", tag = "agents", params(ListQuery),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "a page", body = AgentList),
         (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
@@ -72,7 +72,7 @@ pub async fn list(
 /// One agent: status, progress, result, usage.
 #[utoipa::path(operation_id = "get_agent", get, path = "/api/v1/agents/{id}", tag = "agents",
     params(("id" = String, Path, description = "the agent's id (`ag_…`)")),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the agent", body = AgentView),
         (status = 404, description = AGENT_NOT_FOUND, body = ErrorEnvelope),

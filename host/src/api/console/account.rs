@@ -16,11 +16,6 @@ use crate::{
     clock::{iso8601, month_of, now_ms},
 };
 
-/// A storage failure as the 500 to answer, its whole chain of causes logged.
-fn failed(e: &dyn std::fmt::Display) -> AppError {
-    AppError::internal(&format!("{e:#}"))
-}
-
 /// The account's keys, newest first.
 async fn keys_of(state: &AppState, account: &str) -> AppResult<Vec<KeyInfo>> {
     let mut mine = state.keys.keys(account).await?;
@@ -61,7 +56,7 @@ impl From<CreateKeyError> for AppError {
                     frees_at.map(|at| at.saturating_sub(now_ms()).div_ceil(1_000).max(1));
                 e
             }
-            other => failed(&other),
+            other => AppError::internal(&other),
         }
     }
 }
@@ -170,11 +165,7 @@ pub async fn usage(
     let account = session.account.as_str();
     let limits = state.limits(session.plan);
     let now = now_ms();
-    let run_ms = state
-        .runtime
-        .month_run_ms(account, now)
-        .await
-        .map_err(|e| failed(&e))?;
+    let run_ms = state.runtime.month_run_ms(account, now).await?;
     let month = state.usage.month(account, now).await?;
     let live: u64 = state
         .memory
@@ -188,8 +179,7 @@ pub async fn usage(
     let places = Places::of(keys.iter().map(|k| k.revoked_at), now);
     let live_keys = keys.into_iter().filter(|k| k.revoked_at.is_none());
     for key in live_keys {
-        let (minute, hour) =
-            (state.runtime.spawns_in_windows(account, &key.id).await).map_err(|e| failed(&e))?;
+        let (minute, hour) = state.runtime.spawns_in_windows(account, &key.id).await?;
         spawn_windows.extend(
             [
                 (60, minute, limits.spawns_per_minute),
@@ -203,7 +193,7 @@ pub async fn usage(
             }),
         );
     }
-    let running = (state.runtime.concurrent(account).await).map_err(|e| failed(&e))?;
+    let running = state.runtime.concurrent(account).await?;
     Ok(Json(UsageReport {
         month: month_of(now),
         plan: session.plan.as_str(),

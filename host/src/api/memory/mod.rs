@@ -117,7 +117,7 @@ pub async fn get(
 
 /// Delete a memory: soft (history kept) or hard (every version removed).
 #[utoipa::path(operation_id = "delete_memory", delete, path = "/api/v1/memory", tag = "memory", params(DeleteQuery),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "deleted", body = DeleteResponse),
         (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
@@ -149,7 +149,7 @@ pub async fn delete(
 
 /// A page of a memory's versions, newest first (paged as the list is).
 #[utoipa::path(get, path = "/api/v1/memory/history", tag = "memory", params(HistoryQuery),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the versions", body = History),
         (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
@@ -178,7 +178,7 @@ pub async fn history(
 
 /// Hybrid, semantic or keyword search over live memories.
 #[utoipa::path(post, path = "/api/v1/memory/search", tag = "memory", request_body = SearchBody,
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "results, best first", body = SearchResponse),
         (status = 400, description = bad_fields(&["invalid_query", "invalid_namespace", "invalid_tags", "invalid_limit", "invalid_mode", "invalid_min_score", "invalid_as_of", "invalid_observed_after", "invalid_observed_before", "invalid_rerank"]), body = ErrorEnvelope),
@@ -215,7 +215,7 @@ pub async fn search(
 
 /// A page of live memories, newest first.
 #[utoipa::path(operation_id = "list_memories", get, path = "/api/v1/memory/list", tag = "memory", params(ListQuery),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "a page", body = MemoryList),
         (status = 400, description = BAD_QUERY, body = ErrorEnvelope),
@@ -323,7 +323,7 @@ pub async fn consolidate(
 
 /// The account's namespaces and their live-memory counts.
 #[utoipa::path(get, path = "/api/v1/memory/namespaces", tag = "memory",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the namespaces", body = Namespaces),
     ))]

@@ -30,7 +30,7 @@ fn path_name(path: Result<Path<String>, PathRejection>) -> AppResult<String> {
 /// first use. Its secret is kept sealed and never answered.
 #[utoipa::path(operation_id = "create_tool", post, path = "/api/v1/tools", tag = "tools",
     request_body = Registration,
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 201, description = "registered", body = ToolView),
         (status = 400, description = "Validation failed: a bad field `f` is `invalid_f` with `details.field = \"f\"` (the message says what to fix: a name not snake_case or with a reserved prefix, `parameters` not a JSON Schema of an object, an endpoint URL that is not http(s) or holds credentials, a timeout above the host's `[egress] total_timeout_secs`, a secret header the host sets itself, …); a body that is not a JSON object is `invalid_body`. Codes: `invalid_body`, `invalid_name`, `invalid_kind`, `invalid_description`, `invalid_parameters`, `invalid_endpoint`, `invalid_timeout_secs`, `invalid_secret_header`, `invalid_url`, `invalid_bearer`.", body = ErrorEnvelope),
@@ -48,7 +48,7 @@ pub async fn create(
 
 /// The account's tools, by name.
 #[utoipa::path(operation_id = "list_tools", get, path = "/api/v1/tools", tag = "tools",
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "every tool of the account", body = ToolList),
     ))]
@@ -62,7 +62,7 @@ pub async fn list(
 /// One tool.
 #[utoipa::path(operation_id = "get_tool", get, path = "/api/v1/tools/{name}", tag = "tools",
     params(("name" = String, Path, description = "the tool's name")),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "the tool", body = ToolView),
         (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
@@ -82,7 +82,7 @@ pub async fn get(
 /// Delete a tool; agents stop seeing it at their next listing (a call in flight ends).
 #[utoipa::path(operation_id = "delete_tool", delete, path = "/api/v1/tools/{name}", tag = "tools",
     params(("name" = String, Path, description = "the tool's name")),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "deleted; the tool as it was", body = ToolView),
         (status = 404, description = TOOL_NOT_FOUND, body = ErrorEnvelope),
@@ -101,7 +101,7 @@ pub async fn delete(
 #[utoipa::path(operation_id = "refresh_tool", post, path = "/api/v1/tools/{name}/refresh",
     tag = "tools",
     params(("name" = String, Path, description = "the MCP server's name")),
-    security(("bearerAuth" = [])),
+    security(("bearerAuth" = []), ("idToken" = [])),
     responses(
         (status = 200, description = "listed; the server with its tools", body = ToolView),
         (status = 409, description = "The tool is an HTTP tool, which has no list to refresh. Codes: `not_an_mcp_server`.", body = ErrorEnvelope),
