@@ -7,13 +7,19 @@
 
 use axum::{
     extract::FromRequestParts,
-    http::{header, request::Parts},
+    http::{HeaderMap, header, request::Parts},
 };
 
 use crate::{
     accounts::Principal,
     app::{AppError, AppState, Caller, authenticate, bearer, is_id_token},
+    server::in_flight::keep,
 };
+
+/// The request's `Authorization` header, as the application layer reads credentials.
+pub(in crate::api) fn authorization(headers: &HeaderMap) -> Option<&[u8]> {
+    headers.get(header::AUTHORIZATION).map(|v| v.as_bytes())
+}
 
 /// The authenticated caller.
 #[derive(Debug, Clone)]
@@ -26,10 +32,11 @@ impl FromRequestParts<AppState> for Auth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let who = authenticate(&*state.keys, &parts.headers).await?;
-        state
-            .in_flight
-            .admit(&parts.extensions, &who.account, who.plan)?;
+        let who = authenticate(&*state.keys, authorization(&parts.headers)).await?;
+        keep(
+            &parts.extensions,
+            state.in_flight.admit(&who.account, who.plan)?,
+        )?;
         Ok(Auth(who))
     }
 }
@@ -51,8 +58,8 @@ impl FromRequestParts<AppState> for AccountAuth {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let credential = (parts.headers.get(header::AUTHORIZATION))
-            .and_then(|value| bearer(value.to_str().ok()))
+        let credential = authorization(&parts.headers)
+            .and_then(|value| bearer(std::str::from_utf8(value).ok()))
             .filter(|credential| is_id_token(credential));
         match credential {
             Some(token) => {

@@ -33,6 +33,7 @@ use tower_http::{
 };
 use tracing::{Level, Span};
 
+use super::auth::authorization;
 use crate::app::{AppError, CURRENT_REQUEST, Kind, authenticate};
 use crate::{accounts::Accounts, health::Readiness};
 
@@ -115,7 +116,9 @@ async fn readyz(
         StatusCode::SERVICE_UNAVAILABLE
     };
     let keyed = match app.get() {
-        Some(loaded) => authenticate(&*loaded.keys, request.headers()).await.is_ok(),
+        Some(loaded) => authenticate(&*loaded.keys, authorization(request.headers()))
+            .await
+            .is_ok(),
         None => false,
     };
     let mut response = match keyed {

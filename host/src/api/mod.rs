@@ -28,7 +28,10 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 pub use front::{AppSlot, Loaded, front};
 pub use metrics::mount as mount_metrics;
 
-use crate::app::{AppError, AppState, Kind, hold_in_flight};
+use crate::{
+    app::{AppError, AppState, Kind},
+    server::in_flight,
+};
 
 /// Largest request body accepted, except for import.
 const BODY_LIMIT: usize = 1 << 20;
@@ -52,7 +55,7 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { not_found() })
         .method_not_allowed_fallback(|| async { method_not_allowed() })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn(hold_in_flight))
+        .layer(axum::middleware::from_fn(in_flight::hold))
         .layer(axum::middleware::from_fn(metrics::track))
         .with_state(state)
 }

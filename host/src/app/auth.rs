@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, header};
-
 use super::{AppError, Kind};
 use crate::{
     accounts::{AccountStore, Plan, Principal},
@@ -43,17 +41,18 @@ impl From<Session> for Caller {
     }
 }
 
-/// The caller named by `headers`' `Authorization: Bearer <key>`, or the refusal to answer.
+/// The caller an `Authorization: Bearer <key>` names (`authorization` is the header's value,
+/// as the adapter found it), or the refusal to answer.
 pub async fn authenticate(
     keys: &dyn AccountStore,
-    headers: &HeaderMap,
+    authorization: Option<&[u8]>,
 ) -> Result<Principal, AppError> {
-    let header = headers.get(header::AUTHORIZATION).ok_or_else(|| {
+    let header = authorization.ok_or_else(|| {
         AppError::invalid_api_key(
             "missing Authorization header: send `Authorization: Bearer <API key>`",
         )
     })?;
-    let key = bearer(header.to_str().ok()).ok_or_else(|| {
+    let key = bearer(std::str::from_utf8(header).ok()).ok_or_else(|| {
         AppError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`")
     })?;
     keys.authenticate(key)

@@ -6,27 +6,14 @@
 //! as long as it is open; so does a body being trickled in, or an answer its client reads
 //! slowly. Past the cap: 429 `request_limit_reached` with `Retry-After`.
 //!
-//! Where: every path that authenticates a request — the REST extractor, `/mcp`'s key
-//! check, the console's ID-token extractors — admits it here ([`InFlight::admit`]), and the
-//! [`hold`] layer, around every router that has such paths, keeps the place the admission
-//! took until the answer's body is dropped (sent, or its connection gone). A request that
-//! names no account (the documentation, health) is bounded by the per-address cap only.
+//! Where: every path that authenticates a request — the REST extractors, `/mcp`'s key
+//! check, the console's ID-token extractor — admits it here ([`InFlight::admit`]); the
+//! HTTP server keeps the [`Admitted`] place until the answer's body is dropped
+//! (`crate::server::in_flight`). A request that names no account (the documentation,
+//! health) is bounded by the per-address cap only.
 
-use std::{
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
-use axum::{
-    body::{Body, Bytes},
-    extract::Request,
-    http::Extensions,
-    middleware::Next,
-    response::Response,
-};
-use hyper::body::{Frame, SizeHint};
-use parking_lot::Mutex;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -46,9 +33,10 @@ pub struct InFlight {
     plans: Arc<Plans>,
 }
 
-/// Where the [`hold`] layer finds the place a request's admission took.
-#[derive(Clone, Default)]
-struct Slot(Arc<Mutex<Option<Place<Arc<str>>>>>);
+/// An admitted request's place under its account's bound, given back when dropped.
+pub struct Admitted {
+    _place: Place<Arc<str>>,
+}
 
 impl InFlight {
     pub fn new(plans: Plans) -> Self {
@@ -58,77 +46,20 @@ impl InFlight {
         }
     }
 
-    /// Admits a request of `account` (on `plan`) under its plan's bound, its place held
-    /// until the answer's end; or the 429 to answer. `extensions` are the request's, which
-    /// the [`hold`] layer gave a slot: a request outside it is refused with a 500 rather
-    /// than served uncounted.
-    pub fn admit(
-        &self,
-        extensions: &Extensions,
-        account: &Arc<str>,
-        plan: Plan,
-    ) -> Result<(), AppError> {
-        let Some(Slot(slot)) = extensions.get::<Slot>() else {
-            return Err(AppError::internal(
-                &"a route that authenticates is not under in_flight::hold",
-            ));
-        };
+    /// Admits a request of `account` (on `plan`) under its plan's bound: its place, to be
+    /// held until the answer's end; or the 429 to answer.
+    pub fn admit(&self, account: &Arc<str>, plan: Plan) -> Result<Admitted, AppError> {
         let max = self.plans.limits(plan).requests_in_flight;
         let place = self
             .places
             .take(account.clone(), max)
             .map_err(|full| request_limit(plan, full))?;
-        // A request authenticated twice holds one place.
-        *slot.lock() = Some(place);
-        Ok(())
+        Ok(Admitted { _place: place })
     }
 
     /// The requests `account` has in flight.
     pub fn count(&self, account: &str) -> u32 {
         self.places.count(account)
-    }
-}
-
-/// The layer: gives each request a slot for its place, and has its answer's body hold the
-/// place the request's admission put there until the body is dropped.
-pub async fn hold(mut request: Request, next: Next) -> Response {
-    let slot = Slot::default();
-    request.extensions_mut().insert(slot.clone());
-    let response = next.run(request).await;
-    match slot.0.lock().take() {
-        Some(place) => response.map(|body| {
-            Body::new(Holding {
-                body,
-                _place: place,
-            })
-        }),
-        None => response,
-    }
-}
-
-/// An answer's body with its request's place.
-struct Holding {
-    body: Body,
-    _place: Place<Arc<str>>,
-}
-
-impl hyper::body::Body for Holding {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 
@@ -165,96 +96,31 @@ pub struct RequestLimitDetails {
 
 #[cfg(test)]
 mod tests {
-    use axum::{
-        Router,
-        body::to_bytes,
-        extract::State,
-        http::{Request, StatusCode},
-        middleware,
-        response::IntoResponse,
-        routing::get,
-    };
-    use futures_util::stream;
-    use tower::ServiceExt;
-
     use super::*;
 
-    const ACCOUNT: &str = "acme";
-
-    /// `/short` answers at once, `/stream` with a body that never ends; both admit the
-    /// free plan's account, whose bound is 2.
-    fn app(in_flight: InFlight) -> Router {
-        async fn admitted(
-            State(f): State<InFlight>,
-            request: Request<Body>,
-        ) -> Result<(), AppError> {
-            f.admit(request.extensions(), &Arc::from(ACCOUNT), Plan::Free)
-        }
-        let short = |state, request| async move { admitted(state, request).await.into_response() };
-        let endless = |state, request| async move {
-            match admitted(state, request).await {
-                Ok(()) => Body::from_stream(stream::pending::<Result<Bytes, std::io::Error>>())
-                    .into_response(),
-                Err(e) => e.into_response(),
-            }
-        };
-        Router::new()
-            .route("/short", get(short))
-            .route("/stream", get(endless))
-            .layer(middleware::from_fn(hold))
-            .with_state(in_flight)
-    }
-
-    async fn get_(app: &Router, path: &str) -> Response {
-        let request = Request::get(path).body(Body::empty()).unwrap();
-        app.clone().oneshot(request).await.unwrap()
-    }
-
-    #[tokio::test]
-    async fn an_answer_holds_its_place_until_its_body_is_dropped() {
+    #[test]
+    fn a_place_is_held_until_dropped_and_the_bound_refuses_with_its_figures() {
         let mut plans = Plans::default();
         plans.free.requests_in_flight = 2;
         let in_flight = InFlight::new(plans);
-        let app = app(in_flight.clone());
-
-        let short = get_(&app, "/short").await;
-        assert_eq!(short.status(), StatusCode::OK);
-        assert_eq!(in_flight.count(ACCOUNT), 1, "held until its body is read");
-        to_bytes(short.into_body(), 1024).await.unwrap();
-        assert_eq!(in_flight.count(ACCOUNT), 0);
-
-        let streams = [get_(&app, "/stream").await, get_(&app, "/stream").await];
-        assert_eq!(in_flight.count(ACCOUNT), 2);
-        let refused = get_(&app, "/short").await;
-        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
-        assert_eq!(refused.headers()["retry-after"], "1");
-        let body = to_bytes(refused.into_body(), 4096).await.unwrap();
-        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body["error"]["code"], "request_limit_reached");
+        let acme: Arc<str> = Arc::from("acme");
+        let held = [
+            in_flight.admit(&acme, Plan::Free).unwrap(),
+            in_flight.admit(&acme, Plan::Free).unwrap(),
+        ];
+        assert_eq!(in_flight.count("acme"), 2);
+        let Err(refused) = in_flight.admit(&acme, Plan::Free) else {
+            panic!("a third request was admitted at a bound of 2");
+        };
+        assert_eq!(refused.code, "request_limit_reached");
+        assert_eq!(refused.retry_after, Some(1));
         assert_eq!(
-            body["error"]["details"],
+            serde_json::to_value(&refused.details).unwrap(),
             serde_json::json!({ "plan": "free", "currentRequests": 2, "maxRequests": 2 })
         );
-        drop(streams);
-        assert_eq!(in_flight.count(ACCOUNT), 0);
-        assert_eq!(get_(&app, "/short").await.status(), StatusCode::OK);
-    }
-
-    #[tokio::test]
-    async fn a_route_outside_the_layer_is_refused_not_served_uncounted() {
-        let in_flight = InFlight::new(Plans::default());
-        let unlayered = Router::new()
-            .route(
-                "/",
-                get(
-                    |State(f): State<InFlight>, request: Request<Body>| async move {
-                        f.admit(request.extensions(), &Arc::from(ACCOUNT), Plan::Free)
-                    },
-                ),
-            )
-            .with_state(in_flight.clone());
-        let response = get_(&unlayered, "/").await;
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(in_flight.count(ACCOUNT), 0);
+        let other = in_flight.admit(&Arc::from("zeta"), Plan::Free);
+        assert!(other.is_ok(), "another account's requests are its own");
+        drop(held);
+        assert_eq!(in_flight.count("acme"), 0);
     }
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 pub use auth::{Caller, authenticate, bearer, invalid_id_token, is_id_token, sign_in};
 pub use error::{AppError, AppResult, CURRENT_REQUEST, Kind};
-pub use in_flight::{InFlight, RequestLimitDetails, hold as hold_in_flight};
+pub use in_flight::{Admitted, InFlight, RequestLimitDetails};
 pub use refusal::StreamLimitDetails;
 
 use crate::{

@@ -15,6 +15,7 @@ use axum::{
 use crate::{
     accounts::Accounts,
     app::{InFlight, Kind, authenticate},
+    server::in_flight::keep,
 };
 
 /// Admits a request with a live key (noting its principal) under its account's bound on
@@ -24,9 +25,11 @@ pub async fn require_key(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let admitted = match authenticate(&*keys, request.headers()).await {
+    let authorization = request.headers().get(header::AUTHORIZATION);
+    let admitted = match authenticate(&*keys, authorization.map(|v| v.as_bytes())).await {
         Ok(who) => in_flight
-            .admit(request.extensions(), &who.account, who.plan)
+            .admit(&who.account, who.plan)
+            .and_then(|place| keep(request.extensions(), place))
             .map(|()| who),
         Err(refusal) => Err(refusal),
     };
@@ -62,7 +65,8 @@ mod tests {
     use super::require_key;
     use crate::{
         accounts::{Accounts, KeyStore, Plans, Principal},
-        app::{InFlight, hold_in_flight},
+        app::InFlight,
+        server::in_flight::hold,
     };
 
     /// `/mcp` answering the account's name, `/mcp/stream` a body that never ends, as
@@ -85,7 +89,7 @@ mod tests {
                 (keys, InFlight::new(plans)),
                 require_key,
             ))
-            .layer(middleware::from_fn(hold_in_flight))
+            .layer(middleware::from_fn(hold))
     }
 
     async fn call(app: &Router, key: Option<&str>) -> (StatusCode, Option<String>, String) {

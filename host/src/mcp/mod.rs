@@ -26,7 +26,7 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 
-use crate::app::{AppState, hold_in_flight};
+use crate::{app::AppState, server::in_flight};
 
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
@@ -72,6 +72,6 @@ pub fn router(state: AppState) -> (Router, Closer, Arc<Sessions>) {
             (keys, in_flight),
             auth::require_key,
         ))
-        .layer(middleware::from_fn(hold_in_flight));
+        .layer(middleware::from_fn(in_flight::hold));
     (router, closer, sessions)
 }

@@ -9,6 +9,7 @@
 mod body_pace;
 mod door;
 mod http;
+pub(crate) mod in_flight;
 mod per_address;
 mod stores;
 mod tcp;

@@ -8,14 +8,13 @@
 
 use std::sync::Arc;
 
-use axum::{
-    extract::FromRequestParts,
-    http::{header, request::Parts},
-};
+use axum::{extract::FromRequestParts, http::request::Parts};
 
 use crate::{
+    api::auth::authorization,
     app::{AppError, AppState, Kind, bearer, invalid_id_token},
     console::Session,
+    server::in_flight::keep,
 };
 
 /// The signed-in tenant of a console request.
@@ -32,8 +31,8 @@ fn missing(message: &str) -> AppError {
 
 /// The token of an `Authorization` header, if there is one.
 fn token(parts: &Parts) -> Option<Result<&str, AppError>> {
-    let header = parts.headers.get(header::AUTHORIZATION)?;
-    Some(bearer(header.to_str().ok()).ok_or_else(|| {
+    let header = authorization(&parts.headers)?;
+    Some(bearer(std::str::from_utf8(header).ok()).ok_or_else(|| {
         invalid_id_token("malformed Authorization header: expected `Bearer <ID token>`")
     }))
 }
@@ -47,9 +46,10 @@ pub(in crate::api) async fn sign_in(
 ) -> Result<Session, AppError> {
     let session = crate::app::sign_in(&state.console, token).await?;
     let account = Arc::from(session.account.as_str());
-    state
-        .in_flight
-        .admit(&parts.extensions, &account, session.plan)?;
+    keep(
+        &parts.extensions,
+        state.in_flight.admit(&account, session.plan)?,
+    )?;
     Ok(session)
 }
 
