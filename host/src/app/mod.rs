@@ -21,6 +21,7 @@ mod refusal;
 pub mod schema;
 pub mod streams;
 pub mod tools;
+pub mod usage;
 pub mod views;
 
 use std::sync::Arc;

@@ -15,6 +15,11 @@ use crate::memory::{
     MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_VALUE_CHARS, MemoryDraft,
 };
 
+/// A plan tier as the API spells it.
+pub fn plan() -> Schema {
+    one_of(["free", "liftoff", "lightyear"]).into()
+}
+
 /// A key: snake_case, at most [`MAX_KEY_CHARS`].
 pub fn key() -> ObjectBuilder {
     ObjectBuilder::new()

@@ -12,8 +12,11 @@ use axum::{
 use super::{super::doc::ErrorEnvelope, auth::ConsoleAuth, views::*};
 use crate::{
     accounts::{CreateKeyError, KeyInfo, Places},
-    app::{AppError, AppResult, AppState, Kind},
-    clock::{iso8601, month_of, now_ms},
+    app::{
+        AppError, AppResult, AppState, Kind,
+        usage::{self, UsageReport},
+    },
+    clock::{iso8601, now_ms},
 };
 
 /// The account's keys, newest first.
@@ -162,83 +165,5 @@ pub async fn usage(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
 ) -> AppResult<Json<UsageReport>> {
-    let account = session.account.as_str();
-    let limits = state.limits(session.plan);
-    let now = now_ms();
-    let run_ms = state.runtime.month_run_ms(account, now).await?;
-    let month = state.usage.month(account, now).await?;
-    let live: u64 = state
-        .memory
-        .namespaces(account)
-        .await?
-        .iter()
-        .map(|(_, n)| n)
-        .sum();
-    let mut spawn_windows = Vec::new();
-    let keys = keys_of(&state, account).await?;
-    let places = Places::of(keys.iter().map(|k| k.revoked_at), now);
-    let live_keys = keys.into_iter().filter(|k| k.revoked_at.is_none());
-    for key in live_keys {
-        let (minute, hour) = state.runtime.spawns_in_windows(account, &key.id).await?;
-        spawn_windows.extend(
-            [
-                (60, minute, limits.spawns_per_minute),
-                (3_600, hour, limits.spawns_per_hour),
-            ]
-            .map(|(window_secs, used, limit)| SpawnWindow {
-                key_id: key.id.clone(),
-                window_secs,
-                used,
-                limit: Some(limit),
-            }),
-        );
-    }
-    let running = state.runtime.concurrent(account).await?;
-    Ok(Json(UsageReport {
-        month: month_of(now),
-        plan: session.plan.as_str(),
-        agent_hours: HoursUsed {
-            used: run_ms as f64 / 3_600_000.0,
-            limit: Some(limits.agent_hours_per_month),
-        },
-        memories: MemoriesUsed {
-            live,
-            limit: Some(limits.memories),
-            versions_per_key: Some(limits.versions_per_key),
-        },
-        concurrent_agents: ConcurrencyUsed {
-            running,
-            limit: Some(limits.concurrent_agents),
-        },
-        spawn_windows,
-        keys: KeysUsed {
-            active: places.active,
-            revoked_last_hour: places.held,
-            limit: Some(limits.keys),
-        },
-        component_uploads: UploadsUsed {
-            last_hour: state.runtime.uploads_in_hour(account),
-            limit: Some(limits.component_uploads_per_hour),
-        },
-        event_streams: StreamsUsed {
-            open: state.console.streams.count(account),
-            limit: Some(limits.event_streams),
-        },
-        tokens: TokensUsed {
-            used: month.tokens(),
-            limit: Some(limits.tokens_per_month),
-            per_run: Some(limits.tokens_per_run),
-        },
-        http: HttpUsed {
-            requests: month.http_requests,
-            requests_limit: limits.http_requests_per_month,
-            requests_per_run: limits.http_requests_per_run,
-            bytes: month.http_bytes,
-            bytes_limit: limits.http_bytes_per_month,
-            bytes_per_run: limits.http_bytes_per_run,
-        },
-        cpu_seconds: month.cpu_ms as f64 / 1_000.0,
-        input_tokens: month.input_tokens,
-        output_tokens: month.output_tokens,
-    }))
+    Ok(Json(usage::report(&state, &session.into()).await?))
 }

@@ -2,14 +2,9 @@
 //! the public types). Times are ISO 8601 UTC, as on agent records.
 
 use serde::Serialize;
-use utoipa::{ToSchema, openapi::Schema};
+use utoipa::ToSchema;
 
-use crate::app::schema;
-
-/// A plan tier as the API spells it.
-fn plan() -> Schema {
-    schema::one_of(["free", "liftoff", "lightyear"]).into()
-}
+use crate::app::schema::plan;
 
 /// GET /api/v1/console/me
 #[derive(Debug, Serialize, ToSchema)]
@@ -69,82 +64,6 @@ pub struct RevokedKey {
     pub revoked_at: String,
 }
 
-/// A used amount against its plan limit.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HoursUsed {
-    /// Agent run hours this month (finished runs and running agents so far).
-    pub used: f64,
-    /// The plan's agent-hours per month.
-    pub limit: Option<f64>,
-}
-
-/// Live memories against the plan's pool.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct MemoriesUsed {
-    pub live: u64,
-    pub limit: Option<u64>,
-    /// The plan's `versions_per_key`: versions kept of each key, older ones pruned.
-    pub versions_per_key: Option<u32>,
-}
-
-/// Agents spawning or running against the plan's cap.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ConcurrencyUsed {
-    pub running: u32,
-    pub limit: Option<u32>,
-}
-
-/// The places the account's API keys take against the plan's `keys`: the active ones, and
-/// those revoked within the last hour (a revoked key keeps its place for an hour, while
-/// its spawn-rate windows last).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct KeysUsed {
-    pub active: u32,
-    /// Keys revoked within the last hour, each still taking a place.
-    pub revoked_last_hour: u32,
-    pub limit: Option<u32>,
-}
-
-/// Component uploads counted on this node in the last hour against the plan's
-/// `component_uploads_per_hour`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UploadsUsed {
-    pub last_hour: u32,
-    pub limit: Option<u32>,
-}
-
-/// Event streams open on this node against the plan's `event_streams`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct StreamsUsed {
-    pub open: u32,
-    pub limit: Option<u32>,
-}
-
-/// Mind tokens (input plus output) this month against the plan's `tokens_per_month`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TokensUsed {
-    pub used: u64,
-    pub limit: Option<u64>,
-    /// The plan's `tokens_per_run`: what one agent's run may spend.
-    pub per_run: Option<u64>,
-}
-
-/// The agents' outgoing HTTP (`wasi:http`) this month (finished runs) against the plan's
-/// budgets: requests, and bytes (request and response bodies).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HttpUsed {
-    pub requests: u64,
-    /// The plan's `http_requests_per_month`.
-    pub requests_limit: u64,
-    /// The plan's `http_requests_per_run`.
-    pub requests_per_run: u64,
-    pub bytes: u64,
-    /// The plan's `http_bytes_per_month`.
-    pub bytes_limit: u64,
-    /// The plan's `http_bytes_per_run`.
-    pub bytes_per_run: u64,
-}
-
 /// The details of 402 `key_quota_exceeded`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -157,45 +76,4 @@ pub struct KeyQuotaDetails {
     pub revoked_keys: u32,
     /// The plan's `keys`.
     pub max_keys: u32,
-}
-
-/// One live key's spawns in one rolling window.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SpawnWindow {
-    pub key_id: String,
-    /// 60 or 3600.
-    #[schema(minimum = 60, maximum = 3600)]
-    pub window_secs: u32,
-    pub used: u32,
-    pub limit: Option<u32>,
-}
-
-/// GET /api/v1/console/usage: the account's usage against its plan. A `limit` is null when
-/// the plan has none (every plan has all of them today).
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = ConsoleUsage)]
-pub struct UsageReport {
-    /// The calendar month (UTC) counted, `YYYY-MM`.
-    pub month: String,
-    #[schema(schema_with = plan)]
-    pub plan: &'static str,
-    pub agent_hours: HoursUsed,
-    pub memories: MemoriesUsed,
-    pub concurrent_agents: ConcurrencyUsed,
-    /// Two per live key (60 s and 3,600 s); the windows are kept in memory, so a restart
-    /// empties them.
-    pub spawn_windows: Vec<SpawnWindow>,
-    pub keys: KeysUsed,
-    pub event_streams: StreamsUsed,
-    pub component_uploads: UploadsUsed,
-    /// Mind tokens this month (finished runs and the host's jobs) against the plan.
-    pub tokens: TokensUsed,
-    /// Agents' outgoing HTTP this month (finished runs) against the plan.
-    pub http: HttpUsed,
-    /// CPU time the account's agents used this month, in seconds (finished runs).
-    #[schema(minimum = 0)]
-    pub cpu_seconds: f64,
-    /// Tokens the account's Minds spent this month.
-    pub input_tokens: u64,
-    pub output_tokens: u64,
 }
