@@ -16,13 +16,25 @@ import * as tools from 'wasmind:agent/tools@0.1.0';
 import { Context } from './context.js';
 import { MemoryServiceError, MindError, ToolError } from './types.js';
 
+// The bindings' shapes, from `types/` (generated from the WIT: `bin/guest-types.js`), so that
+// `tsconfig.json` checks every object this module hands the imports or reads back.
+/** @typedef {import('wasmind:agent/mind@0.1.0').ToolSpec} WitToolSpec */
+/** @typedef {import('wasmind:agent/mind@0.1.0').Message} WitMessage */
+/** @typedef {import('wasmind:agent/memory@0.1.0').PutRequest} WitPutRequest */
+/** @typedef {import('wasmind:agent/memory@0.1.0').MemoryRecord} WitMemoryRecord */
+/** @typedef {import('wasmind:agent/memory@0.1.0').ListRequest} WitListRequest */
+/** @typedef {import('wasmind:agent/memory@0.1.0').SearchRequest} WitSearchRequest */
+
 /** `quota-exceeded` → `quota_exceeded`: a WIT variant case as our error's kind. */
 export function snake(tag) {
   return tag.replaceAll('-', '_');
 }
 
-/** Calls `f`; a failed `result` (thrown, its variant in `payload`) throws as `Err`. */
-function call(Err, f, ...args) {
+/** Calls `f`; a failed `result` (thrown, its variant in `payload`) throws as `Err`. Typed so
+ * that `tsconfig.json` checks the arguments against the import's generated declaration.
+ * @type {<F extends (...args: any[]) => any>(Err: new (kind: string, message: string) => Error,
+ *   f: F, ...args: Parameters<F>) => ReturnType<F>} */
+const call = (Err, f, ...args) => {
   try {
     return f(...args);
   } catch (e) {
@@ -30,8 +42,9 @@ function call(Err, f, ...args) {
     if (variant === undefined || typeof variant.tag !== 'string') throw e;
     throw new Err(snake(variant.tag), typeof variant.val === 'string' ? variant.val : '');
   }
-}
+};
 
+/** @returns {WitToolSpec} */
 const spec = (t) => ({
   name: t.name,
   description: t.description,
@@ -40,6 +53,7 @@ const spec = (t) => ({
 
 const ms = (n) => Number(n);
 
+/** @param {WitMemoryRecord} m */
 function record(m) {
   return {
     key: m.key,
@@ -53,6 +67,7 @@ function record(m) {
   };
 }
 
+/** @returns {WitPutRequest} */
 function putRequest(r) {
   return {
     key: r.key,
@@ -64,11 +79,13 @@ function putRequest(r) {
   };
 }
 
+/** @typedef {import('./context.js').Backend} Backend */
+
 /** The `Backend` over the host's imports.
- * @implements {import('./context.js').Backend} */
+ * @implements {Backend} */
 export class HostBackend {
   complete(messages, offered) {
-    const wit = messages.map((m) => ({
+    const wit = messages.map(/** @returns {WitMessage} */ (m) => ({
       role: m.role,
       content: m.content,
       toolCalls: m.toolCalls.map((c) => ({ ...c })),
@@ -96,6 +113,7 @@ export class HostBackend {
   }
 
   memoryList(r) {
+    /** @type {WitListRequest} */
     const wit = { namespace: r.namespace, tags: [...(r.tags ?? [])], limit: r.limit };
     return call(MemoryServiceError, memory.list, wit).map(record);
   }
@@ -105,6 +123,7 @@ export class HostBackend {
   }
 
   memorySearch(r) {
+    /** @type {WitSearchRequest} */
     const wit = {
       query: r.query,
       namespace: r.namespace,
