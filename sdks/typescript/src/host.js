@@ -168,16 +168,28 @@ export class HostBackend {
   }
 }
 
+/** The run's error as the world's `result` wants it thrown: the message, in `payload`. */
+function failed(e) {
+  const message = e instanceof Error ? e.message : String(e);
+  return Object.assign(new Error(message), { payload: message });
+}
+
 /** The world's `run` export for the agent `run(ctx, task)`: it returns the final answer,
  * or throws to fail the run — an `AgentFailed`'s message (or any error's) becomes the
- * run's error. */
+ * run's error. `run` may be async (to `await fetch(…)`, which is `wasi:http`, through the
+ * host's egress door): componentize-js runs the event loop until its promise settles. */
 export function exportAgent(run) {
   return (task) => {
+    let answer;
     try {
-      return run(new Context(new HostBackend()), task);
+      answer = run(new Context(new HostBackend()), task);
     } catch (e) {
-      const message = e instanceof Error ? e.message : String(e);
-      throw Object.assign(new Error(message), { payload: message });
+      throw failed(e);
     }
+    return answer instanceof Promise
+      ? answer.catch((e) => {
+          throw failed(e);
+        })
+      : answer;
   };
 }
