@@ -748,6 +748,15 @@ fn is_page(path: &str) -> bool {
     path.starts_with(DOCS)
 }
 
+/// `path` with `x` for each of its parameters (`/api/v1/agents/{id}` → `/api/v1/agents/x`),
+/// for requests a route refuses, or answers alike, whatever the value.
+fn any_parameters(path: &str) -> String {
+    path.split('/')
+        .map(|part| if part.starts_with('{') { "x" } else { part })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Every `$ref` in the document resolves.
 fn check_refs(spec: &Spec, value: &Value, at: &str) {
     match value {
@@ -1006,12 +1015,8 @@ fn the_document_is_true() {
             continue;
         }
         let takes_token = spec.security(&op).to_string().contains("idToken");
-        // Any value stands for a path parameter; an empty object for a body.
-        let url = path
-            .split('/')
-            .map(|part| if part.starts_with('{') { "x" } else { part })
-            .collect::<Vec<_>>()
-            .join("/");
+        // An empty object stands for a body.
+        let url = any_parameters(&path);
         let m = Method::from_bytes(method.as_bytes()).unwrap();
         let body = op.get("requestBody").map(|_| "{}");
         let r = spec.exchange(&forged, &m, &url, body, Conformance::Opaque);
@@ -2658,12 +2663,8 @@ fn drive_in_flight_limit(spec: &mut Spec) {
         }
         let console = spec.security(&op).to_string().contains("idToken");
         let client = if console { &signed_in } else { &keyed };
-        // Any value stands for a path parameter: the route refuses before it reads one.
-        let url = path
-            .split('/')
-            .map(|part| if part.starts_with('{') { "x" } else { part })
-            .collect::<Vec<_>>()
-            .join("/");
+        // The route refuses before it reads a parameter.
+        let url = any_parameters(&path);
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let content = &op["requestBody"]["content"];
         let opaque = Conformance::Opaque;
