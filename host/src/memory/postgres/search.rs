@@ -25,13 +25,12 @@
 //! that size costs what a graph search costs and never misses. The graph's rows are checked
 //! against the account's live memories (and the search's namespace, tags, expiry and
 //! `as_of`) as the HNSW scan yields them, with `hnsw.iterative_scan = relaxed_order` so that
-//! it keeps scanning until `k` pass; its candidate list (`hnsw.ef_search`) is `k` long (at
-//! least 40): twice that cost about twice the walk for a point of recall (BENCHMARKS.md).
+//! it keeps scanning until `k` pass.
 //!
 //! A search is one statement ([`NEAREST`]): the database function `memory_nearest`
-//! (migrations 0021, 0023) looks up the account's graph and searches it with the scan's
-//! settings, and the statement around it returns the rows found with their cosines, and
-//! those of the keyword candidates. Before, a search sent the account lookup, a transaction for the
+//! (migration 0021) looks up the account's graph and searches it with the scan's settings,
+//! and the statement around it returns the rows found with their cosines, and those of the
+//! keyword candidates. Before, a search sent the account lookup, a transaction for the
 //! settings (`BEGIN`, the settings, the search, `COMMIT`) and the rows' fetch one after the
 //! other, each a round trip and a turn of the node and the database's backend on the cores
 //! (BENCHMARKS.md, "one round trip per search").
@@ -281,7 +280,7 @@ async fn bm25(
 
 /// A vector search in one statement: the `$6` nearest `$2` (`real[]`) of account `$1`'s
 /// memories passing the filters (live at `$3`, in namespace `$4` when given, holding tags
-/// `$5`, written by `$7` when given), found by `memory_nearest` (migrations 0021, 0023: the
+/// `$5`, written by `$7` when given), found by `memory_nearest` (migration 0021: the
 /// account's graph looked up and searched, with the HNSW scan's settings, in the
 /// database), each returned with its row and cosine, and with them the rows of `$8`
 /// (`bigint[]`, the keyword candidates) with theirs; `nearest` tells the two apart. Every
