@@ -54,6 +54,8 @@ mod bystander;
 mod cold;
 #[path = "memory/fair.rs"]
 mod fair;
+#[path = "memory/graph_recall.rs"]
+mod graph_recall;
 #[path = "memory/harness.rs"]
 mod harness;
 #[path = "memory/load.rs"]

@@ -13,7 +13,8 @@
 //! [`Remembered`]); each size's new tenth of them is then written again, so that an `as_of`
 //! search from between the two has a past, as the `single` phase's does. Postgres gives the
 //! account its graph then (what the first search would start in the background, timed as
-//! set-up) and is vacuumed. With `WASMIND_BENCH_BACKENDS_ACCOUNTS=N`, N accounts hold the
+//! set-up) and is vacuumed; its graph's recall against an exact scan is then measured per
+//! `hnsw.ef_search` ([`graph_recall`]). With `WASMIND_BENCH_BACKENDS_ACCOUNTS=N`, N accounts hold the
 //! same memories each (the same texts: embedding a million of them would take hours) and
 //! each request goes to a random one of them.
 //!
@@ -31,6 +32,7 @@ use wasmind::memory::embed::{self, EmbedService, Embedder, EmbedderConfig, Embed
 use wasmind::memory::{ImportItem, MemoryConfig, MemoryService, PgMemory, PutInput, Quota};
 use wasmind::storage::{Backend, StorageConfig, connect};
 
+use super::graph_recall;
 use super::harness::{self, Client, Server};
 use super::load::{CHUNK, IN_FLIGHT, item, search_body};
 use super::postgres::server::Postgres;
@@ -41,6 +43,8 @@ use super::{bench_dir, env_usize};
 
 /// Of each size's new memories, every this many is written again: the account's past.
 const REWRITE_EVERY: usize = 10;
+/// Fresh queries the graph's recall is measured with.
+const RECALL_QUERIES: usize = 100;
 /// Queries repeated in the "cached" rows.
 const CACHED_SET: usize = 20;
 /// Where searches and puts go, and what they answer.
@@ -301,6 +305,14 @@ pub fn run(table: &mut Table, model: &Arc<dyn Embedder>) {
         let graphs = started.elapsed().as_secs_f64();
         loaders.close();
         pg.psql("backends", "VACUUM (ANALYZE)");
+        let recall = graph_recall::measure(&pg, "backends", &names[0], model, RECALL_QUERIES);
+        table.value(
+            &section,
+            "postgres graph: recall@40 against an exact scan, database ms per search",
+            recall,
+            "",
+            None,
+        );
         table.value(
             &section,
             "load of both via MemoryService::import, a tenth rewritten (setup)",
