@@ -1,5 +1,5 @@
 // What an agent can do beyond computing, in one object: `ctx.mind`, `ctx.memory`,
-// `ctx.progress`, `ctx.tools` and `ctx.stopRequested()`. All of it goes through one
+// `ctx.progress`, `ctx.tools`, `ctx.stopRequested()` and `ctx.fetch()`. All of it goes through one
 // `Backend`: the host's imports in the component (`host.js`), the doubles of `testing.js`
 // natively, or the replay check's tape around either.
 
@@ -18,6 +18,13 @@
  * @property {() => import('./types.js').ToolSpec[]} toolsList
  * @property {(name: string, argumentsJson: string) => string} toolsCall
  * @property {() => boolean} stopRequested
+ * @property {(url: string, init?: RequestInit) => Promise<Fetched>} fetch
+ */
+
+/**
+ * An HTTP answer as the backend gives it: plain data, so the replay check can record it
+ * and answer a replayed `fetch` with a fresh `Response` of it.
+ * @typedef {{ status: number, statusText: string, headers: [string, string][], body: string }} Fetched
  */
 
 /** Chat completion with tool calls: how an agent thinks. */
@@ -120,5 +127,17 @@ export class Context {
    * 10 seconds later). */
   stopRequested() {
     return this.backend.stopRequested();
+  }
+
+  /** The standard `fetch`, through the backend: in the component it is `wasi:http` (the
+   * host's egress door decides, and journals the answer); natively, the doubles answer and
+   * `checkReplay` records it. The body is read whole, as text. An agent that calls `fetch`
+   * must be `async`.
+   * @param {string} url @param {RequestInit} [init] @returns {Promise<Response>} */
+  async fetch(url, init) {
+    const { status, statusText, headers, body } = await this.backend.fetch(url, init);
+    // A status without a body (204, 304) takes none.
+    const nobody = [101, 204, 205, 304].includes(status);
+    return new Response(nobody ? null : body, { status, statusText, headers });
   }
 }

@@ -166,6 +166,11 @@ export class HostBackend {
   stopRequested() {
     return control.stopRequested();
   }
+
+  async fetch(url, init) {
+    const r = await fetch(url, init);
+    return { status: r.status, statusText: r.statusText, headers: [...r.headers], body: await r.text() };
+  }
 }
 
 /** The run's error as the world's `result` wants it thrown: the message, in `payload`. */

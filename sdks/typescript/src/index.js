@@ -5,7 +5,8 @@
 // Everything it can do beyond computing goes through the `Context`: the Mind (`ctx.mind`,
 // chat completion with tool calls), the account's long-term memory (`ctx.memory`), the
 // tools the account registered (`ctx.tools`), progress reports and log events
-// (`ctx.progress`) and `ctx.stopRequested()`.
+// (`ctx.progress`), `ctx.stopRequested()`, and the web (`await ctx.fetch(url)`, through the
+// host's egress door; an agent that fetches is `async`).
 //
 // `bin/build.js` makes the module exporting `run` a component of the `wasmind:agent` world
 // (through `host.js`); natively (`node --test`), the same code runs against `testing.js`'s

@@ -1,6 +1,6 @@
 // Test doubles for node's test runner: an agent's `run(ctx, task)` runs natively against a
 // scripted Mind, an in-memory memory with the host's checks, a progress recorder,
-// registered tools of the test's making and a stop flag — and `checkReplay`, which tells
+// registered tools of the test's making, a scripted web and a stop flag — and `checkReplay`, which tells
 // whether the agent replays the way a server resuming it after a restart needs.
 
 import { inspect } from 'node:util';
@@ -238,17 +238,43 @@ export class FakeTools {
   }
 }
 
+/** The web as a test scripts it: `page(url, body, { status, headers })` answers `ctx.fetch`
+ * of that URL (any method); any other URL is refused as the host's egress door refuses
+ * one (a `TypeError`, as `fetch`'s own). Requests are kept in `requests`. */
+export class FakeWeb {
+  constructor() {
+    this.pages = new Map();
+    /** @type {Array<{ url: string, method: string, body: string | undefined }>} */
+    this.requests = [];
+  }
+
+  page(url, body, { status = 200, headers = {} } = {}) {
+    this.pages.set(url, { status, body, headers: Object.entries(headers) });
+    return this;
+  }
+
+  /** @returns {import('./context.js').Fetched} */
+  fetch(url, init = {}) {
+    const body = typeof init.body === 'string' ? init.body : undefined;
+    this.requests.push({ url, method: init.method ?? 'GET', body });
+    const page = this.pages.get(url);
+    if (!page) throw new TypeError(`NetworkError when attempting to fetch resource (${url} is not on the FakeWeb)`);
+    return { status: page.status, statusText: '', headers: page.headers, body: page.body };
+  }
+}
+
 /** The doubles, and a `Context` over them (`t.ctx`): `t.mind`, `t.memory` (`undefined` for
  * an agent given no memory — `withoutMemory`: its calls fail `not_configured`),
- * `t.progress`, `t.tools`, and `t.requestStop()`. */
+ * `t.progress`, `t.tools`, `t.web` (what `ctx.fetch` reaches), and `t.requestStop()`. */
 export class TestContext {
   /** @param {{ mind?: ScriptedMind, memory?: InMemoryMemory, tools?: FakeTools,
-   *   withoutMemory?: boolean }} [doubles] */
-  constructor({ mind, memory, tools, withoutMemory = false } = {}) {
+   *   web?: FakeWeb, withoutMemory?: boolean }} [doubles] */
+  constructor({ mind, memory, tools, web, withoutMemory = false } = {}) {
     this.mind = mind ?? new ScriptedMind();
     this.memory = withoutMemory ? undefined : (memory ?? new InMemoryMemory());
     this.progress = new ProgressRecorder();
     this.tools = tools ?? new FakeTools();
+    this.web = web ?? new FakeWeb();
     this.stopped = false;
     this.ctx = new Context(doubles(this));
   }
@@ -284,6 +310,7 @@ function doubles(t) {
       return t.tools.call(name, argumentsJson);
     },
     stopRequested: () => t.stopped,
+    fetch: async (url, init) => t.web.fetch(url, init),
   };
 }
 
@@ -310,6 +337,7 @@ const BACKEND_CALLS = [
   'toolsList',
   'toolsCall',
   'stopRequested',
+  'fetch',
 ];
 
 /** Every host call, recorded with its outcome (a result, or the error thrown); on replay,
@@ -358,6 +386,7 @@ class Tape {
     }
     // Diverged: the agent is let finish as fast as it can.
     if (name === 'stopRequested') return true;
+    if (name === 'fetch') return Promise.reject(new TypeError(DIVERGED));
     if (name === 'report' || name === 'log') return undefined;
     if (name.startsWith('memory')) throw new MemoryServiceError('internal', DIVERGED);
     if (name.startsWith('tools')) throw new ToolError('failed', DIVERGED);
@@ -371,30 +400,47 @@ class Tape {
  * call, another argument, a call more or fewer, another outcome). The doubles of `t` see
  * the first run only. An agent replays when all the outside data it uses comes through its
  * host calls (the clock and random do, in the component: the host journals them — but not
- * here, so an agent whose calls depend on them fails this).
+ * here, so an agent whose calls depend on them fails this). For an `async` agent (one that
+ * uses `ctx.fetch`), it returns a promise of the same.
  * @param {TestContext} t @param {string} task
- * @param {(ctx: Context, task: string) => string} agent @returns {string[]} */
+ * @param {(ctx: Context, task: string) => string | Promise<string>} agent
+ * @returns {string[] | Promise<string[]>} */
 export function checkReplay(t, task, agent) {
   const tape = new Tape(t.ctx.backend);
   const ctx = new Context(tape.backend);
+  const failed = (e) => {
+    if (e instanceof AgentFailed) return `failed ${JSON.stringify(e.message)}`;
+    if (tape.diverged === undefined) throw e;
+    return `failed ${JSON.stringify(DIVERGED)}`;
+  };
+  const answered = (answer) => `answered ${JSON.stringify(answer)}`;
   const outcome = () => {
+    let answer;
     try {
-      return `answered ${JSON.stringify(agent(ctx, task))}`;
+      answer = agent(ctx, task);
     } catch (e) {
-      if (e instanceof AgentFailed) return `failed ${JSON.stringify(e.message)}`;
-      if (tape.diverged === undefined) throw e;
-      return `failed ${JSON.stringify(DIVERGED)}`;
+      return failed(e);
     }
+    return answer instanceof Promise ? answer.then(answered, failed) : answered(answer);
+  };
+  const verdict = (first, second) => {
+    if (tape.diverged) throw tape.diverged;
+    if (tape.replay < tape.calls.length) {
+      throw new ReplayDiverged(tape.replay + 1, 'no further call (it returned)', tape.calls[tape.replay].made);
+    }
+    if (first !== second) {
+      throw new ReplayDiverged(tape.replay + 1, `the outcome ${second}`, `the outcome ${first}`);
+    }
+    return tape.calls.map((c) => c.made);
   };
   const first = outcome();
+  if (first instanceof Promise) {
+    return first.then(async (settled) => {
+      tape.replay = 0;
+      return verdict(settled, await outcome());
+    });
+  }
   tape.replay = 0;
   const second = outcome();
-  if (tape.diverged) throw tape.diverged;
-  if (tape.replay < tape.calls.length) {
-    throw new ReplayDiverged(tape.replay + 1, 'no further call (it returned)', tape.calls[tape.replay].made);
-  }
-  if (first !== second) {
-    throw new ReplayDiverged(tape.replay + 1, `the outcome ${second}`, `the outcome ${first}`);
-  }
-  return tape.calls.map((c) => c.made);
+  return verdict(first, /** @type {string} */ (second));
 }

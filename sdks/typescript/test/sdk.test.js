@@ -18,6 +18,7 @@ import {
 } from '../src/index.js';
 import {
   FakeTools,
+  FakeWeb,
   InMemoryMemory,
   ReplayDiverged,
   ScriptedMind,
@@ -152,4 +153,39 @@ test('the replay check fails an agent that calls less on replay', () => {
     return 'done';
   };
   assert.throws(() => checkReplay(new TestContext(), 'go', forgetful), (e) => e instanceof ReplayDiverged && /no further call/.test(e.made));
+});
+
+/** Fetches the status page its task names and remembers whether it is up. */
+async function watcher(ctx, task) {
+  let state;
+  try {
+    const page = await ctx.fetch(task);
+    state = page.status === 200 ? `up: ${await page.text()}` : `status ${page.status}`;
+  } catch (e) {
+    if (!(e instanceof TypeError)) throw e;
+    state = 'unreachable';
+  }
+  ctx.memory.put({ key: 'status', value: state });
+  return state;
+}
+
+test('ctx.fetch answers from the FakeWeb, and an async agent replays', async () => {
+  const web = new FakeWeb().page('https://status.example/', 'all good', { headers: { 'content-type': 'text/plain' } });
+  const t = new TestContext({ web });
+  const calls = await checkReplay(t, 'https://status.example/', watcher);
+  assert.deepEqual(calls.map((c) => c.split('(')[0]), ['fetch', 'memoryPut']);
+  assert.equal(t.memory.get('status').value, 'up: all good');
+  assert.deepEqual(web.requests, [{ url: 'https://status.example/', method: 'GET', body: undefined }], 'the doubles see the first run only');
+  const refused = new TestContext();
+  assert.equal(await watcher(refused.ctx, 'https://elsewhere.example/'), 'unreachable');
+});
+
+test('the replay check fails an async agent whose request depends on outside data', async () => {
+  let runs = 0;
+  const drifting = async (ctx) => {
+    runs += 1;
+    await ctx.fetch(`https://status.example/?n=${runs}`).catch(() => undefined);
+    return 'done';
+  };
+  await assert.rejects(checkReplay(new TestContext(), 'go', drifting), (e) => e instanceof ReplayDiverged && e.step === 1 && /n=2/.test(e.made));
 });
