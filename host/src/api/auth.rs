@@ -59,7 +59,7 @@ impl FromRequestParts<AppState> for AccountAuth {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let credential = authorization(&parts.headers)
-            .and_then(|value| bearer(std::str::from_utf8(value).ok()))
+            .and_then(bearer)
             .filter(|credential| is_id_token(credential));
         match credential {
             Some(token) => {

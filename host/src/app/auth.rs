@@ -52,7 +52,7 @@ pub async fn authenticate(
             "missing Authorization header: send `Authorization: Bearer <API key>`",
         )
     })?;
-    let key = bearer(std::str::from_utf8(header).ok()).ok_or_else(|| {
+    let key = bearer(header).ok_or_else(|| {
         AppError::invalid_api_key("malformed Authorization header: expected `Bearer <API key>`")
     })?;
     keys.authenticate(key)
@@ -61,9 +61,11 @@ pub async fn authenticate(
         .ok_or_else(|| AppError::invalid_api_key("unknown or revoked API key"))
 }
 
-/// The credential of an `Authorization: Bearer <credential>` header's value, if it is one.
-pub fn bearer(value: Option<&str>) -> Option<&str> {
-    value
+/// The credential of an `Authorization: Bearer <credential>` header's value (its bytes,
+/// as the adapters find them), if it is one.
+pub fn bearer(value: &[u8]) -> Option<&str> {
+    std::str::from_utf8(value)
+        .ok()
         .and_then(|h| h.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|k| !k.is_empty())
@@ -99,8 +101,8 @@ mod tests {
         assert!(is_id_token("eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJhIn0.c2ln"));
         assert!(!is_id_token(&format!("wm_{}", "0f".repeat(32))));
         assert!(!is_id_token("junk"));
-        assert_eq!(bearer(Some("Bearer  wm_1 ")), Some("wm_1"));
-        assert_eq!(bearer(Some("Basic wm_1")), None);
-        assert_eq!(bearer(Some("Bearer ")), None);
+        assert_eq!(bearer(b"Bearer  wm_1 "), Some("wm_1"));
+        assert_eq!(bearer(b"Basic wm_1"), None);
+        assert_eq!(bearer(b"Bearer "), None);
     }
 }

@@ -32,7 +32,7 @@ fn missing(message: &str) -> AppError {
 /// The token of an `Authorization` header, if there is one.
 fn token(parts: &Parts) -> Option<Result<&str, AppError>> {
     let header = authorization(&parts.headers)?;
-    Some(bearer(std::str::from_utf8(header).ok()).ok_or_else(|| {
+    Some(bearer(header).ok_or_else(|| {
         invalid_id_token("malformed Authorization header: expected `Bearer <ID token>`")
     }))
 }
