@@ -5,7 +5,8 @@
 //! language runs — the notes agent followed to its result, killed with -9 mid-run and
 //! completing after the restart with each write applied once (the journal does not care
 //! which language made the calls), and `wasmind agent new --lang LANG`'s project from a
-//! directory outside the checkout: its native tests, its build line, deploy, spawn.
+//! directory outside the checkout: its native tests, its build line, deploy, spawn. And
+//! each language's fetch agent through the host's egress door.
 
 use std::{
     path::{Path, PathBuf},
@@ -22,6 +23,7 @@ use crate::{
         Client, Options, binary,
         components::upload,
         fake_mind::{FakeMind, Reply},
+        origin::Origin,
         server_with_keys,
     },
     durable::Setup,
@@ -149,6 +151,63 @@ pub fn spawn_uploaded(c: &Client, wasm: &Path, name: &str, task: &str) -> String
     );
     assert_eq!(r.status, 201, "{:#}", r.body);
     r.body["agent_id"].as_str().unwrap().to_string()
+}
+
+/// The fetch agent of each language at `wasm` (its task a URL; it fetches it, remembers
+/// the body under `fetched` in namespace `web` and answers `STATUS BODY`), through the
+/// host's egress door: an allowed origin answers once, with an `Idempotency-Key`; an
+/// address the door refuses fails the run with `refusal` in its error, its log has the
+/// door's `egress` event, and nothing reaches it.
+pub fn fetches_through_the_egress_door(wasm: &Path, refusal: &str) {
+    let (origin, canary) = (Origin::start("127.0.0.2"), Origin::start("127.0.0.1"));
+    // Both on the allowlist: the canary's address (loopback) is refused by the address
+    // check; the origin's range is listed.
+    let config = format!(
+        "[egress]\nallow_ranges = [\"127.0.0.2/32\"]\nallow = [\n\
+         {{ host = \"127.0.0.2\", ports = [{}], schemes = [\"http\"] }},\n\
+         {{ host = \"127.0.0.1\", ports = [{}], schemes = [\"http\"] }},\n]\n",
+        origin.port(),
+        canary.port()
+    );
+    let options = Options {
+        config: Some(config),
+        ..Options::hash_embedder()
+    };
+    let (_tmp, server, keys) = server_with_keys(&[("acme", PLAN)], &options);
+    let c = server.client(&keys[0]);
+    let agent = upload(&c, wasm.to_str().unwrap(), "fetch_agent", "0.1.0");
+    let spawn = |task: &str| {
+        let body =
+            json!({ "task": task, "agent": agent["component_id"], "memory_mode": "explicit" });
+        let r = c.post("/api/v1/agents", &body);
+        assert_eq!(r.status, 201, "{:#}", r.body);
+        let id = r.body["agent_id"].as_str().unwrap().to_string();
+        (wait_terminal(&c, &id), id)
+    };
+
+    let (done, _) = spawn(&origin.url("/hello"));
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["final_result"], "200 hello /hello");
+    let kept = c.get("/api/v1/memory?key=fetched&namespace=web");
+    assert_eq!(kept.body["value"], "hello /hello", "{:#}", kept.body);
+    let seen = origin.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].idempotency_key.is_some(), "{seen:?}");
+
+    let (done, id) = spawn(&canary.url("/secret"));
+    assert_eq!(done["status"], "failed", "{done:#}");
+    assert!(canary.requests().is_empty(), "a refused request was sent");
+    // The door's refusal, in the agent's log: the rule and the URL.
+    let logs = c.get(&format!("/api/v1/agents/{id}/logs?limit=1000")).body;
+    let refused: Vec<&Value> = (logs["data"].as_array().unwrap().iter())
+        .filter(|e| e["kind"] == "egress")
+        .collect();
+    assert_eq!(refused.len(), 1, "{logs:#}");
+    assert_eq!(refused[0]["data"]["url"], canary.url("/secret"), "{logs:#}");
+    assert_eq!(refused[0]["data"]["rule"], "address", "{logs:#}");
+    // What the agent saw: its fetch failed, and its run failed with that.
+    let error = done["error"]["message"].as_str().unwrap();
+    assert!(error.contains(refusal), "{refusal:?} not in {error}");
 }
 
 /// The memories of `namespace`.

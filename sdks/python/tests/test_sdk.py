@@ -11,6 +11,8 @@ from wasmind_sdk import (
     AgentFailed,
     Completion,
     Context,
+    FetchError,
+    FetchRequest,
     MemoryServiceError,
     MindError,
     PutRequest,
@@ -25,6 +27,7 @@ from wasmind_sdk import (
 from wasmind_sdk.host import _snake
 from wasmind_sdk.testing import (
     FakeTools,
+    FakeWeb,
     InMemoryMemory,
     ReplayDiverged,
     ScriptedMind,
@@ -181,7 +184,51 @@ def test_the_replay_check_fails_an_agent_that_calls_less_on_replay():
         check_replay(TestContext(), "hello", once)
 
 
+def test_fetch_reaches_the_web_s_pages_and_is_refused_elsewhere():
+    web = FakeWeb().page(
+        "https://status.example.com/api", '{"down": ["db"]}', headers=[("Content-Type", "application/json")]
+    )
+    t = TestContext(web=web)
+    r = t.ctx.fetch(
+        "https://status.example.com/api", method="post", headers={"X-Probe": "1"}, body="ping"
+    )
+    assert (r.status, r.json(), r.header("content-type")) == (200, {"down": ["db"]}, "application/json")
+    assert web.requests == [
+        FetchRequest("https://status.example.com/api", "POST", (("X-Probe", "1"),), b"ping")
+    ]
+    with pytest.raises(FetchError) as e:
+        t.ctx.fetch("https://elsewhere.example.com/")
+    assert e.value.kind == "http_request_denied"
+
+
+def watcher(ctx: Context, task: str) -> str:
+    """An agent that fetches what its task names and remembers the answer."""
+    page = ctx.fetch(task)
+    ctx.memory.put(PutRequest("status", page.text()))
+    return f"{page.status} {page.text()}"
+
+
+def test_the_replay_check_answers_fetch_from_the_tape():
+    t = TestContext(web=FakeWeb().page("https://status.example.com/", "all good"))
+    calls = check_replay(t, "https://status.example.com/", watcher)
+    assert calls[0].startswith("fetch(") and calls[1].startswith("memory_put(")
+    assert len(t.web.requests) == 1, "the replay was answered from the tape"
+
+
+def test_the_replay_check_fails_an_agent_whose_request_reads_the_clock():
+    def polling(ctx: Context, task: str) -> str:
+        try:
+            return ctx.fetch(f"{task}?t={time.perf_counter_ns()}").text()
+        except FetchError as e:
+            return e.kind
+
+    with pytest.raises(ReplayDiverged) as e:
+        check_replay(TestContext(), "https://status.example.com/", polling)
+    assert e.value.step == 1 and e.value.made.startswith("fetch(")
+
+
 def test_generated_variant_cases_map_to_snake_case_kinds():
     assert _snake("MemoryError_QuotaExceeded") == "quota_exceeded"
     assert _snake("ToolError_InvalidArguments") == "invalid_arguments"
     assert _snake("MindError_Stopped") == "stopped"
+    assert _snake("ErrorCode_DestinationIpProhibited") == "destination_ip_prohibited"

@@ -4,8 +4,9 @@ An agent is a function `run(ctx: Context, task: str) -> str`: it receives its ta
 user's message) and returns its final answer, or raises `AgentFailed` with why it could not
 produce one. Everything it can do beyond computing goes through the `Context`: the Mind
 (`ctx.mind`, chat completion with tool calls), the account's long-term memory
-(`ctx.memory`), the tools the account registered (`ctx.tools`), progress reports and log
-events (`ctx.progress`) and `ctx.stop_requested()`. `export_agent(run)` makes the class
+(`ctx.memory`), the tools the account registered (`ctx.tools`), the web (`ctx.fetch`,
+through the host's egress door), progress reports and log events (`ctx.progress`) and
+`ctx.stop_requested()`. `export_agent(run)` makes the class
 componentize-py exports as the `wasmind:agent` world's `run`.
 
 Built into a component (componentize-py, from the WIT in `wasmind_sdk/wit`), the context
@@ -21,6 +22,8 @@ from .types import (
     AgentFailed,
     Breakdown,
     Completion,
+    FetchError,
+    FetchRequest,
     ListRequest,
     LogKind,
     MemoryRecord,
@@ -29,6 +32,7 @@ from .types import (
     MindError,
     PutRequest,
     PutResult,
+    Response,
     Role,
     SearchHit,
     SearchRequest,
@@ -43,6 +47,8 @@ __all__ = [
     "Breakdown",
     "Completion",
     "Context",
+    "FetchError",
+    "FetchRequest",
     "ListRequest",
     "LogKind",
     "MEMORY_TOOL_NAMES",
@@ -55,6 +61,7 @@ __all__ = [
     "Progress",
     "PutRequest",
     "PutResult",
+    "Response",
     "Role",
     "SearchHit",
     "SearchRequest",

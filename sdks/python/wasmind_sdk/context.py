@@ -1,21 +1,23 @@
 """What an agent can do beyond computing, in one object: `ctx.mind`, `ctx.memory`,
-`ctx.progress`, `ctx.tools` and `ctx.stop_requested()`. All of it goes through one
+`ctx.progress`, `ctx.tools`, `ctx.fetch()` and `ctx.stop_requested()`. All of it goes through one
 `Backend`: the host's imports in the component (`wasmind_sdk.host`), the doubles of
 `wasmind_sdk.testing` natively, or the replay check's tape around either."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Mapping, Optional, Protocol, Sequence, Union
 
 from .types import (
     Completion,
+    FetchRequest,
     ListRequest,
     LogKind,
     MemoryRecord,
     Message,
     PutRequest,
     PutResult,
+    Response,
     SearchHit,
     SearchRequest,
     ToolSpec,
@@ -24,7 +26,7 @@ from .types import (
 
 class Backend(Protocol):
     """The host calls of the `wasmind:agent` world, one method each. Failures raise
-    `MindError`, `MemoryServiceError` or `ToolError`."""
+    `MindError`, `MemoryServiceError`, `ToolError` or `FetchError`."""
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Completion: ...
     def memory_put(self, request: PutRequest) -> PutResult: ...
@@ -36,6 +38,7 @@ class Backend(Protocol):
     def log(self, kind: LogKind, message: str, data_json: Optional[str]) -> None: ...
     def tools_list(self) -> list[ToolSpec]: ...
     def tools_call(self, name: str, arguments_json: str) -> str: ...
+    def fetch(self, request: FetchRequest) -> Response: ...
     def stop_requested(self) -> bool: ...
 
 
@@ -123,3 +126,21 @@ class Context:
         """True once a stop was requested: finish promptly (the host interrupts the agent
         about 10 seconds later)."""
         return self.backend.stop_requested()
+
+    def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Union[Mapping[str, str], Sequence[tuple[str, str]]] = (),
+        body: Union[str, bytes] = b"",
+    ) -> Response:
+        """Sends a request and returns the answer, its body read whole; blocks until then.
+        In the component it is `wasi:http`: the host's egress door decides (the operator's
+        allowlist, the plan's budget) and journals the answer, so a resumed run gets the
+        same answer without sending again. Natively the doubles answer (`FakeWeb`), and
+        `check_replay` records it. Raises `FetchError` when no answer came (refused,
+        unreachable, timed out); any status is an answer. A `str` body is sent as UTF-8."""
+        pairs = tuple(headers.items() if isinstance(headers, Mapping) else headers)
+        data = body.encode() if isinstance(body, str) else bytes(body)
+        return self.backend.fetch(FetchRequest(url, method.upper(), pairs, data))

@@ -1,5 +1,5 @@
 """The component's side: `HostBackend` answers the `Backend` calls with the imports of the
-`wasmind:agent` world, through the bindings componentize-py generates from the WIT when it
+`wasmind:agent` world (and `ctx.fetch` with `wasi:http`'s, in `wasmind_sdk.web`), through the bindings componentize-py generates from the WIT when it
 builds the component (the module `wit_world`, which exists only there: natively, where
 tests use the doubles, it is missing and `HostBackend` is never made), and `export_agent`
 turns `run(ctx, task)` into the world's `run` export.
@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional, Sequence
 
+from . import web
 from .context import Context
 from .types import (
     Breakdown,
     Completion,
+    FetchError,
+    FetchRequest,
     ListRequest,
     LogKind,
     MemoryRecord,
@@ -25,6 +28,7 @@ from .types import (
     MindError,
     PutRequest,
     PutResult,
+    Response,
     SearchHit,
     SearchRequest,
     ToolCall,
@@ -148,6 +152,9 @@ class HostBackend:
 
     def tools_call(self, name: str, arguments_json: str) -> str:
         return self._call(ToolError, self._tools.call, name, arguments_json)
+
+    def fetch(self, request: FetchRequest) -> Response:
+        return self._call(FetchError, web.send, request)
 
     def stop_requested(self) -> bool:
         return self._control.stop_requested()

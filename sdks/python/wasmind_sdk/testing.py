@@ -1,6 +1,6 @@
 """Test doubles for pytest: an agent's `run(ctx, task)` runs natively against a scripted
 Mind, an in-memory memory with the host's checks, a progress recorder, registered tools of
-the test's making and a stop flag — and `check_replay`, which tells whether the agent
+the test's making, a web of the test's pages and a stop flag — and `check_replay`, which tells whether the agent
 replays the way a server resuming it after a restart needs."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from .types import (
     AgentFailed,
     Breakdown,
     Completion,
+    FetchError,
+    FetchRequest,
     ListRequest,
     LogKind,
     MemoryRecord,
@@ -24,6 +26,7 @@ from .types import (
     MindError,
     PutRequest,
     PutResult,
+    Response,
     SearchHit,
     SearchRequest,
     ToolError,
@@ -240,10 +243,39 @@ class FakeTools:
         return self._tools[name][1](arguments)
 
 
+class FakeWeb:
+    """The web as a test scripts it: `page(url, body, status=…, headers=…)` answers
+    `ctx.fetch` of that URL (any method); any other URL is refused as the host's egress
+    door refuses one it does not allow (`FetchError("http_request_denied")`). The requests
+    are kept in `requests`."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, Response] = {}
+        self.requests: list[FetchRequest] = []
+
+    def page(
+        self,
+        url: str,
+        body: str | bytes,
+        *,
+        status: int = 200,
+        headers: Sequence[tuple[str, str]] = (),
+    ) -> FakeWeb:
+        data = body.encode() if isinstance(body, str) else body
+        self._pages[url] = Response(status, tuple(headers), data)
+        return self
+
+    def fetch(self, request: FetchRequest) -> Response:
+        self.requests.append(request)
+        if request.url not in self._pages:
+            raise FetchError("http_request_denied", f"{request.url} is not on the FakeWeb")
+        return self._pages[request.url]
+
+
 class TestContext:
     """The doubles, and a `Context` over them (`t.ctx`): `t.mind`, `t.memory` (`None`
     for an agent given no memory: its calls fail `not_configured`), `t.progress`,
-    `t.tools`, and `t.request_stop()`."""
+    `t.tools`, `t.web` (what `ctx.fetch` reaches), and `t.request_stop()`."""
 
     __test__ = False  # not a pytest test class
 
@@ -252,6 +284,7 @@ class TestContext:
         mind: Optional[ScriptedMind] = None,
         memory: Optional[InMemoryMemory] = None,
         tools: Optional[FakeTools] = None,
+        web: Optional[FakeWeb] = None,
         *,
         without_memory: bool = False,
     ) -> None:
@@ -259,6 +292,7 @@ class TestContext:
         self.memory = None if without_memory else memory if memory is not None else InMemoryMemory()
         self.progress = ProgressRecorder()
         self.tools = tools or FakeTools()
+        self.web = web or FakeWeb()
         self.stopped = False
         self.ctx = Context(_Doubles(self))
 
@@ -313,6 +347,9 @@ class _Doubles:
             raise ToolError("stopped")
         return self._t.tools.call(name, arguments_json)
 
+    def fetch(self, request: FetchRequest) -> Response:
+        return self._t.web.fetch(request)
+
     def stop_requested(self) -> bool:
         return self._t.stopped
 
@@ -332,7 +369,7 @@ class ReplayDiverged(AssertionError):
 _DIVERGED = "the replay diverged"
 _BACKEND_CALLS = (
     "complete memory_put memory_get memory_list memory_delete memory_search report log "
-    "tools_list tools_call stop_requested"
+    "tools_list tools_call fetch stop_requested"
 ).split()
 
 
@@ -388,6 +425,8 @@ class _Tape:
             raise MemoryServiceError("internal", _DIVERGED)
         if name.startswith("tools_"):
             raise ToolError("failed", _DIVERGED)
+        if name == "fetch":
+            raise FetchError("internal_error", _DIVERGED)
         raise MindError("unavailable", _DIVERGED)
 
 

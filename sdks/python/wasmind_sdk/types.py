@@ -1,7 +1,7 @@
 """The values agents exchange with the host: the Mind's messages, tool calls and
-completions, memory's requests and records, and the errors of each interface. Plain
-dataclasses, the same in the component and in native tests; `wasmind_sdk.host` converts
-them to and from the generated bindings of the `wasmind:agent` WIT world."""
+completions, memory's requests and records, the web's requests and answers, and the errors
+of each interface. Plain dataclasses, the same in the component and in native tests;
+`wasmind_sdk.host` converts them to and from the generated bindings of the WIT world."""
 
 from __future__ import annotations
 
@@ -182,6 +182,39 @@ class ListRequest:
     limit: Optional[int] = None
 
 
+@dataclass(frozen=True)
+class FetchRequest:
+    """A request `ctx.fetch` sends. `headers` in order (a name may repeat)."""
+
+    url: str
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class Response:
+    """An answer to `ctx.fetch`, its body read whole. Any status is an answer: a 404 or a
+    500 is a `Response`, not an error."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+    def header(self, name: str) -> Optional[str]:
+        """The first value of header `name` (any case), or `None`."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers if k.lower() == wanted), None)
+
+    def text(self) -> str:
+        """The body as UTF-8 text (undecodable bytes replaced)."""
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body, parsed (raises `ValueError` when it is not JSON)."""
+        return json.loads(self.body)
+
+
 class WasmindError(Exception):
     """A host call that failed: `kind` is the WIT variant's case (snake_case), `args[0]`
     the host's text."""
@@ -211,6 +244,14 @@ class MemoryServiceError(WasmindError):
 
 class ToolError(WasmindError):
     """`unknown`, `invalid_arguments`, `denied`, `failed` or `stopped`."""
+
+
+class FetchError(WasmindError):
+    """A request `ctx.fetch` got no answer for: `kind` is the `wasi:http` error code's
+    case, e.g. `http_request_denied` (the operator's egress policy does not allow it),
+    `destination_ip_prohibited` (an address no agent may reach), `dns_error`,
+    `connection_refused`, `connection_timeout`, `http_response_timeout`,
+    `http_response_body_size` (over the host's bound) or `internal_error`."""
 
 
 class AgentFailed(Exception):
