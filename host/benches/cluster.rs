@@ -31,10 +31,7 @@
 mod server;
 
 // The guests' paths; this bench runs only the spinning one.
-#[allow(dead_code)]
-mod guests {
-    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
-}
+use wasmind_guests as guests;
 
 // The bench's Mind; its stats are the agents bench's need.
 #[path = "agents/fake_mind.rs"]

@@ -21,7 +21,7 @@ use crate::{
 };
 
 /// The default agent, as the server embeds it.
-const DEFAULT_AGENT: &str = env!("WASMIND_DEFAULT_AGENT_WASM");
+const DEFAULT_AGENT: &str = wasmind_guests::DEFAULT_AGENT;
 
 /// The default agent's bytes made distinct: a custom section saying which copy it is.
 fn distinct(base: &[u8], i: usize) -> Vec<u8> {

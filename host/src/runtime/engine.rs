@@ -33,8 +33,8 @@ use super::{
     state::AgentState,
 };
 
-/// The default agent, built from `examples/default-agent` by the build script.
-const DEFAULT_AGENT: &[u8] = include_bytes!(env!("WASMIND_DEFAULT_AGENT_WASM"));
+/// The default agent, built from `examples/default-agent` (by the `wasmind-guests` crate).
+const DEFAULT_AGENT: &[u8] = wasmind_guests::DEFAULT_AGENT_WASM;
 
 /// Mappings one live agent can cost: its stack slot (2) and its linear memory (2, or 4
 /// with copy-on-write images).

@@ -1,4 +1,4 @@
-//! One test per guest component the build script produced, named after it: a guest that
+//! One test per guest component `wasmind-guests` built, named after it: a guest that
 //! no test uses is a build error (`foreach_guest!` below).
 
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use crate::{
     },
 };
 
-include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+pub use wasmind_guests::*;
 
 // The `hostile` guest's test runs beside the other sandbox tests, `reach`'s beside the other
 // durability tests, `fetch`'s and `web_digest`'s beside the other egress tests.
@@ -30,7 +30,7 @@ macro_rules! assert_test_exists {
         use self::$name as _;
     };
 }
-foreach_guest!(assert_test_exists);
+wasmind_guests::foreach_guest!(assert_test_exists);
 
 /// The default agent over the OpenAI protocol: memory tool calls round-trip, a failing
 /// tool call is fed back as `Service Memory failed: …`, and the run completes.

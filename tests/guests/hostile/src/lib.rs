@@ -1,6 +1,6 @@
 //! Test guest `hostile`: misbehaves as its task's first word says, for the sandbox tests
 //! (`host/tests/e2e/hostile.rs`). One guest with several behaviours rather than one crate
-//! each: every guest crate is another wasm build in `host/build.rs`, and these share
+//! each: every guest crate is another wasm build in `guests/build.rs`, and these share
 //! nothing but the SDK.
 //!
 //! - `recurse`: recurses without bound until the stack is exhausted (a trap).
