@@ -174,7 +174,8 @@ pub trait AccountStore: Send + Sync + 'static {
     /// Every key, oldest first.
     async fn list(&self) -> Result<Vec<KeyInfo>>;
 
-    /// The keys of `account`, revoked ones included, oldest first: one indexed query.
+    /// The keys of `account`, revoked ones included, newest first (as the console and the
+    /// usage report list them): one indexed query.
     async fn keys(&self, account: &str) -> Result<Vec<KeyInfo>>;
 
     /// Every account's plan (what `/metrics` sums live memories by).

@@ -27,8 +27,7 @@ pub async fn report(state: &AppState, who: &Caller) -> AppResult<UsageReport> {
         .map(|(_, n)| n)
         .sum();
     let mut spawn_windows = Vec::new();
-    let mut keys = state.keys.keys(account).await?;
-    keys.reverse(); // newest first, as the console lists them
+    let keys = state.keys.keys(account).await?;
     let places = Places::of(keys.iter().map(|k| k.revoked_at), now);
     let live_keys = keys.into_iter().filter(|k| k.revoked_at.is_none());
     for key in live_keys {

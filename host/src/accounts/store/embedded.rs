@@ -187,7 +187,7 @@ impl KeyStore {
                 revoked_at: record.revoked_at,
             })
             .collect();
-        out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        out.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
         Ok(out)
     }
 

@@ -196,7 +196,7 @@ impl AccountStore for PgAccounts {
             "SELECT ",
             key_columns!(),
             " FROM api_keys k JOIN accounts a USING (account_id) WHERE k.account_id = $1
-              ORDER BY k.created_at, k.key_id"
+              ORDER BY k.created_at DESC, k.key_id DESC"
         ))
         .bind(account)
         .fetch_all(&self.pool)

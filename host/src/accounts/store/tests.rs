@@ -185,8 +185,8 @@ async fn keys_of_one_account(store: &dyn AccountStore) {
     };
     assert_eq!(
         ids(store.keys("acme").await.unwrap()),
-        [first.id.clone(), second.id, third.id],
-        "oldest first, the account's only"
+        [third.id, second.id, first.id.clone()],
+        "newest first, the account's only"
     );
     assert_eq!(
         ids(store.keys("zeta").await.unwrap()),

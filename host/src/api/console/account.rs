@@ -11,7 +11,7 @@ use axum::{
 
 use super::{super::doc::ErrorEnvelope, auth::ConsoleAuth, views::*};
 use crate::{
-    accounts::{CreateKeyError, KeyInfo, Places},
+    accounts::{CreateKeyError, Places},
     app::{
         AppError, AppResult, AppState, Kind,
         usage::{self, UsageReport},
@@ -20,12 +20,6 @@ use crate::{
 };
 
 /// The account's keys, newest first.
-async fn keys_of(state: &AppState, account: &str) -> AppResult<Vec<KeyInfo>> {
-    let mut mine = state.keys.keys(account).await?;
-    mine.reverse();
-    Ok(mine)
-}
-
 /// A key not created, as the answer: the plan's bound is 402 `key_quota_exceeded`, with
 /// `Retry-After` when a revoked key's place frees by waiting.
 impl From<CreateKeyError> for AppError {
@@ -89,7 +83,7 @@ pub async fn list_keys(
     State(state): State<AppState>,
     ConsoleAuth(session): ConsoleAuth,
 ) -> AppResult<Json<KeyList>> {
-    let data = keys_of(&state, &session.account)
+    let data = (state.keys.keys(&session.account))
         .await?
         .into_iter()
         .map(|k| KeyEntry {
