@@ -1,8 +1,8 @@
 //! Hibernation: an agent whose host call has waited longer than `[runtime]
 //! hibernate_after_ms` (a Mind call, queued for a provider connection or waiting for a slow
 //! model) gives back its instance — linear memory, tables, fiber stack and `Store` — and
-//! waits parked: its task keeps what the call waits for, its journal and its stop signal,
-//! nothing of the sandbox. Then the agent takes a place under the host's cap again and is
+//! waits parked: its task keeps what the call waits for, its journal (its entries stored,
+//! none held in memory) and its stop signal, nothing of the sandbox. Then the agent takes a place under the host's cap again and is
 //! resumed by replay: instantiated afresh and run from the start, the recorded results
 //! answering its calls, then live.
 //!
@@ -166,6 +166,11 @@ impl Inner {
     /// takes a place again. `Ok` once the agent may be resumed by replay; else how its run
     /// ended meanwhile.
     pub(super) async fn park(&self, ctx: &AgentCtx, pending: Pending) -> Result<(), Outcome> {
+        // The entries the journal holds in memory are stored first, unsynced (a crash
+        // loses a tail that the resumed run makes again), so the parked agent holds none:
+        // a Python agent's start leaves up to `FLUSH_BYTES` of clock and random reads there.
+        (ctx.journal.store(Keep::Unsynced).await)
+            .map_err(|fault| failure(fault.code(), fault.to_string()))?;
         // Dropped on any way out but a resume (the task's too, at shutdown): the agent
         // then leaves the parked as an ending one.
         let mut parked = self.admission.vacate();
