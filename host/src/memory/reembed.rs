@@ -94,3 +94,6 @@ pub async fn pause(progress: &Progress, error: &super::MemoryError) {
     progress.failed(error);
     tokio::time::sleep(RETRY).await;
 }
+
+#[cfg(test)]
+mod tests;

@@ -182,6 +182,11 @@ impl MemoryService {
         if upgrade.as_ref().is_none_or(|u| u.fresh) {
             store::reset_next(&db)?;
         }
+        if let Some(upgrade) = &upgrade {
+            upgrade
+                .progress
+                .counted(store::Reader::new(&db)?.standing()?);
+        }
         let every = Duration::from_secs(config.checkpoint_interval_secs);
         let bounds = Bounds {
             per_account: config.write_queue_per_account.max(1),

@@ -74,13 +74,18 @@ impl Progress {
         }
     }
 
-    /// Running, and standing at `standing`.
-    pub fn stood(&self, standing: Standing) {
+    /// Standing at `standing`, in whatever state it is (the count found at open).
+    pub fn counted(&self, standing: Standing) {
         // A version removed for good after it was re-embedded keeps its side vector
         // until the flip: never report more done than there is.
         let total = standing.total;
         self.total.store(total, Ordering::Relaxed);
         self.done.store(standing.done.min(total), Ordering::Relaxed);
+    }
+
+    /// Running, and standing at `standing`.
+    pub fn stood(&self, standing: Standing) {
+        self.counted(standing);
         *self.state.lock() = (ReembedState::Running, None);
     }
 
