@@ -751,10 +751,13 @@ impl MemoryService {
         r.progress.stood(r.store.standing().await?);
         reembed::walk(&*r.store, &target, &r.progress).await?;
         let mut serving = self.inner.embed.write().await;
-        reembed::walk(&*r.store, &target, &r.progress).await?;
+        let held = Instant::now();
+        let last = reembed::walk(&*r.store, &target, &r.progress).await?;
         let identity = r.store.flip().await?;
         *serving = target;
         drop(serving);
+        let held_ms = held.elapsed().as_millis();
+        tracing::info!(%identity, last, held_ms, "re-embedded: the target serves (searches and writes that embed waited held_ms for the last pass of `last` versions and the flip)");
         r.upgrade.lock().take();
         r.progress.finished(r.store.standing().await?.total);
         Ok(Some(identity))

@@ -32,7 +32,9 @@ pub fn reembed(data_dir: &Path, config: &Config) -> anyhow::Result<()> {
     let (serving, upgrade) = serving(recorded, embedder, &config.embedder)?;
     let Some(upgrade) = upgrade else {
         println!(
-            "nothing to do: the memories are embedded by {} already",
+            "nothing to do: the memories are embedded by {} already, the configured \
+             embedder; to move them to another, configure it (`[embedder] kind` and `model`, \
+             env WASMIND_EMBEDDER and WASMIND_EMBEDDER_MODEL) and run this again",
             embed::identity(config.embedder.kind, &*serving)
         );
         return Ok(());

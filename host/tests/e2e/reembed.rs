@@ -213,3 +213,64 @@ fn a_data_dir_written_with_minilm_is_reembedded_with_e5_while_searched_across_a_
     );
     assert!(refused.contains("WASMIND_EMBEDDER_UPGRADE"), "{refused}");
 }
+
+/// `wasmind memory reembed` runs the re-embedding offline, reporting its progress: refused
+/// while a server holds the data dir, then done, and a server with e5 starts on it.
+#[test]
+fn the_operator_command_reembeds_a_stopped_data_dir_and_reports_it() {
+    let (tmp, mut server, keys) = server_with_keys(&[("acme", "free")], &Options::default());
+    let dir = tmp.path().join("data");
+    let memories: Vec<Value> = (0..40)
+        .map(|n| json!({ "key": format!("k{n}"), "value": value(n) }))
+        .collect();
+    let r =
+        (server.client(&keys[0])).post("/api/v1/memory/import", &json!({ "memories": memories }));
+    assert_eq!(r.status, 200, "{:#}", r.body);
+    let command = || {
+        let mut cmd = std::process::Command::new(crate::common::binary());
+        cmd.args(["memory", "reembed", "--data-dir", dir.to_str().unwrap()])
+            .env("WASMIND_EMBEDDER_MODEL", "e5-small-v2")
+            .env_remove("WASMIND_MODEL_DIR")
+            .env_remove("WASMIND_HOME")
+            .env_remove("WASMIND_CONFIG");
+        if on_postgres() {
+            let config = dir.with_extension("cli.toml");
+            std::fs::write(&config, crate::common::storage_section(&dir)).unwrap();
+            cmd.arg("--config").arg(config);
+        }
+        let out = cmd.output().expect("running wasmind memory reembed");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.success(), text(&out.stdout), text(&out.stderr))
+    };
+    if on_postgres() {
+        server.stop();
+        let (ok, _, stderr) = command();
+        assert!(
+            !ok && stderr.contains("not available on the postgres backend"),
+            "{stderr}"
+        );
+        return;
+    }
+    let (ok, _, stderr) = command();
+    assert!(
+        !ok && stderr.contains("in use by another wasmind process"),
+        "{stderr}"
+    );
+    server.stop();
+    let (ok, stdout, stderr) = command();
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("done: 40 of 40 versions re-embedded from onnx:all-MiniLM-L6-v2-onnx-int8:384 to onnx:e5-small-v2-onnx-int8:384"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the memories are embedded by onnx:e5-small-v2-onnx-int8:384"),
+        "{stdout}"
+    );
+    let (ok, stdout, _) = command();
+    assert!(ok && stdout.contains("nothing to do"), "{stdout}");
+    let server = Server::start_with(&dir, &e5(false));
+    let (key, cosine) = top(&server.client(&keys[0]), 3);
+    assert_eq!(key, "k3");
+    assert!((0.8..0.999).contains(&cosine), "e5's cosine: {cosine}");
+}
