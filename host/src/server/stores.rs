@@ -48,8 +48,16 @@ pub(super) fn serving(
     embedder: Arc<dyn Embedder>,
     config: &EmbedderConfig,
 ) -> anyhow::Result<(Arc<dyn Embedder>, Option<Upgrade>)> {
-    let Recorded::Upgrading { recorded, fresh } = recorded else {
-        return Ok((embedder, None));
+    let (recorded, fresh) = match recorded {
+        Recorded::Upgrading { recorded, fresh } => (recorded, fresh),
+        Recorded::Same { abandoned } => {
+            if abandoned {
+                tracing::warn!(
+                    "the re-embedding asked for earlier is abandoned: the configured embedder is the recorded one again"
+                );
+            }
+            return Ok((embedder, None));
+        }
     };
     let to = embed::identity(config.kind, &*embedder);
     let serving = embed::from_config(&embed::serving_config(&recorded, config, embedder.dims())?)?;

@@ -9,6 +9,7 @@ use std::sync::{
 use std::time::Duration;
 
 use super::*;
+use crate::memory::store::Reader;
 use crate::memory::{
     Mode, Quota, SearchQuery,
     embed::{self, EmbedError, Embedder, EmbedderKind, HashEmbedder, Recorded, Role},
@@ -213,4 +214,46 @@ async fn a_store_is_reembedded_while_searched_stopped_midway_and_resumed() {
     close((service, db));
     let db = redb::Database::create(dir.path().join("db")).unwrap();
     assert!(embed::check_identity(&db, EmbedderKind::Hash, &*hash(), false).is_err());
+}
+
+/// Going back to the recorded embedder abandons a re-embedding (its side vectors dropped);
+/// asked again, it starts over and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn going_back_abandons_a_reembedding_and_asking_again_starts_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (service, db) = open(dir.path(), hash(), false);
+    for n in 0..3 * BATCH {
+        let input = put("acme", &format!("k{n}"), &value(n));
+        service.put(input, Quota::memories(1_000)).await.unwrap();
+    }
+    close((service, db));
+    let (service, db) = open(dir.path(), mirror(), true);
+    let walking = tokio::spawn({
+        let service = service.clone();
+        async move { service.reembed().await }
+    });
+    while service.reembedding().unwrap().done == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    walking.abort();
+    let _ = walking.await;
+    close((service, db));
+
+    let (service, db) = open(dir.path(), hash(), false);
+    assert!(service.reembedding().is_none());
+    let (_, cosine) = top_cosine(&service, &value(5)).await;
+    assert!(cosine > 0.98, "the hash serves on: {cosine}");
+    close((service, db));
+    let standing = Reader::new(&redb::Database::create(dir.path().join("db")).unwrap())
+        .unwrap()
+        .standing()
+        .unwrap();
+    assert_eq!((standing.position, standing.done), (0, 0), "{standing:?}");
+
+    let (service, db) = open(dir.path(), mirror(), true);
+    assert_eq!(service.reembedding().unwrap().done, 0);
+    let identity = service.reembed().await.unwrap();
+    assert_eq!(identity.as_deref(), Some("hash:mirror:64"));
+    assert_eq!(service.reembedding().unwrap().done, 3 * BATCH as u64);
+    close((service, db));
 }

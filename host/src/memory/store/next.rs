@@ -12,8 +12,16 @@ use super::{Batch, EMBEDDINGS, META, NEXT_EMBEDDINGS, REEMBED_POSITION, Reader, 
 use crate::memory::{MemoryError, Result, embed, reembed::Standing};
 
 /// Drops a re-embedding's side vectors and position, if any (it starts over, or was
-/// abandoned): at open, before the writer starts.
+/// abandoned): at open, before the writer starts. Writes nothing when there are none.
 pub fn reset_next(db: &redb::Database) -> Result<()> {
+    let left = Reader::new(db)?.standing()?;
+    if left.position == 0 && left.done == 0 {
+        return Ok(());
+    }
+    tracing::info!(
+        vectors = left.done,
+        "dropping the vectors of an abandoned re-embedding"
+    );
     let txn = db.begin_write()?;
     txn.open_table(NEXT_EMBEDDINGS)?.retain(|_, _| false)?;
     txn.open_table(META)?.remove(REEMBED_POSITION)?;
