@@ -43,11 +43,11 @@ pub enum EmbedError {
     #[error(
         "this data dir's memories were embedded by {recorded}, but the configured embedder is \
          {current}; vectors of two embedders cannot be mixed. Either configure `[embedder] \
-         kind = \"{kind}\"` (and its `model`) to keep using this data dir as it is, or ask \
-         for it to be re-embedded with the configured embedder (embedded backend): \
-         `[embedder] upgrade = true` \
-         (env WASMIND_EMBEDDER_UPGRADE=true) re-embeds in the background while the recorded \
-         embedder serves, `wasmind memory reembed` does it offline and reports its progress"
+         kind = \"{kind}\"` (env WASMIND_EMBEDDER={kind}) and its `model` to keep using this \
+         data dir as it is, or ask for it to be re-embedded with the configured embedder \
+         (embedded backend): `[embedder] upgrade = true` (env WASMIND_EMBEDDER_UPGRADE=true) \
+         re-embeds in the background while the recorded embedder serves, `wasmind memory \
+         reembed` does it offline and reports its progress"
     )]
     Mismatch {
         /// `kind:model:dims` recorded in the data dir.
