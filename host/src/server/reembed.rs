@@ -7,7 +7,7 @@ use std::{path::Path, time::Duration, time::Instant};
 
 use anyhow::Context;
 
-use super::stores::{embed_service, serving};
+use super::stores::serving;
 use crate::{
     config::Config,
     data_dir::DataDir,
@@ -28,6 +28,7 @@ pub fn reembed(data_dir: &Path, config: &Config) -> anyhow::Result<()> {
     );
     let dir = DataDir::open(data_dir)?;
     let embedder = embed::from_config(&config.embedder)?;
+    let current = embed::identity(config.embedder.kind, &*embedder);
     let recorded = embed::check_identity(dir.db(), config.embedder.kind, &*embedder, true)?;
     let (serving, upgrade) = serving(recorded, embedder, &config.embedder)?;
     let Some(upgrade) = upgrade else {
@@ -35,7 +36,7 @@ pub fn reembed(data_dir: &Path, config: &Config) -> anyhow::Result<()> {
             "nothing to do: the memories are embedded by {} already, the configured \
              embedder; to move them to another, configure it (`[embedder] kind` and `model`, \
              env WASMIND_EMBEDDER and WASMIND_EMBEDDER_MODEL) and run this again",
-            embed::identity(config.embedder.kind, &*serving)
+            current
         );
         return Ok(());
     };
@@ -45,11 +46,10 @@ pub fn reembed(data_dir: &Path, config: &Config) -> anyhow::Result<()> {
         .build()?;
     let started = Instant::now();
     let identity = runtime.block_on(async {
-        let embed = embed_service(serving, &config.embedder)?;
         let memory = MemoryService::open_upgrading(
             dir.db().clone(),
             &dir.index_dir("memory"),
-            embed,
+            serving,
             &config.memory,
             Some(upgrade),
         )

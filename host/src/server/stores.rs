@@ -41,13 +41,14 @@ pub(super) struct Stores {
     pub billing: Arc<dyn BillingStore>,
 }
 
-/// The embedder that serves a data dir whose record `recorded` names, and the re-embedding
-/// with `embedder` it asks for, if any.
+/// The embedder's service that serves a data dir whose record `recorded` names, and the
+/// re-embedding with `embedder` it asks for, if any (its target's bulk lane standing aside
+/// for the requests the serving one serves).
 pub(super) fn serving(
     recorded: Recorded,
     embedder: Arc<dyn Embedder>,
     config: &EmbedderConfig,
-) -> anyhow::Result<(Arc<dyn Embedder>, Option<Upgrade>)> {
+) -> anyhow::Result<(EmbedService, Option<Upgrade>)> {
     let (recorded, fresh) = match recorded {
         Recorded::Upgrading { recorded, fresh } => (recorded, fresh),
         Recorded::Same { abandoned } => {
@@ -56,14 +57,16 @@ pub(super) fn serving(
                     "the re-embedding asked for earlier is abandoned: the configured embedder is the recorded one again"
                 );
             }
-            return Ok((embedder, None));
+            return Ok((embed_service(embedder, config)?, None));
         }
     };
     let to = embed::identity(config.kind, &*embedder);
     let serving = embed::from_config(&embed::serving_config(&recorded, config, embedder.dims())?)?;
     tracing::info!(from = %recorded, %to, "re-embedding the memories in the background; the recorded embedder serves until it is done");
+    let serving = embed_service(serving, config)?;
+    let reranker = embed::locate_reranker(config).context("finding the cross-encoder")?;
+    let target = serving.alongside(embedder, config, Some(reranker));
     let progress = Arc::new(Progress::new(recorded, to));
-    let target = embed_service(embedder, config)?;
     Ok((
         serving,
         Some(Upgrade {
@@ -76,7 +79,7 @@ pub(super) fn serving(
 
 /// The embedder's service with the cross-encoder, whose files must be there (they are
 /// loaded at the first search that asks to rerank).
-pub(super) fn embed_service(
+fn embed_service(
     embedder: Arc<dyn Embedder>,
     config: &EmbedderConfig,
 ) -> anyhow::Result<EmbedService> {
@@ -102,12 +105,11 @@ impl Stores {
             Backend::Embedded => {
                 let (kind, upgrade) = (config.embedder.kind, config.embedder.upgrade);
                 let recorded = embed::check_identity(dir.db(), kind, &*embedder, upgrade)?;
-                let (embedder, upgrade) = serving(recorded, embedder, &config.embedder)?;
+                let (embed, upgrade) = serving(recorded, embedder, &config.embedder)?;
                 if let Some(upgrade) = &upgrade {
                     readiness.set_reembed(upgrade.progress.clone());
                 }
                 readiness.mark(Part::Embedder);
-                let embed = embed_service(embedder, &config.embedder)?;
                 let upgrading = upgrade.is_some();
                 let memory = MemoryService::open_upgrading(
                     dir.db().clone(),
