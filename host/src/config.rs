@@ -104,6 +104,11 @@ impl Config {
                         .parse()
                         .map_err(|e| anyhow::anyhow!("WASMIND_EMBEDDER_MODEL: {e}"))?;
                 }
+                "WASMIND_EMBEDDER_UPGRADE" => {
+                    self.embedder.upgrade = value.parse().map_err(|_| {
+                        anyhow::anyhow!("WASMIND_EMBEDDER_UPGRADE: expected true or false")
+                    })?;
+                }
                 "WASMIND_MODEL_DIR" => self.embedder.model_dir = Some(PathBuf::from(value)),
                 "WASMIND_ARTIFACT_CACHE_DIR" => {
                     self.runtime.artifact_cache_dir = Some(PathBuf::from(value));
@@ -164,6 +169,7 @@ mod tests {
                 "WASMIND_EMBEDDER_MODEL".to_string(),
                 "e5-small-v2".to_string(),
             ),
+            ("WASMIND_EMBEDDER_UPGRADE".to_string(), "true".to_string()),
             (
                 "WASMIND_ARTIFACT_CACHE_DIR".to_string(),
                 "/var/cache/wasmind".to_string(),
@@ -173,6 +179,10 @@ mod tests {
         assert_eq!(c2.mind.model, "m2");
         assert_ne!(c2.embedder.kind, c.embedder.kind);
         assert_ne!(c2.embedder.model, c.embedder.model);
+        assert!(c2.embedder.upgrade && !c.embedder.upgrade);
+        let bad = BTreeMap::from([("WASMIND_EMBEDDER_UPGRADE".to_string(), "yes".to_string())]);
+        let err = Config::default().apply_env(&bad).unwrap_err().to_string();
+        assert!(err.contains("expected true or false"), "{err}");
         assert_eq!(
             c2.runtime.artifact_cache_dir,
             Some(PathBuf::from("/var/cache/wasmind"))

@@ -8,9 +8,12 @@
 //! Mind's provider, model and the words of its check (which may quote a provider's error)
 //! are for a request with a valid API key, and the server log.
 
+use std::sync::Arc;
+
 use parking_lot::Mutex;
 use serde::Serialize;
 
+use crate::memory::reembed::{Progress, ReembedReport, ReembedState};
 use crate::mind::{MindCheck, MindStatus};
 
 /// A part the server needs before it can serve the API.
@@ -50,6 +53,10 @@ pub struct Report {
     pub checks: Checks,
     /// The Mind's check: information, not a condition of readiness.
     pub mind: MindCheck,
+    /// The memories' re-embedding with another embedder, when one was asked for at this
+    /// start: information, not a condition of readiness (the recorded embedder serves).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reembed: Option<ReembedReport>,
 }
 
 /// What `/readyz` says to a request without a valid key: states only.
@@ -60,6 +67,15 @@ pub struct PublicReport {
     pub checks: Checks,
     /// The Mind's check, its state alone.
     pub mind: MindState,
+    /// The re-embedding's state alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reembed: Option<ReembedPublic>,
+}
+
+/// A re-embedding's state, without its models and counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ReembedPublic {
+    pub state: ReembedState,
 }
 
 /// The Mind's state, without what the check found.
@@ -82,6 +98,7 @@ impl Report {
             mind: MindState {
                 status: self.mind.status,
             },
+            reembed: (self.reembed.as_ref()).map(|r| ReembedPublic { state: r.state }),
         }
     }
 }
@@ -91,6 +108,7 @@ impl Report {
 pub struct Readiness {
     checks: Mutex<Checks>,
     mind: Mutex<MindCheck>,
+    reembed: Mutex<Option<Arc<Progress>>>,
 }
 
 impl Readiness {
@@ -99,6 +117,7 @@ impl Readiness {
         Self {
             checks: Mutex::new(Checks::default()),
             mind: Mutex::new(mind),
+            reembed: Mutex::new(None),
         }
     }
 
@@ -111,6 +130,11 @@ impl Readiness {
             Part::Runtime => &mut checks.runtime,
         };
         *state = PartState::Ready;
+    }
+
+    /// Reports the memories' re-embedding from now on.
+    pub fn set_reembed(&self, progress: Arc<Progress>) {
+        *self.reembed.lock() = Some(progress);
     }
 
     /// Records the Mind's check.
@@ -130,6 +154,7 @@ impl Readiness {
             },
             checks,
             mind: self.mind.lock().clone(),
+            reembed: self.reembed.lock().as_ref().map(|p| p.report()),
         }
     }
 }
@@ -185,5 +210,11 @@ mod tests {
                 "mind": {"status": "unreachable"},
             })
         );
+        let progress = Arc::new(Progress::new("onnx:a:384".into(), "onnx:b:384".into()));
+        readiness.set_reembed(progress);
+        let report = readiness.report();
+        assert_eq!(report.reembed.as_ref().unwrap().from, "onnx:a:384");
+        let public = serde_json::to_value(report.public()).unwrap();
+        assert_eq!(public["reembed"], serde_json::json!({"state": "pending"}));
     }
 }

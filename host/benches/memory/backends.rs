@@ -165,7 +165,7 @@ impl Loaders {
         let embedder: Arc<dyn Embedder> = remembered.clone();
         let service = || EmbedService::new(embedder.clone(), &EmbedderConfig::default());
         let dir = DataDir::open(path).expect("open the data dir");
-        embed::check_identity(dir.db(), EmbedderKind::Onnx, &*embedder).expect("identity");
+        embed::check_identity(dir.db(), EmbedderKind::Onnx, &*embedder, false).expect("identity");
         let embedded = MemoryService::open(
             dir.db().clone(),
             &dir.index_dir("memory"),

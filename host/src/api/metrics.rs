@@ -108,6 +108,7 @@ pub async fn mount(
 async fn render(State(scrape): State<Scrape>) -> Result<Response, AppError> {
     let Scrape { exporter, state } = scrape;
     scrape::agents_live(state.runtime.live(), state.runtime.parked());
+    scrape::reembed(state.memory.reembedding().as_ref());
     let plans = state
         .keys
         .plans()

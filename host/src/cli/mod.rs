@@ -1,5 +1,5 @@
 //! The operator's command line: `serve`, `keys create|revoke|list`, `accounts
-//! list|set-plan`, `usage`, `console login`, the `mcp` bridge, `agent new|deploy` and `agents spawn`, one module per command
+//! list|set-plan`, `usage`, `memory reembed`, `console login`, the `mcp` bridge, `agent new|deploy` and `agents spawn`, one module per command
 //! group. The operator commands go through the running server's admin socket when there
 //! is one (`admin`), else to the files.
 
@@ -20,6 +20,7 @@ mod billing;
 mod console;
 mod keys;
 mod mcp;
+mod memory;
 mod remote;
 mod target;
 mod usage;
@@ -30,6 +31,7 @@ use agents::AgentsCommand;
 use billing::BillingCommand;
 use console::ConsoleCommand;
 use keys::KeysCommand;
+use memory::MemoryCommand;
 
 #[derive(Parser)]
 #[command(
@@ -77,6 +79,11 @@ enum Command {
         /// The server's MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
         #[arg(long)]
         url: String,
+    },
+    /// The memory store's upkeep: `reembed` re-embeds it with the configured embedder.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
     },
     /// Prints metered usage, one line per account and month: agent run hours and the
     /// tokens agents' Minds spent.
@@ -156,6 +163,7 @@ fn execute(command: Command) -> anyhow::Result<()> {
             account,
         } => usage::run(&target, month.as_deref(), account.as_deref()),
         Command::Console { command } => console::run(command),
+        Command::Memory { command } => memory::run(command),
         Command::Agent { command } => agent::run(command),
         Command::Agents { command } => agents::run(command),
         Command::Billing { command } => billing::run(command),

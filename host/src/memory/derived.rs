@@ -91,6 +91,31 @@ impl Indexes {
         self.past.apply(&changes.past, seq)
     }
 
+    /// Empties both vector indexes, durably (watermark 0): whatever happens next, the next
+    /// start rebuilds them from the rows. The re-embedding's flip does this before it
+    /// commits, so no start can pair the vectors of one model with the rows of another.
+    pub fn clear_vectors(&self) -> Result<()> {
+        self.live.vector.clear()?;
+        self.past.vector.clear()?;
+        Ok(())
+    }
+
+    /// Rebuilds both vector indexes from the rows of `db` and saves them (after the flip).
+    pub fn rebuild_vectors(&self, db: &redb::Database) -> Result<()> {
+        let reader = Reader::new(db)?;
+        let sides: [(&VectorIndex, Sync, All); 2] = [
+            (&self.live.vector, sync_live, Reader::all_counted_ids),
+            (&self.past.vector, sync_past, Reader::all_ids),
+        ];
+        for (vector, sync, all) in sides {
+            vector.clear()?;
+            let apply = |ops: &[IndexOp], seq| vector.apply(ops, seq);
+            catch_up(&reader, (sync, all), 0, apply, || vector.clear())?;
+            vector.checkpoint()?;
+        }
+        Ok(())
+    }
+
     /// Makes every index durable; returns the oplog seq all now hold durably.
     pub fn checkpoint(&self) -> Result<u64> {
         Ok(self.live.checkpoint()?.min(self.past.checkpoint()?))

@@ -1,6 +1,8 @@
 //! The embedded backend: redb in the data dir is the source of truth, written by one
 //! writer thread (group commit), with the tantivy and usearch indexes derived from it.
 
+mod reembed;
+
 use std::{path::Path, sync::Arc, time::Duration};
 
 use async_trait::async_trait;

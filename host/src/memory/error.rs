@@ -52,6 +52,9 @@ pub enum MemoryError {
          Retry-After seconds, or send smaller imports"
     )]
     Busy,
+    /// A re-embedding step found the data dir not ready for it.
+    #[error("re-embedding: {0}")]
+    Reembed(String),
     /// The writer thread is gone (the service is shutting down).
     #[error("memory writer stopped")]
     Stopped,

@@ -21,6 +21,7 @@ mod postgres;
 mod put;
 mod quota;
 mod record;
+pub mod reembed;
 mod scan;
 mod search;
 mod service;

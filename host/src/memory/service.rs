@@ -3,6 +3,7 @@
 use std::{collections::HashMap, sync::Arc, time::Duration, time::Instant};
 
 use futures_util::FutureExt;
+use tokio::sync::RwLock;
 
 use super::MemoryConfig;
 use super::{
@@ -17,8 +18,10 @@ use super::{
     fair::Bounds,
     input::{optional_namespace, optional_unit},
     record::{Memory, Provenance},
+    reembed::{self, ReembedReport, ReembedStore, Upgrade},
     scan,
     search::{self, Candidate, SearchHit, SearchQuery},
+    store,
     time::{self, TimeFilter},
     transfer::{ImportItem, ImportReport},
 };
@@ -134,27 +137,72 @@ pub struct MemoryService {
 
 struct Inner {
     backend: Arc<dyn MemoryBackend>,
-    embed: EmbedService,
+    /// The embedder whose vectors the store holds: every operation that embeds, or reads
+    /// the vector indexes, holds it (shared) from its embedding to its store call, so a
+    /// re-embedding's flip, which holds it exclusively while it swaps the vectors and
+    /// then the embedder, never falls between the two.
+    embed: RwLock<EmbedService>,
     decay_half_life_days: f64,
     consolidations: Gate,
+    /// A re-embedding asked for and not done: its store, and until it is started, its
+    /// target and progress.
+    reembed: Option<Reembedding>,
+}
+
+/// A re-embedding of this service's store.
+struct Reembedding {
+    store: Arc<dyn ReembedStore>,
+    upgrade: parking_lot::Mutex<Option<Upgrade>>,
+    progress: Arc<reembed::Progress>,
 }
 
 impl MemoryService {
     /// The embedded backend: the memory tables in `db` and the indexes under `index_dir`,
     /// replaying what the indexes miss, with the writer and the checkpoint thread started.
+    /// Side vectors of an abandoned re-embedding are dropped.
     pub fn open(
         db: Arc<redb::Database>,
         index_dir: &std::path::Path,
         embed: EmbedService,
         config: &MemoryConfig,
     ) -> Result<Self> {
+        Self::open_upgrading(db, index_dir, embed, config, None)
+    }
+
+    /// [`open`](Self::open), `embed` serving while `upgrade`, when given, is the
+    /// re-embedding asked for, run by [`reembed`](Self::reembed).
+    pub fn open_upgrading(
+        db: Arc<redb::Database>,
+        index_dir: &std::path::Path,
+        embed: EmbedService,
+        config: &MemoryConfig,
+        upgrade: Option<Upgrade>,
+    ) -> Result<Self> {
+        store::init(&db)?;
+        if upgrade.as_ref().is_none_or(|u| u.fresh) {
+            store::reset_next(&db)?;
+        }
+        if let Some(upgrade) = &upgrade {
+            upgrade
+                .progress
+                .counted(store::Reader::new(&db)?.standing()?);
+        }
         let every = Duration::from_secs(config.checkpoint_interval_secs);
         let bounds = Bounds {
             per_account: config.write_queue_per_account.max(1),
             total: config.write_queue_total.max(1),
         };
         let backend = Embedded::open(db, index_dir, embed.dims(), every, bounds)?;
-        Ok(Self::over(backend, embed, config))
+        let reembed = upgrade.map(|upgrade| Reembedding {
+            store: backend.clone(),
+            progress: upgrade.progress.clone(),
+            upgrade: parking_lot::Mutex::new(Some(upgrade)),
+        });
+        let mut service = Self::over(backend, embed, config);
+        Arc::get_mut(&mut service.inner)
+            .expect("the service was just made")
+            .reembed = reembed;
+        Ok(service)
     }
 
     /// The service over any backend.
@@ -166,7 +214,8 @@ impl MemoryService {
         Self {
             inner: Arc::new(Inner {
                 backend,
-                embed,
+                embed: RwLock::new(embed),
+                reembed: None,
                 decay_half_life_days: config.decay_half_life_days,
                 consolidations: Gate::new(Duration::from_secs(config.consolidate_cooldown_secs)),
             }),
@@ -189,8 +238,9 @@ impl MemoryService {
         fence: Option<RunFence>,
     ) -> Result<PutOutcome> {
         input.validate()?;
+        let embed = self.inner.embed.read().await;
         // Served: the bulk lane leaves a core to it (see `EmbedService::request`).
-        let _serving = self.inner.embed.request();
+        let _serving = embed.request();
         let backend = &self.inner.backend;
         if let Some(live) = backend
             .live(&input.account, &input.namespace, &input.key)
@@ -202,7 +252,7 @@ impl MemoryService {
                 created: false,
             });
         }
-        let embedding = self.embed_one(&input.account, &input.value).await?;
+        let embedding = embed_one(&embed, &input.account, &input.value).await?;
         backend.put(input, embedding, quota, fence).await
     }
 
@@ -348,7 +398,7 @@ impl MemoryService {
             .iter()
             .filter_map(|i| i.input.as_ref().ok().map(|p| p.value.clone()))
             .collect();
-        let embed = &self.inner.embed;
+        let embed = self.inner.embed.read().await;
         let mut embeddings = embed
             .embed_documents(account, Class::Bulk, valid)
             .await?
@@ -369,16 +419,22 @@ impl MemoryService {
 
     /// Ranked search over live memories, timed by mode and whether it was reranked.
     pub async fn search(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
-        let _serving = self.inner.embed.request();
+        let embed = self.inner.embed.read().await;
+        let _serving = embed.request();
         let (started, mode) = (Instant::now(), q.mode);
         let rerank = if q.rerank { "true" } else { "false" };
-        let hits = self.search_untimed(account, q).await;
+        let hits = self.search_untimed(&embed, account, q).await;
         metrics::histogram!(names::SEARCH_DURATION, "mode" => mode.as_str(), "rerank" => rerank)
             .record(started.elapsed());
         hits
     }
 
-    async fn search_untimed(&self, account: &str, q: SearchQuery) -> Result<Vec<SearchHit>> {
+    async fn search_untimed(
+        &self,
+        embed: &EmbedService,
+        account: &str,
+        q: SearchQuery,
+    ) -> Result<Vec<SearchHit>> {
         let now = now_ms();
         q.time.validate(now)?;
         if q.time.is_empty_window() {
@@ -390,10 +446,10 @@ impl MemoryService {
             false => q.limit,
         };
         let found = match q.time.has_window() {
-            false => self.candidates(account, &q, ranked, now).await?,
+            false => self.candidates(embed, account, &q, ranked, now).await?,
             true => {
                 let vector = match q.mode.uses_vectors() {
-                    true => Some(self.inner.embed.embed_query(account, &q.query).await?),
+                    true => Some(embed.embed_query(account, &q.query).await?),
                     false => None,
                 };
                 self.scan(account, &q, vector, now).await?
@@ -402,7 +458,7 @@ impl MemoryService {
         // Scored at the instant looked at: decay is measured from then.
         let now = q.time.as_of.unwrap_or(now);
         let best_bm25 = found.iter().filter_map(|(_, c)| c.bm25).fold(0.0, f32::max);
-        let fusion = self.inner.embed.fusion();
+        let fusion = embed.fusion();
         let hits = found
             .into_iter()
             .map(|(memory, candidate)| {
@@ -430,7 +486,7 @@ impl MemoryService {
             return Ok(best);
         }
         let passages = best.iter().map(|h| h.memory.value.clone()).collect();
-        let logits = self.inner.embed.rerank(account, &q.query, passages).await?;
+        let logits = embed.rerank(account, &q.query, passages).await?;
         Ok(search::finish(
             search::reranked(best, &logits),
             q.min_score,
@@ -443,6 +499,7 @@ impl MemoryService {
     /// backend starts on what needs no vector.
     async fn candidates(
         &self,
+        embed: &EmbedService,
         account: &str,
         q: &SearchQuery,
         ranked: usize,
@@ -463,7 +520,6 @@ impl MemoryService {
         if !q.mode.uses_vectors() {
             return backend.candidates(&query).await;
         }
-        let embed = &self.inner.embed;
         let vector = async move { Ok(embed.embed_query(account, &q.query).await?) };
         backend.candidates_embedding(query, vector.boxed()).await
     }
@@ -623,7 +679,7 @@ impl MemoryService {
         }
         consolidate::distinct_keys(&mut inputs);
         let values = inputs.iter().map(|i| i.value.clone()).collect();
-        let embed = &self.inner.embed;
+        let embed = self.inner.embed.read().await;
         let embeddings = embed.embed_documents(account, Class::Bulk, values).await?;
         let merges: Vec<Merge> = inputs
             .into_iter()
@@ -651,16 +707,6 @@ impl MemoryService {
         self.inner.backend.checkpoint()
     }
 
-    /// The vector of one text of `account`'s, embedded as interactive work.
-    async fn embed_one(&self, account: &str, text: &str) -> Result<Vec<f32>> {
-        let mut v = self
-            .inner
-            .embed
-            .embed_documents(account, Class::Interactive, vec![text.to_string()])
-            .await?;
-        v.pop().ok_or(MemoryError::Stopped)
-    }
-
     /// Every live memory of `account` (in `namespace` when given), oldest first.
     async fn live_in(&self, account: &str, namespace: Option<&str>) -> Result<Vec<Memory>> {
         self.inner.backend.live_in(account, namespace).await
@@ -677,11 +723,67 @@ impl MemoryService {
         threshold: f32,
     ) -> Result<Vec<(u64, u64, f32)>> {
         let ids = memories.iter().map(|m| m.id).collect();
+        // The vector index is rebuilt at a re-embedding's flip: not read meanwhile.
+        let _embed = self.inner.embed.read().await;
         self.inner
             .backend
             .neighbours(account, ids, k, threshold)
             .await
     }
+
+    /// Where the re-embedding asked for at open stands; `None` when none was asked for.
+    pub fn reembedding(&self) -> Option<ReembedReport> {
+        Some(self.inner.reembed.as_ref()?.progress.report())
+    }
+
+    /// Runs the re-embedding asked for at open to its end (see [`reembed`]): walks the
+    /// versions with the target model, then, holding off every search and write that
+    /// embeds, takes what was written meanwhile, flips the store and serves with the
+    /// target. Returns the identity now recorded; `None` when none was asked for or it is
+    /// done. After a failure, call it again: it goes on from the last committed batch.
+    pub async fn reembed(&self) -> Result<Option<String>> {
+        let Some(r) = &self.inner.reembed else {
+            return Ok(None);
+        };
+        let Some(target) = r.upgrade.lock().as_ref().map(|u| u.target.clone()) else {
+            return Ok(None);
+        };
+        r.progress.stood(r.store.standing().await?);
+        reembed::walk(&*r.store, &target, &r.progress).await?;
+        let mut serving = self.inner.embed.write().await;
+        let held = Instant::now();
+        let last = reembed::walk(&*r.store, &target, &r.progress).await?;
+        let identity = r.store.flip().await?;
+        *serving = target;
+        drop(serving);
+        let held_ms = held.elapsed().as_millis();
+        tracing::info!(%identity, last, held_ms, "re-embedded: the target serves (searches and writes that embed waited held_ms for the last pass of `last` versions and the flip)");
+        r.upgrade.lock().take();
+        r.progress.finished(r.store.standing().await?.total);
+        Ok(Some(identity))
+    }
+
+    /// [`reembed`](Self::reembed) until it succeeds, each failure logged, reported and
+    /// waited out: for the server's background task.
+    pub async fn reembed_in_background(&self) {
+        loop {
+            match self.reembed().await {
+                Ok(_) | Err(MemoryError::Stopped) => return,
+                Err(e) => match &self.inner.reembed {
+                    Some(r) => reembed::pause(&r.progress, &e).await,
+                    None => return,
+                },
+            }
+        }
+    }
+}
+
+/// The vector of one text of `account`'s, embedded as interactive work.
+async fn embed_one(embed: &EmbedService, account: &str, text: &str) -> Result<Vec<f32>> {
+    let mut v = (embed)
+        .embed_documents(account, Class::Interactive, vec![text.to_string()])
+        .await?;
+    v.pop().ok_or(MemoryError::Stopped)
 }
 
 #[cfg(test)]

@@ -103,6 +103,24 @@ impl Writer {
             .unwrap_or_else(|_| Err(aborted()))
     }
 
+    /// [`run`](Self::run), then `then` with its outcome on the writer thread once the
+    /// group is committed (or failed) and its index changes applied, before the writer
+    /// takes its next group: for work on the indexes no write may interleave with (the
+    /// re-embedding's flip rebuilds the vector indexes from the rows it committed).
+    pub async fn run_then<T: Send + 'static>(
+        &self,
+        turn: Turn<'_>,
+        f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
+        then: impl FnOnce(Result<T>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (tx, rx) = oneshot::channel();
+        let finish = move |outcome| {
+            let _ = tx.send(then(outcome));
+        };
+        self.queue(turn, vec![(turn.rows, job(f, finish, None))])?;
+        rx.await.unwrap_or_else(|_| Err(aborted()))
+    }
+
     /// `run` of the writer's own upkeep, for threads outside the async runtime.
     pub fn run_blocking<T: Send + 'static>(
         &self,
@@ -135,7 +153,7 @@ impl Writer {
                         Some(value)
                     }),
                 };
-                ((rows, job(f, tx, Some(stop.clone()))), rx)
+                ((rows, job(f, sender(tx), Some(stop.clone()))), rx)
             })
             .unzip();
         self.queue(turn, jobs)?;
@@ -156,7 +174,7 @@ impl Writer {
         f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
     ) -> Result<oneshot::Receiver<Result<T>>> {
         let (tx, rx) = oneshot::channel();
-        self.queue(turn, vec![(turn.rows, job(f, tx, None))])?;
+        self.queue(turn, vec![(turn.rows, job(f, sender(tx), None))])?;
         Ok(rx)
     }
 
@@ -178,13 +196,20 @@ impl Writer {
 /// A piece of [`Writer::run_pieces`]' work: its result, and whether to go on.
 pub type Piece<T> = Box<dyn FnOnce(&mut Batch<'_>) -> Result<(T, bool)> + Send>;
 
+/// Sends a job's outcome to its caller.
+fn sender<T: Send + 'static>(tx: oneshot::Sender<Result<T>>) -> impl FnOnce(Result<T>) + Send {
+    move |outcome| {
+        let _ = tx.send(outcome);
+    }
+}
+
 /// The writer's job for `f`: runs it in the group's transaction and, once the group is
-/// committed (or not), sends its outcome to `tx`. A failed outcome sets `stop` at once, or,
-/// when the group fails to commit, before the writer takes its next group: the pieces
+/// committed (or not), gives its outcome to `finish`. A failed outcome sets `stop` at once,
+/// or, when the group fails to commit, before the writer takes its next group: the pieces
 /// queued after it are not run.
 fn job<T: Send + 'static>(
     f: impl FnOnce(&mut Batch<'_>) -> Result<T> + Send + 'static,
-    tx: oneshot::Sender<Result<T>>,
+    finish: impl FnOnce(Result<T>) + Send + 'static,
     stop: Option<Arc<AtomicBool>>,
 ) -> Job {
     Box::new(move |batch| {
@@ -204,7 +229,7 @@ fn job<T: Send + 'static>(
             if let (Err(_), Some(stop)) = (&outcome, stop) {
                 stop.store(true, Ordering::Release);
             }
-            let _ = tx.send(outcome);
+            finish(outcome);
         });
         (complete, fatal)
     })

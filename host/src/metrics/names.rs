@@ -53,6 +53,13 @@ pub const MEMORIES_LIVE: &str = "wasmind_memories_live";
 /// Time a memory search took (query embedding included), by `mode` and `rerank`.
 pub const SEARCH_DURATION: &str = "wasmind_memory_search_duration_seconds";
 
+/// Stored versions of a re-embedding asked for at this start, by `part`: `done` (with a
+/// vector of the target embedder) and `all` (set at scrape time).
+pub const REEMBED_VECTORS: &str = "wasmind_memory_reembed_vectors";
+/// 1 for the re-embedding's `state` (`pending`, `running`, `done`, `failed`), 0 for the
+/// others (set at scrape time).
+pub const REEMBED_STATE: &str = "wasmind_memory_reembed_state";
+
 /// Upper bounds (seconds) for latencies of a fraction of a millisecond to seconds: HTTP
 /// requests, searches, embedding batches.
 const FAST: &[f64] = &[
@@ -211,6 +218,18 @@ pub const ALL: &[Metric] = &[
         Kind::Histogram(FAST),
         Unit::Seconds,
         "Time a memory search took, query embedding included, by mode (hybrid, semantic, keyword) and whether it was reranked (true, false).",
+    ),
+    metric(
+        REEMBED_VECTORS,
+        Kind::Gauge,
+        Unit::Count,
+        "Stored memory versions of the re-embedding asked for at this start, by part: done (with the target embedder's vector) and all.",
+    ),
+    metric(
+        REEMBED_STATE,
+        Kind::Gauge,
+        Unit::Count,
+        "1 for the state the memories' re-embedding is in (pending, running, done, failed), 0 for the others.",
     ),
 ];
 

@@ -4,7 +4,19 @@
 use std::collections::HashMap;
 
 use super::names;
-use crate::accounts::Plan;
+use crate::{accounts::Plan, memory::reembed::ReembedReport};
+
+/// Sets [`names::REEMBED_VECTORS`] and [`names::REEMBED_STATE`] from the re-embedding's
+/// report, when one was asked for at this start.
+pub fn reembed(report: Option<&ReembedReport>) {
+    let Some(report) = report else { return };
+    metrics::gauge!(names::REEMBED_VECTORS, "part" => "done").set(report.done as f64);
+    metrics::gauge!(names::REEMBED_VECTORS, "part" => "all").set(report.total as f64);
+    for state in crate::memory::reembed::ReembedState::ALL {
+        let on = if state == report.state { 1.0 } else { 0.0 };
+        metrics::gauge!(names::REEMBED_STATE, "state" => state.as_str()).set(on);
+    }
+}
 
 /// Sets [`names::AGENTS_LIVE`] and [`names::AGENTS_PARKED`]: the agents spawning or
 /// running now in an instance, and those hibernated.
@@ -57,7 +69,32 @@ pub fn memories_by_plan(counts: &[(String, u64)], plans: &HashMap<String, Plan>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::reembed::ReembedState;
     use crate::metrics::testing::capture;
+
+    #[test]
+    fn a_reembedding_sets_its_counts_and_one_state() {
+        let report = ReembedReport {
+            state: ReembedState::Running,
+            from: "a".into(),
+            to: "b".into(),
+            done: 40,
+            total: 100,
+            error: None,
+        };
+        let ((), got) = capture(|| reembed(Some(&report)));
+        let got = got.snapshot();
+        let vectors = |part| got.gauge(names::REEMBED_VECTORS, &[("part", part)]);
+        assert_eq!((vectors("done"), vectors("all")), (Some(40.0), Some(100.0)));
+        let state = |s| got.gauge(names::REEMBED_STATE, &[("state", s)]);
+        assert_eq!((state("running"), state("pending")), (Some(1.0), Some(0.0)));
+        let ((), none) = capture(|| reembed(None));
+        assert_eq!(
+            none.snapshot()
+                .gauge(names::REEMBED_STATE, &[("state", "running")]),
+            None
+        );
+    }
 
     #[test]
     fn memories_are_summed_per_plan_with_every_plan_present() {

@@ -11,6 +11,7 @@ mod door;
 mod http;
 pub(crate) mod in_flight;
 mod per_address;
+mod reembed;
 mod stores;
 mod tcp;
 mod write_idle;
@@ -23,6 +24,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 /// `serve_http` is public so the benchmarks serve through the same listener (its timeouts
 /// and cap) as `wasmind serve`.
 pub use self::http::{HttpConfig, serve as serve_http};
+pub use self::reembed::reembed;
 use self::stores::Stores;
 use crate::{
     accounts::{Plans, TokenBudgets},

@@ -15,7 +15,8 @@ use crate::{
     health::{Part, Readiness},
     memory::{
         MemoryService, PgMemory,
-        embed::{self, EmbedService, Embedder, EmbedderConfig},
+        embed::{self, EmbedService, Embedder, EmbedderConfig, Recorded},
+        reembed::{Progress, Upgrade},
     },
     runtime::{AgentStore, Cluster, EmbeddedJournal, JournalStore, PgJournal, node_id},
     storage::{self, Backend},
@@ -38,6 +39,42 @@ pub(super) struct Stores {
     pub tools: Arc<dyn ToolBackend>,
     /// Billing's customers, subscriptions and applied events.
     pub billing: Arc<dyn BillingStore>,
+}
+
+/// The embedder's service that serves a data dir whose record `recorded` names, and the
+/// re-embedding with `embedder` it asks for, if any (its target's bulk lane standing aside
+/// for the requests the serving one serves).
+pub(super) fn serving(
+    recorded: Recorded,
+    embedder: Arc<dyn Embedder>,
+    config: &EmbedderConfig,
+) -> anyhow::Result<(EmbedService, Option<Upgrade>)> {
+    let (recorded, fresh) = match recorded {
+        Recorded::Upgrading { recorded, fresh } => (recorded, fresh),
+        Recorded::Same { abandoned } => {
+            if abandoned {
+                tracing::warn!(
+                    "the re-embedding asked for earlier is abandoned: the configured embedder is the recorded one again"
+                );
+            }
+            return Ok((embed_service(embedder, config)?, None));
+        }
+    };
+    let to = embed::identity(config.kind, &*embedder);
+    let serving = embed::from_config(&embed::serving_config(&recorded, config, embedder.dims())?)?;
+    tracing::info!(from = %recorded, %to, "re-embedding the memories in the background; the recorded embedder serves until it is done");
+    let serving = embed_service(serving, config)?;
+    let reranker = embed::locate_reranker(config).context("finding the cross-encoder")?;
+    let target = serving.alongside(embedder, config, Some(reranker));
+    let progress = Arc::new(Progress::new(recorded, to));
+    Ok((
+        serving,
+        Some(Upgrade {
+            target,
+            fresh,
+            progress,
+        }),
+    ))
 }
 
 /// The embedder's service with the cross-encoder, whose files must be there (they are
@@ -66,17 +103,27 @@ impl Stores {
     ) -> anyhow::Result<Self> {
         match config.storage.backend {
             Backend::Embedded => {
-                embed::check_identity(dir.db(), config.embedder.kind, &*embedder)?;
+                let (kind, upgrade) = (config.embedder.kind, config.embedder.upgrade);
+                let recorded = embed::check_identity(dir.db(), kind, &*embedder, upgrade)?;
+                let (embed, upgrade) = serving(recorded, embedder, &config.embedder)?;
+                if let Some(upgrade) = &upgrade {
+                    readiness.set_reembed(upgrade.progress.clone());
+                }
                 readiness.mark(Part::Embedder);
-                let embed = embed_service(embedder, &config.embedder)?;
-                let memory = MemoryService::open(
+                let upgrading = upgrade.is_some();
+                let memory = MemoryService::open_upgrading(
                     dir.db().clone(),
                     &dir.index_dir("memory"),
                     embed,
                     &config.memory,
+                    upgrade,
                 )
                 .context("opening the memory store")?;
                 readiness.mark(Part::Indexes);
+                if upgrading {
+                    let memory = memory.clone();
+                    tokio::spawn(async move { memory.reembed_in_background().await });
+                }
                 Ok(Self {
                     memory,
                     records: AgentStore::embedded(dir.db().clone())?,
@@ -90,6 +137,12 @@ impl Stores {
                 })
             }
             Backend::Postgres => {
+                anyhow::ensure!(
+                    !config.embedder.upgrade,
+                    "re-embedding is not available on the postgres backend yet: `[embedder] \
+                     upgrade` (env WASMIND_EMBEDDER_UPGRADE) works on the embedded backend \
+                     only; unset it, and keep the embedder the database records"
+                );
                 let node = node_id(&config.cluster, dir.path())?;
                 let pool = storage::connect(&config.storage).await?;
                 let identity = embed::identity(config.embedder.kind, &*embedder);

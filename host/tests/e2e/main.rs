@@ -44,6 +44,7 @@ mod persistence;
 mod postgres_cli;
 mod python_agents;
 mod quota;
+mod reembed;
 mod shutdown;
 mod tools;
 mod transfer;

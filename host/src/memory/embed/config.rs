@@ -54,6 +54,11 @@ pub struct EmbedderConfig {
     pub queue_total: usize,
     /// Settings of the remote OpenAI-compatible provider, used when `kind = "openai"`.
     pub openai: OpenAiEmbedConfig,
+    /// Re-embed a data dir (or database) whose vectors another embedder made with this
+    /// one, in the background, the recorded embedder serving until it is done; without
+    /// it such a data dir refuses to start. Once asked, a restart with this embedder goes
+    /// on with it whatever this says.
+    pub upgrade: bool,
 }
 
 impl Default for EmbedderConfig {
@@ -71,6 +76,7 @@ impl Default for EmbedderConfig {
             queue_per_account: 2048,
             queue_total: 16384,
             openai: OpenAiEmbedConfig::default(),
+            upgrade: false,
         }
     }
 }

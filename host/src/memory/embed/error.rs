@@ -43,8 +43,11 @@ pub enum EmbedError {
     #[error(
         "this data dir's memories were embedded by {recorded}, but the configured embedder is \
          {current}; vectors of two embedders cannot be mixed. Either configure `[embedder] \
-         kind = \"{kind}\"` (env WASMIND_EMBEDDER={kind}) to keep using this data dir, or \
-         start on a new --data-dir and store the memories again to re-embed them"
+         kind = \"{kind}\"` (env WASMIND_EMBEDDER={kind}) and its `model` to keep using this \
+         data dir as it is, or ask for it to be re-embedded with the configured embedder \
+         (embedded backend): `[embedder] upgrade = true` (env WASMIND_EMBEDDER_UPGRADE=true) \
+         re-embeds in the background while the recorded embedder serves, `wasmind memory \
+         reembed` does it offline and reports its progress"
     )]
     Mismatch {
         /// `kind:model:dims` recorded in the data dir.
@@ -54,6 +57,13 @@ pub enum EmbedError {
         /// The recorded kind, for the config hint.
         kind: String,
     },
+    /// A data dir being re-embedded serves with the embedder it records, which this build
+    /// or config cannot run.
+    #[error(
+        "this data dir's memories are being re-embedded from {recorded}, which serves until \
+         that is done, but {why}"
+    )]
+    CannotServe { recorded: String, why: String },
     /// The configured kind is left out of this build (a cargo feature of its name).
     #[error(
         "the embedder kind {kind} is not in this build: build wasmind with `--features {kind}`, \

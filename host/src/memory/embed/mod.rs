@@ -23,6 +23,7 @@ mod quiet;
 mod rerank;
 mod service;
 mod tokens;
+mod upgrade;
 
 use std::sync::Arc;
 
@@ -41,7 +42,7 @@ pub use card::{ModelCard, OnnxModel, UnknownOnnxModel};
 pub use config::{EmbedderConfig, EmbedderKind, OpenAiEmbedConfig, UnknownEmbedderKind};
 pub use error::EmbedError;
 pub use hash::HashEmbedder;
-pub use identity::{check_identity, identity};
+pub use identity::{Recorded, check_identity, flip, identity, recorded};
 #[cfg(feature = "minilm")]
 pub use minilm::MiniLm;
 pub use onnx::{OnnxEmbedder, Sessions};
@@ -49,6 +50,7 @@ pub use openai::OpenAiEmbedder;
 pub use quiet::Request;
 pub use rerank::{RerankerFiles, locate_reranker};
 pub use service::EmbedService;
+pub use upgrade::serving_config;
 
 /// Turns texts into vectors whose dot product measures how related the texts are.
 ///

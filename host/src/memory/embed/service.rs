@@ -61,6 +61,27 @@ impl EmbedService {
         cfg: &EmbedderConfig,
         reranker: Option<RerankerFiles>,
     ) -> Self {
+        Self::build(embedder, cfg, reranker, Arc::new(Serving::new(QUIET)))
+    }
+
+    /// [`with_reranker`](Self::with_reranker) for another embedder whose bulk lane stands
+    /// aside for the requests this service serves (see [`Serving`]): a re-embedding's
+    /// target, which embeds in bulk while this one serves, and serves after it.
+    pub fn alongside(
+        &self,
+        embedder: Arc<dyn Embedder>,
+        cfg: &EmbedderConfig,
+        reranker: Option<RerankerFiles>,
+    ) -> Self {
+        Self::build(embedder, cfg, reranker, self.inner.serving.clone())
+    }
+
+    fn build(
+        embedder: Arc<dyn Embedder>,
+        cfg: &EmbedderConfig,
+        reranker: Option<RerankerFiles>,
+        serving: Arc<Serving>,
+    ) -> Self {
         let batch_size = [
             cfg.batch_size.max(1),
             cfg.bulk_batch_size.clamp(1, cfg.batch_size.max(1)),
@@ -69,7 +90,6 @@ impl EmbedService {
             per_account: cfg.queue_per_account.max(1),
             total: cfg.queue_total.max(1),
         };
-        let serving = Arc::new(Serving::new(QUIET));
         let lane = |name, workers, work| {
             Lane::spawn(name, &embedder, workers, work, batch_size, bounds, &serving)
         };
@@ -552,6 +572,19 @@ mod tests {
         assert_eq!(got.gauge(names::EMBED_QUEUE, &query), Some(0.0));
         let queries = got.histogram(names::EMBED_BATCH_DURATION, &query).unwrap();
         assert_eq!(queries.len(), 1);
+    }
+
+    /// A re-embedding's target counts the serving service's requests as its own: its bulk
+    /// lane stands aside for them; it embeds with its own model, and caches its own queries.
+    #[tokio::test]
+    async fn a_service_alongside_shares_the_requests_but_not_the_model() {
+        let serving = EmbedService::new(Arc::new(HashEmbedder::new(8)), &cfg(1, 4));
+        let target = serving.alongside(Arc::new(HashEmbedder::new(16)), &cfg(1, 4), None);
+        assert!(Arc::ptr_eq(&serving.inner.serving, &target.inner.serving));
+        assert_eq!((serving.dims(), target.dims()), (8, 16));
+        let query = target.embed_query("a", "where").await.unwrap();
+        assert_eq!(query.len(), 16);
+        assert!(serving.cached("where").is_none());
     }
 
     #[test]

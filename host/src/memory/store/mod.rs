@@ -8,11 +8,13 @@
 //! exactly while it is live or expired-but-not-yet-reaped; `write::Batch::list`/`unlist`
 //! are the only places that change that.
 
+mod next;
 mod read;
 mod write;
 
 use redb::{ReadableTable, TableDefinition};
 
+pub use next::reset_next;
 pub use read::Reader;
 pub use write::Batch;
 
@@ -34,12 +36,16 @@ const ACCOUNT_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("memory_
 const EXPIRIES: TableDefinition<(&str, u64, u64), ()> = TableDefinition::new("memory_expiries");
 /// seq → (id, account): an index change to re-sync from the current row state.
 const OPLOG: TableDefinition<u64, (u64, &str)> = TableDefinition::new("memory_oplog");
-/// Counters: next id, next oplog seq, highest truncated seq.
+/// Counters: next id, next oplog seq, highest truncated seq, the re-embedder's position.
 const META: TableDefinition<&str, u64> = TableDefinition::new("memory_meta");
+/// id → the embedding of the model a re-embedding moves to (see [`next`]).
+const NEXT_EMBEDDINGS: TableDefinition<u64, &[u8]> = TableDefinition::new("memory_embeddings_next");
 
 const NEXT_ID: &str = "next_id";
 const NEXT_SEQ: &str = "next_seq";
 const OPLOG_FLOOR: &str = "oplog_floor";
+/// The highest id the re-embedder has passed (absent when none is under way).
+const REEMBED_POSITION: &str = "reembed_position";
 
 /// Creates every table so readers never meet a missing one.
 pub fn init(db: &redb::Database) -> Result<()> {
@@ -53,6 +59,7 @@ pub fn init(db: &redb::Database) -> Result<()> {
     txn.open_table(EXPIRIES)?;
     txn.open_table(OPLOG)?;
     txn.open_table(META)?;
+    txn.open_table(NEXT_EMBEDDINGS)?;
     txn.commit()?;
     Ok(())
 }

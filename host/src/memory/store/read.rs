@@ -14,8 +14,8 @@ pub type OplogTail = (Vec<(u64, String)>, u64);
 
 /// A snapshot of the memory tables.
 pub struct Reader {
-    txn: ReadTransaction,
-    memories: ReadOnlyTable<u64, &'static [u8]>,
+    pub(super) txn: ReadTransaction,
+    pub(super) memories: ReadOnlyTable<u64, &'static [u8]>,
 }
 
 impl Reader {

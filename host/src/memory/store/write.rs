@@ -21,15 +21,16 @@ use crate::memory::{
 
 /// Open tables of one write transaction plus the index changes it produced.
 pub struct Batch<'t> {
-    memories: Table<'t, u64, &'static [u8]>,
-    embeddings: Table<'t, u64, &'static [u8]>,
+    pub(super) txn: &'t WriteTransaction,
+    pub(super) memories: Table<'t, u64, &'static [u8]>,
+    pub(super) embeddings: Table<'t, u64, &'static [u8]>,
     heads: Table<'t, (&'static str, &'static str, &'static str), u64>,
     timeline: Table<'t, (&'static str, u64), ()>,
     ns_counts: Table<'t, (&'static str, &'static str), u64>,
     account_counts: Table<'t, &'static str, u64>,
     expiries: Table<'t, (&'static str, u64, u64), ()>,
     oplog: Table<'t, u64, (u64, &'static str)>,
-    meta: Table<'t, &'static str, u64>,
+    pub(super) meta: Table<'t, &'static str, u64>,
     next_id: u64,
     next_seq: u64,
     now: u64,
@@ -43,6 +44,7 @@ impl<'t> Batch<'t> {
         let next_id = meta.get(NEXT_ID)?.map_or(1, |v| v.value());
         let next_seq = meta.get(NEXT_SEQ)?.map_or(1, |v| v.value());
         Ok(Self {
+            txn,
             memories: txn.open_table(MEMORIES)?,
             embeddings: txn.open_table(EMBEDDINGS)?,
             heads: txn.open_table(HEADS)?,
