@@ -198,11 +198,7 @@ impl MemoryService {
             progress: upgrade.progress.clone(),
             upgrade: parking_lot::Mutex::new(Some(upgrade)),
         });
-        let mut service = Self::over(backend, embed, config);
-        Arc::get_mut(&mut service.inner)
-            .expect("the service was just made")
-            .reembed = reembed;
-        Ok(service)
+        Ok(Self::made(backend, embed, config, reembed))
     }
 
     /// The service over any backend.
@@ -211,11 +207,20 @@ impl MemoryService {
         embed: EmbedService,
         config: &MemoryConfig,
     ) -> Self {
+        Self::made(backend, embed, config, None)
+    }
+
+    fn made(
+        backend: Arc<dyn MemoryBackend>,
+        embed: EmbedService,
+        config: &MemoryConfig,
+        reembed: Option<Reembedding>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 backend,
                 embed: RwLock::new(embed),
-                reembed: None,
+                reembed,
                 decay_half_life_days: config.decay_half_life_days,
                 consolidations: Gate::new(Duration::from_secs(config.consolidate_cooldown_secs)),
             }),
